@@ -1,0 +1,45 @@
+"""The HTTP face of laurels: app factory, lifespan and middleware."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi.responses import ORJSONResponse
+
+from laurels.api import problems
+from laurels.api.auth import Auth
+from laurels.api.routes import router
+from laurels.reads import Reads
+from laurels.runtime import Runtime
+
+log = logging.getLogger("laurels.api")
+
+
+def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await rt.open(run_migrations=migrate)
+        stop = asyncio.Event()
+        task = asyncio.create_task(rt.projector.run(stop)) if run_projector else None
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, 5)
+            await rt.close()
+
+    app = FastAPI(title="laurels", version="0.1.0", lifespan=lifespan,
+                  default_response_class=ORJSONResponse,
+                  description="Weekly leaderboards and live notifications.")
+    app.state.runtime = rt
+    app.state.auth = Auth(rt.secrets)
+    app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder)
+    problems.install(app)
+    app.include_router(router)
+    return app

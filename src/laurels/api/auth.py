@@ -1,0 +1,82 @@
+"""Bearer tokens: ingest and admin (constant-time compare), learner JWTs (HS256)."""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+import jwt
+
+from laurels.errors import Problem
+from laurels.settings import Secrets
+from laurels.validation import Invalid, parse_user_id
+
+
+def bearer(header: str | None) -> str:
+    if not header:
+        raise Problem("unauthorized", "missing bearer token")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Problem("unauthorized", "expected 'Authorization: Bearer <token>'")
+    return token.strip()
+
+
+def _equal(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+class Auth:
+    def __init__(self, secrets: Secrets) -> None:
+        self.secrets = secrets
+
+    def is_admin(self, token: str) -> bool:
+        return _equal(token, self.secrets.admin_token)
+
+    def is_ingest(self, token: str) -> bool:
+        return _equal(token, self.secrets.ingest_token)
+
+    def learner_sub(self, token: str) -> int | None:
+        """The user id of a valid learner token, None if it is not one."""
+        try:
+            claims = jwt.decode(token, self.secrets.user_token_secret, algorithms=["HS256"],
+                                options={"require": ["exp", "sub"]})
+        except jwt.PyJWTError:
+            return None
+        sub = claims.get("sub")
+        if not isinstance(sub, str):
+            return None
+        try:
+            return parse_user_id(sub)
+        except Invalid:
+            return None
+
+    def require_ingest(self, token: str) -> None:
+        if self.is_ingest(token) or self.is_admin(token):
+            return
+        self._refuse(token)
+
+    def require_admin(self, token: str) -> None:
+        if self.is_admin(token):
+            return
+        self._refuse(token)
+
+    def require_learner(self, token: str, user_id: int) -> None:
+        if self.is_admin(token):
+            return
+        sub = self.learner_sub(token)
+        if sub == user_id:
+            return
+        self._refuse(token, sub)
+
+    def _refuse(self, token: str, sub: int | None = None) -> None:
+        known = (self.is_ingest(token) or self.is_admin(token) or sub is not None
+                 or self.learner_sub(token) is not None)
+        if known:
+            raise Problem("forbidden", "this token may not do that")
+        raise Problem("unauthorized", "invalid or expired token")
+
+
+def mint(secret: str, user_id: int, ttl_seconds: int) -> str:
+    now = int(time.time())
+    return jwt.encode({"sub": str(user_id), "iat": now, "exp": now + ttl_seconds}, secret,
+                      algorithm="HS256")

@@ -1,0 +1,193 @@
+"""HTTP routes (CONTRACT.md, HTTP API): parse, authorize, call the domain, answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Request, Security
+from fastapi.responses import ORJSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import ValidationError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from laurels.api import schemas as s
+from laurels.api.auth import Auth
+from laurels.errors import Problem
+from laurels.runtime import Runtime
+from laurels.seasons import BadSeason, Season, parse_season
+from laurels.validation import (
+    BatchIn,
+    CompletionIn,
+    Invalid,
+    UserIn,
+    describe,
+    parse_user_id,
+    validate_user,
+)
+
+MAX_BODY_BYTES = 1024 * 1024
+
+router = APIRouter()
+_bearer = HTTPBearer(auto_error=False, description="ingest, admin or learner token")
+
+
+def runtime(request: Request) -> Runtime:
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def auth(request: Request) -> Auth:
+    a: Auth = request.app.state.auth
+    return a
+
+
+def token(credentials: HTTPAuthorizationCredentials | None = Security(_bearer)) -> str:
+    if credentials is None or not credentials.credentials:
+        raise Problem("unauthorized", "missing bearer token")
+    return credentials.credentials
+
+
+def ingest_token(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+    a.require_ingest(tok)
+
+
+def admin_token(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+    a.require_admin(tok)
+
+
+def learner_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> int:
+    user_id = path_user_id(request.path_params["user_id"])
+    a.require_learner(tok, user_id)
+    return user_id
+
+
+def path_user_id(text: str) -> int:
+    try:
+        return parse_user_id(text)
+    except Invalid as exc:
+        raise Problem("validation_error", str(exc)) from None
+
+
+def path_season(text: str) -> Season:
+    try:
+        return parse_season(text)
+    except BadSeason as exc:
+        raise Problem("validation_error", str(exc)) from None
+
+
+async def json_body(request: Request) -> Any:
+    """The JSON body: 415 unless JSON, 413 over 1 MiB, 422 if malformed."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json" and not (ctype.startswith("application/")
+                                            and ctype.endswith("+json")):
+        raise Problem("unsupported_media_type", "send the body as application/json")
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        raise Problem("payload_too_large", "the body is larger than 1 MiB")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Problem("payload_too_large", "the body is larger than 1 MiB")
+        chunks.append(chunk)
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError:
+        raise Problem("validation_error", "the body is not valid JSON") from None
+
+
+def _json(body: Any, status: int = 200) -> ORJSONResponse:
+    return ORJSONResponse(body, status_code=status)
+
+
+# -- writes -------------------------------------------------------------------
+
+@router.post("/v1/completions", tags=["writes"], dependencies=[Depends(ingest_token)],
+             status_code=201, openapi_extra=s.body_schema(CompletionIn),
+             responses={200: {"model": s.CompletionOut}, 201: {"model": s.CompletionOut},
+                        **s.problems(401, 403, 409, 410, 413, 415, 422, 503)})
+async def post_completion(request: Request) -> Response:
+    """Record one completion (idempotent on `completion_id`)."""
+    body = await json_body(request)
+    [outcome] = await runtime(request).ingestor.record([body])
+    if outcome.status == "rejected":
+        raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
+    return _json(outcome.body(), outcome.http_status)
+
+
+@router.post("/v1/completions/batch", tags=["writes"], dependencies=[Depends(ingest_token)],
+             openapi_extra=s.batch_schema(),
+             responses={200: {"model": s.BatchOut},
+                        **s.problems(401, 403, 413, 415, 422, 503)})
+async def post_batch(request: Request) -> Response:
+    """Record 1 to 1000 completions; one independent result per item, in order."""
+    body = await json_body(request)
+    if not isinstance(body, dict):
+        raise Problem("validation_error", "body must be {\"completions\": [...]}")
+    try:
+        batch = BatchIn.model_validate(body)
+    except ValidationError as exc:
+        raise Problem("validation_error", describe(exc)) from None
+    outcomes = await runtime(request).ingestor.record(batch.completions)
+    return _json({"results": [o.body() for o in outcomes]})
+
+
+@router.put("/v1/users/{user_id}", tags=["writes"], dependencies=[Depends(ingest_token)],
+            openapi_extra=s.body_schema(UserIn),
+            responses={200: {"model": s.UserOut}, **s.problems(401, 403, 410, 415, 422, 503)})
+async def put_user(user_id: str, request: Request) -> Response:
+    """Set a learner's display name and/or visibility."""
+    uid = path_user_id(user_id)
+    raw = await json_body(request)
+    try:
+        body = validate_user(raw)
+    except Invalid as exc:
+        raise Problem("validation_error", str(exc)) from None
+    learner = await runtime(request).learners.update(uid, body)
+    return _json(learner.body())
+
+
+# -- reads --------------------------------------------------------------------
+
+@router.get("/v1/leaderboards/{season}", tags=["reads"],
+            responses={200: {"model": s.BoardOut}, **s.problems(422, 503)})
+async def get_board(request: Request, season: str,
+                    limit: int = Query(100, ge=1, le=1000)) -> Response:
+    """The top of a season's public board (`current` = this week)."""
+    return _json(await request.app.state.reads.top(path_season(season), limit))
+
+
+@router.get("/v1/leaderboards/{season}/users/{user_id}", tags=["reads"],
+            responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)})
+async def get_around(request: Request, season: str, user_id: str,
+                     uid: int = Depends(learner_token),
+                     radius: int = Query(5, ge=0, le=50)) -> Response:
+    """A learner's rank and neighbourhood (learner token of that user, or admin)."""
+    return _json(await request.app.state.reads.around(path_season(season), uid, radius))
+
+
+# -- operations ---------------------------------------------------------------
+
+@router.get("/healthz", tags=["operations"])
+async def healthz() -> Response:
+    """200 while the process is up."""
+    return _json({"status": "ok"})
+
+
+@router.get("/readyz", tags=["operations"], responses=s.problems(503))
+async def readyz(request: Request) -> Response:
+    """200 when PostgreSQL and Redis answer, else 503."""
+    rt = runtime(request)
+    try:
+        await rt.db.ping()
+        await rt.redis.ping()
+    except Exception:  # any failure of either store means "not ready"
+        raise Problem("unavailable", "PostgreSQL or Redis does not answer") from None
+    return _json({"status": "ready"})
+
+
+@router.get("/metrics", tags=["operations"])
+async def metrics() -> Response:
+    """Prometheus text exposition."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,120 @@
+"""Response shapes, for /openapi.json (handlers build the JSON directly)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from laurels.validation import BatchIn, CompletionIn, ReadIn, UserIn
+
+
+class ProblemOut(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+
+
+class CompletionOut(BaseModel):
+    completion_id: str
+    seq: int
+    season: str
+    status: Literal["recorded", "duplicate"]
+
+
+class ItemError(BaseModel):
+    code: str
+    detail: str
+
+
+class RejectedOut(BaseModel):
+    completion_id: str | None
+    status: Literal["rejected"]
+    error: ItemError
+
+
+class BatchOut(BaseModel):
+    results: list[CompletionOut | RejectedOut]
+
+
+class UserOut(BaseModel):
+    user_id: int
+    display_name: str
+    visibility: Literal["public", "anonymous", "hidden"]
+
+
+class EntryOut(BaseModel):
+    rank: int
+    user_id: int | None
+    display_name: str
+    score: int
+
+
+class BoardOut(BaseModel):
+    season: str
+    starts_at: str
+    ends_at: str
+    status: Literal["open", "closed"]
+    tie_policy: Literal["shared", "first"]
+    total: int
+    entries: list[EntryOut]
+
+
+class NeighborOut(EntryOut):
+    self: bool
+
+
+class MeOut(BaseModel):
+    rank: int
+    user_id: int
+    display_name: str
+    score: int
+    visibility: Literal["public", "anonymous", "hidden"]
+
+
+class AroundOut(BaseModel):
+    season: str
+    user: MeOut
+    neighbors: list[NeighborOut]
+
+
+class RebuildOut(BaseModel):
+    rebuild_id: str
+    season: str
+    status: Literal["running", "succeeded", "failed"]
+    events: int | None = None
+    error: str | None = None
+
+
+class MismatchOut(BaseModel):
+    user_id: int
+    redis: int | None
+    postgres: int | None
+
+
+class VerifyOut(BaseModel):
+    season: str
+    consistent: bool
+    players_checked: int
+    mismatches: list[MismatchOut]
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {
+        "application/json": {"schema": model.model_json_schema()}}}}
+
+
+def batch_schema() -> dict[str, Any]:
+    schema = BatchIn.model_json_schema()
+    schema["properties"]["completions"]["items"] = CompletionIn.model_json_schema()
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": ProblemOut, "content": {"application/problem+json": {}}}
+            for s in statuses}
+
+
+__all__ = ["ReadIn", "UserIn"]

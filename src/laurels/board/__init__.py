@@ -1,0 +1,262 @@
+"""The Redis projection of PostgreSQL completions: apply, read, profiles.
+
+Every call goes through one Lua script that first checks the season's current
+(and building) version against what this process believes; a stale belief
+costs one retry, a missing marker means "no board" (never a partial one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+
+from laurels.keys import Keys, SeasonKeys, chunk_of
+from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
+from laurels.seasons import Season, parse_season
+
+MAX_STALE_RETRIES = 8
+
+
+class BoardMissing(Exception):
+    """The season has no board in Redis (never built, or lost): rebuild it."""
+
+    def __init__(self, season: str) -> None:
+        super().__init__(season)
+        self.season = season
+
+
+@dataclass(frozen=True)
+class Profile:
+    version: int
+    visibility: str
+    display_name: str  # '' when never set
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    user_id: int
+    points: int
+    completed_at: datetime
+    season: str
+    profile: Profile
+
+
+@dataclass(frozen=True)
+class Entry:
+    rank: int
+    user_id: int
+    display_name: str
+    visibility: str
+    score: int
+
+
+@dataclass(frozen=True)
+class Top:
+    total: int
+    entries: list[Entry]
+
+
+@dataclass(frozen=True)
+class Around:
+    me: Entry
+    index: int  # position of `me` inside `neighbors`
+    neighbors: list[Entry]
+
+
+def default_name(user_id: int) -> str:
+    return f"Learner {user_id}"
+
+
+def _parse_profile(text: str, user_id: int) -> tuple[str, str]:
+    """(visibility, display name) of a stored profile string."""
+    if not text:
+        return "public", default_name(user_id)
+    _ver, vis, _ts, name = text.split("\t", 3)
+    return vis, name or default_name(user_id)
+
+
+class Scripts:
+    """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
+
+    NAMES = ("apply", "set_profile", "read_top", "read_around", "begin_build", "switch",
+             "abort_build")
+
+    def __init__(self, redis: Redis) -> None:
+        folder = resources.files(__package__).joinpath("lua")
+        common = folder.joinpath("_common.lua").read_text()
+        self.by_name: dict[str, AsyncScript] = {
+            name: redis.register_script(common + "\n" + folder.joinpath(f"{name}.lua").read_text())
+            for name in self.NAMES
+        }
+
+    def __getitem__(self, name: str) -> AsyncScript:
+        return self.by_name[name]
+
+
+class Board:
+    def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.policy = policy
+        self.scripts = Scripts(redis)
+        # season -> (current, building) as last seen; corrected by STALE replies
+        self._versions: dict[str, tuple[str, str]] = {}
+
+    def season_keys(self, season: str) -> SeasonKeys:
+        return self.keys.season(season)
+
+    def versions(self, season: str) -> tuple[str, str]:
+        return self._versions.get(season, ("", ""))
+
+    def forget(self, season: str) -> None:
+        self._versions.pop(season, None)
+
+    # -- writes ---------------------------------------------------------
+
+    def _apply_call(self, ev: Event, versions: tuple[str, str],
+                    targets: list[str]) -> tuple[list[str], list[Any]]:
+        sk = self.season_keys(ev.season)
+        chunk, offset = chunk_of(ev.seq)
+        keys = [sk.current, sk.building]
+        for v in targets:
+            vk = sk.version(v)
+            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.applied(chunk)]
+        season = parse_season(ev.season)
+        args: list[Any] = [
+            versions[0], versions[1], chunk, offset, pad_uid(ev.user_id), ev.points,
+            pad_ts(season.offset_us(ev.completed_at)), ev.profile.version,
+            ev.profile.visibility, ev.profile.display_name, self.policy,
+        ]
+        return keys, args
+
+    async def apply(self, events: list[Event], only_version: str | None = None) -> list[str]:
+        """Apply events (pipelined); per event 'applied', 'duplicate' or 'missing'.
+
+        With `only_version`, apply to that building version alone (the rebuild's
+        own stream); otherwise to the current and building versions.
+        """
+        results: list[str | None] = [None] * len(events)
+        pending = list(range(len(events)))
+        for _ in range(MAX_STALE_RETRIES):
+            if not pending:
+                break
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for i in pending:
+                    ev = events[i]
+                    versions = self.versions(ev.season)
+                    targets = ([only_version] if only_version is not None
+                               else [v for v in versions if v])
+                    keys, args = self._apply_call(ev, versions, targets)
+                    await self.scripts["apply"](keys=keys, args=args, client=pipe)
+                replies = await pipe.execute()
+            retry = []
+            for i, reply in zip(pending, replies, strict=True):
+                status = reply[0]
+                if status == "STALE":
+                    self._versions[events[i].season] = (reply[1], reply[2])
+                    retry.append(i)
+                elif status == "MISSING":
+                    results[i] = "missing"
+                else:
+                    results[i] = "applied" if int(reply[1]) > 0 else "duplicate"
+            pending = retry
+        if pending:
+            raise RuntimeError("board versions kept changing during apply")
+        return [r or "missing" for r in results]
+
+    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
+        """Project a profile onto one season; False when the season has no board."""
+        sk = self.season_keys(season)
+        for _ in range(MAX_STALE_RETRIES):
+            versions = self.versions(season)
+            keys = [sk.current, sk.building]
+            for v in versions:
+                if v:
+                    vk = sk.version(v)
+                    keys += [vk.public, vk.hidden, vk.users]
+            reply = await self.scripts["set_profile"](keys=keys, args=[
+                versions[0], versions[1], pad_uid(user_id), profile.version,
+                profile.visibility, profile.display_name, self.policy])
+            if reply[0] == "STALE":
+                self._versions[season] = (reply[1], reply[2])
+                continue
+            return bool(reply[0] == "OK")
+        raise RuntimeError("board versions kept changing during set_profile")
+
+    # -- reads ----------------------------------------------------------
+
+    async def _read(self, script: str, season: str, version_keys: Any,
+                    args: list[Any]) -> list[Any]:
+        sk = self.season_keys(season)
+        for _ in range(MAX_STALE_RETRIES):
+            current = self.versions(season)[0]
+            keys = [sk.current, *version_keys(sk.version(current or "0"))]
+            reply: list[Any] = await self.scripts[script](keys=keys, args=[current, *args])
+            if reply[0] == "STALE":
+                self._versions[season] = (reply[1], self.versions(season)[1])
+                continue
+            if reply[0] == "MISSING":
+                self._versions.pop(season, None)
+                raise BoardMissing(season)
+            return reply
+        raise RuntimeError("board versions kept changing during a read")
+
+    def _entries(self, flat: list[Any], first_rank: int, first_index: int) -> list[Entry]:
+        triples = [flat[i:i + 3] for i in range(0, len(flat), 3)]
+        scores = [-int(float(t[1])) for t in triples]
+        ranks = assign_ranks(scores, first_rank, first_index, self.policy)
+        out = []
+        for (member, _score, profile), rank, score in zip(triples, ranks, scores, strict=True):
+            uid = member_uid(member)
+            vis, name = _parse_profile(profile, uid)
+            out.append(Entry(rank, uid, name, vis, score))
+        return out
+
+    async def top(self, season: str, limit: int) -> Top:
+        reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users], [limit])
+        return Top(int(reply[1]), self._entries(reply[2:], 1, 0))
+
+    async def around(self, season: str, user_id: int, radius: int) -> Around | None:
+        """A learner's entry and neighbours, or None when they have no score this season."""
+        reply = await self._read(
+            "read_around", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            [pad_uid(user_id), radius, self.policy])
+        if reply[0] == "NOT_RANKED":
+            return None
+        _, profile, score_text, index, better, start, start_better = reply[:7]
+        index, better, start, start_better = int(index), int(better), int(start), int(start_better)
+        vis, name = _parse_profile(profile, user_id)
+        score = -int(float(score_text))
+        rank = better + 1 if self.policy == "shared" else index + 1
+        me = Entry(rank, user_id, name, vis, score)
+        neighbors = self._entries(reply[7:], start_better + 1, start)
+        if vis == "hidden":
+            pos = index - start
+            neighbors.insert(pos, me)
+        else:
+            pos = next(i for i, e in enumerate(neighbors) if e.user_id == user_id)
+            neighbors[pos] = me
+        return Around(me, pos, neighbors)
+
+    async def present(self, season: str) -> bool:
+        return bool(await self.redis.exists(self.season_keys(season).current))
+
+    async def wait_present(self, season: str, timeout_seconds: float) -> bool:
+        deadline = asyncio.get_running_loop().time() + timeout_seconds
+        while True:
+            if await self.present(season):
+                return True
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+
+
+def season_name(season: Season | str) -> str:
+    return season if isinstance(season, str) else season.name

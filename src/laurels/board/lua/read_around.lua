@@ -1,0 +1,64 @@
+-- read_around.lua: a learner's rank and the public entries around them.
+-- O(log N + radius): ranks come from ZRANK/ZCOUNT, never from a scan.
+--
+-- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash
+-- ARGV[1]  expected current version, ARGV[2] padded user id, ARGV[3] radius,
+-- ARGV[4]  tie policy
+-- Returns {'MISSING'} | {'STALE', current} | {'NOT_RANKED'} |
+--   {'OK', own profile, own score, own index, better count, slice start index,
+--    slice first better count, member1, score1, profile1, ...}
+-- "own index" is the learner's position in the public order (for a hidden
+-- learner: where they would stand); "better count" is how many public
+-- learners have a strictly higher score (shared rank = better count + 1).
+local current_key, public, hidden, users = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local expected_current, uid = ARGV[1], ARGV[2]
+local radius, policy = tonumber(ARGV[3]), ARGV[4]
+
+local current = redis.call('GET', current_key)
+if not current then return {'MISSING'} end
+if current ~= expected_current then return {'STALE', current} end
+
+local p = parse_profile(redis.call('HGET', users, uid))
+if p == nil or p.ts == '' then return {'NOT_RANKED'} end
+local member = member_of(policy, p.ts, uid)
+local own_set = zset_of(p.vis, public, hidden)
+local score = redis.call('ZSCORE', own_set, member)
+if not score then return {'NOT_RANKED'} end
+
+local better = redis.call('ZCOUNT', public, '-inf', '(' .. score)
+local index
+if own_set == public then
+  index = redis.call('ZRANK', public, member)
+else
+  -- Binary search among the public learners tied on this score for the
+  -- first member ordered after ours.
+  local lo = better
+  local hi = better + redis.call('ZCOUNT', public, score, score)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZRANGE', public, mid, mid)[1]
+    if m < member then lo = mid + 1 else hi = mid end
+  end
+  index = lo
+end
+
+local first = index - radius
+if first < 0 then first = 0 end
+local last = index + radius
+if own_set ~= public then last = last - 1 end
+local items = {}
+if last >= first then items = redis.call('ZRANGE', public, first, last, 'WITHSCORES') end
+local first_better = 0
+if #items > 0 then first_better = redis.call('ZCOUNT', public, '-inf', '(' .. items[2]) end
+
+local out = {'OK', format_profile(p), score, index, better, first, first_better}
+if #items == 0 then return out end
+local uids = {}
+for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
+local profiles = redis.call('HMGET', users, unpack(uids))
+for i = 1, #uids do
+  out[#out + 1] = items[2 * i - 1]
+  out[#out + 1] = items[2 * i]
+  out[#out + 1] = profiles[i] or ''
+end
+return out

@@ -1,0 +1,25 @@
+-- read_top.lua: the best `limit` public entries of a season, in one round trip.
+--
+-- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] users hash (of that version)
+-- ARGV[1]  expected current version, ARGV[2] limit
+-- Returns {'MISSING'} | {'STALE', current} |
+--         {'OK', total, member1, score1, profile1, member2, ...}.
+local current_key, public, users = KEYS[1], KEYS[2], KEYS[3]
+local expected_current, limit = ARGV[1], tonumber(ARGV[2])
+
+local current = redis.call('GET', current_key)
+if not current then return {'MISSING'} end
+if current ~= expected_current then return {'STALE', current} end
+
+local out = {'OK', redis.call('ZCARD', public)}
+local items = redis.call('ZRANGE', public, 0, limit - 1, 'WITHSCORES')
+if #items == 0 then return out end
+local uids = {}
+for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
+local profiles = redis.call('HMGET', users, unpack(uids))
+for i = 1, #uids do
+  out[#out + 1] = items[2 * i - 1]
+  out[#out + 1] = items[2 * i]
+  out[#out + 1] = profiles[i] or ''
+end
+return out

@@ -1,0 +1,46 @@
+-- set_profile.lua: project a learner's name and visibility onto a season board,
+-- moving them between the public and hidden sets atomically.
+--
+-- KEYS[1]  current marker, KEYS[2] building marker
+-- KEYS[3+3i .. 5+3i], for each target version i: public zset, hidden zset, users hash
+-- ARGV[1]  expected current version, ARGV[2] expected building version
+-- ARGV[3]  padded user id, ARGV[4] profile version, ARGV[5] visibility,
+-- ARGV[6]  display name ('' = none), ARGV[7] tie policy
+-- Returns {'STALE', current, building} | {'MISSING'} | {'OK', targets changed}.
+-- An older profile version than the stored one changes nothing.
+local current_key, building_key = KEYS[1], KEYS[2]
+local expected_current, expected_building = ARGV[1], ARGV[2]
+local uid, profile_version, visibility, name = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local policy = ARGV[7]
+
+local current = redis.call('GET', current_key) or ''
+local building = redis.call('GET', building_key) or ''
+if current ~= expected_current or building ~= expected_building then
+  return {'STALE', current, building}
+end
+if current == '' and building == '' then return {'MISSING'} end
+
+local changed = 0
+for i = 0, (#KEYS - 2) / 3 - 1 do
+  local public, hidden, users = KEYS[3 + 3 * i], KEYS[4 + 3 * i], KEYS[5 + 3 * i]
+  local p = parse_profile(redis.call('HGET', users, uid))
+  if p == nil then
+    p = {ver = profile_version, vis = visibility, ts = '', name = name}
+    redis.call('HSET', users, uid, format_profile(p))
+    changed = changed + 1
+  elseif tonumber(profile_version) > tonumber(p.ver) then
+    local from, to = zset_of(p.vis, public, hidden), zset_of(visibility, public, hidden)
+    if p.ts ~= '' and from ~= to then
+      local member = member_of(policy, p.ts, uid)
+      local score = redis.call('ZSCORE', from, member)
+      if score then
+        redis.call('ZREM', from, member)
+        redis.call('ZADD', to, score, member)
+      end
+    end
+    p.ver, p.vis, p.name = profile_version, visibility, name
+    redis.call('HSET', users, uid, format_profile(p))
+    changed = changed + 1
+  end
+end
+return {'OK', changed}

@@ -1,0 +1,185 @@
+"""Rebuild a season's board from PostgreSQL while traffic goes on, then switch.
+
+Order matters (DESIGN.md, Rebuild): mark the new version as *building* first,
+so every apply from then on also reaches it; only then take the PostgreSQL
+snapshot. An event committed before the snapshot is in the stream; one
+committed after it is applied live to the building version; one in both is
+deduplicated by the version's own idempotency bitmap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from laurels import db as dbmod
+from laurels.board import Board, Event, Profile
+from laurels.db import Database
+
+log = logging.getLogger("laurels.rebuild")
+
+STREAM_BATCH = 2000
+Progress = Callable[[int, int], None]
+
+
+class RebuildRunning(Exception):
+    """Another rebuild of the same season holds the lock."""
+
+
+class RebuildFailed(Exception):
+    pass
+
+
+@dataclass
+class RebuildResult:
+    rebuild_id: str
+    season: str
+    events: int
+    version: str
+
+
+def lock_key(prefix: str, policy: str, season: str) -> int:
+    digest = hashlib.blake2b(f"{prefix}:{policy}:{season}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Rebuilder:
+    def __init__(self, db: Database, board: Board) -> None:
+        self.db = db
+        self.board = board
+        self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
+
+    def _lock(self, season: str) -> int:
+        return lock_key(self.board.keys.prefix, self.board.policy, season)
+
+    async def start_record(self, season: str) -> str:
+        rebuild_id = str(uuid.uuid4())
+        await self.db.execute("insert_rebuild", rebuild_id=rebuild_id, season=season,
+                              tie_policy=self.board.policy)
+        return rebuild_id
+
+    async def run(self, season: str, rebuild_id: str | None = None,
+                  progress: Progress | None = None) -> RebuildResult:
+        """Build, verify and switch; raise RebuildRunning if another builder is at it."""
+        async with self.db.connection() as conn:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
+                                     (self._lock(season),))
+            row = await cur.fetchone()
+            if not row or not row["ok"]:
+                if rebuild_id:
+                    await self._finish(rebuild_id, "failed", 0,
+                                       "another rebuild of this season is running")
+                raise RebuildRunning(season)
+            try:
+                if rebuild_id is None:
+                    rebuild_id = await self.start_record(season)
+                return await self._build(conn, season, rebuild_id, progress)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
+
+    async def _finish(self, rebuild_id: str, status: str, events: int, error: str | None) -> None:
+        await self.db.execute("update_rebuild", rebuild_id=rebuild_id, status=status,
+                              events=events, error=error)
+
+    async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
+                     progress: Progress | None) -> RebuildResult:
+        sk = self.board.season_keys(season)
+        version, abandoned = await self.board.scripts["begin_build"](
+            keys=[sk.building, sk.next_version])
+        log.info("rebuild %s of %s: building version %s", rebuild_id, season, version)
+        if abandoned:
+            await self.drop_version(season, abandoned)
+        events = 0
+        try:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur = await conn.execute(dbmod.q("season_event_count"), {"season": season})
+                row = await cur.fetchone()
+                total = int(row["n"]) if row else 0
+                if progress:
+                    progress(0, total)
+                async with conn.cursor(name=f"rebuild_{version}") as named:
+                    named.itersize = STREAM_BATCH
+                    await named.execute(dbmod.q("season_events"), {"season": season})
+                    while True:
+                        rows = await named.fetchmany(STREAM_BATCH)
+                        if not rows:
+                            break
+                        batch = [Event(r["seq"], r["user_id"], r["points"], r["completed_at"],
+                                       season, Profile(r["profile_version"], r["visibility"],
+                                                       r["display_name"]))
+                                 for r in rows]
+                        results = await self.board.apply(batch, only_version=version)
+                        if "missing" in results:
+                            raise RebuildFailed("the building board vanished from Redis")
+                        events += len(batch)
+                        if progress:
+                            progress(events, total)
+                await self._verify_built(conn, season, version)
+            reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
+                                                      args=[version])
+            if reply[0] != "OK":
+                raise RebuildFailed("another rebuild took over the building marker")
+            previous = reply[1]
+        except BaseException as exc:
+            await self.board.scripts["abort_build"](keys=[sk.building], args=[version])
+            await self.drop_version(season, version)
+            reason = str(exc) if isinstance(exc, RebuildFailed) else type(exc).__name__
+            await self._finish(rebuild_id, "failed", events, reason)
+            log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
+            raise
+        self.board.forget(season)
+        if previous:
+            await self.drop_version(season, previous)
+        await self._finish(rebuild_id, "succeeded", events, None)
+        log.info("rebuild %s of %s: switched to version %s (%d events)", rebuild_id, season,
+                 version, events)
+        return RebuildResult(rebuild_id, season, events, version)
+
+    async def _verify_built(self, conn: dbmod.Conn, season: str, version: str) -> None:
+        """Every learner of the snapshot is on the new board with at least their
+        snapshot score (live applies since the snapshot can only add)."""
+        vk = self.board.season_keys(season).version(version)
+        cur = await conn.execute(dbmod.q("season_sums"), {"season": season})
+        while True:
+            rows = await cur.fetchmany(5000)
+            if not rows:
+                return
+            profiles = await self.board.redis.hmget(
+                vk.users, [f"{r['user_id']:019d}" for r in rows])
+            for r, profile in zip(rows, profiles, strict=True):
+                if not profile or profile.split("\t")[2] == "":
+                    raise RebuildFailed(f"learner {r['user_id']} missing from the new board")
+
+    async def drop_version(self, season: str, version: str) -> None:
+        """Free a version's keys without blocking Redis (UNLINK frees lazily)."""
+        vk = self.board.season_keys(season).version(version)
+        chunks = await self.board.redis.smembers(vk.chunks)
+        names = [vk.applied(int(c)) for c in chunks]
+        for i in range(0, len(names), 500):
+            await self.board.redis.unlink(*names[i:i + 500])
+        await self.board.redis.unlink(vk.public, vk.hidden, vk.users, vk.chunks)
+
+    # -- self-healing ------------------------------------------------------
+
+    def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
+        """Start (once per process) a rebuild of a season whose board is missing."""
+        task = self._local.get(season)
+        if task is None or task.done():
+            task = asyncio.create_task(self._heal(season))
+            self._local[season] = task
+        return task
+
+    async def _heal(self, season: str) -> RebuildResult | None:
+        if await self.board.present(season):
+            return None
+        try:
+            return await self.run(season)
+        except RebuildRunning:
+            return None  # another process is building it
+
+

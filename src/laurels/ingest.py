@@ -1,0 +1,232 @@
+"""Where a completion enters: validate, record durably, then apply (fast path).
+
+One PostgreSQL transaction inserts the completion and its outbox row. After
+commit the completion is applied to Redis at once; if that fails (or the
+process dies first) the outbox row stays and the projector finishes the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from redis.exceptions import RedisError
+
+from laurels.board import Board, Event, Profile
+from laurels.board.rebuild import Rebuilder
+from laurels.db import Conn, Database, Row
+from laurels.errors import STATUS
+from laurels.seasons import season_of
+from laurels.settings import Settings
+from laurels.validation import CompletionIn, Invalid, validate_completion
+
+log = logging.getLogger("laurels.ingest")
+
+HEAL_WAIT_SECONDS = 2.0
+Clock = Callable[[], datetime]
+
+
+@dataclass
+class Outcome:
+    completion_id: str | None
+    status: str  # recorded | duplicate | rejected
+    seq: int | None = None
+    season: str | None = None
+    code: str | None = None
+    detail: str | None = None
+
+    @property
+    def http_status(self) -> int:
+        if self.status == "recorded":
+            return 201
+        if self.status == "duplicate":
+            return 200
+        return STATUS[self.code or "validation_error"]
+
+    def body(self) -> dict[str, Any]:
+        if self.status == "rejected":
+            return {"completion_id": self.completion_id, "status": "rejected",
+                    "error": {"code": self.code, "detail": self.detail}}
+        return {"completion_id": self.completion_id, "seq": self.seq, "season": self.season,
+                "status": self.status}
+
+
+@dataclass
+class _Item:
+    index: int
+    data: CompletionIn
+    completed_at: datetime
+    given: bool
+    season: str
+
+
+def _reject(cid: str | None, code: str, detail: str) -> Outcome:
+    return Outcome(cid, "rejected", code=code, detail=detail)
+
+
+def _same(item: _Item, row: Row) -> bool:
+    stored_at = row["completed_at"] if item.given else row["received_at"]
+    want_at = item.completed_at if item.given else row["completed_at"]
+    return bool(row["user_id"] == item.data.user_id and row["points"] == item.data.points
+                and stored_at == want_at)
+
+
+def _profile(row: Row | None) -> Profile:
+    if row is None:
+        return Profile(0, "public", "")
+    return Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, db: Database, board: Board, rebuilder: Rebuilder,
+                 clock: Clock = lambda: datetime.now(UTC)) -> None:
+        self.settings = settings
+        self.db = db
+        self.board = board
+        self.rebuilder = rebuilder
+        self.clock = clock
+
+    async def record(self, raw_items: list[Any]) -> list[Outcome]:
+        """Record a batch; one outcome per item, in order. Items are independent."""
+        now = self.clock()
+        skew = timedelta(seconds=self.settings.max_future_skew_seconds)
+        outcomes: list[Outcome | None] = [None] * len(raw_items)
+        items: list[_Item] = []
+        for i, raw in enumerate(raw_items):
+            cid = raw.get("completion_id") if isinstance(raw, dict) else None
+            cid = cid if isinstance(cid, str) else None
+            try:
+                data, at = validate_completion(raw)
+            except Invalid as exc:
+                outcomes[i] = _reject(cid, "validation_error", str(exc))
+                continue
+            if at is not None and at > now + skew:
+                outcomes[i] = _reject(cid, "validation_error",
+                                      "completed_at lies too far in the future")
+                continue
+            completed_at = at or now
+            items.append(_Item(i, data, completed_at, at is not None,
+                               season_of(completed_at).name))
+        if items:
+            recorded = await self._record(items, now, outcomes)
+            if recorded:
+                await self.apply_fast_path(recorded)
+        return [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
+
+    async def _record(self, items: list[_Item], now: datetime,
+                      outcomes: list[Outcome | None]) -> list[Event]:
+        for attempt in range(5):
+            try:
+                async with self.db.transaction() as conn:
+                    return await self._record_tx(conn, items, now, outcomes)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == 4:
+                    raise
+                await asyncio.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    async def _record_tx(self, conn: Conn, items: list[_Item], now: datetime,
+                         outcomes: list[Outcome | None]) -> list[Event]:
+        # Learners first: an erased learner's writes are refused, replays included.
+        user_ids = sorted({it.data.user_id for it in items})
+        users = {r["user_id"]: r for r in await self.db.fetch("lock_users", conn,
+                                                              user_ids=user_ids)}
+        missing = [u for u in user_ids if u not in users]
+        if missing:
+            await self.db.execute("create_users", conn, user_ids=missing)
+            for r in await self.db.fetch("lock_users", conn, user_ids=missing):
+                users[r["user_id"]] = r
+
+        ids = sorted({it.data.completion_id for it in items})
+        existing = {r["completion_id"]: r
+                    for r in await self.db.fetch("find_completions", conn, completion_ids=ids)}
+        to_insert: dict[str, _Item] = {}
+        for it in items:
+            cid = it.data.completion_id
+            if users[it.data.user_id]["erased"]:
+                outcomes[it.index] = _reject(cid, "user_erased", "this learner was erased")
+            elif cid in existing or cid in to_insert:
+                continue  # decided below, against the stored (or first) version
+            elif season_of(it.completed_at).is_closed(now, self.settings.late_grace_seconds,
+                                                      self.settings.close_seasons):
+                outcomes[it.index] = _reject(
+                    cid, "season_closed", f"season {it.season} is closed to new completions")
+            else:
+                to_insert[cid] = it
+
+        events: list[Event] = []
+        if to_insert:
+            new = sorted(to_insert.values(), key=lambda it: it.data.completion_id)
+            rows = await self.db.fetch(
+                "insert_completions", conn,
+                completion_ids=[it.data.completion_id for it in new],
+                user_ids=[it.data.user_id for it in new],
+                points=[it.data.points for it in new],
+                completed_ats=[it.completed_at for it in new],
+                received_ats=[now for _ in new],
+                seasons=[it.season for it in new])
+            seqs = {r["completion_id"]: r["seq"] for r in rows}
+            if seqs:
+                await self.db.execute("insert_outbox", conn, seqs=list(seqs.values()))
+            lost = [cid for cid in to_insert if cid not in seqs]  # a concurrent insert won
+            if lost:
+                for r in await self.db.fetch("find_completions", conn, completion_ids=lost):
+                    existing[r["completion_id"]] = r
+            for cid, seq in seqs.items():
+                it = to_insert[cid]
+                outcomes[it.index] = Outcome(cid, "recorded", seq, it.season)
+                existing[cid] = {"seq": seq, "user_id": it.data.user_id,
+                                 "points": it.data.points, "completed_at": it.completed_at,
+                                 "received_at": now, "season": it.season}
+                events.append(Event(seq, it.data.user_id, it.data.points, it.completed_at,
+                                    it.season, _profile(users[it.data.user_id])))
+
+        for it in items:
+            if outcomes[it.index] is not None:
+                continue
+            cid = it.data.completion_id
+            row = existing[cid]
+            if _same(it, row):
+                outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
+            else:
+                outcomes[it.index] = _reject(
+                    cid, "completion_conflict",
+                    "completion_id was already recorded with a different payload")
+        return events
+
+    async def apply_fast_path(self, events: list[Event]) -> None:
+        """Apply right after commit; whatever is not applied stays in the outbox."""
+        try:
+            results = await self.board.apply(events)
+            missing = {ev.season for ev, r in zip(events, results, strict=True)
+                       if r == "missing"}
+            if missing:
+                await self._heal(missing)
+                retry = [ev for ev, r in zip(events, results, strict=True) if r == "missing"]
+                again = dict(zip((ev.seq for ev in retry), await self.board.apply(retry),
+                                 strict=True))
+                results = [again.get(ev.seq, r) for ev, r in zip(events, results, strict=True)]
+        except (RedisError, OSError) as exc:
+            log.warning("fast-path apply failed, the projector will retry: %s", exc)
+            return
+        done = [ev.seq for ev, r in zip(events, results, strict=True) if r != "missing"]
+        if done:
+            try:
+                await self.db.execute("delete_outbox", seqs=done)
+            except psycopg.Error as exc:
+                log.warning("outbox cleanup deferred to the projector: %s", exc)
+
+    async def _heal(self, seasons: set[str]) -> None:
+        tasks = [self.rebuilder.ensure(s) for s in seasons]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(asyncio.shield(t) for t in tasks),
+                                                  return_exceptions=True), HEAL_WAIT_SECONDS)
+        except TimeoutError:
+            pass
+        for s in seasons:
+            await self.board.wait_present(s, 0.5)

@@ -1,0 +1,69 @@
+"""Every Redis key and channel name, built here and nowhere else.
+
+All keys of one season share the cluster hash tag `{weekly:YYYY-Www}`, so each
+script touches one slot and runs unchanged on Redis Cluster. The tie policy is
+part of the name because a board ordered under one policy is useless under the
+other: changing the policy finds no board, and the service rebuilds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
+
+
+@dataclass(frozen=True)
+class VersionKeys:
+    version: str
+    public: str  # zset: public and anonymous learners
+    hidden: str  # zset: hidden learners (never read publicly)
+    users: str  # hash: padded user_id -> "profile_version\tvisibility\tlast_ts\tname"
+    chunks: str  # set: ids of the idempotency bitmaps this version uses
+    applied_prefix: str  # + chunk id: bitmap, bit (seq mod 2^16) set once applied
+
+    def applied(self, chunk: int) -> str:
+        return f"{self.applied_prefix}{chunk}"
+
+
+@dataclass(frozen=True)
+class SeasonKeys:
+    base: str
+
+    @property
+    def current(self) -> str:
+        """The season marker: the version readers use. Missing means no board."""
+        return f"{self.base}:current"
+
+    @property
+    def building(self) -> str:
+        return f"{self.base}:building"
+
+    @property
+    def next_version(self) -> str:
+        return f"{self.base}:nextver"
+
+    def version(self, v: str) -> VersionKeys:
+        b = f"{self.base}:v{v}"
+        return VersionKeys(v, f"{b}:public", f"{b}:hidden", f"{b}:users", f"{b}:chunks",
+                           f"{b}:applied:")
+
+
+class Keys:
+    def __init__(self, prefix: str, policy: str) -> None:
+        self.prefix = prefix
+        self.policy = policy
+
+    def season(self, season: str) -> SeasonKeys:
+        return SeasonKeys(f"{self.prefix}:{{weekly:{season}}}:{self.policy}")
+
+    def hint_channel(self, season: str) -> str:
+        return f"{self.prefix}:{{weekly:{season}}}:hints"
+
+    def notification_channel(self) -> str:
+        return f"{self.prefix}:notifications"
+
+
+def chunk_of(seq: int) -> tuple[int, int]:
+    """(bitmap id, bit offset) of a completion's idempotency bit."""
+    return seq >> CHUNK_BITS, seq & ((1 << CHUNK_BITS) - 1)

@@ -1,0 +1,48 @@
+"""Learners' names and visibility: stored in PostgreSQL, projected onto boards."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from laurels.board import Board, Profile, default_name
+from laurels.db import Database
+from laurels.errors import Problem
+from laurels.validation import UserIn
+
+log = logging.getLogger("laurels.learners")
+
+
+@dataclass(frozen=True)
+class Learner:
+    user_id: int
+    display_name: str
+    visibility: str
+
+    def body(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "display_name": self.display_name,
+                "visibility": self.visibility}
+
+
+class Learners:
+    def __init__(self, db: Database, board: Board) -> None:
+        self.db = db
+        self.board = board
+
+    async def update(self, user_id: int, body: UserIn) -> Learner:
+        # The row lock of the update waits for ingests holding FOR SHARE, so
+        # every season with a completion of theirs is visible right after.
+        async with self.db.transaction() as conn:
+            row = await self.db.fetch_one("upsert_user", conn, user_id=user_id,
+                                          display_name=body.display_name,
+                                          visibility=body.visibility)
+        if row is None:
+            raise Problem("user_erased", "this learner was erased")
+        profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
+        for r in await self.db.fetch("user_seasons", user_id=user_id):
+            # A season without a board needs nothing: its rebuild reads PostgreSQL.
+            # A Redis error surfaces as 503; the stored change is kept and a
+            # retried PUT projects it again.
+            await self.board.set_profile(r["season"], user_id, profile)
+        return Learner(user_id, row["display_name"] or default_name(user_id), row["visibility"])

@@ -1,0 +1,89 @@
+"""The outbox relay: what guarantees every committed completion is applied.
+
+It drains the outbox in batches (claimed with FOR UPDATE SKIP LOCKED, so any
+number of projectors can run), then waits on LISTEN/NOTIFY *or* a poll timeout:
+notifications cut latency, polling guarantees progress. Rows younger than
+`min_age_seconds` are left to the API's fast path, which normally deletes them
+within milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import psycopg
+from redis.exceptions import RedisError
+
+from laurels.board import Board, Event, Profile
+from laurels.board.rebuild import Rebuilder
+from laurels.db import Database
+
+log = logging.getLogger("laurels.projector")
+
+CHANNEL = "laurels_outbox"
+
+
+class Projector:
+    def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
+                 batch_size: int = 500, poll_seconds: float = 0.5,
+                 min_age_seconds: float = 1.0) -> None:
+        self.db = db
+        self.board = board
+        self.rebuilder = rebuilder
+        self.batch_size = batch_size
+        self.poll_seconds = poll_seconds
+        self.min_age_seconds = min_age_seconds
+        self.applied_total = 0
+
+    async def drain_once(self, min_age_seconds: float | None = None) -> int:
+        """Claim one batch, apply it, delete what was applied. Returns rows handled."""
+        age = self.min_age_seconds if min_age_seconds is None else min_age_seconds
+        async with self.db.transaction() as conn:
+            rows = await self.db.fetch("claim_outbox", conn, min_age_seconds=age,
+                                       limit=self.batch_size)
+            if not rows:
+                return 0
+            events = [Event(r["seq"], r["user_id"], r["points"], r["completed_at"], r["season"],
+                            Profile(r["profile_version"], r["visibility"], r["display_name"]))
+                      for r in rows]
+            results = await self.board.apply(events)
+            done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
+            if done:
+                await self.db.execute("delete_outbox", conn, seqs=done)
+        missing = {ev.season for ev, res in zip(events, results, strict=True) if res == "missing"}
+        for season in missing:
+            log.info("season %s has no board: rebuilding it", season)
+            try:
+                await self.rebuilder.ensure(season)
+            except Exception as exc:  # a failed heal is retried on the next pass
+                log.warning("rebuild of %s failed: %s", season, exc)
+        self.applied_total += len(done)
+        return len(rows) if len(done) else 0
+
+    async def drain(self, min_age_seconds: float | None = None) -> int:
+        total = 0
+        while True:
+            n = await self.drain_once(min_age_seconds)
+            total += n
+            if n < self.batch_size:
+                return total
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Loop until `stop` is set; survives PostgreSQL and Redis outages."""
+        while not stop.is_set():
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                        self.db.url, autocommit=True) as listener:
+                    await listener.execute(f"LISTEN {CHANNEL}")
+                    while not stop.is_set():
+                        await self.drain()
+                        async for _ in listener.notifies(timeout=self.poll_seconds,
+                                                         stop_after=1):
+                            pass
+            except (psycopg.Error, RedisError, OSError) as exc:
+                log.warning("projector: %s; retrying in 1 s", exc)
+                try:
+                    await asyncio.wait_for(stop.wait(), 1.0)
+                except TimeoutError:
+                    pass

