@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -71,6 +72,10 @@ def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
         servers.stop()
 
 
+def _exit_on_signal(signum: int, _frame: Any) -> None:
+    raise SystemExit(0)
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="listen address [env LAURELS_HOST, "
@@ -106,6 +111,9 @@ def serve(
         config = uvicorn.Config(api, host=settings.host, port=settings.port,
                                 log_level="info", timeout_graceful_shutdown=10,
                                 h11_max_incomplete_event_size=64 * 1024)
+        # uvicorn re-raises the signal that stopped it once it has shut down
+        # gracefully: turn SIGTERM into a normal exit so the embedded servers stop.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         uvicorn.Server(config).run()
     finally:
         servers.stop()
@@ -120,7 +128,6 @@ def projector() -> None:
     async def work(rt: Any) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        import signal
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await rt.projector.run(stop)

