@@ -1,0 +1,180 @@
+"""The Redis projection: tie policies, privacy, idempotent apply, order independence."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from laurels.board import Board, Event, Profile
+from laurels.board.rebuild import Rebuilder
+from laurels.ingest import Ingestor
+from laurels.keys import Keys, chunk_of
+from laurels.ranking import Standing, rank_all
+from laurels.runtime import Runtime, redis_client
+from laurels.seasons import parse_season
+
+SEASON = "2026-W49"
+START = parse_season(SEASON).starts_at
+PUBLIC = Profile(0, "public", "")
+_seq = itertools.count(1)
+
+
+def ev(uid: int, points: int, minutes: int = 0, profile: Profile = PUBLIC,
+       seq: int | None = None) -> Event:
+    return Event(seq or next(_seq), uid, points, START + timedelta(minutes=minutes), SEASON,
+                 profile)
+
+
+async def fresh_board(rt: Runtime, policy: str) -> Board:
+    """A board of the given policy whose season exists (empty) in Redis."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
+    await Rebuilder(rt.db, board).run(SEASON)
+    return board
+
+
+async def test_top_three_ties_shared(rt: Runtime) -> None:
+    board = await fresh_board(rt, "shared")
+    await board.apply([ev(30, 10), ev(10, 10), ev(20, 10), ev(40, 9), ev(50, 1)])
+    top = await board.top(SEASON, 100)
+    assert [(e.rank, e.user_id, e.score) for e in top.entries] == [
+        (1, 10, 10), (1, 20, 10), (1, 30, 10), (4, 40, 9), (5, 50, 1)]
+    assert top.total == 5
+
+
+async def test_top_three_ties_first(rt: Runtime) -> None:
+    board = await fresh_board(rt, "first")
+    # Latest completion: user 30 at minute 1, user 10 at minute 5, user 20 at minute 5.
+    await board.apply([ev(30, 4, 1), ev(30, 6, 0), ev(10, 10, 5), ev(20, 10, 5), ev(40, 9)])
+    top = await board.top(SEASON, 100)
+    assert [(e.rank, e.user_id) for e in top.entries] == [(1, 30), (2, 10), (3, 20), (4, 40)]
+
+
+async def test_apply_is_idempotent_and_atomic(rt: Runtime) -> None:
+    board = await fresh_board(rt, "shared")
+    e = ev(7, 5)
+    results = await asyncio.gather(*(board.apply([e]) for _ in range(20)))
+    assert sorted(r[0] for r in results) == ["applied"] + ["duplicate"] * 19
+    assert (await board.top(SEASON, 10)).entries[0].score == 5
+    # The idempotency bit is set exactly where keys.chunk_of says.
+    chunk, offset = chunk_of(e.seq)
+    vk = board.season_keys(SEASON).version(await rt.redis.get(board.season_keys(SEASON).current))
+    assert await rt.redis.getbit(vk.applied(chunk), offset) == 1
+
+
+async def test_stale_versions_write_nothing(rt: Runtime) -> None:
+    """The script refuses before its first write when the caller's view is stale."""
+    board = await fresh_board(rt, "shared")
+    current = await rt.redis.get(board.season_keys(SEASON).current)
+    e = ev(8, 3)
+    keys, args = board._apply_call(e, ("999", ""), ["999"])
+    reply = await board.scripts["apply"](keys=keys, args=args)
+    assert reply[0] == "STALE" and reply[1] == current
+    vk = board.season_keys(SEASON).version("999")
+    assert await rt.redis.exists(vk.public, vk.users, vk.applied(chunk_of(e.seq)[0])) == 0
+
+
+async def test_missing_board_is_never_written(rt: Runtime) -> None:
+    board = Board(rt.redis, rt.keys, "shared")
+    assert await board.apply([ev(1, 1)]) == ["missing"]
+    assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []
+
+
+async def test_privacy_hidden_and_anonymous(rt: Runtime) -> None:
+    board = await fresh_board(rt, "shared")
+    await board.apply([ev(1, 50, profile=Profile(1, "hidden", "Hid")),
+                       ev(2, 40, profile=Profile(1, "anonymous", "Anon")),
+                       ev(3, 30, profile=Profile(1, "public", "Pub")),
+                       ev(4, 30)])
+    top = await board.top(SEASON, 100)
+    assert [(e.rank, e.user_id, e.visibility, e.display_name) for e in top.entries] == [
+        (1, 2, "anonymous", "Anon"), (2, 3, "public", "Pub"), (2, 4, "public", "Learner 4")]
+    assert top.total == 3
+    hidden = await board.around(SEASON, 1, 1)
+    assert hidden is not None
+    assert (hidden.me.rank, hidden.me.score, hidden.index) == (1, 50, 0)
+    assert [e.user_id for e in hidden.neighbors] == [1, 2]
+    mid = await board.around(SEASON, 3, 1)
+    assert mid is not None and [e.user_id for e in mid.neighbors] == [2, 3, 4]
+    assert mid.index == 1 and mid.me.rank == 2
+    assert await board.around(SEASON, 5, 1) is None
+
+
+async def test_hidden_would_be_rank_among_ties(rt: Runtime) -> None:
+    for policy in ("shared", "first"):
+        board = await fresh_board(rt, policy)
+        await board.apply([ev(10, 5, 1), ev(30, 5, 3), ev(20, 5, 2,
+                                                           profile=Profile(1, "hidden", ""))])
+        around = await board.around(SEASON, 20, 5)
+        assert around is not None
+        assert [e.user_id for e in around.neighbors] == [10, 20, 30]
+        assert around.me.rank == (1 if policy == "shared" else 2)
+
+
+async def test_visibility_change_moves_learner(rt: Runtime) -> None:
+    board = await fresh_board(rt, "first")
+    await board.apply([ev(1, 5, 2), ev(2, 3, 1)])
+    assert await board.set_profile(SEASON, 1, Profile(2, "hidden", "X"))
+    assert [e.user_id for e in (await board.top(SEASON, 10)).entries] == [2]
+    # An older profile version changes nothing.
+    assert await board.set_profile(SEASON, 1, Profile(1, "public", "old"))
+    assert [e.user_id for e in (await board.top(SEASON, 10)).entries] == [2]
+    assert await board.set_profile(SEASON, 1, Profile(3, "public", "Back"))
+    top = await board.top(SEASON, 10)
+    assert [(e.user_id, e.display_name, e.score) for e in top.entries] == [(1, "Back", 5),
+                                                                           (2, "Learner 2", 3)]
+
+
+@pytest.mark.parametrize("policy", ["shared", "first"])
+async def test_rebuild_equals_incremental(rt: Runtime, policy: str) -> None:
+    rt.settings = rt.settings.model_copy(update={"tie_policy": policy})
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
+    rebuilder = Rebuilder(rt.db, board)
+    ing = Ingestor(rt.settings, rt.db, board, rebuilder,
+                   clock=lambda: datetime(2026, 12, 1, tzinfo=UTC))
+    items = [{"completion_id": f"x{i}", "user_id": 1 + i % 7, "points": 1 + i % 3,
+              "completed_at": (START + timedelta(minutes=i)).isoformat()} for i in range(60)]
+    assert all(o.status == "recorded" for o in await ing.record(items))
+    before = await board.top(SEASON, 100)
+    result = await rebuilder.run(SEASON)
+    assert result.events == 60
+    after = await board.top(SEASON, 100)
+    assert after == before
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+async def test_board_independent_of_arrival_order(rt: Runtime, data: st.DataObject) -> None:
+    policy = data.draw(st.sampled_from(["shared", "first"]))
+    events = data.draw(st.lists(
+        st.tuples(st.integers(1, 6), st.integers(1, 4), st.integers(0, 5)),
+        min_size=1, max_size=25))
+    evs = [ev(uid, pts, minute) for uid, pts, minute in events]
+    order = data.draw(st.permutations(range(len(evs))))
+    dup = data.draw(st.lists(st.sampled_from(range(len(evs))), max_size=5))
+    board = await fresh_board(rt, policy)
+    await board.apply([evs[i] for i in order] + [evs[i] for i in dup])
+    got = [(e.rank, e.user_id, e.score) for e in (await board.top(SEASON, 100)).entries]
+    standings: dict[int, Standing] = {}
+    for e in evs:
+        old = standings.get(e.user_id, Standing(e.user_id, 0, 0))
+        standings[e.user_id] = Standing(e.user_id, old.score + e.points,
+                                        max(old.last_offset_us,
+                                            int((e.completed_at - START).total_seconds() * 1e6)))
+    want = [(r, s.user_id, s.score) for r, s in rank_all(standings.values(), policy)]  # type: ignore[arg-type]
+    assert got == want
+    sk = board.season_keys(SEASON)
+    await rt.redis.delete(sk.current, sk.building)
+
+
+async def test_redis_connection_error_surfaces(rt: Runtime) -> None:
+    dead = redis_client("redis://127.0.0.1:1/0", False)
+    board = Board(dead, rt.keys, "shared")
+    with pytest.raises(Exception, match="(?i)connect"):
+        await board.top(SEASON, 10)
+    await dead.aclose()

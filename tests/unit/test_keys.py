@@ -1,0 +1,86 @@
+"""Redis key names: one hash tag per season (cluster-safe)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from laurels.keys import CHUNK_BITS, Keys, chunk_of
+
+TAG = "{weekly:2026-W49}"
+
+
+def _all_keys(keys: Keys, season: str) -> list[str]:
+    sk = keys.season(season)
+    v = sk.version("7")
+    return [sk.current, sk.building, sk.next_version, v.public, v.hidden, v.users, v.chunks,
+            v.applied(0), v.applied(12345), v.applied_prefix, keys.hint_channel(season)]
+
+
+def _hash_tag(key: str) -> str:
+    """The part Redis Cluster hashes: between the first '{' and the next '}'."""
+    start = key.index("{")
+    end = key.index("}", start + 1)
+    return key[start + 1:end]
+
+
+@pytest.mark.parametrize("policy", ["shared", "first"])
+def test_every_season_key_has_tag_and_prefix(policy: str) -> None:
+    keys = Keys("laurels", policy)
+    all_keys = _all_keys(keys, "2026-W49")
+    assert len(set(all_keys)) == len(all_keys)
+    for k in all_keys:
+        assert TAG in k, k
+        assert k.startswith("laurels:"), k
+        assert _hash_tag(k) == "weekly:2026-W49", k
+
+
+def test_custom_prefix() -> None:
+    for k in _all_keys(Keys("test-run.1", "first"), "2026-W49"):
+        assert k.startswith("test-run.1:"), k
+        assert TAG in k
+    assert Keys("p", "shared").notification_channel().startswith("p:")
+
+
+def test_policy_is_part_of_board_names() -> None:
+    shared = _all_keys(Keys("laurels", "shared"), "2026-W49")
+    first = _all_keys(Keys("laurels", "first"), "2026-W49")
+    # Everything but the hint channel (shared by both) differs.
+    assert set(shared[:-1]).isdisjoint(first[:-1])
+    assert shared[-1] == first[-1]
+
+
+def test_seasons_do_not_share_keys() -> None:
+    a = _all_keys(Keys("laurels", "shared"), "2026-W49")
+    b = _all_keys(Keys("laurels", "shared"), "2026-W50")
+    assert set(a).isdisjoint(b)
+    for k in b:
+        assert "{weekly:2026-W50}" in k
+
+
+def test_versions_differ() -> None:
+    sk = Keys("laurels", "shared").season("2026-W49")
+    v1, v2 = sk.version("1"), sk.version("2")
+    assert v1.public != v2.public
+    assert v1.applied(3) != v2.applied(3)
+    assert v1.applied(3) == v1.applied_prefix + "3"
+    assert v1.version == "1"
+
+
+def test_chunk_of_examples() -> None:
+    assert CHUNK_BITS == 16
+    assert chunk_of(0) == (0, 0)
+    assert chunk_of(1) == (0, 1)
+    assert chunk_of(65535) == (0, 65535)
+    assert chunk_of(65536) == (1, 0)
+    assert chunk_of(65537) == (1, 1)
+    assert chunk_of(3 * 65536 + 5) == (3, 5)
+    assert chunk_of(2**63 - 1) == (2**47 - 1, 65535)
+
+
+@given(seq=st.integers(min_value=0, max_value=2**63 - 1))
+def test_chunk_of_property(seq: int) -> None:
+    chunk, bit = chunk_of(seq)
+    assert 0 <= bit < 2**CHUNK_BITS
+    assert chunk * 2**CHUNK_BITS + bit == seq

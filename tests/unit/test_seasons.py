@@ -1,0 +1,214 @@
+"""Seasons: ISO-8601 weeks in UTC (CONTRACT.md, Domain)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from laurels.seasons import BadSeason, Season, parse_season, season_of
+
+WEEK_US = 7 * 86400 * 1_000_000
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+# --- season_of ---------------------------------------------------------------
+
+def test_last_microsecond_of_sunday_is_still_the_old_week() -> None:
+    s = season_of(datetime(2026, 12, 6, 23, 59, 59, 999000, tzinfo=UTC))
+    assert s == Season(2026, 49)
+    assert s.name == "2026-W49"
+    assert str(s) == "2026-W49"
+
+
+def test_very_last_microsecond_of_the_week() -> None:
+    assert season_of(datetime(2026, 12, 6, 23, 59, 59, 999999, tzinfo=UTC)).name == "2026-W49"
+
+
+def test_monday_midnight_utc_starts_the_next_week() -> None:
+    assert season_of(utc(2026, 12, 7, 0, 0)).name == "2026-W50"
+
+
+def test_negative_offset_moves_into_next_week() -> None:
+    # 23:30 at -01:00 is 00:30 UTC on Monday.
+    at = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
+    assert season_of(at).name == "2026-W50"
+
+
+def test_positive_offset_moves_into_previous_week() -> None:
+    # 00:30 Monday at +01:00 is 23:30 UTC on Sunday.
+    at = datetime(2026, 12, 7, 0, 30, tzinfo=timezone(timedelta(hours=1)))
+    assert season_of(at).name == "2026-W49"
+
+
+def test_naive_datetime_is_refused() -> None:
+    with pytest.raises(ValueError):
+        season_of(datetime(2026, 12, 6, 12, 0))
+
+
+def test_new_year_belongs_to_week_53_of_the_old_year() -> None:
+    assert season_of(utc(2027, 1, 1, 12)).name == "2026-W53"
+    assert season_of(utc(2027, 1, 3, 23, 59, 59)).name == "2026-W53"
+
+
+def test_first_week_of_2027() -> None:
+    assert season_of(utc(2027, 1, 4)).name == "2027-W01"
+
+
+def test_start_of_week_53() -> None:
+    assert season_of(utc(2026, 12, 28)).name == "2026-W53"
+    assert season_of(utc(2026, 12, 27, 23, 59, 59)).name == "2026-W52"
+
+
+# --- parse_season ------------------------------------------------------------
+
+def test_parse_roundtrips_name() -> None:
+    assert parse_season("2026-W49") == Season(2026, 49)
+    assert parse_season("2027-W01") == Season(2027, 1)
+    assert parse_season("2026-W49").name == "2026-W49"
+
+
+def test_week_53_exists_in_2026() -> None:
+    assert parse_season("2026-W53") == Season(2026, 53)
+
+
+def test_week_53_does_not_exist_in_2027() -> None:
+    with pytest.raises(BadSeason) as exc:
+        parse_season("2027-W53")
+    assert str(exc.value)
+
+
+def test_week_54_never_exists() -> None:
+    with pytest.raises(BadSeason):
+        parse_season("2026-W54")
+
+
+@pytest.mark.parametrize("text", [
+    "2026-49", "2026-W00", "2026-W1", "abc", "", "2026-w49", "26-W49", "2026-W049",
+    " 2026-W49", "2026-W49 ", "2026W49", "2026-W4a", "CURRENT",
+])
+def test_malformed_seasons(text: str) -> None:
+    with pytest.raises(BadSeason) as exc:
+        parse_season(text)
+    assert str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["2026-W49\n", "\u0662\u0660\u0662\u0666-W49", "２０２６-W49"])
+def test_season_must_be_ascii_and_exact(text: str) -> None:
+    # The contract writes seasons as YYYY-Www. A trailing newline (Python's `$`
+    # matches before it) or non-ASCII digits (`\d` is Unicode-aware) are not that
+    # format and must be refused like any other malformed season (422).
+    with pytest.raises(BadSeason):
+        parse_season(text)
+
+
+def test_bad_season_is_a_value_error() -> None:
+    assert issubclass(BadSeason, ValueError)
+
+
+def test_current_uses_given_clock() -> None:
+    assert parse_season("current", now=utc(2026, 12, 7, 0, 0)) == Season(2026, 50)
+    assert parse_season("current", now=utc(2027, 1, 2)) == Season(2026, 53)
+    at = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
+    assert parse_season("current", now=at) == Season(2026, 50)
+
+
+def test_current_defaults_to_the_real_clock() -> None:
+    before = season_of(datetime.now(UTC))
+    got = parse_season("current")
+    after = season_of(datetime.now(UTC))
+    assert got in (before, after)
+
+
+# --- starts_at / ends_at / closing ---------------------------------------------
+
+def test_starts_and_ends() -> None:
+    s = Season(2026, 49)
+    assert s.starts_at == utc(2026, 11, 30)
+    assert s.ends_at == utc(2026, 12, 7)
+    assert s.starts_at.utcoffset() == timedelta(0)
+    assert s.ends_at - s.starts_at == timedelta(days=7)
+
+
+def test_week_53_bounds_and_neighbours() -> None:
+    s = Season(2026, 53)
+    assert s.starts_at == utc(2026, 12, 28)
+    assert s.ends_at == utc(2027, 1, 4)
+    assert s.next() == Season(2027, 1)
+    assert Season(2027, 1).previous() == s
+    assert Season(2026, 49).next() == Season(2026, 50)
+    assert Season(2026, 50).previous() == Season(2026, 49)
+
+
+def test_every_instant_of_a_week_maps_back_to_it() -> None:
+    for name in ("2026-W49", "2026-W53", "2027-W01", "2020-W53"):
+        s = parse_season(name)
+        assert season_of(s.starts_at) == s
+        assert season_of(s.ends_at - timedelta(microseconds=1)) == s
+        assert season_of(s.ends_at) == s.next()
+
+
+def test_is_closed_respects_grace() -> None:
+    s = Season(2026, 49)
+    grace = 172800
+    closes = utc(2026, 12, 9)
+    assert s.closes_at(grace) == closes
+    assert not s.is_closed(utc(2026, 12, 6, 23, 59), grace)
+    assert not s.is_closed(s.ends_at, grace)
+    assert not s.is_closed(closes - timedelta(microseconds=1), grace)
+    assert s.is_closed(closes, grace)
+    assert s.is_closed(closes + timedelta(days=365), grace)
+
+
+def test_is_closed_without_grace() -> None:
+    s = Season(2026, 49)
+    assert not s.is_closed(s.ends_at - timedelta(microseconds=1), 0)
+    assert s.is_closed(s.ends_at, 0)
+
+
+def test_is_closed_with_offset_clock() -> None:
+    s = Season(2026, 49)
+    # 2026-12-08T23:30-01:00 == 2026-12-09T00:30Z: past the 2-day grace.
+    now = datetime(2026, 12, 8, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
+    assert s.is_closed(now, 172800)
+
+
+def test_seasons_never_close_when_disabled() -> None:
+    s = Season(2026, 49)
+    assert not s.is_closed(utc(2030, 1, 1), 0, close_seasons=False)
+    assert not s.is_closed(utc(2030, 1, 1), 172800, close_seasons=False)
+    assert s.is_closed(utc(2030, 1, 1), 0, close_seasons=True)
+
+
+# --- offset_us -----------------------------------------------------------------
+
+def test_offset_us() -> None:
+    s = Season(2026, 49)
+    assert s.offset_us(s.starts_at) == 0
+    assert s.offset_us(s.starts_at + timedelta(microseconds=1)) == 1
+    assert s.offset_us(utc(2026, 11, 30, 0, 0, 1)) == 1_000_000
+    assert s.offset_us(utc(2026, 12, 1)) == 86400 * 1_000_000
+    assert s.offset_us(s.ends_at - timedelta(microseconds=1)) == WEEK_US - 1
+    assert s.offset_us(datetime(2026, 12, 6, 23, 59, 59, 999000, tzinfo=UTC)) == WEEK_US - 1000
+
+
+def test_offset_us_is_offset_independent() -> None:
+    s = Season(2026, 49)
+    plus1 = datetime(2026, 11, 30, 1, 0, tzinfo=timezone(timedelta(hours=1)))
+    assert s.offset_us(plus1) == 0
+    minus530 = datetime(2026, 11, 30, 5, 0, 0, 7, tzinfo=timezone(timedelta(hours=-5, minutes=-30)))
+    assert s.offset_us(minus530) == (10 * 3600 + 30 * 60) * 1_000_000 + 7
+
+
+def test_offset_us_before_start_is_negative() -> None:
+    s = Season(2026, 49)
+    assert s.offset_us(s.starts_at - timedelta(microseconds=1)) == -1
+
+
+def test_season_ordering() -> None:
+    assert Season(2026, 53) < Season(2027, 1) < Season(2027, 2)
+    assert sorted([Season(2027, 1), Season(2026, 49), Season(2026, 53)]) == [
+        Season(2026, 49), Season(2026, 53), Season(2027, 1)]

@@ -1,0 +1,245 @@
+"""Strict validation of domain values (CONTRACT.md, Domain)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from laurels.validation import (
+    Invalid,
+    parse_instant,
+    parse_user_id,
+    validate_completion,
+    validate_user,
+)
+
+MAX = 2**63 - 1
+
+
+def body(**over: Any) -> dict[str, Any]:
+    b: dict[str, Any] = {"completion_id": "9001", "user_id": 42, "points": 1,
+                         "completed_at": "2026-11-30T10:00:00Z"}
+    b.update(over)
+    return {k: v for k, v in b.items() if v is not ...}
+
+
+def rejected(raw: Any, field: str | None = None) -> str:
+    with pytest.raises(Invalid) as exc:
+        validate_completion(raw)
+    msg = str(exc.value)
+    assert msg.strip(), "an Invalid message must not be empty"
+    if field is not None:
+        assert field in msg, msg
+    return msg
+
+
+# --- validate_completion -----------------------------------------------------
+
+def test_valid_completion() -> None:
+    item, at = validate_completion(body())
+    assert item.completion_id == "9001"
+    assert item.user_id == 42
+    assert item.points == 1
+    assert at == datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def test_completed_at_is_optional() -> None:
+    item, at = validate_completion(body(completed_at=...))
+    assert at is None
+    assert item.completed_at is None
+    _, at = validate_completion(body(completed_at=None))
+    assert at is None
+
+
+def test_extra_fields_are_ignored() -> None:
+    item, _ = validate_completion(body(extra="x"))
+    assert item.user_id == 42
+
+
+@pytest.mark.parametrize("field", ["user_id", "points"])
+@pytest.mark.parametrize("value", [True, False, 1.5, 1.0, "42", None, [1], {"a": 1}])
+def test_non_integers_rejected(field: str, value: Any) -> None:
+    rejected(body(**{field: value}), field)
+
+
+@pytest.mark.parametrize("field", ["completion_id", "user_id", "points"])
+def test_required_fields(field: str) -> None:
+    rejected(body(**{field: ...}), field)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2**63, 2**64])
+def test_user_id_out_of_range(value: int) -> None:
+    rejected(body(user_id=value), "user_id")
+
+
+@pytest.mark.parametrize("value", [1, MAX])
+def test_user_id_bounds_accepted(value: int) -> None:
+    item, _ = validate_completion(body(user_id=value))
+    assert item.user_id == value
+
+
+@pytest.mark.parametrize("value", [0, -5, 1_000_001])
+def test_points_out_of_range(value: int) -> None:
+    rejected(body(points=value), "points")
+
+
+@pytest.mark.parametrize("value", [1, 1_000_000])
+def test_points_bounds_accepted(value: int) -> None:
+    item, _ = validate_completion(body(points=value))
+    assert item.points == value
+
+
+@pytest.mark.parametrize("cid", ["A-z._:9", "a", "x" * 128, "0", "::--..__"])
+def test_completion_id_accepted(cid: str) -> None:
+    item, _ = validate_completion(body(completion_id=cid))
+    assert item.completion_id == cid
+
+
+@pytest.mark.parametrize("cid", ["x" * 129, "a b", "", "a/b", "abc\n", "é", "a\x00", "a+b"])
+def test_completion_id_rejected(cid: str) -> None:
+    rejected(body(completion_id=cid), "completion_id")
+
+
+@pytest.mark.parametrize("cid", [9001, None, True, ["9001"]])
+def test_completion_id_must_be_a_string(cid: Any) -> None:
+    rejected(body(completion_id=cid), "completion_id")
+
+
+@pytest.mark.parametrize("raw", [None, [], "x", 42, [body()]])
+def test_completion_must_be_an_object(raw: Any) -> None:
+    rejected(raw)
+
+
+# --- completed_at --------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "2026-11-30T10:00:00",          # no offset
+    "2026-11-30T10:00",             # no seconds, no offset
+    "2026-11-30",                   # a date
+    "2026-11-30T10:00:00+0530",     # offset without colon
+    "2026-11-30T10:00:00+05",       # short offset
+    "2026-11-30T25:00:00Z",         # no hour 25
+    "2026-02-30T10:00:00Z",         # no Feb 30
+    "2026-11-30T10:00:00.Z",        # empty fraction
+    "2026-11-30T10:00:00.1234567890Z",  # 10 fractional digits
+    "2026-11-30T10:00:00Z ",
+    "2026-11-30T10:00:00Z\n",
+    "now",
+    "",
+])
+def test_completed_at_rejected(text: str) -> None:
+    rejected(body(completed_at=text), "completed_at")
+
+
+@pytest.mark.parametrize("value", [1764496800, 1.5, True, ["2026-11-30T10:00:00Z"]])
+def test_completed_at_must_be_a_string(value: Any) -> None:
+    rejected(body(completed_at=value), "completed_at")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2026-11-30T10:00:00Z", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30T10:00:00z", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30t10:00:00Z", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30T15:30:00+05:30", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30T05:00:00-05:00", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30T10:00:00+00:00", datetime(2026, 11, 30, 10, tzinfo=UTC)),
+    ("2026-11-30T10:00:00.5Z", datetime(2026, 11, 30, 10, 0, 0, 500000, tzinfo=UTC)),
+    ("2026-11-30T10:00:00.123456Z", datetime(2026, 11, 30, 10, 0, 0, 123456, tzinfo=UTC)),
+    ("2026-11-30T10:00:00.123456789Z", datetime(2026, 11, 30, 10, 0, 0, 123456, tzinfo=UTC)),
+    ("2026-11-30T10:00:00.999999999z", datetime(2026, 11, 30, 10, 0, 0, 999999, tzinfo=UTC)),
+    ("2026-11-30T15:30:00.123456789+05:30",
+     datetime(2026, 11, 30, 10, 0, 0, 123456, tzinfo=UTC)),
+])
+def test_completed_at_accepted(text: str, expected: datetime) -> None:
+    _, at = validate_completion(body(completed_at=text))
+    assert at is not None
+    assert at.utcoffset() is not None
+    assert at == expected
+    assert parse_instant(text) == expected
+
+
+def test_offset_is_kept() -> None:
+    at = parse_instant("2026-11-30T15:30:00+05:30")
+    assert at.utcoffset() == timedelta(hours=5, minutes=30)
+
+
+def test_instants_with_different_offsets_compare_equal() -> None:
+    a = parse_instant("2026-11-30T10:00:00Z")
+    b = parse_instant("2026-11-30T15:30:00+05:30")
+    c = parse_instant("2026-11-30T04:00:00.000000000-06:00")
+    assert a == b == c
+    assert a.astimezone(UTC) == b.astimezone(UTC) == c.astimezone(UTC)
+
+
+def test_parse_instant_message_not_empty() -> None:
+    with pytest.raises(Invalid) as exc:
+        parse_instant("2026-11-30T10:00:00")
+    assert "completed_at" in str(exc.value)
+
+
+# --- parse_user_id -------------------------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [("1", 1), ("42", 42), (str(MAX), MAX)])
+def test_parse_user_id_ok(text: str, expected: int) -> None:
+    assert parse_user_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "0", "-1", "+1", str(2**63), "99999999999999999999", "", " 1", "1 ", "1.0", "abc",
+    "1e3", "0x10", "\u0661", "１", "1\n", "1_000",
+])
+def test_parse_user_id_rejected(text: str) -> None:
+    with pytest.raises(Invalid) as exc:
+        parse_user_id(text)
+    assert "user_id" in str(exc.value)
+
+
+# --- validate_user -------------------------------------------------------------
+
+def user_rejected(raw: Any) -> str:
+    with pytest.raises(Invalid) as exc:
+        validate_user(raw)
+    msg = str(exc.value)
+    assert msg.strip()
+    return msg
+
+
+def test_user_empty_body_is_fine() -> None:
+    u = validate_user({})
+    assert u.display_name is None
+    assert u.visibility is None
+
+
+@pytest.mark.parametrize("name", ["", "x" * 65, "a\x07b", "\x00", "tab\there", "new\nline",
+                                  "del\x7f", "\x85", "\ud800"])
+def test_bad_names(name: str) -> None:
+    assert "display_name" in user_rejected({"display_name": name})
+
+
+@pytest.mark.parametrize("name", ["x" * 64, "Ådä 😀", "Ada", "a" * 63 + "😀", "😀" * 64, " "])
+def test_good_names(name: str) -> None:
+    assert validate_user({"display_name": name}).display_name == name
+
+
+@pytest.mark.parametrize("name", [42, True, ["Ada"]])
+def test_name_must_be_string(name: Any) -> None:
+    assert "display_name" in user_rejected({"display_name": name})
+
+
+@pytest.mark.parametrize("vis", ["public", "anonymous", "hidden"])
+def test_visibilities(vis: str) -> None:
+    u = validate_user({"visibility": vis, "display_name": "Ada"})
+    assert u.visibility == vis
+    assert u.display_name == "Ada"
+
+
+@pytest.mark.parametrize("vis", ["secret", "Public", "", 1, True])
+def test_bad_visibility(vis: Any) -> None:
+    assert "visibility" in user_rejected({"visibility": vis})
+
+
+@pytest.mark.parametrize("raw", [None, [], "Ada", 1])
+def test_user_body_must_be_an_object(raw: Any) -> None:
+    user_rejected(raw)
