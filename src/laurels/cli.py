@@ -168,8 +168,7 @@ def token(
 @app.command()
 def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-        TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from laurels.board.rebuild import RebuildFailed, RebuildRunning
     from laurels.seasons import BadSeason, parse_season

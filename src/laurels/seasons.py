@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-_SEASON_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+_SEASON_RE = re.compile(r"([0-9]{4})-W([0-9]{2})")
 WEEK = timedelta(days=7)
 
 
@@ -63,7 +63,7 @@ def parse_season(text: str, now: datetime | None = None) -> Season:
     """`YYYY-Www` (the week must exist in that year) or `current` by the clock."""
     if text == "current":
         return season_of(now or datetime.now(UTC))
-    m = _SEASON_RE.match(text)
+    m = _SEASON_RE.fullmatch(text)
     if not m:
         raise BadSeason("season must be YYYY-Www (e.g. 2026-W49) or 'current'")
     year, week = int(m.group(1)), int(m.group(2))

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
@@ -175,6 +176,6 @@ async def test_board_independent_of_arrival_order(rt: Runtime, data: st.DataObje
 async def test_redis_connection_error_surfaces(rt: Runtime) -> None:
     dead = redis_client("redis://127.0.0.1:1/0", False)
     board = Board(dead, rt.keys, "shared")
-    with pytest.raises(Exception, match="(?i)connect"):
+    with pytest.raises(RedisConnectionError):
         await board.top(SEASON, 10)
     await dead.aclose()

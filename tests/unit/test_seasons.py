@@ -96,7 +96,8 @@ def test_malformed_seasons(text: str) -> None:
     assert str(exc.value)
 
 
-@pytest.mark.parametrize("text", ["2026-W49\n", "\u0662\u0660\u0662\u0666-W49", "２０２６-W49"])
+@pytest.mark.parametrize(
+    "text", ["2026-W49\n", "\u0662\u0660\u0662\u0666-W49", "\uff12\uff10\uff12\uff16-W49"])
 def test_season_must_be_ascii_and_exact(text: str) -> None:
     # The contract writes seasons as YYYY-Www. A trailing newline (Python's `$`
     # matches before it) or non-ASCII digits (`\d` is Unicode-aware) are not that

@@ -126,6 +126,7 @@ def test_completion_must_be_an_object(raw: Any) -> None:
     "2026-11-30T10:00:00.1234567890Z",  # 10 fractional digits
     "2026-11-30T10:00:00Z ",
     "2026-11-30T10:00:00Z\n",
+    "\uff12\uff10\uff12\uff16-11-30T10:00:00Z",     # non-ASCII digits
     "now",
     "",
 ])
@@ -188,7 +189,7 @@ def test_parse_user_id_ok(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize("text", [
     "0", "-1", "+1", str(2**63), "99999999999999999999", "", " 1", "1 ", "1.0", "abc",
-    "1e3", "0x10", "\u0661", "１", "1\n", "1_000",
+    "1e3", "0x10", "\u0661", "\uff11", "1\n", "1_000",
 ])
 def test_parse_user_id_rejected(text: str) -> None:
     with pytest.raises(Invalid) as exc:

@@ -8,8 +8,8 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request, Security
 from fastapi.responses import ORJSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import ValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth

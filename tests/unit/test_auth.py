@@ -1,0 +1,227 @@
+"""Bearer tokens and learner JWTs (CONTRACT.md, HTTP API / Auth)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from typing import Any
+
+import jwt
+import pytest
+
+from laurels.api.auth import Auth, bearer, mint
+from laurels.errors import Problem
+from laurels.settings import Secrets
+
+INGEST = "ingest-token-" + "i" * 32
+ADMIN = "admin-token-" + "a" * 32
+SECRET = "user-token-secret-" + "s" * 50  # >= 64 bytes, so HS512 encodes without a warning
+
+
+@pytest.fixture
+def auth() -> Auth:
+    return Auth(Secrets(ingest_token=INGEST, admin_token=ADMIN, user_token_secret=SECRET))
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def raw_hs256(header: dict[str, Any], claims: dict[str, Any], secret: str = SECRET) -> str:
+    """Build a JWT by hand, so claims PyJWT would refuse to encode can be tested."""
+    signing = _b64(json.dumps(header).encode()) + "." + _b64(json.dumps(claims).encode())
+    sig = hmac.new(secret.encode(), signing.encode(), hashlib.sha256).digest()
+    return signing + "." + _b64(sig)
+
+
+def future() -> int:
+    return int(time.time()) + 3600
+
+
+def token(claims: dict[str, Any], secret: str = SECRET, alg: str = "HS256") -> str:
+    return jwt.encode(claims, secret, algorithm=alg)
+
+
+# --- ingest / admin -------------------------------------------------------------
+
+def test_admin_and_ingest_compare(auth: Auth) -> None:
+    assert auth.is_admin(ADMIN)
+    assert not auth.is_admin(INGEST)
+    assert not auth.is_admin(ADMIN[:-1])
+    assert not auth.is_admin(ADMIN + "x")
+    assert not auth.is_admin("")
+    assert auth.is_ingest(INGEST)
+    assert not auth.is_ingest(ADMIN)
+    assert not auth.is_ingest(INGEST.upper())
+    assert not auth.is_ingest("ä€😀")  # non-ASCII must not crash the compare
+
+
+def test_require_ingest(auth: Auth) -> None:
+    auth.require_ingest(INGEST)
+    auth.require_ingest(ADMIN)
+    with pytest.raises(Problem) as exc:
+        auth.require_ingest("nope")
+    assert exc.value.code == "unauthorized"
+    assert exc.value.status == 401
+    with pytest.raises(Problem) as exc:
+        auth.require_ingest(mint(SECRET, 42, 60))
+    assert exc.value.code == "forbidden"
+    assert exc.value.status == 403
+
+
+def test_require_admin(auth: Auth) -> None:
+    auth.require_admin(ADMIN)
+    with pytest.raises(Problem) as exc:
+        auth.require_admin(INGEST)
+    assert exc.value.code == "forbidden"
+    with pytest.raises(Problem) as exc:
+        auth.require_admin(mint(SECRET, 42, 60))
+    assert exc.value.code == "forbidden"
+    with pytest.raises(Problem) as exc:
+        auth.require_admin("garbage")
+    assert exc.value.code == "unauthorized"
+    assert exc.value.detail
+
+
+# --- learner tokens -------------------------------------------------------------
+
+def test_minted_token_is_accepted(auth: Auth) -> None:
+    t = mint(SECRET, 42, 60)
+    assert auth.learner_sub(t) == 42
+    claims = jwt.decode(t, SECRET, algorithms=["HS256"])
+    assert claims["sub"] == "42"
+    assert claims["exp"] > time.time()
+
+
+def test_max_user_id(auth: Auth) -> None:
+    assert auth.learner_sub(mint(SECRET, 2**63 - 1, 60)) == 2**63 - 1
+
+
+def test_expired(auth: Auth) -> None:
+    assert auth.learner_sub(token({"sub": "42", "exp": int(time.time()) - 10})) is None
+    assert auth.learner_sub(mint(SECRET, 42, -10)) is None
+
+
+def test_missing_exp(auth: Auth) -> None:
+    assert auth.learner_sub(token({"sub": "42"})) is None
+    assert auth.learner_sub(token({"sub": "42", "iat": int(time.time())})) is None
+
+
+def test_missing_sub(auth: Auth) -> None:
+    assert auth.learner_sub(token({"exp": future()})) is None
+
+
+def test_alg_none(auth: Auth) -> None:
+    t = jwt.encode({"sub": "42", "exp": future()}, None, algorithm="none")
+    assert t.endswith(".")
+    assert auth.learner_sub(t) is None
+    # Also with a forged header on a valid HS256 signature layout.
+    forged = raw_hs256({"alg": "none", "typ": "JWT"}, {"sub": "42", "exp": future()})
+    assert auth.learner_sub(forged) is None
+
+
+def test_hs512_refused(auth: Auth) -> None:
+    t = token({"sub": "42", "exp": future()}, "another-secret-" + "x" * 64, alg="HS512")
+    assert auth.learner_sub(t) is None
+    t = token({"sub": "42", "exp": future()}, SECRET, alg="HS512")
+    assert auth.learner_sub(t) is None
+
+
+def test_wrong_secret(auth: Auth) -> None:
+    assert auth.learner_sub(mint("another-secret-" + "x" * 32, 42, 60)) is None
+
+
+def test_tampered_payload(auth: Auth) -> None:
+    head, _, sig = mint(SECRET, 42, 60).split(".")
+    evil = _b64(json.dumps({"sub": "1", "exp": future()}).encode())
+    assert auth.learner_sub(f"{head}.{evil}.{sig}") is None
+
+
+def test_raw_helper_builds_valid_tokens(auth: Auth) -> None:
+    # Guards the helper below: a well-formed hand-made token is accepted.
+    assert auth.learner_sub(raw_hs256({"alg": "HS256", "typ": "JWT"},
+                                      {"sub": "7", "exp": future()})) == 7
+
+
+@pytest.mark.parametrize("sub", [42, 42.0, True, None, ["42"], {"id": "42"}])
+def test_sub_not_a_string(auth: Auth, sub: Any) -> None:
+    t = raw_hs256({"alg": "HS256", "typ": "JWT"}, {"sub": sub, "exp": future()})
+    assert auth.learner_sub(t) is None
+
+
+@pytest.mark.parametrize("sub", ["0", "abc", "", "-1", "+42", " 42", "42 ", "4.2",
+                                 str(2**63), "\u0664\u0662"])
+def test_sub_not_a_user_id(auth: Auth, sub: str) -> None:
+    assert auth.learner_sub(token({"sub": sub, "exp": future()})) is None
+
+
+@pytest.mark.parametrize("garbage", ["", "garbage", "a.b.c", "...", INGEST, ADMIN,
+                                     "eyJhbGciOiJIUzI1NiJ9.e30."])
+def test_garbage(auth: Auth, garbage: str) -> None:
+    assert auth.learner_sub(garbage) is None
+
+
+# --- require_learner --------------------------------------------------------------
+
+def test_require_learner_own_token(auth: Auth) -> None:
+    auth.require_learner(mint(SECRET, 42, 60), 42)
+
+
+def test_require_learner_other_user_is_forbidden(auth: Auth) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(mint(SECRET, 43, 60), 42)
+    assert exc.value.code == "forbidden"
+    assert exc.value.status == 403
+    assert exc.value.detail
+
+
+@pytest.mark.parametrize("bad", ["garbage", "", "Bearer x"])
+def test_require_learner_garbage_is_unauthorized(auth: Auth, bad: str) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(bad, 42)
+    assert exc.value.code == "unauthorized"
+    assert exc.value.status == 401
+    assert exc.value.detail
+
+
+def test_require_learner_expired_is_unauthorized(auth: Auth) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(mint(SECRET, 42, -10), 42)
+    assert exc.value.code == "unauthorized"
+
+
+def test_require_learner_wrong_secret_is_unauthorized(auth: Auth) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(mint("another-secret-" + "x" * 32, 42, 60), 42)
+    assert exc.value.code == "unauthorized"
+
+
+def test_require_learner_admin_passes(auth: Auth) -> None:
+    auth.require_learner(ADMIN, 42)
+    auth.require_learner(ADMIN, 2**63 - 1)
+
+
+def test_require_learner_ingest_is_forbidden(auth: Auth) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(INGEST, 42)
+    assert exc.value.code == "forbidden"
+
+
+# --- bearer header ------------------------------------------------------------------
+
+def test_bearer_parsing() -> None:
+    assert bearer("Bearer abc") == "abc"
+    assert bearer("bearer abc") == "abc"
+    assert bearer("BEARER  abc ") == "abc"
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer ", "Bearer   ", "Basic abc",
+                                    "abc"])
+def test_bearer_refused(header: str | None) -> None:
+    with pytest.raises(Problem) as exc:
+        bearer(header)
+    assert exc.value.code == "unauthorized"
+    assert exc.value.detail
