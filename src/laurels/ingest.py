@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from redis.exceptions import RedisError
 
+from laurels import failpoints
 from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Conn, Database, Row
@@ -114,6 +115,7 @@ class Ingestor:
                                season_of(completed_at).name))
         if items:
             recorded = await self._record(items, now, outcomes)
+            failpoints.hit("ingest_after_commit")
             if recorded:
                 await self.apply_fast_path(recorded)
         return [o or _reject(None, "validation_error", "invalid item") for o in outcomes]

@@ -8,6 +8,7 @@ costs one retry, a missing marker means "no board" (never a partial one).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -85,8 +86,8 @@ def _parse_profile(text: str, user_id: int) -> tuple[str, str]:
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
-    NAMES = ("apply", "set_profile", "read_top", "read_around", "begin_build", "switch",
-             "abort_build")
+    NAMES = ("apply", "set_profile", "read_top", "read_around", "scores", "begin_build",
+             "switch", "abort_build")
 
     def __init__(self, redis: Redis) -> None:
         folder = resources.files(__package__).joinpath("lua")
@@ -151,8 +152,11 @@ class Board:
                 for i in pending:
                     ev = events[i]
                     versions = self.versions(ev.season)
-                    targets = ([only_version] if only_version is not None
-                               else [v for v in versions if v])
+                    targets = [v for v in versions if v]
+                    if only_version is not None:
+                        # A builder feeds only its own version, and only while
+                        # that version still holds the building marker.
+                        versions, targets = (versions[0], only_version), [only_version]
                     keys, args = self._apply_call(ev, versions, targets)
                     await self.scripts["apply"](keys=keys, args=args, client=pipe)
                 replies = await pipe.execute()
@@ -244,6 +248,29 @@ class Board:
             pos = next(i for i, e in enumerate(neighbors) if e.user_id == user_id)
             neighbors[pos] = me
         return Around(me, pos, neighbors)
+
+    async def scores(self, season: str, user_ids: list[int]) -> dict[int, int | None]:
+        """Each learner's total on the current board (None: not on it)."""
+        reply = await self._read("scores", season,
+                                 lambda vk: [vk.public, vk.hidden, vk.users],
+                                 [self.policy, *(pad_uid(u) for u in user_ids)])
+        return {u: (-int(float(v)) if v != "" else None)
+                for u, v in zip(user_ids, reply[1:], strict=True)}
+
+    async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:
+        """Batches of the learners scored on the current board (HSCAN: bounded memory)."""
+        current = await self.redis.get(self.season_keys(season).current)
+        if not current:
+            return
+        users = self.season_keys(season).version(current).users
+        cursor = 0
+        while True:
+            cursor, batch = await self.redis.hscan(users, cursor, count=count)
+            ids = [int(uid) for uid, prof in batch.items() if str(prof).split("\t")[2] != ""]
+            if ids:
+                yield ids
+            if cursor == 0:
+                return
 
     async def present(self, season: str) -> bool:
         return bool(await self.redis.exists(self.season_keys(season).current))

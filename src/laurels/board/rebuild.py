@@ -10,6 +10,7 @@ deduplicated by the version's own idempotency bitmap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from laurels import db as dbmod
+from laurels import failpoints
 from laurels.board import Board, Event, Profile
 from laurels.db import Database
 
@@ -52,6 +54,7 @@ class Rebuilder:
         self.db = db
         self.board = board
         self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
+        self._running: set[asyncio.Task[RebuildResult]] = set()
 
     def _lock(self, season: str) -> int:
         return lock_key(self.board.keys.prefix, self.board.policy, season)
@@ -62,24 +65,80 @@ class Rebuilder:
                               tie_policy=self.board.policy)
         return rebuild_id
 
-    async def run(self, season: str, rebuild_id: str | None = None,
-                  progress: Progress | None = None) -> RebuildResult:
-        """Build, verify and switch; raise RebuildRunning if another builder is at it."""
-        async with self.db.connection() as conn:
+    async def start(self, season: str, progress: Progress | None = None
+                    ) -> tuple[str, asyncio.Task[RebuildResult]]:
+        """Take the season's rebuild lock, then build in the background.
+
+        Raises RebuildRunning at once when another builder (in any process)
+        holds the lock, so two builders never race.
+        """
+        conn = await self.db.pool.getconn()
+        try:
             cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
                                      (self._lock(season),))
             row = await cur.fetchone()
             if not row or not row["ok"]:
-                if rebuild_id:
-                    await self._finish(rebuild_id, "failed", 0,
-                                       "another rebuild of this season is running")
                 raise RebuildRunning(season)
-            try:
-                if rebuild_id is None:
-                    rebuild_id = await self.start_record(season)
-                return await self._build(conn, season, rebuild_id, progress)
-            finally:
+            rebuild_id = await self.start_record(season)
+        except BaseException:
+            await self._release(conn, season, locked=False)
+            raise
+        task = asyncio.create_task(self._locked_build(conn, season, rebuild_id, progress))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return rebuild_id, task
+
+    async def run(self, season: str, progress: Progress | None = None) -> RebuildResult:
+        """Build, verify and switch in the foreground."""
+        _, task = await self.start(season, progress)
+        return await task
+
+    async def _locked_build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
+                            progress: Progress | None) -> RebuildResult:
+        try:
+            return await self._build(conn, season, rebuild_id, progress)
+        finally:
+            await self._release(conn, season, locked=True)
+
+    async def _release(self, conn: dbmod.Conn, season: str, locked: bool) -> None:
+        try:
+            if locked and not conn.closed:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
+        except Exception:  # a broken connection releases its locks by itself
+            log.warning("could not release the rebuild lock of %s cleanly", season)
+        finally:
+            await self.db.pool.putconn(conn)
+
+    async def status(self, rebuild_id: str) -> dict[str, object] | None:
+        row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
+        if row is None:
+            return None
+        if row["status"] == "running" and not any(
+                not t.done() for t in self._running) and await self._lock_is_free(row["season"]):
+            # Its builder died (kill -9, crash): nobody holds the lock any more.
+            await self._finish(rebuild_id, "failed", row["events"], "interrupted")
+            row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
+            assert row is not None
+        return {"rebuild_id": str(row["rebuild_id"]), "season": row["season"],
+                "status": row["status"], "events": row["events"], "error": row["error"]}
+
+    async def _lock_is_free(self, season: str) -> bool:
+        async with self.db.connection() as conn:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
+                                     (self._lock(season),))
+            row = await cur.fetchone()
+            if row and row["ok"]:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
+                return True
+            return False
+
+    async def cancel_all(self) -> None:
+        """On shutdown: stop running builds (each aborts and reports failed)."""
+        for task in list(self._running):
+            task.cancel()
+        for task in list(self._running):
+            with contextlib.suppress(BaseException):
+                await task
 
     async def _finish(self, rebuild_id: str, status: str, events: int, error: str | None) -> None:
         await self.db.execute("update_rebuild", rebuild_id=rebuild_id, status=status,
@@ -120,16 +179,25 @@ class Rebuilder:
                         if progress:
                             progress(events, total)
                 await self._verify_built(conn, season, version)
+            failpoints.hit("rebuild_before_switch")
             reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
                                                       args=[version])
             if reply[0] != "OK":
                 raise RebuildFailed("another rebuild took over the building marker")
             previous = reply[1]
+            failpoints.hit("rebuild_after_switch")
         except BaseException as exc:
-            await self.board.scripts["abort_build"](keys=[sk.building], args=[version])
-            await self.drop_version(season, version)
-            reason = str(exc) if isinstance(exc, RebuildFailed) else type(exc).__name__
-            await self._finish(rebuild_id, "failed", events, reason)
+            # Leave the current board serving; stop feeding and free the new one.
+            with contextlib.suppress(Exception):
+                await self.board.scripts["abort_build"](keys=[sk.building], args=[version])
+                await self.drop_version(season, version)
+            reason = (str(exc) if isinstance(exc, RebuildFailed)
+                      else "interrupted" if isinstance(exc, asyncio.CancelledError)
+                      else f"{type(exc).__name__} (see the server log)")
+            if not isinstance(exc, RebuildFailed | asyncio.CancelledError):
+                log.exception("rebuild %s of %s crashed", rebuild_id, season)
+            with contextlib.suppress(Exception):
+                await self._finish(rebuild_id, "failed", events, reason)
             log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
             raise
         self.board.forget(season)

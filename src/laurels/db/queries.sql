@@ -92,3 +92,8 @@ WHERE rebuild_id = %(rebuild_id)s;
 
 -- name: get_rebuild
 SELECT rebuild_id, season, status, events, error FROM rebuilds WHERE rebuild_id = %(rebuild_id)s;
+
+-- name: season_sums_for
+SELECT user_id, sum(points)::bigint AS score
+FROM completions WHERE season = %(season)s AND user_id = ANY(%(user_ids)s)
+GROUP BY user_id;
