@@ -201,6 +201,32 @@ def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cu
                f"(rebuild {result.rebuild_id})")
 
 
+@app.command()
+def verify(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
+    """Compare the board in Redis with PostgreSQL: exit 0 if consistent, 1 if not."""
+    from laurels.seasons import BadSeason, parse_season
+
+    try:
+        name = parse_season(season).name
+    except BadSeason as exc:
+        raise fail(str(exc)) from None
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        return await rt.verifier.verify(name)
+
+    result = _with_runtime(settings, work)
+    if result.consistent:
+        typer.echo(f"laurels: {name} is consistent ({result.players_checked} learners checked)")
+        return
+    typer.echo(f"laurels: {name} is NOT consistent: {result.mismatch_count} of "
+               f"{result.players_checked} learners differ")
+    typer.echo("user_id\tredis\tpostgres")
+    for m in result.mismatches:
+        typer.echo(f"{m.user_id}\t{m.redis}\t{m.postgres}")
+    raise typer.Exit(1)
+
+
 def main() -> None:
     try:
         app()

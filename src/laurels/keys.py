@@ -43,6 +43,11 @@ class SeasonKeys:
     def next_version(self) -> str:
         return f"{self.base}:nextver"
 
+    @property
+    def versions(self) -> str:
+        """Set of the versions whose keys exist (so none is ever leaked)."""
+        return f"{self.base}:versions"
+
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"
         return VersionKeys(v, f"{b}:public", f"{b}:hidden", f"{b}:users", f"{b}:chunks",

@@ -15,6 +15,7 @@ from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.projector import Projector
 from laurels.settings import Secrets, Settings
+from laurels.verify import Verifier
 
 
 def redis_client(url: str, cluster: bool) -> Any:
@@ -41,6 +42,7 @@ class Runtime:
         self.ingestor = Ingestor(self.settings, self.db, self.board, self.rebuilder)
         self.learners = Learners(self.db, self.board)
         self.projector = Projector(self.db, self.board, self.rebuilder)
+        self.verifier = Verifier(self.db, self.board, self.projector)
 
     async def open(self, run_migrations: bool = True) -> None:
         if run_migrations:
@@ -48,5 +50,6 @@ class Runtime:
         await self.db.open()
 
     async def close(self) -> None:
+        await self.rebuilder.cancel_all()
         await self.db.close()
         await self.redis.aclose()

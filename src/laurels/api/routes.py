@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import orjson
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
+from laurels.board.rebuild import RebuildRunning
 from laurels.errors import Problem
 from laurels.runtime import Runtime
 from laurels.seasons import BadSeason, Season, parse_season
@@ -165,6 +167,45 @@ async def get_around(request: Request, season: str, user_id: str,
                      radius: int = Query(5, ge=0, le=50)) -> Response:
     """A learner's rank and neighbourhood (learner token of that user, or admin)."""
     return _json(await request.app.state.reads.around(path_season(season), uid, radius))
+
+
+# -- admin --------------------------------------------------------------------
+
+@router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
+             dependencies=[Depends(admin_token)],
+             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 409, 422, 503)})
+async def post_rebuild(request: Request, season: str) -> Response:
+    """Rebuild a season's board from PostgreSQL in the background, then switch."""
+    name = path_season(season).name
+    try:
+        rebuild_id, _task = await runtime(request).rebuilder.start(name)
+    except RebuildRunning:
+        raise Problem("rebuild_running", f"a rebuild of {name} is already running") from None
+    return _json({"rebuild_id": rebuild_id, "season": name, "status": "running"}, 202)
+
+
+@router.get("/v1/admin/rebuilds/{rebuild_id}", tags=["admin"],
+            dependencies=[Depends(admin_token)],
+            responses={200: {"model": s.RebuildOut}, **s.problems(401, 403, 404)})
+async def get_rebuild(request: Request, rebuild_id: str) -> Response:
+    """The status of a rebuild."""
+    try:
+        key = str(uuid.UUID(rebuild_id))
+    except ValueError:
+        raise Problem("not_found", "no such rebuild") from None
+    status = await runtime(request).rebuilder.status(key)
+    if status is None:
+        raise Problem("not_found", "no such rebuild")
+    return _json(status)
+
+
+@router.get("/v1/admin/leaderboards/{season}/verify", tags=["admin"],
+            dependencies=[Depends(admin_token)],
+            responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 422, 503)})
+async def get_verify(request: Request, season: str) -> Response:
+    """Compare the board in Redis with the sums in PostgreSQL."""
+    result = await runtime(request).verifier.verify(path_season(season).name)
+    return _json(result.body())
 
 
 # -- operations ---------------------------------------------------------------

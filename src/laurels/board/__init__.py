@@ -262,10 +262,11 @@ class Board:
         current = await self.redis.get(self.season_keys(season).current)
         if not current:
             return
-        users = self.season_keys(season).version(current).users
+        users = self.season_keys(season).version(str(current)).users
         cursor = 0
         while True:
             cursor, batch = await self.redis.hscan(users, cursor, count=count)
+            assert isinstance(batch, dict)
             ids = [int(uid) for uid, prof in batch.items() if str(prof).split("\t")[2] != ""]
             if ids:
                 yield ids

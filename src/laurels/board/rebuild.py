@@ -147,11 +147,11 @@ class Rebuilder:
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
         sk = self.board.season_keys(season)
-        version, abandoned = await self.board.scripts["begin_build"](
-            keys=[sk.building, sk.next_version])
+        version, _current, *stale = await self.board.scripts["begin_build"](
+            keys=[sk.building, sk.next_version, sk.versions, sk.current])
         log.info("rebuild %s of %s: building version %s", rebuild_id, season, version)
-        if abandoned:
-            await self.drop_version(season, abandoned)
+        for old in stale:
+            await self.drop_version(season, old)
         events = 0
         try:
             async with conn.transaction():
@@ -231,6 +231,7 @@ class Rebuilder:
         for i in range(0, len(names), 500):
             await self.board.redis.unlink(*names[i:i + 500])
         await self.board.redis.unlink(vk.public, vk.hidden, vk.users, vk.chunks)
+        await self.board.redis.srem(self.board.season_keys(season).versions, version)
 
     # -- self-healing ------------------------------------------------------
 

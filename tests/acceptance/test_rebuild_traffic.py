@@ -1,0 +1,106 @@
+"""The seed's exercise "rebuilds during traffic", end to end over HTTP."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from tests.conftest import ADMIN, INGEST
+
+SEASON = "2026-W48"
+CLIENTS = 4
+PER_CLIENT = 750  # 3,000 completions, each posted twice
+
+
+def make_items(client: int) -> list[dict[str, Any]]:
+    rnd = random.Random(client)
+    return [{"completion_id": f"c{client}-{i}", "user_id": rnd.randint(1, 150),
+             "points": rnd.randint(1, 20),
+             "completed_at": f"2026-11-{23 + rnd.randint(0, 6)}T{rnd.randint(0, 23):02d}:"
+                             f"{rnd.randint(0, 59):02d}:{rnd.randint(0, 59):02d}Z"}
+            for i in range(PER_CLIENT)]
+
+
+def test_thousands_of_retried_completions_during_two_rebuilds(serve: Any) -> None:
+    server = serve(LAURELS_CLOSE_SEASONS="false")
+    work = [make_items(k) for k in range(CLIENTS)]
+    errors: list[str] = []
+
+    def client(k: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=30,
+                          headers={"Authorization": f"Bearer {INGEST}"}) as c:
+            items = work[k]
+            for i in range(0, len(items), 25):
+                chunk = items[i:i + 25]
+                if i % 50 == 0:  # half as single posts, each sent twice
+                    for it in chunk:
+                        for _ in range(2):
+                            r = c.post("/v1/completions", json=it)
+                            if r.status_code not in (200, 201):
+                                errors.append(r.text)
+                else:  # half as batches, each sent twice
+                    for _ in range(2):
+                        r = c.post("/v1/completions/batch", json={"completions": chunk})
+                        if r.status_code != 200 or any(
+                                x["status"] == "rejected" for x in r.json()["results"]):
+                            errors.append(r.text)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    admin = server.client(ADMIN)
+    rebuild_ids = []
+    for _ in range(2):
+        time.sleep(1.0)
+        resp = admin.post(f"/v1/admin/leaderboards/{SEASON}/rebuild")
+        if resp.status_code == 409:  # the previous one still runs: wait and retry
+            time.sleep(1.0)
+            resp = admin.post(f"/v1/admin/leaderboards/{SEASON}/rebuild")
+        assert resp.status_code == 202, resp.text
+        body = resp.json()
+        assert body["status"] == "running" and body["season"] == SEASON
+        rebuild_ids.append(body["rebuild_id"])
+        while admin.get(f"/v1/admin/rebuilds/{body['rebuild_id']}").json()["status"] == "running":
+            time.sleep(0.05)
+    for t in threads:
+        t.join(300)
+    assert errors == []
+    for rid in rebuild_ids:
+        status = admin.get(f"/v1/admin/rebuilds/{rid}").json()
+        assert status["status"] == "succeeded", status
+        assert status["events"] > 0 and status["error"] is None
+
+    expected: dict[int, int] = {}
+    for items in work:
+        for it in items:
+            expected[it["user_id"]] = expected.get(it["user_id"], 0) + it["points"]
+    deadline = time.monotonic() + 15
+    while True:
+        top = httpx.get(f"{server.url}/v1/leaderboards/{SEASON}?limit=1000").json()
+        got = {e["user_id"]: e["score"] for e in top["entries"]}
+        if got == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert got == expected
+    verify = admin.get(f"/v1/admin/leaderboards/{SEASON}/verify").json()
+    assert verify == {"season": SEASON, "consistent": True,
+                      "players_checked": len(expected), "mismatches": []}
+
+
+def test_admin_endpoints_errors(serve: Any) -> None:
+    server = serve()
+    admin = server.client(ADMIN)
+    assert server.client(INGEST).post(f"/v1/admin/leaderboards/{SEASON}/rebuild"
+                                      ).status_code == 403
+    assert httpx.post(f"{server.url}/v1/admin/leaderboards/{SEASON}/rebuild").status_code == 401
+    assert admin.post("/v1/admin/leaderboards/2026-W99/rebuild").status_code == 422
+    assert admin.get("/v1/admin/rebuilds/not-a-uuid").json()["code"] == "not_found"
+    assert admin.get("/v1/admin/rebuilds/00000000-0000-0000-0000-000000000000"
+                     ).status_code == 404
+    empty = admin.get("/v1/admin/leaderboards/2026-W40/verify").json()
+    assert empty == {"season": "2026-W40", "consistent": True, "players_checked": 0,
+                     "mismatches": []}
