@@ -85,7 +85,7 @@ def wait_for_board(base: str, expected: dict[int, int], seconds: float = 20) -> 
     deadline = time.monotonic() + seconds
     last: Any = None
     while time.monotonic() < deadline:
-        status, got = board(base)
+        _status, got = board(base)
         last = got
         if got == expected:
             return
