@@ -161,6 +161,20 @@ class Ingestor:
             else:
                 to_insert[cid] = it
 
+        if to_insert:
+            # Share-lock the seasons: finalizing waits for us, and a season
+            # finalized meanwhile refuses the completion.
+            seasons = sorted({it.season for it in to_insert.values()})
+            await self.db.execute("ensure_seasons", conn, seasons=seasons)
+            finalized = {r["season"] for r in await self.db.fetch("lock_seasons", conn,
+                                                                  seasons=seasons)
+                         if r["finalized"]}
+            for cid, it in list(to_insert.items()):
+                if it.season in finalized:
+                    outcomes[it.index] = _reject(
+                        cid, "season_closed", f"season {it.season} is closed to new completions")
+                    del to_insert[cid]
+
         events: list[Event] = []
         if to_insert:
             new = sorted(to_insert.values(), key=lambda it: it.data.completion_id)

@@ -44,6 +44,11 @@ class SeasonKeys:
         return f"{self.base}:nextver"
 
     @property
+    def erased(self) -> str:
+        """Set of learners erased while this season's board existed."""
+        return f"{self.base}:erased"
+
+    @property
     def versions(self) -> str:
         """Set of the versions whose keys exist (so none is ever leaked)."""
         return f"{self.base}:versions"

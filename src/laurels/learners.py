@@ -9,6 +9,7 @@ from typing import Any
 from laurels.board import Board, Profile, default_name
 from laurels.db import Database
 from laurels.errors import Problem
+from laurels.lifecycle import Lifecycle
 from laurels.validation import UserIn
 
 log = logging.getLogger("laurels.learners")
@@ -26,9 +27,13 @@ class Learner:
 
 
 class Learners:
-    def __init__(self, db: Database, board: Board) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle) -> None:
         self.db = db
         self.board = board
+        self.lifecycle = lifecycle
+
+    async def erase(self, user_id: int) -> None:
+        await self.lifecycle.erase(user_id)
 
     async def update(self, user_id: int, body: UserIn) -> Learner:
         # The row lock of the update waits for ingests holding FOR SHARE, so
@@ -45,4 +50,6 @@ class Learners:
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
             await self.board.set_profile(r["season"], user_id, profile)
+        if body.visibility is not None:
+            await self.lifecycle.rerank_user_archive(user_id)
         return Learner(user_id, row["display_name"] or default_name(user_id), row["visibility"])

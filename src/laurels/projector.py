@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
+from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.projector")
 
@@ -26,11 +27,14 @@ CHANNEL = "laurels_outbox"
 
 class Projector:
     def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
-                 batch_size: int = 500, poll_seconds: float = 0.5,
-                 min_age_seconds: float = 1.0) -> None:
+                 lifecycle: Lifecycle, batch_size: int = 500, poll_seconds: float = 0.5,
+                 min_age_seconds: float = 1.0, housekeeping_seconds: float = 10.0) -> None:
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
+        self.lifecycle = lifecycle
+        self.housekeeping_seconds = housekeeping_seconds
+        self._last_housekeeping = 0.0
         self.batch_size = batch_size
         self.poll_seconds = poll_seconds
         self.min_age_seconds = min_age_seconds
@@ -50,6 +54,14 @@ class Projector:
             results = await self.board.apply(events)
             missing = {ev.season for ev, res in zip(events, results, strict=True)
                        if res == "missing"}
+            if missing:
+                # A finalized season is read from its archive (built from the
+                # completions themselves): nothing is left to apply.
+                archived = await self.lifecycle.finalized(sorted(missing))
+                for i, ev in enumerate(events):
+                    if results[i] == "missing" and ev.season in archived:
+                        results[i] = "archived"
+                missing -= set(archived)
             if missing:
                 # The rows stay locked while their seasons are rebuilt; the
                 # rebuild reads completions, which already hold these events.
@@ -81,6 +93,15 @@ class Projector:
             if n < self.batch_size:  # a short batch: drained, or blocked until next pass
                 return total
 
+    async def housekeeping(self, force: bool = False) -> None:
+        """Now and then: finalize closed seasons, finish interrupted erasures."""
+        now = asyncio.get_running_loop().time()
+        if not force and now - self._last_housekeeping < self.housekeeping_seconds:
+            return
+        self._last_housekeeping = now
+        await self.lifecycle.finalize_due()
+        await self.lifecycle.resume_erasures()
+
     async def run(self, stop: asyncio.Event) -> None:
         """Loop until `stop` is set; survives PostgreSQL and Redis outages."""
         while not stop.is_set():
@@ -90,6 +111,7 @@ class Projector:
                     await listener.execute(f"LISTEN {CHANNEL}")
                     while not stop.is_set():
                         await self.drain()
+                        await self.housekeeping()
                         async for _ in listener.notifies(timeout=self.poll_seconds,
                                                          stop_after=1):
                             pass

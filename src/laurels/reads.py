@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from laurels.board import Board, BoardMissing, Entry
+from laurels.board import Around, Board, BoardMissing, Entry, default_name
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.errors import Problem
+from laurels.lifecycle import Lifecycle
 from laurels.seasons import Season
 from laurels.settings import Settings
 
@@ -39,11 +40,12 @@ def public_entry(e: Entry) -> dict[str, Any]:
 
 class Reads:
     def __init__(self, settings: Settings, db: Database, board: Board,
-                 rebuilder: Rebuilder) -> None:
+                 rebuilder: Rebuilder, lifecycle: Lifecycle) -> None:
         self.settings = settings
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
+        self.lifecycle = lifecycle
 
     def season_info(self, season: Season, now: datetime | None = None) -> dict[str, Any]:
         now = now or datetime.now(UTC)
@@ -54,11 +56,17 @@ class Reads:
                 "tie_policy": self.settings.tie_policy}
 
     async def _with_board(self, season: Season, read: Callable[[], Awaitable[T]],
+                          archived: Callable[[str], Awaitable[T]],
                           empty: Callable[[], T]) -> T:
+        """Read Redis; when the board is missing, the archive of a finalized
+        season, or an empty board, or (while it is rebuilt) 503."""
         try:
             return await read()
         except BoardMissing:
             pass
+        policies = await self.lifecycle.finalized([season.name])
+        if season.name in policies:
+            return await archived(policies[season.name])
         row = await self.db.fetch_one("season_has_completions", season=season.name)
         if not row or not row["present"]:
             return empty()
@@ -74,16 +82,31 @@ class Reads:
                           "retry shortly", retry_after=RETRY_AFTER_SECONDS) from None
 
     async def top(self, season: Season, limit: int) -> dict[str, Any]:
-        top = await self._with_board(season, lambda: self.board.top(season.name, limit),
-                                     lambda: None)
+        policy: str = self.settings.tie_policy
+
+        async def redis() -> tuple[int, list[Entry]]:
+            top = await self.board.top(season.name, limit)
+            return top.total, top.entries
+
+        async def archive(archived_policy: str) -> tuple[int, list[Entry]]:
+            nonlocal policy
+            policy = archived_policy
+            rows = await self.db.fetch("archive_top", season=season.name, limit=limit)
+            total = await self.db.fetch_one("archive_total", season=season.name)
+            return int(total["total"]) if total else 0, [_archived_entry(r) for r in rows]
+
+        total, entries = await self._with_board(season, redis, archive, lambda: (0, []))
         body = self.season_info(season)
-        body["total"] = top.total if top else 0
-        body["entries"] = [public_entry(e) for e in top.entries] if top else []
+        body["tie_policy"] = policy
+        body["total"] = total
+        body["entries"] = [public_entry(e) for e in entries]
         return body
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
         around = await self._with_board(
-            season, lambda: self.board.around(season.name, user_id, radius), lambda: None)
+            season, lambda: self.board.around(season.name, user_id, radius),
+            lambda policy: self._archived_around(season, user_id, radius, policy),
+            lambda: None)
         if around is None:
             raise Problem("not_ranked", f"learner {user_id} has no completions in {season.name}")
         me = around.me
@@ -100,3 +123,37 @@ class Reads:
                          "display_name": me.display_name, "score": me.score,
                          "visibility": me.visibility},
                 "neighbors": neighbors}
+
+    async def _archived_around(self, season: Season, user_id: int, radius: int,
+                               policy: str) -> Around | None:
+        row = await self.db.fetch_one("archive_user", season=season.name, user_id=user_id)
+        if row is None:
+            return None
+        me = _archived_entry(row)
+        if row["pos"] is not None:
+            index = int(row["pos"])
+            first, last = max(0, index - radius), index + radius
+        else:  # hidden: where they would stand, pushing nobody down
+            place = await self.db.fetch_one(
+                "archive_would_be", season=season.name, score=row["score"],
+                last=row["last_completed_at"], user_id=user_id, tie_policy=policy)
+            assert place is not None
+            index = int(place["before"])
+            rank = int(place["better"]) + 1 if policy == "shared" else index + 1
+            me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
+            first, last = max(0, index - radius), index + radius - 1
+        rows = await self.db.fetch("archive_slice", season=season.name, first=first, last=last)
+        neighbors = [_archived_entry(r) for r in rows]
+        pos = index - first
+        if row["pos"] is None:
+            neighbors.insert(pos, me)
+        else:
+            neighbors[pos] = me
+        return Around(me, pos, neighbors)
+
+
+def _archived_entry(row: Any) -> Entry:
+    uid = int(row["user_id"])
+    rank = int(row["rank"]) if row["rank"] is not None else 0
+    return Entry(rank, uid, row["display_name"] or default_name(uid), row["visibility"],
+                 int(row["score"]))

@@ -13,6 +13,7 @@ from laurels.db import Database, migrate
 from laurels.ingest import Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
+from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.settings import Secrets, Settings
 from laurels.verify import Verifier
@@ -38,10 +39,11 @@ class Runtime:
         self.redis: Redis = redis_client(self.redis_url, self.settings.redis_cluster)
         self.keys = Keys(self.settings.key_prefix, self.settings.tie_policy)
         self.board = Board(self.redis, self.keys, self.settings.tie_policy)
-        self.rebuilder = Rebuilder(self.db, self.board)
+        self.lifecycle = Lifecycle(self.settings, self.db, self.board)
+        self.rebuilder = Rebuilder(self.db, self.board, self.lifecycle)
         self.ingestor = Ingestor(self.settings, self.db, self.board, self.rebuilder)
-        self.learners = Learners(self.db, self.board)
-        self.projector = Projector(self.db, self.board, self.rebuilder)
+        self.learners = Learners(self.db, self.board, self.lifecycle)
+        self.projector = Projector(self.db, self.board, self.rebuilder, self.lifecycle)
         self.verifier = Verifier(self.db, self.board, self.projector)
 
     async def open(self, run_migrations: bool = True) -> None:

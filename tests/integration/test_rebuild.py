@@ -135,7 +135,7 @@ async def test_flushed_board_heals_itself(rt: Runtime) -> None:
     expected = await pg_sums(rt)
     for key in await rt.redis.keys(f"{rt.keys.prefix}:*"):
         await rt.redis.delete(key)
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder)
+    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     body = await reads.top(parse_season(SEASON), 1000)
     assert {e["user_id"]: e["score"] for e in body["entries"]} == expected
     # Applies after the loss land on the healed board, not on a partial one.
@@ -148,7 +148,7 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
     await ingestor(rt).record(items("r", 5))
     sk = rt.board.season_keys(SEASON)
     await rt.redis.delete(sk.current)
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder)
+    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     async with rt.db.connection() as conn:  # "another process" holds the rebuild lock
         await conn.execute("SELECT pg_advisory_lock(%s)",
                            (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
@@ -163,7 +163,7 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
 
 
 async def test_empty_season_reads_as_empty(rt: Runtime) -> None:
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder)
+    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     body = await reads.top(parse_season("2026-W30"), 10)
     assert body["total"] == 0 and body["entries"] == []
     assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []

@@ -39,7 +39,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
-    app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder)
+    app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     problems.install(app)
     app.include_router(router)
     return app

@@ -150,6 +150,15 @@ async def put_user(user_id: str, request: Request) -> Response:
     return _json(learner.body())
 
 
+@router.delete("/v1/users/{user_id}", tags=["writes"], status_code=204,
+               dependencies=[Depends(admin_token)],
+               responses=s.problems(401, 403, 422, 503))
+async def delete_user(request: Request, user_id: str) -> Response:
+    """Erase a learner: completions, name and notifications, from every board."""
+    await runtime(request).learners.erase(path_user_id(user_id))
+    return Response(status_code=204)
+
+
 # -- reads --------------------------------------------------------------------
 
 @router.get("/v1/leaderboards/{season}", tags=["reads"],

@@ -86,8 +86,8 @@ def _parse_profile(text: str, user_id: int) -> tuple[str, str]:
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
-    NAMES = ("apply", "set_profile", "read_top", "read_around", "scores", "begin_build",
-             "switch", "abort_build")
+    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
+             "begin_build", "switch", "abort_build")
 
     def __init__(self, redis: Redis) -> None:
         folder = resources.files(__package__).joinpath("lua")
@@ -125,7 +125,7 @@ class Board:
                     targets: list[str]) -> tuple[list[str], list[Any]]:
         sk = self.season_keys(ev.season)
         chunk, offset = chunk_of(ev.seq)
-        keys = [sk.current, sk.building]
+        keys = [sk.current, sk.building, sk.erased]
         for v in targets:
             vk = sk.version(v)
             keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.applied(chunk)]
@@ -175,24 +175,35 @@ class Board:
             raise RuntimeError("board versions kept changing during apply")
         return [r or "missing" for r in results]
 
-    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
-        """Project a profile onto one season; False when the season has no board."""
+    async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
+                     args: list[Any]) -> bool:
+        """Run a write script on the current and building versions; False if no board."""
         sk = self.season_keys(season)
         for _ in range(MAX_STALE_RETRIES):
             versions = self.versions(season)
-            keys = [sk.current, sk.building]
+            keys = [sk.current, sk.building, *head]
             for v in versions:
                 if v:
-                    vk = sk.version(v)
-                    keys += [vk.public, vk.hidden, vk.users]
-            reply = await self.scripts["set_profile"](keys=keys, args=[
-                versions[0], versions[1], pad_uid(user_id), profile.version,
-                profile.visibility, profile.display_name, self.policy])
+                    keys += keys_of(sk.version(v))
+            reply = await self.scripts[script](keys=keys, args=[*versions, *args])
             if reply[0] == "STALE":
                 self._versions[season] = (reply[1], reply[2])
                 continue
             return bool(reply[0] == "OK")
-        raise RuntimeError("board versions kept changing during set_profile")
+        raise RuntimeError(f"board versions kept changing during {script}")
+
+    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
+        """Project a profile onto one season; False when the season has no board."""
+        return await self._write(
+            "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users], [],
+            [pad_uid(user_id), profile.version, profile.visibility, profile.display_name,
+             self.policy])
+
+    async def erase(self, season: str, user_id: int) -> bool:
+        """Remove an erased learner from a season's board; False when it has no board."""
+        return await self._write(
+            "erase", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            [self.season_keys(season).erased], [pad_uid(user_id), self.policy])
 
     # -- reads ----------------------------------------------------------
 

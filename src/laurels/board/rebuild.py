@@ -16,11 +16,15 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from laurels import db as dbmod
 from laurels import failpoints
 from laurels.board import Board, Event, Profile
 from laurels.db import Database
+
+if TYPE_CHECKING:
+    from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.rebuild")
 
@@ -50,9 +54,10 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None) -> None:
         self.db = db
         self.board = board
+        self.lifecycle = lifecycle
         self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
         self._running: set[asyncio.Task[RebuildResult]] = set()
 
@@ -203,6 +208,8 @@ class Rebuilder:
         self.board.forget(season)
         if previous:
             await self.drop_version(season, previous)
+        if self.lifecycle and await self.lifecycle.finalized([season]):
+            await self.lifecycle.expire(season)  # an archived season keeps its expiry
         await self._finish(rebuild_id, "succeeded", events, None)
         log.info("rebuild %s of %s: switched to version %s (%d events)", rebuild_id, season,
                  version, events)
@@ -246,6 +253,8 @@ class Rebuilder:
     async def _heal(self, season: str) -> RebuildResult | None:
         if await self.board.present(season):
             return None
+        if self.lifecycle and await self.lifecycle.finalized([season]):
+            return None  # a finalized season is read from its archive
         try:
             return await self.run(season)
         except RebuildRunning:

@@ -97,3 +97,122 @@ SELECT rebuild_id, season, status, events, error FROM rebuilds WHERE rebuild_id 
 SELECT user_id, sum(points)::bigint AS score
 FROM completions WHERE season = %(season)s AND user_id = ANY(%(user_ids)s)
 GROUP BY user_id;
+
+-- name: ensure_seasons
+INSERT INTO seasons (season) SELECT unnest(%(seasons)s::text[]) ORDER BY 1
+ON CONFLICT (season) DO NOTHING;
+
+-- name: lock_seasons
+-- Share-lock the seasons an ingest writes to: finalizing takes FOR UPDATE, so
+-- it waits for these ingests and no completion slips in after the archive.
+SELECT season, finalized_at IS NOT NULL AS finalized
+FROM seasons WHERE season = ANY(%(seasons)s) ORDER BY season FOR SHARE;
+
+-- name: finalized_seasons
+SELECT season, tie_policy FROM seasons
+WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
+
+-- name: unfinalized_seasons
+SELECT season FROM seasons WHERE finalized_at IS NULL ORDER BY season;
+
+-- name: lock_season_for_finalize
+SELECT finalized_at IS NOT NULL AS finalized FROM seasons WHERE season = %(season)s FOR UPDATE;
+
+-- name: archive_standings
+INSERT INTO season_standings (season, user_id, score, last_completed_at)
+SELECT season, user_id, sum(points), max(completed_at)
+FROM completions WHERE season = %(season)s GROUP BY season, user_id;
+
+-- name: mark_finalized
+UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;
+
+-- name: clear_archive_ranks
+UPDATE season_standings SET rank = NULL, pos = NULL WHERE season = %(season)s;
+
+-- name: rerank_archive
+-- Ranks of the public order (hidden learners take none), by the season's policy.
+UPDATE season_standings st SET
+    rank = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos + 1 ELSE p.shared_rank END,
+    pos = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos ELSE p.shared_pos END
+FROM (
+    SELECT s.user_id,
+           rank() OVER (ORDER BY s.score DESC) AS shared_rank,
+           row_number() OVER (ORDER BY s.score DESC, s.user_id) - 1 AS shared_pos,
+           row_number() OVER (ORDER BY s.score DESC, s.last_completed_at, s.user_id) - 1
+               AS first_pos
+    FROM season_standings s LEFT JOIN users u ON u.user_id = s.user_id
+    WHERE s.season = %(season)s AND coalesce(u.visibility, 'public') <> 'hidden'
+) p
+WHERE st.season = %(season)s AND st.user_id = p.user_id;
+
+-- name: archive_top
+SELECT st.user_id, st.score, st.rank, coalesce(u.display_name, '') AS display_name,
+       coalesce(u.visibility, 'public') AS visibility
+FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
+WHERE st.season = %(season)s AND st.pos IS NOT NULL
+ORDER BY st.pos LIMIT %(limit)s;
+
+-- name: archive_total
+SELECT count(*) AS total FROM season_standings WHERE season = %(season)s AND pos IS NOT NULL;
+
+-- name: archive_user
+SELECT st.user_id, st.score, st.rank, st.pos, st.last_completed_at,
+       coalesce(u.display_name, '') AS display_name,
+       coalesce(u.visibility, 'public') AS visibility
+FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
+WHERE st.season = %(season)s AND st.user_id = %(user_id)s;
+
+-- name: archive_would_be
+-- Where a hidden learner would stand: public learners ordered before them.
+SELECT count(*) FILTER (WHERE st.score > %(score)s) AS better,
+       count(*) FILTER (WHERE st.score > %(score)s OR (st.score = %(score)s AND (
+           CASE WHEN %(tie_policy)s = 'first'
+                THEN (st.last_completed_at, st.user_id) < (%(last)s, %(user_id)s)
+                ELSE st.user_id < %(user_id)s END))) AS before
+FROM season_standings st
+WHERE st.season = %(season)s AND st.pos IS NOT NULL;
+
+-- name: archive_slice
+SELECT st.user_id, st.score, st.rank, coalesce(u.display_name, '') AS display_name,
+       coalesce(u.visibility, 'public') AS visibility
+FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
+WHERE st.season = %(season)s AND st.pos BETWEEN %(first)s AND %(last)s
+ORDER BY st.pos;
+
+-- name: erase_user
+INSERT INTO users AS u (user_id, erased_at, profile_version) VALUES (%(user_id)s, now(), 1)
+ON CONFLICT (user_id) DO UPDATE SET erased_at = coalesce(u.erased_at, now()),
+    display_name = NULL, visibility = 'public', profile_version = u.profile_version + 1,
+    updated_at = now();
+
+-- name: delete_user_completions
+DELETE FROM completions WHERE user_id = %(user_id)s RETURNING season;
+
+-- name: delete_user_standings
+DELETE FROM season_standings WHERE user_id = %(user_id)s RETURNING season;
+
+-- name: delete_user_notifications
+DELETE FROM notifications WHERE user_id = %(user_id)s;
+
+-- name: scrub_notifications_about
+UPDATE notifications SET data = data - 'by_user_id' - 'by_display_name'
+WHERE data ->> 'by_user_id' = %(user_id)s::text;
+
+-- name: record_erasure
+INSERT INTO erasures AS e (user_id, seasons) VALUES (%(user_id)s, %(seasons)s)
+ON CONFLICT (user_id) DO UPDATE SET
+    seasons = ARRAY(SELECT DISTINCT unnest(e.seasons || EXCLUDED.seasons));
+
+-- name: pending_erasures
+SELECT user_id, seasons FROM erasures
+WHERE created_at <= now() - make_interval(secs => %(min_age_seconds)s);
+
+-- name: finish_erasure
+DELETE FROM erasures WHERE user_id = %(user_id)s AND seasons <@ %(seasons)s;
+
+-- name: season_policies
+SELECT season, coalesce(tie_policy, %(tie_policy)s) AS tie_policy FROM seasons
+WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
+
+-- name: user_archived_seasons
+SELECT season FROM season_standings WHERE user_id = %(user_id)s;

@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  current marker of the season (version readers use)
 -- KEYS[2]  building marker (version being rebuilt, if any)
--- KEYS[3+5i .. 7+5i], for each target version i:
+-- KEYS[3]  the season's set of erased learners (never scored again)
+-- KEYS[4+5i .. 8+5i], for each target version i:
 --          public zset, hidden zset, users hash, chunks set, applied bitmap
 -- ARGV[1]  expected current version ('' when none)
 -- ARGV[2]  expected building version ('' when none)
@@ -18,7 +19,7 @@
 -- Returns {'STALE', current, building} when the caller's versions are out of
 -- date, {'MISSING'} when the season has no board (never write a partial one),
 -- else {'OK', number of targets it was newly applied to}.
-local current_key, building_key = KEYS[1], KEYS[2]
+local current_key, building_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local chunk, offset = ARGV[3], tonumber(ARGV[4])
 local uid, points, ts = ARGV[5], tonumber(ARGV[6]), ARGV[7]
@@ -32,11 +33,12 @@ if current ~= expected_current or building ~= expected_building then
 end
 if current == '' and building == '' then return {'MISSING'} end
 
+local erased = redis.call('SISMEMBER', erased_key, uid) == 1
 local applied = 0
-for i = 0, (#KEYS - 2) / 5 - 1 do
-  local public, hidden, users = KEYS[3 + 5 * i], KEYS[4 + 5 * i], KEYS[5 + 5 * i]
-  local chunks, bitmap = KEYS[6 + 5 * i], KEYS[7 + 5 * i]
-  if redis.call('SETBIT', bitmap, offset, 1) == 0 then
+for i = 0, (#KEYS - 3) / 5 - 1 do
+  local public, hidden, users = KEYS[4 + 5 * i], KEYS[5 + 5 * i], KEYS[6 + 5 * i]
+  local chunks, bitmap = KEYS[7 + 5 * i], KEYS[8 + 5 * i]
+  if redis.call('SETBIT', bitmap, offset, 1) == 0 and not erased then
     redis.call('SADD', chunks, chunk)
     applied = applied + 1
     local p = parse_profile(redis.call('HGET', users, uid))

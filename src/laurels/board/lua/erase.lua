@@ -1,0 +1,33 @@
+-- erase.lua: remove an erased learner from every version of a season board and
+-- remember them, so no late apply (already in flight) can bring them back.
+--
+-- KEYS[1]  current marker, KEYS[2] building marker, KEYS[3] the season's erased set
+-- KEYS[4+3i .. 6+3i], for each target version i: public zset, hidden zset, users hash
+-- ARGV[1]  expected current version, ARGV[2] expected building version
+-- ARGV[3]  padded user id, ARGV[4] tie policy
+-- Returns {'STALE', current, building} | {'MISSING'} | {'OK', targets changed}.
+local current_key, building_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
+local expected_current, expected_building = ARGV[1], ARGV[2]
+local uid, policy = ARGV[3], ARGV[4]
+
+local current = redis.call('GET', current_key) or ''
+local building = redis.call('GET', building_key) or ''
+if current ~= expected_current or building ~= expected_building then
+  return {'STALE', current, building}
+end
+if current == '' and building == '' then return {'MISSING'} end
+
+redis.call('SADD', erased_key, uid)
+local changed = 0
+for i = 0, (#KEYS - 3) / 3 - 1 do
+  local public, hidden, users = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
+  local p = parse_profile(redis.call('HGET', users, uid))
+  if p then
+    if p.ts ~= '' then
+      redis.call('ZREM', zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid))
+    end
+    redis.call('HDEL', users, uid)
+    changed = changed + 1
+  end
+end
+return {'OK', changed}

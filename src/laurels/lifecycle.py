@@ -1,0 +1,150 @@
+"""Learner and season lifecycle: erasure, season close and archive.
+
+Erasure deletes a learner's data from PostgreSQL in one transaction that also
+records an erasure job; the job is done when every season board in Redis has
+forgotten them, and is re-run until then (so a crash half-way cannot leave
+them visible). Finalizing a closed season archives its standings once, however
+many processes try, and gives its Redis keys an expiry.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from prometheus_client import Counter
+from redis.exceptions import RedisError
+
+from laurels.board import Board
+from laurels.db import Database
+from laurels.seasons import WEEK, parse_season
+from laurels.settings import Settings
+
+log = logging.getLogger("laurels.lifecycle")
+
+SEASONS_FINALIZED = Counter("laurels_seasons_finalized_total", "Seasons finalized and archived")
+ERASURES = Counter("laurels_erasures_total", "Learners erased")
+
+
+class Lifecycle:
+    def __init__(self, settings: Settings, db: Database, board: Board) -> None:
+        self.settings = settings
+        self.db = db
+        self.board = board
+        self.on_finalized: list[Any] = []  # async callbacks(season, conn): same transaction
+
+    # -- erasure -------------------------------------------------------------
+
+    async def erase(self, user_id: int) -> None:
+        async with self.db.transaction() as conn:
+            # The row lock waits for ingests holding FOR SHARE on this learner.
+            await self.db.execute("erase_user", conn, user_id=user_id)
+            seasons = {r["season"] for r in await self.db.fetch(
+                "delete_user_completions", conn, user_id=user_id)}
+            archived = {r["season"] for r in await self.db.fetch(
+                "delete_user_standings", conn, user_id=user_id)}
+            await self.db.execute("delete_user_notifications", conn, user_id=user_id)
+            await self.db.execute("scrub_notifications_about", conn, user_id=str(user_id))
+            for season in sorted(archived):
+                await self._rerank(conn, season)
+            await self.db.execute("record_erasure", conn, user_id=user_id,
+                                  seasons=sorted(seasons | archived))
+        ERASURES.inc()
+        log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
+        await self.finish_erasure(user_id, sorted(seasons | archived))
+
+    async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
+        """Remove the learner from every board (idempotent); then close the job."""
+        for season in seasons:
+            await self.board.erase(season, user_id)
+        await self.db.execute("finish_erasure", user_id=user_id, seasons=seasons)
+
+    async def resume_erasures(self, min_age_seconds: float = 5.0) -> int:
+        done = 0
+        for row in await self.db.fetch("pending_erasures", min_age_seconds=min_age_seconds):
+            try:
+                await self.finish_erasure(row["user_id"], list(row["seasons"]))
+                done += 1
+            except RedisError as exc:
+                log.warning("erasure of %s still pending: %s", row["user_id"], exc)
+        return done
+
+    # -- visibility of archived seasons ---------------------------------------
+
+    async def rerank_user_archive(self, user_id: int) -> None:
+        """A visibility change: re-rank the archived seasons this learner is in."""
+        async with self.db.transaction() as conn:
+            rows = await self.db.fetch("user_archived_seasons", conn, user_id=user_id)
+            for r in rows:
+                await self._rerank(conn, r["season"])
+
+    async def _rerank(self, conn: Any, season: str) -> None:
+        row = await self.db.fetch_one("season_policies", conn, seasons=[season],
+                                      tie_policy=self.settings.tie_policy)
+        policy = row["tie_policy"] if row else self.settings.tie_policy
+        await self.db.execute("clear_archive_ranks", conn, season=season)
+        await self.db.execute("rerank_archive", conn, season=season, tie_policy=policy)
+
+    # -- seasons ---------------------------------------------------------------
+
+    def _closed(self, season: str, now: datetime) -> bool:
+        return parse_season(season).is_closed(now, self.settings.late_grace_seconds,
+                                              self.settings.close_seasons)
+
+    async def finalize_due(self, now: datetime | None = None) -> list[str]:
+        """Finalize every season past its end plus grace (none if seasons never close)."""
+        if not self.settings.close_seasons:
+            return []
+        now = now or datetime.now(UTC)
+        done = []
+        for row in await self.db.fetch("unfinalized_seasons"):
+            if self._closed(row["season"], now) and await self.finalize(row["season"]):
+                done.append(row["season"])
+        return done
+
+    async def finalize(self, season: str) -> bool:
+        """Archive a closed season's standings once; True if this call did it."""
+        async with self.db.transaction() as conn:
+            row = await self.db.fetch_one("lock_season_for_finalize", conn, season=season)
+            if row is None or row["finalized"]:
+                return False
+            await self.db.execute("archive_standings", conn, season=season)
+            await self.db.execute("mark_finalized", conn, season=season,
+                                  tie_policy=self.settings.tie_policy)
+            await self._rerank(conn, season)
+            for callback in self.on_finalized:
+                await callback(season, conn)
+        SEASONS_FINALIZED.inc()
+        log.info("season %s finalized and archived", season)
+        try:
+            await self.expire(season)
+        except RedisError as exc:
+            log.warning("could not set the expiry of %s in Redis: %s", season, exc)
+        return True
+
+    def expires_at(self, season: str) -> datetime:
+        """A closed season stays in Redis while it is among the KEEP most recent."""
+        closes = parse_season(season).closes_at(self.settings.late_grace_seconds)
+        return closes + timedelta(seconds=WEEK.total_seconds() * self.settings.keep_seasons)
+
+    async def expire(self, season: str) -> int:
+        """Give every Redis key of a season its expiry; returns how many keys."""
+        sk = self.board.season_keys(season)
+        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased]
+        for v in await self.board.redis.smembers(sk.versions):
+            vk = sk.version(str(v))
+            names += [vk.public, vk.hidden, vk.users, vk.chunks]
+            names += [vk.applied(int(c)) for c in await self.board.redis.smembers(vk.chunks)]
+        at = self.expires_at(season)
+        async with self.board.redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.pexpireat(name, at)
+            replies = await pipe.execute()
+        return sum(1 for r in replies if r)
+
+    async def finalized(self, seasons: list[str]) -> dict[str, str]:
+        """The finalized ones among `seasons`, with their tie policy."""
+        rows = await self.db.fetch("season_policies", seasons=seasons,
+                                   tie_policy=self.settings.tie_policy)
+        return {r["season"]: r["tie_policy"] for r in rows}
