@@ -1,6 +1,7 @@
 """Compare a season's board in Redis with the sums in PostgreSQL.
 
-Bounded memory: PostgreSQL sums are streamed through a server-side cursor and
+Scores are compared, and so are the names and visibility the board holds
+(they are a projection of the users table too). Bounded memory: PostgreSQL sums are streamed through a server-side cursor and
 Redis learners are walked with HSCAN, a batch at a time. Tolerant of
 completions in flight: the outbox is settled first, and every difference seen
 is checked again after settling once more, so only lasting ones are reported.
@@ -27,6 +28,9 @@ class Mismatch:
     user_id: int
     redis: int | None
     postgres: int | None
+    field: str = "score"  # or "profile": same score, stale name or visibility
+
+State = tuple[int | None, str, str]  # (score, visibility, display name)
 
 
 @dataclass
@@ -43,7 +47,8 @@ class VerifyResult:
     def body(self) -> dict[str, Any]:
         return {"season": self.season, "consistent": self.consistent,
                 "players_checked": self.players_checked,
-                "mismatches": [{"user_id": m.user_id, "redis": m.redis, "postgres": m.postgres}
+                "mismatches": [{"user_id": m.user_id, "redis": m.redis, "postgres": m.postgres,
+                                "field": m.field}
                                for m in self.mismatches[:MAX_LISTED]]}
 
 
@@ -53,16 +58,16 @@ class Verifier:
         self.board = board
         self.projector = projector
 
-    async def _redis_scores(self, season: str, user_ids: list[int]) -> dict[int, int | None]:
+    async def _redis_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         try:
             return await self.board.scores(season, user_ids)
         except BoardMissing:
-            return dict.fromkeys(user_ids)
+            return dict.fromkeys(user_ids, (None, "public", ""))
 
-    async def _pg_scores(self, season: str, user_ids: list[int]) -> dict[int, int | None]:
+    async def _pg_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         rows = await self.db.fetch("season_sums_for", season=season, user_ids=user_ids)
-        found = {r["user_id"]: int(r["score"]) for r in rows}
-        return {u: found.get(u) for u in user_ids}
+        found = {r["user_id"]: _state(r) for r in rows}
+        return {u: found.get(u, (None, "public", "")) for u in user_ids}
 
     async def _settle(self) -> None:
         await self.projector.drain(min_age_seconds=0)
@@ -80,16 +85,16 @@ class Verifier:
                 if not rows:
                     break
                 seen_in_pg += len(rows)
-                redis_scores = await self._redis_scores(season, [r["user_id"] for r in rows])
+                redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
                 for r in rows:
-                    if redis_scores[r["user_id"]] != int(r["score"]):
+                    if redis_states[r["user_id"]] != _state(r):
                         self._note(result, candidates, r["user_id"])
         # Learners on the board that PostgreSQL does not know (extra points).
         extra = 0
         async for batch in self.board.scan_scored(season, BATCH):
             pg = await self._pg_scores(season, batch)
             for uid in batch:
-                if pg[uid] is None:
+                if pg[uid][0] is None:
                     extra += 1
                     self._note(result, candidates, uid)
         result.players_checked = seen_in_pg + extra
@@ -103,7 +108,8 @@ class Verifier:
                 rs = await self._redis_scores(season, part)
                 for uid in part:
                     if pg[uid] != rs[uid]:
-                        result.mismatches.append(Mismatch(uid, rs[uid], pg[uid]))
+                        field = "score" if pg[uid][0] != rs[uid][0] else "profile"
+                        result.mismatches.append(Mismatch(uid, rs[uid][0], pg[uid][0], field))
             # Differences beyond the candidates we could keep still count.
             result.mismatch_count = (len(result.mismatches)
                                      + max(0, result.mismatch_count - len(candidates)))
@@ -114,3 +120,7 @@ class Verifier:
         result.mismatch_count += 1
         if len(candidates) < MAX_CANDIDATES:
             candidates.add(uid)
+
+
+def _state(row: Any) -> State:
+    return (int(row["score"]), row["visibility"], row["display_name"])

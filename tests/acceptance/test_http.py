@@ -284,3 +284,24 @@ def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url:
     bad = subprocess.run([laurels_bin(), "rebuild", "--season", "2026-W99"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_erasure_over_http(serve: Any, tmp_path: Path) -> None:
+    server = serve()
+    c = server.client(INGEST)
+    for uid, pts in [(1, 9), (2, 5), (3, 1)]:
+        assert c.post("/v1/completions", json=completion(f"e{uid}", uid, pts)).status_code == 201
+    assert_problem(c.delete("/v1/users/2"), 403, "forbidden")
+    assert_problem(httpx.delete(f"{server.url}/v1/users/2"), 401, "unauthorized")
+    assert_problem(server.client(ADMIN).delete("/v1/users/0"), 422, "validation_error")
+    resp = server.client(ADMIN).delete("/v1/users/2")
+    assert resp.status_code == 204 and resp.content == b""
+    top = httpx.get(f"{server.url}/v1/leaderboards/current").json()
+    assert [(e["rank"], e["user_id"]) for e in top["entries"]] == [(1, 1), (2, 3)]
+    assert_problem(c.post("/v1/completions", json=completion("e2", 2, 5)), 410, "user_erased")
+    assert_problem(c.put("/v1/users/2", json={"display_name": "Back"}), 410, "user_erased")
+    assert server.client(ADMIN).delete("/v1/users/2").status_code == 204
+    # verify on the command line agrees: exit 0 and "consistent"
+    out = subprocess.run([laurels_bin(), "verify", "--season", "current"], env=server.env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "consistent" in out.stdout, out.stderr

@@ -92,6 +92,7 @@ class MismatchOut(BaseModel):
     user_id: int
     redis: int | None
     postgres: int | None
+    field: Literal["score", "profile"]
 
 
 class VerifyOut(BaseModel):

@@ -260,13 +260,20 @@ class Board:
             neighbors[pos] = me
         return Around(me, pos, neighbors)
 
-    async def scores(self, season: str, user_ids: list[int]) -> dict[int, int | None]:
-        """Each learner's total on the current board (None: not on it)."""
+    async def scores(self, season: str,
+                     user_ids: list[int]) -> dict[int, tuple[int | None, str, str]]:
+        """Each learner's (total or None, visibility, name) on the current board."""
         reply = await self._read("scores", season,
                                  lambda vk: [vk.public, vk.hidden, vk.users],
                                  [self.policy, *(pad_uid(u) for u in user_ids)])
-        return {u: (-int(float(v)) if v != "" else None)
-                for u, v in zip(user_ids, reply[1:], strict=True)}
+        out: dict[int, tuple[int | None, str, str]] = {}
+        for i, uid in enumerate(user_ids):
+            score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
+            vis, name = _parse_profile(profile, uid) if profile else ("public", "")
+            if profile and not profile.split("\t", 3)[3]:
+                name = ""
+            out[uid] = (-int(float(score)) if score != "" else None, vis, name)
+        return out
 
     async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:
         """Batches of the learners scored on the current board (HSCAN: bounded memory)."""

@@ -59,9 +59,12 @@ ORDER BY c.seq;
 SELECT count(*) AS n FROM completions WHERE season = %(season)s;
 
 -- name: season_sums
-SELECT user_id, sum(points)::bigint AS score
-FROM completions WHERE season = %(season)s
-GROUP BY user_id ORDER BY user_id;
+SELECT c.user_id, sum(c.points)::bigint AS score,
+       min(coalesce(u.visibility, 'public')) AS visibility,
+       min(coalesce(u.display_name, '')) AS display_name
+FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
+WHERE c.season = %(season)s
+GROUP BY c.user_id ORDER BY c.user_id;
 
 -- name: get_user
 SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
@@ -94,9 +97,12 @@ WHERE rebuild_id = %(rebuild_id)s;
 SELECT rebuild_id, season, status, events, error FROM rebuilds WHERE rebuild_id = %(rebuild_id)s;
 
 -- name: season_sums_for
-SELECT user_id, sum(points)::bigint AS score
-FROM completions WHERE season = %(season)s AND user_id = ANY(%(user_ids)s)
-GROUP BY user_id;
+SELECT c.user_id, sum(c.points)::bigint AS score,
+       min(coalesce(u.visibility, 'public')) AS visibility,
+       min(coalesce(u.display_name, '')) AS display_name
+FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
+WHERE c.season = %(season)s AND c.user_id = ANY(%(user_ids)s)
+GROUP BY c.user_id;
 
 -- name: ensure_seasons
 INSERT INTO seasons (season) SELECT unnest(%(seasons)s::text[]) ORDER BY 1
