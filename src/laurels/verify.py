@@ -1,8 +1,9 @@
 """Compare a season's board in Redis with the sums in PostgreSQL.
 
 Scores are compared, and so are the names and visibility the board holds
-(they are a projection of the users table too). Bounded memory: PostgreSQL sums are streamed through a server-side cursor and
-Redis learners are walked with HSCAN, a batch at a time. Tolerant of
+(they are a projection of the users table too). Bounded memory: PostgreSQL
+sums are streamed through a server-side cursor and Redis learners are walked
+with HSCAN, a batch at a time. Tolerant of
 completions in flight: the outbox is settled first, and every difference seen
 is checked again after settling once more, so only lasting ones are reported.
 """
