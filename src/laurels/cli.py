@@ -227,6 +227,71 @@ def verify(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cur
     raise typer.Exit(1)
 
 
+@app.command()
+def demo(
+    port: Annotated[int | None, typer.Option(help="listen port [env LAURELS_PORT, "
+                                             "default 8000]")] = None,
+    learners: Annotated[int, typer.Option(help="how many named learners")] = 300,
+    rate: Annotated[float, typer.Option(help="completions per second")] = 4.0,
+) -> None:
+    """Start everything embedded with fresh demo data and simulate learners."""
+    import random
+    import shutil
+
+    import uvicorn
+
+    from laurels import embedded
+    from laurels.api import create_app
+    from laurels.api.auth import mint
+    from laurels.db import migrate
+    from laurels.demo import seed, simulate
+    from laurels.runtime import Runtime
+
+    if learners < 1 or rate <= 0:
+        raise fail("--learners and --rate must be positive")
+    base = _settings(port=port)
+    demo_dir = base.data_dir / "demo"
+    shutil.rmtree(demo_dir, ignore_errors=True)  # fresh demo data every time
+    demo_dir.mkdir(parents=True)
+    settings = base.model_copy(update={"data_dir": demo_dir, "database_url": None,
+                                       "redis_url": None})
+    _logging()
+    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    secrets = _secrets(settings, announce=False)
+    try:
+        servers = embedded.start(settings)
+    except Exception as exc:  # any start failure becomes one clear line
+        raise fail(f"cannot start the embedded servers: {exc}") from None
+
+    async def main() -> None:
+        await migrate(servers.database_url)
+        rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
+        api = create_app(rt, migrate=False)
+        server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
+                                               log_level="warning"))
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                return
+            await asyncio.sleep(0.05)
+        rnd = random.Random()
+        await seed(rt, learners, rnd)
+        sim = asyncio.create_task(simulate(rt, learners, rate, rnd))
+        url = f"http://{settings.host}:{settings.port}/"
+        token = mint(secrets.user_token_secret, 7, 7 * 86400)
+        typer.echo(f"laurels demo: the live board is at {url}")
+        typer.echo(f"laurels demo: learner 7 sees their rank at {url}#token={token}")
+        typer.echo("laurels demo: Ctrl-C stops it")
+        await serving
+        sim.cancel()
+
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        asyncio.run(main())
+    finally:
+        servers.stop()
+
+
 def main() -> None:
     try:
         app()

@@ -44,6 +44,11 @@ class SeasonKeys:
         return f"{self.base}:nextver"
 
     @property
+    def notify_stream(self) -> str:
+        """Stream of rank events (top 10 entered, learners passed) for notifications."""
+        return f"{self.base}:notify"
+
+    @property
     def erased(self) -> str:
         """Set of learners erased while this season's board existed."""
         return f"{self.base}:erased"
@@ -67,10 +72,12 @@ class Keys:
     def season(self, season: str) -> SeasonKeys:
         return SeasonKeys(f"{self.prefix}:{{weekly:{season}}}:{self.policy}")
 
-    def hint_channel(self, season: str) -> str:
-        return f"{self.prefix}:{{weekly:{season}}}:hints"
+    def hint_channel(self) -> str:
+        """Pub/Sub channel of refresh hints (season, maybe a user id: never a score)."""
+        return f"{self.prefix}:hints"
 
     def notification_channel(self) -> str:
+        """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"
 
 

@@ -33,6 +33,7 @@ class Lifecycle:
         self.db = db
         self.board = board
         self.on_finalized: list[Any] = []  # async callbacks(season, conn): same transaction
+        self.after_finalized: list[Any] = []  # async callbacks(season): after commit
 
     # -- erasure -------------------------------------------------------------
 
@@ -117,6 +118,8 @@ class Lifecycle:
                 await callback(season, conn)
         SEASONS_FINALIZED.inc()
         log.info("season %s finalized and archived", season)
+        for after in self.after_finalized:
+            await after(season)
         try:
             await self.expire(season)
         except RedisError as exc:
@@ -131,7 +134,8 @@ class Lifecycle:
     async def expire(self, season: str) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""
         sk = self.board.season_keys(season)
-        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased]
+        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
+                 sk.notify_stream]
         for v in await self.board.redis.smembers(sk.versions):
             vk = sk.version(str(v))
             names += [vk.public, vk.hidden, vk.users, vk.chunks]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import psycopg
 from redis.exceptions import RedisError
@@ -19,6 +20,9 @@ from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from laurels.notify import Notifier
 
 log = logging.getLogger("laurels.projector")
 
@@ -35,6 +39,7 @@ class Projector:
         self.lifecycle = lifecycle
         self.housekeeping_seconds = housekeeping_seconds
         self._last_housekeeping = 0.0
+        self.notifier: Notifier | None = None  # set by the runtime
         self.batch_size = batch_size
         self.poll_seconds = poll_seconds
         self.min_age_seconds = min_age_seconds
@@ -94,7 +99,10 @@ class Projector:
                 return total
 
     async def housekeeping(self, force: bool = False) -> None:
-        """Now and then: finalize closed seasons, finish interrupted erasures."""
+        """Notifications from the rank-event streams; now and then: finalize
+        closed seasons, finish interrupted erasures."""
+        if self.notifier is not None:
+            await self.notifier.consume()
         now = asyncio.get_running_loop().time()
         if not force and now - self._last_housekeeping < self.housekeeping_seconds:
             return

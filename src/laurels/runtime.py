@@ -14,6 +14,7 @@ from laurels.ingest import Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
+from laurels.notify import Notifier
 from laurels.projector import Projector
 from laurels.settings import Secrets, Settings
 from laurels.verify import Verifier
@@ -45,6 +46,10 @@ class Runtime:
         self.learners = Learners(self.db, self.board, self.lifecycle)
         self.projector = Projector(self.db, self.board, self.rebuilder, self.lifecycle)
         self.verifier = Verifier(self.db, self.board, self.projector)
+        self.notifier = Notifier(self.db, self.board)
+        self.lifecycle.on_finalized.append(self.notifier.season_final)
+        self.lifecycle.after_finalized.append(self.notifier.announce_final)
+        self.projector.notifier = self.notifier
 
     async def open(self, run_migrations: bool = True) -> None:
         if run_migrations:

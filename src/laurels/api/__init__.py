@@ -13,6 +13,7 @@ from fastapi.responses import ORJSONResponse
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.routes import router
+from laurels.notify import Hub
 from laurels.reads import Reads
 from laurels.runtime import Runtime
 
@@ -24,13 +25,15 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
         stop = asyncio.Event()
-        task = asyncio.create_task(rt.projector.run(stop)) if run_projector else None
+        tasks = [asyncio.create_task(app.state.hub.run(stop))]
+        if run_projector:
+            tasks.append(asyncio.create_task(rt.projector.run(stop)))
         try:
             yield
         finally:
             stop.set()
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(task, 5)
             await rt.close()
 
@@ -39,6 +42,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
+    app.state.hub = Hub(rt.board)
     app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     problems.install(app)
     app.include_router(router)

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from importlib import resources
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request, Security
-from fastapi.responses import ORJSONResponse, Response
+from fastapi.responses import HTMLResponse, ORJSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
 from laurels.board.rebuild import RebuildRunning
 from laurels.errors import Problem
+from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.runtime import Runtime
 from laurels.seasons import BadSeason, Season, parse_season
 from laurels.validation import (
     BatchIn,
     CompletionIn,
     Invalid,
+    ReadIn,
     UserIn,
     describe,
     parse_user_id,
@@ -29,6 +35,8 @@ from laurels.validation import (
 )
 
 MAX_BODY_BYTES = 1024 * 1024
+SSE_PING_SECONDS = 15  # the contract: a comment line at least every 15 s
+SSE_SEND_TIMEOUT = 30  # a client that accepts nothing for this long is dropped
 
 router = APIRouter()
 _bearer = HTTPBearer(auto_error=False, description="ingest, admin or learner token")
@@ -61,6 +69,21 @@ def admin_token(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
 def learner_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> int:
     user_id = path_user_id(request.path_params["user_id"])
     a.require_learner(tok, user_id)
+    return user_id
+
+
+def learner_token_or_query(request: Request,
+                           credentials: HTTPAuthorizationCredentials | None = Security(_bearer),
+                           access_token: str | None = Query(
+                               None, description="the learner token, for EventSource")
+                           ) -> int:
+    """Browsers' EventSource cannot send headers: this endpoint alone takes
+    the token as ?access_token= too."""
+    tok = credentials.credentials if credentials and credentials.credentials else access_token
+    if not tok:
+        raise Problem("unauthorized", "missing bearer token")
+    user_id = path_user_id(request.path_params["user_id"])
+    auth(request).require_learner(tok, user_id)
     return user_id
 
 
@@ -178,6 +201,87 @@ async def get_around(request: Request, season: str, user_id: str,
     return _json(await request.app.state.reads.around(path_season(season), uid, radius))
 
 
+@router.get("/v1/leaderboards/{season}/events", tags=["reads"],
+            response_class=EventSourceResponse,
+            responses={200: {"content": {"text/event-stream": {}}}, **s.problems(422)})
+async def board_events(request: Request, season: str) -> EventSourceResponse:
+    """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
+    second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
+    name = path_season(season).name
+    hub: Hub = request.app.state.hub
+
+    async def stream() -> AsyncIterator[dict[str, str]]:
+        listener = hub.listen_board(name)
+        try:
+            yield {"event": "ready", "data": orjson.dumps({"season": name}).decode()}
+            while True:
+                await listener.wake.wait()
+                for event in listener.take():
+                    yield event
+                await asyncio.sleep(1 / CHANGED_PER_SECOND)
+        finally:
+            hub.unlisten_board(listener)
+
+    return EventSourceResponse(stream(), ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT)
+
+
+@router.get("/v1/users/{user_id}/notifications", tags=["notifications"],
+            responses={200: {"model": s.NotificationsOut}, **s.problems(401, 403, 422)})
+async def get_notifications(request: Request, user_id: str,
+                            uid: int = Depends(learner_token)) -> Response:
+    """A learner's durable notifications, newest first (at most 100)."""
+    rows = await runtime(request).db.fetch("list_notifications", user_id=uid, limit=100)
+    return _json({"notifications": [notification_body(r) for r in rows]})
+
+
+@router.post("/v1/users/{user_id}/notifications/read", tags=["notifications"],
+             openapi_extra=s.body_schema(ReadIn),
+             responses={200: {"model": s.ReadOut}, **s.problems(401, 403, 415, 422)})
+async def post_notifications_read(request: Request, user_id: str,
+                                  uid: int = Depends(learner_token)) -> Response:
+    """Mark some of the learner's notifications read."""
+    raw = await json_body(request)
+    try:
+        body = ReadIn.model_validate(raw)
+    except ValidationError as exc:
+        raise Problem("validation_error", describe(exc)) from None
+    rows = await runtime(request).db.fetch("mark_read", user_id=uid, ids=body.ids)
+    return _json({"read": sorted(r["id"] for r in rows)})
+
+
+@router.get("/v1/users/{user_id}/notifications/events", tags=["notifications"],
+            response_class=EventSourceResponse,
+            responses={200: {"content": {"text/event-stream": {}}},
+                       **s.problems(401, 403, 422)})
+async def notification_events(request: Request, user_id: str,
+                              uid: int = Depends(learner_token_or_query)
+                              ) -> EventSourceResponse:
+    """The learner's new notifications as server-sent events (`notification`)."""
+    hub: Hub = request.app.state.hub
+    db = runtime(request).db
+
+    async def stream() -> AsyncIterator[dict[str, str]]:
+        listener = hub.listen_user(uid)
+        try:
+            yield {"event": "ready", "data": orjson.dumps({"user_id": uid}).decode()}
+            while True:
+                await listener.wake.wait()
+                listener.wake.clear()
+                ids = list(listener.ids)
+                listener.ids.clear()
+                rows = await db.fetch("get_notifications", user_id=uid, ids=ids) if ids else []
+                for season in listener.finals:
+                    rows += await db.fetch("season_final_of", user_id=uid, season=season)
+                listener.finals.clear()
+                for row in rows:
+                    yield {"event": "notification",
+                           "data": orjson.dumps(notification_body(row)).decode()}
+        finally:
+            hub.unlisten_user(listener)
+
+    return EventSourceResponse(stream(), ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT)
+
+
 # -- admin --------------------------------------------------------------------
 
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
@@ -215,6 +319,40 @@ async def get_verify(request: Request, season: str) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
     result = await runtime(request).verifier.verify(path_season(season).name)
     return _json(result.body())
+
+
+# -- the live page --------------------------------------------------------------
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; "
+                                "connect-src 'self'; img-src 'self'; base-uri 'none'; "
+                                "form-action 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+_STATIC = resources.files("laurels.api").joinpath("static")
+_ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
+           "icon.svg": "image/svg+xml"}
+
+
+@router.get("/", tags=["page"], response_class=HTMLResponse)
+async def page() -> Response:
+    """The live board of the current season (`#token=<learner token>` shows your rank)."""
+    return HTMLResponse(_STATIC.joinpath("index.html").read_text(), headers=PAGE_HEADERS)
+
+
+@router.get("/favicon.ico", tags=["page"], include_in_schema=False)
+async def favicon() -> Response:
+    return await asset("icon.svg")
+
+
+@router.get("/static/{name}", tags=["page"], include_in_schema=False)
+async def asset(name: str) -> Response:
+    if name not in _ASSETS:
+        raise Problem("not_found", "no such file")
+    return Response(_STATIC.joinpath(name).read_bytes(), media_type=_ASSETS[name],
+                    headers={**PAGE_HEADERS, "Cache-Control": "no-cache"})
 
 
 # -- operations ---------------------------------------------------------------

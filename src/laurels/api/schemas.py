@@ -102,6 +102,23 @@ class VerifyOut(BaseModel):
     mismatches: list[MismatchOut]
 
 
+class NotificationOut(BaseModel):
+    id: int
+    kind: Literal["overtaken", "top10", "season_final"]
+    season: str
+    data: dict[str, Any]
+    created_at: str
+    read: bool
+
+
+class NotificationsOut(BaseModel):
+    notifications: list[NotificationOut]
+
+
+class ReadOut(BaseModel):
+    read: list[int]
+
+
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {
         "application/json": {"schema": model.model_json_schema()}}}}

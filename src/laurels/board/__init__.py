@@ -8,20 +8,24 @@ costs one retry, a missing marker means "no board" (never a partial one).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from typing import Any
 
+import orjson
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
 
 from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
 from laurels.seasons import Season, parse_season
 
 MAX_STALE_RETRIES = 8
+log = logging.getLogger("laurels.board")
 
 
 class BoardMissing(Exception):
@@ -125,7 +129,7 @@ class Board:
                     targets: list[str]) -> tuple[list[str], list[Any]]:
         sk = self.season_keys(ev.season)
         chunk, offset = chunk_of(ev.seq)
-        keys = [sk.current, sk.building, sk.erased]
+        keys = [sk.current, sk.building, sk.erased, sk.notify_stream]
         for v in targets:
             vk = sk.version(v)
             keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.applied(chunk)]
@@ -134,6 +138,7 @@ class Board:
             versions[0], versions[1], chunk, offset, pad_uid(ev.user_id), ev.points,
             pad_ts(season.offset_us(ev.completed_at)), ev.profile.version,
             ev.profile.visibility, ev.profile.display_name, self.policy,
+            "1" if targets and targets[0] == versions[0] else "0", ev.seq,
         ]
         return keys, args
 
@@ -141,9 +146,11 @@ class Board:
         """Apply events (pipelined); per event 'applied', 'duplicate' or 'missing'.
 
         With `only_version`, apply to that building version alone (the rebuild's
-        own stream); otherwise to the current and building versions.
+        own stream); otherwise to the current and building versions, and then
+        publish refresh hints for the seasons that changed.
         """
         results: list[str | None] = [None] * len(events)
+        visibility: dict[int, str] = {}
         pending = list(range(len(events)))
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
@@ -170,10 +177,33 @@ class Board:
                     results[i] = "missing"
                 else:
                     results[i] = "applied" if int(reply[1]) > 0 else "duplicate"
+                    if reply[2]:
+                        visibility[i] = reply[2]
             pending = retry
         if pending:
             raise RuntimeError("board versions kept changing during apply")
+        if only_version is None and visibility:
+            await self.publish_changes([(events[i], vis) for i, vis in visibility.items()])
         return [r or "missing" for r in results]
+
+    async def publish_changes(self, changed: list[tuple[Event, str]]) -> None:
+        """One hint per season: with the user id when a single public learner
+        changed, null for an anonymous or hidden one, absent when coalesced."""
+        by_season: dict[str, set[tuple[int, str]]] = {}
+        for ev, vis in changed:
+            by_season.setdefault(ev.season, set()).add((ev.user_id, vis))
+        for season, users in by_season.items():
+            hint: dict[str, Any] = {"season": season}
+            if len({u for u, _ in users}) == 1:
+                uid, vis = next(iter(users))
+                hint["user_id"] = uid if vis == "public" else None
+            await self.publish_hint(hint)
+
+    async def publish_hint(self, hint: dict[str, Any]) -> None:
+        try:
+            await self.redis.publish(self.keys.hint_channel(), orjson.dumps(hint))
+        except RedisError as exc:  # a lost hint costs freshness, never correctness
+            log.warning("hint not published: %s", exc)
 
     async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
                      args: list[Any]) -> bool:

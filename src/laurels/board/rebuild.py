@@ -206,6 +206,7 @@ class Rebuilder:
             log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
             raise
         self.board.forget(season)
+        await self.board.publish_hint({"season": season, "kind": "rebuilt"})
         if previous:
             await self.drop_version(season, previous)
         if self.lifecycle and await self.lifecycle.finalized([season]):

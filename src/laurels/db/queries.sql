@@ -222,3 +222,42 @@ WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
 
 -- name: user_archived_seasons
 SELECT season FROM season_standings WHERE user_id = %(user_id)s;
+
+-- name: open_seasons
+SELECT season FROM seasons WHERE finalized_at IS NULL;
+
+-- name: insert_notification
+INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+VALUES (%(user_id)s, %(kind)s, %(season)s, %(data)s, %(dedup_key)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: refresh_overtaken
+-- At most one unread "overtaken" per learner and season: refresh it instead.
+UPDATE notifications SET data = %(data)s, created_at = now(), dedup_key = %(dedup_key)s
+WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'overtaken' AND NOT read
+RETURNING id;
+
+-- name: notify_season_final
+INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+SELECT user_id, 'season_final', season,
+       jsonb_build_object('rank', rank, 'score', score), 'season_final:' || season
+FROM season_standings WHERE season = %(season)s
+ON CONFLICT DO NOTHING;
+
+-- name: list_notifications
+SELECT id, kind, season, data, created_at, read FROM notifications
+WHERE user_id = %(user_id)s ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: get_notifications
+SELECT id, kind, season, data, created_at, read FROM notifications
+WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) ORDER BY id;
+
+-- name: season_final_of
+SELECT id, kind, season, data, created_at, read FROM notifications
+WHERE user_id = %(user_id)s AND kind = 'season_final' AND season = %(season)s;
+
+-- name: mark_read
+UPDATE notifications SET read = true
+WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) AND NOT read
+RETURNING id;

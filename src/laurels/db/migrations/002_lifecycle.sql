@@ -37,8 +37,11 @@ CREATE TABLE notifications (
     data        jsonb NOT NULL DEFAULT '{}',
     created_at  timestamptz NOT NULL DEFAULT now(),
     read        boolean NOT NULL DEFAULT false,
-    -- idempotency: one per (learner, kind, season, source)
+    -- idempotency: one per learner and source event (re-applying never duplicates)
     dedup_key   text NOT NULL,
     UNIQUE (user_id, dedup_key)
 );
 CREATE INDEX notifications_user ON notifications (user_id, id DESC);
+-- "at most one unread overtaken per learner per season": it is updated instead
+CREATE UNIQUE INDEX notifications_one_unread_overtaken ON notifications (user_id, season)
+    WHERE kind = 'overtaken' AND NOT read;

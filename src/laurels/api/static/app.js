@@ -1,0 +1,187 @@
+// The live board: fetch the canonical API, listen to the hint stream, refetch
+// on every hint and on every (re)connect. A hint's content is never trusted.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null };
+
+// ISO-8601 week of a date, in UTC (the same rule as the server's seasons).
+function isoWeek(date) {
+  const d = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+  const day = d.getUTCDay() || 7;
+  d.setUTCDate(d.getUTCDate() + 4 - day);
+  const yearStart = new Date(Date.UTC(d.getUTCFullYear(), 0, 1));
+  const week = Math.ceil(((d - yearStart) / 86400000 + 1) / 7);
+  return `${d.getUTCFullYear()}-W${String(week).padStart(2, "0")}`;
+}
+
+function shiftSeason(startsAt, days) {
+  return isoWeek(new Date(Date.parse(startsAt) + days * 86400000));
+}
+
+function learnerFromToken(token) {
+  try {
+    const payload = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return /^[0-9]+$/.test(payload.sub) ? payload.sub : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+async function getJSON(url, withToken) {
+  const headers = withToken && state.token ? { Authorization: `Bearer ${state.token}` } : {};
+  const resp = await fetch(url, { headers });
+  if (resp.status === 503) {
+    const retry = Number(resp.headers.get("Retry-After") || "2");
+    setStatus(`board is being rebuilt; retrying in ${retry}s`);
+    setTimeout(refresh, retry * 1000);
+    return null;
+  }
+  if (!resp.ok) return { problem: await resp.json().catch(() => ({})), status: resp.status };
+  return resp.json();
+}
+
+function setStatus(text) { $("status").textContent = text; }
+
+function cell(tr, text) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  tr.appendChild(td);
+}
+
+function renderBoard(body) {
+  $("season").textContent = body.season;
+  $("total").textContent = `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
+  $("range").textContent = `${body.starts_at} to ${body.ends_at}`;
+  $("empty").hidden = body.entries.length > 0;
+  const tbody = $("board").querySelector("tbody");
+  const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
+  tbody.replaceChildren();
+  for (const e of body.entries) {
+    const tr = document.createElement("tr");
+    tr.dataset.key = e.user_id === null ? `anon-${e.rank}-${e.score}` : String(e.user_id);
+    tr.dataset.rank = String(e.rank);
+    tr.dataset.userId = e.user_id === null ? "" : String(e.user_id);
+    cell(tr, String(e.rank));
+    cell(tr, e.display_name);
+    cell(tr, String(e.score));
+    if (before.has(tr.dataset.key) && before.get(tr.dataset.key) !== tr.dataset.rank) {
+      tr.classList.add("moved");
+    }
+    if (state.me && state.me.rank === e.rank && state.me.score === e.score &&
+        (e.user_id === state.me.user_id || e.user_id === null)) {
+      tr.classList.add("me");
+    }
+    tbody.appendChild(tr);
+  }
+}
+
+function renderMe(body) {
+  const section = $("me");
+  if (!body || body.problem) {
+    section.hidden = !state.token;
+    $("me-summary").textContent = body && body.status === 404
+      ? "No completions this week yet." : (body ? "Your token was not accepted." : "");
+    $("neighbors").replaceChildren();
+    state.me = null;
+    return;
+  }
+  state.me = body.user;
+  section.hidden = false;
+  const u = body.user;
+  $("me-summary").textContent =
+    `${u.display_name}: rank ${u.rank} with ${u.score} points (${u.visibility})`;
+  const list = $("neighbors");
+  list.replaceChildren();
+  for (const n of body.neighbors) {
+    const li = document.createElement("li");
+    for (const text of [String(n.rank), n.display_name, String(n.score)]) {
+      const span = document.createElement("span");
+      span.textContent = text;
+      li.appendChild(span);
+    }
+    if (n.self) li.classList.add("me");
+    list.appendChild(li);
+  }
+}
+
+function describe(n) {
+  if (n.kind === "top10") return `You entered the top 10 of ${n.season} (rank ${n.data.rank}).`;
+  if (n.kind === "season_final") {
+    return `${n.season} is over: final rank ${n.data.rank ?? "(hidden)"} with ${n.data.score} points.`;
+  }
+  return `${n.data.by_display_name || "Someone"} passed you in ${n.season}.`;
+}
+
+function addNotification(n, atTop) {
+  const li = document.createElement("li");
+  li.textContent = describe(n);
+  li.dataset.id = String(n.id);
+  if (!n.read) li.classList.add("unread");
+  const list = $("notifications");
+  if (atTop) list.prepend(li); else list.appendChild(li);
+  $("inbox").hidden = false;
+}
+
+async function refresh() {
+  if (!state.season) return;
+  const body = await getJSON(`/v1/leaderboards/${state.season}?limit=100`, false);
+  if (!body || body.problem) return;
+  state.season = body.season;
+  state.startsAt = body.starts_at;
+  if (state.userId) {
+    renderMe(await getJSON(`/v1/leaderboards/${state.season}/users/${state.userId}?radius=5`, true));
+  }
+  renderBoard(body);
+  setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
+  document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
+}
+
+// Bursts of hints become one refetch.
+function scheduleRefresh() {
+  if (state.timer) return;
+  state.timer = setTimeout(() => { state.timer = null; refresh(); }, 100);
+}
+
+function listen() {
+  if (state.source) state.source.close();
+  const source = new EventSource(`/v1/leaderboards/${state.season}/events`);
+  source.addEventListener("ready", () => { setStatus("live"); scheduleRefresh(); });
+  source.addEventListener("changed", scheduleRefresh);
+  source.addEventListener("rebuilt", scheduleRefresh);
+  source.onerror = () => setStatus("reconnecting…");
+  state.source = source;
+}
+
+async function listenInbox() {
+  const body = await getJSON(`/v1/users/${state.userId}/notifications`, true);
+  if (body && body.notifications) body.notifications.forEach((n) => addNotification(n, false));
+  const url = `/v1/users/${state.userId}/notifications/events?access_token=${encodeURIComponent(state.token)}`;
+  state.inbox = new EventSource(url);
+  state.inbox.addEventListener("notification", (ev) => {
+    addNotification(JSON.parse(ev.data), true);
+    scheduleRefresh();
+  });
+}
+
+function go(season) {
+  state.season = season;
+  const url = new URL(location.href);
+  url.searchParams.set("season", season);
+  history.replaceState(null, "", url);
+  listen();
+  refresh();
+}
+
+function start() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  state.token = hash.get("token");
+  state.userId = state.token ? learnerFromToken(state.token) : null;
+  const wanted = new URLSearchParams(location.search).get("season");
+  $("prev").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, -3)));
+  $("next").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, 10)));
+  if (state.userId) listenInbox();
+  go(wanted && /^[0-9]{4}-W[0-9]{2}$/.test(wanted) ? wanted : isoWeek(new Date()));
+}
+
+start();

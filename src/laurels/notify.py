@@ -1,0 +1,299 @@
+"""Hints and personal notifications.
+
+- Hints: the apply path publishes "season S changed" on one Redis Pub/Sub
+  channel (never a score). Each API process holds ONE subscription (`Hub`) and
+  fans hints out to its SSE clients, coalescing per client, so a storm of
+  completions does not become a storm of refetches. A hint is only a hint:
+  clients refetch the canonical API.
+- Notifications: the apply script appends rank events (entered the top 10,
+  passed someone in the top 100) to the season's Redis stream atomically with
+  the score change. The projector (`Notifier`, off the ingest hot path) turns
+  them into durable PostgreSQL rows, idempotently, then tells the API
+  processes, which push them to the learner's notification stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from datetime import datetime
+from typing import Any
+
+import orjson
+from prometheus_client import Counter, Gauge
+from psycopg.types.json import Jsonb
+from redis.exceptions import RedisError, ResponseError
+
+from laurels.board import Board, default_name
+from laurels.db import Database, Row
+
+log = logging.getLogger("laurels.notify")
+
+GROUP = "laurels"
+CHANGED_PER_SECOND = 4
+USER_BUFFER = 50
+
+SSE_CONNECTIONS = Gauge("laurels_sse_connections", "Open server-sent event connections",
+                        ["stream"])
+HINTS_RECEIVED = Counter("laurels_hints_received_total", "Hints received from Pub/Sub")
+HINTS_COALESCED = Counter("laurels_hints_coalesced_total",
+                          "Hints merged into a pending one for a client (not sent alone)")
+HINTS_SENT = Counter("laurels_hints_sent_total", "changed/rebuilt events sent to clients")
+NOTIFICATIONS_WRITTEN = Counter("laurels_notifications_written_total",
+                                "Durable notifications written", ["kind"])
+NOTIFICATIONS_DROPPED = Counter("laurels_notifications_dropped_total",
+                                "Live notification pushes dropped for a slow client")
+
+
+def notification_body(row: Row) -> dict[str, Any]:
+    created: datetime = row["created_at"]
+    return {"id": row["id"], "kind": row["kind"], "season": row["season"],
+            "data": row["data"], "created_at": created.isoformat().replace("+00:00", "Z"),
+            "read": row["read"]}
+
+
+class BoardListener:
+    """One SSE client of a season: O(1) state whatever the hint rate."""
+
+    def __init__(self, season: str) -> None:
+        self.season = season
+        self.pending: dict[str, Any] | None = None
+        self.rebuilt = False
+        self.wake = asyncio.Event()
+
+    def offer(self, hint: dict[str, Any]) -> None:
+        if hint.get("kind") == "rebuilt":
+            self.rebuilt = True
+        elif self.pending is None:
+            self.pending = {k: v for k, v in hint.items() if k in ("season", "user_id")}
+        else:
+            HINTS_COALESCED.inc()
+            self.pending = {"season": self.season}  # several changes: no user id
+        self.wake.set()
+
+    def take(self) -> list[dict[str, str]]:
+        out = []
+        if self.rebuilt:
+            out.append({"event": "rebuilt", "data": orjson.dumps(
+                {"season": self.season}).decode()})
+            self.rebuilt = False
+        if self.pending is not None:
+            out.append({"event": "changed", "data": orjson.dumps(self.pending).decode()})
+            self.pending = None
+        self.wake.clear()
+        HINTS_SENT.inc(len(out))
+        return out
+
+
+class UserListener:
+    """One SSE client of a learner's notifications: a bounded buffer of ids."""
+
+    def __init__(self, user_id: int) -> None:
+        self.user_id = user_id
+        self.ids: deque[int] = deque(maxlen=USER_BUFFER)
+        self.finals: list[str] = []
+        self.wake = asyncio.Event()
+
+    def offer(self, notification_id: int) -> None:
+        if len(self.ids) == self.ids.maxlen:
+            NOTIFICATIONS_DROPPED.inc()  # the oldest goes; it stays in PostgreSQL
+        self.ids.append(notification_id)
+        self.wake.set()
+
+    def offer_final(self, season: str) -> None:
+        self.finals.append(season)
+        self.wake.set()
+
+
+class Hub:
+    """The one Pub/Sub subscription of an API process, fanned out to its clients."""
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self.boards: dict[str, set[BoardListener]] = {}
+        self.users: dict[int, set[UserListener]] = {}
+        self.connected = asyncio.Event()
+
+    def listen_board(self, season: str) -> BoardListener:
+        listener = BoardListener(season)
+        self.boards.setdefault(season, set()).add(listener)
+        SSE_CONNECTIONS.labels("board").inc()
+        return listener
+
+    def unlisten_board(self, listener: BoardListener) -> None:
+        group = self.boards.get(listener.season)
+        if group is not None and listener in group:
+            group.discard(listener)
+            SSE_CONNECTIONS.labels("board").dec()
+            if not group:
+                del self.boards[listener.season]
+
+    def listen_user(self, user_id: int) -> UserListener:
+        listener = UserListener(user_id)
+        self.users.setdefault(user_id, set()).add(listener)
+        SSE_CONNECTIONS.labels("notifications").inc()
+        return listener
+
+    def unlisten_user(self, listener: UserListener) -> None:
+        group = self.users.get(listener.user_id)
+        if group is not None and listener in group:
+            group.discard(listener)
+            SSE_CONNECTIONS.labels("notifications").dec()
+            if not group:
+                del self.users[listener.user_id]
+
+    def listener_count(self) -> int:
+        return sum(len(g) for g in self.boards.values()) + sum(len(g) for g in
+                                                                 self.users.values())
+
+    def dispatch(self, channel: str, data: bytes | str) -> None:
+        try:
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(message, dict):
+            return
+        if channel == self.board.keys.hint_channel():
+            HINTS_RECEIVED.inc()
+            for listener in list(self.boards.get(str(message.get("season")), ())):
+                listener.offer(message)
+        elif "season_final" in message:
+            for group in self.users.values():
+                for user_listener in group:
+                    user_listener.offer_final(str(message["season_final"]))
+        else:
+            uid, nid = message.get("user_id"), message.get("id")
+            if isinstance(uid, int) and isinstance(nid, int):
+                for user_listener in list(self.users.get(uid, ())):
+                    user_listener.offer(nid)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        channels = [self.board.keys.hint_channel(), self.board.keys.notification_channel()]
+        while not stop.is_set():
+            pubsub = self.board.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(*channels)
+                self.connected.set()
+                # Hints may have been lost while we were away: everyone refetches.
+                for season, group in list(self.boards.items()):
+                    for listener in list(group):
+                        listener.offer({"season": season})
+                while not stop.is_set():
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message and message.get("type") == "message":
+                        self.dispatch(str(message["channel"]), message["data"])
+            except (RedisError, OSError) as exc:
+                self.connected.clear()
+                log.warning("hint subscription lost (%s); resubscribing", exc)
+                try:
+                    await asyncio.wait_for(stop.wait(), 1.0)
+                except TimeoutError:
+                    pass
+            finally:
+                try:
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                except (RedisError, OSError):
+                    pass
+
+
+class Notifier:
+    """Turns the seasons' rank-event streams into durable notifications."""
+
+    def __init__(self, db: Database, board: Board) -> None:
+        self.db = db
+        self.board = board
+        self.consumer = f"{os.uname().nodename}-{os.getpid()}"
+        self._groups: set[str] = set()
+        self._seasons: list[str] = []
+        self._seasons_at = 0.0
+
+    async def _open_seasons(self) -> list[str]:
+        if time.monotonic() - self._seasons_at > 10:
+            self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")]
+            self._seasons_at = time.monotonic()
+        return self._seasons
+
+    async def _group(self, stream: str) -> None:
+        if stream in self._groups:
+            return
+        try:
+            await self.board.redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._groups.add(stream)
+
+    async def consume(self, count: int = 200) -> int:
+        """Process what the streams hold (and what dead consumers left); returns entries."""
+        handled = 0
+        for season in await self._open_seasons():
+            stream = self.board.season_keys(season).notify_stream
+            try:
+                await self._group(stream)
+                claim: Any = await self.board.redis.xautoclaim(
+                    stream, GROUP, self.consumer, min_idle_time=30_000, count=count)
+                entries = list(claim[1])
+                reply: Any = await self.board.redis.xreadgroup(
+                    GROUP, self.consumer, {stream: ">"}, count=count)
+                for _, items in reply or []:
+                    entries += items
+            except ResponseError as exc:
+                if "NOGROUP" in str(exc):  # the stream vanished with a Redis restart
+                    self._groups.discard(stream)
+                    continue
+                raise
+            for entry_id, fields in entries:
+                if fields:
+                    await self._handle(season, fields)
+                await self.board.redis.xack(stream, GROUP, entry_id)
+                handled += 1
+        return handled
+
+    async def _handle(self, season: str, f: dict[str, str]) -> None:
+        uid, seq = int(f["uid"]), f["seq"]
+        created: list[tuple[int, int]] = []
+        async with self.db.transaction() as conn:
+            if f.get("top10") == "1":
+                row = await self.db.fetch_one(
+                    "insert_notification", conn, user_id=uid, kind="top10", season=season,
+                    data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"])}),
+                    dedup_key=f"top10:{season}:{seq}")
+                if row:
+                    created.append((uid, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("top10").inc()
+            by: dict[str, Any]
+            if f.get("vis") == "public":
+                by = {"by_user_id": uid, "by_display_name": f.get("name") or default_name(uid)}
+            else:  # anonymous (hidden learners pass nobody on the public board)
+                by = {"by_user_id": None, "by_display_name": "Anonymous"}
+            for passed in filter(None, f.get("passed", "").split(",")):
+                target = int(passed)
+                data = Jsonb({**by, "season": season})
+                key = f"overtaken:{season}:{seq}"
+                row = await self.db.fetch_one("refresh_overtaken", conn, user_id=target,
+                                              season=season, data=data, dedup_key=key)
+                if row is None:
+                    row = await self.db.fetch_one(
+                        "insert_notification", conn, user_id=target, kind="overtaken",
+                        season=season, data=data, dedup_key=key)
+                if row:
+                    created.append((target, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("overtaken").inc()
+        for target, nid in created:
+            await self.board.redis.publish(self.board.keys.notification_channel(),
+                                           orjson.dumps({"user_id": target, "id": nid}))
+
+    async def season_final(self, season: str, conn: Any) -> None:
+        """In the finalizing transaction: everyone's final rank, once."""
+        await self.db.execute("notify_season_final", conn, season=season)
+        NOTIFICATIONS_WRITTEN.labels("season_final").inc()
+
+    async def announce_final(self, season: str) -> None:
+        try:
+            await self.board.redis.publish(self.board.keys.notification_channel(),
+                                           orjson.dumps({"season_final": season}))
+        except RedisError as exc:
+            log.warning("season_final not announced live: %s", exc)

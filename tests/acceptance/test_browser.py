@@ -1,0 +1,76 @@
+"""The live page in a real browser: rows move without a reload.
+
+Headless Chromium from Debian (`/usr/bin/chromium`, installed by `.ci/run`)
+driven by Playwright for Python; Playwright's own browser download cannot
+work on these machines.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.acceptance.test_http import completion, token_for
+from tests.conftest import INGEST
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None,
+    reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)")
+
+
+def test_page_moves_live(serve: Any) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    server = serve()
+    c = server.client(INGEST)
+    names = ["Ada L.", "Alan T.", "Grace H.", "Edsger D.", "Barbara L.", "Donald K."]
+    for uid, name in enumerate(names, start=1):
+        assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
+    c.put("/v1/users/6", json={"visibility": "anonymous"})
+    for uid in range(1, 7):
+        c.post("/v1/completions", json=completion(f"s{uid}", uid, 10 * uid))
+    token = token_for(server.env, 2)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 720, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"{server.url}/#token={token}")
+            rows = page.locator("#board tbody tr")
+            expect(rows).to_have_count(6)
+            expect(rows.first).to_contain_text("Anonymous")  # user 6 leads, masked
+            expect(page.locator("#me-summary")).to_contain_text("Alan T.: rank 5")
+            # The page is live: new completions move the rows, no reload.
+            page.evaluate("window.__noReload = true")
+            c.post("/v1/completions", json=completion("boost", 1, 100))
+            expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
+            expect(rows.first).to_contain_text("110")
+            c.post("/v1/completions", json=completion("boost2", 2, 200))
+            expect(rows.first).to_contain_text("Alan T.", timeout=10_000)
+            expect(page.locator("#me-summary")).to_contain_text("rank 1", timeout=10_000)
+            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+            # Learner 2 entered the top 10 and passed others: durable notifications.
+            expect(page.locator("#notifications li").first).to_be_visible(timeout=15_000)
+            assert page.evaluate("window.__noReload") is True
+            # A phone can read it too.
+            page.set_viewport_size({"width": 390, "height": 844})
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            assert errors == []
+        finally:
+            browser.close()
+    headers = httpx.get(f"{server.url}/").headers
+    assert "script-src 'self'" in headers["content-security-policy"]
+    assert SCREENSHOT.stat().st_size > 10_000
