@@ -244,7 +244,7 @@ def demo(
     from laurels.api import create_app
     from laurels.api.auth import mint
     from laurels.db import migrate
-    from laurels.demo import seed, simulate
+    from laurels.demo import Simulation, seed
     from laurels.runtime import Runtime
 
     if learners < 1 or rate <= 0:
@@ -276,7 +276,9 @@ def demo(
             await asyncio.sleep(0.05)
         rnd = random.Random()
         await seed(rt, learners, rnd)
-        sim = asyncio.create_task(simulate(rt, learners, rate, rnd))
+        simulation = Simulation(rt, learners, rnd)
+        await simulation.burst(400)
+        sim = asyncio.create_task(simulation.steady(rate))
         url = f"http://{settings.host}:{settings.port}/"
         token = mint(secrets.user_token_secret, 7, 7 * 86400)
         typer.echo(f"laurels demo: the live board is at {url}")

@@ -27,20 +27,27 @@ async def seed(rt: Runtime, learners: int, rnd: random.Random) -> None:
         await rt.learners.update(uid, UserIn(display_name=name, visibility=vis))
 
 
-async def simulate(rt: Runtime, learners: int, per_second: float, rnd: random.Random,
-                   warm_up: int = 400) -> None:
-    """A burst so the board has a shape, then completions at a steady pace, forever."""
-    counter = itertools.count(1)
-    run = f"{int(time.time())}"
-    # Skewed activity: some learners are much keener than others.
-    weights = [1 / (1 + (uid % 40)) for uid in range(1, learners + 1)]
+class Simulation:
+    """Skewed activity (some learners are much keener) at a steady pace."""
 
-    def one() -> dict[str, object]:
-        uid = rnd.choices(range(1, learners + 1), weights)[0]
-        return {"completion_id": f"demo-{run}-{next(counter)}", "user_id": uid,
-                "points": rnd.choice([1, 1, 2, 3, 5, 8])}
+    def __init__(self, rt: Runtime, learners: int, rnd: random.Random) -> None:
+        self.rt = rt
+        self.learners = learners
+        self.rnd = rnd
+        self.counter = itertools.count(1)
+        self.run = f"{int(time.time())}"
+        self.weights = [1 / (1 + (uid % 40)) for uid in range(1, learners + 1)]
 
-    await rt.ingestor.record([one() for _ in range(warm_up)])
-    while True:
-        await rt.ingestor.record([one()])
-        await asyncio.sleep(rnd.expovariate(per_second))
+    def one(self) -> dict[str, object]:
+        uid = self.rnd.choices(range(1, self.learners + 1), self.weights)[0]
+        return {"completion_id": f"demo-{self.run}-{next(self.counter)}", "user_id": uid,
+                "points": self.rnd.choice([1, 1, 2, 3, 5, 8])}
+
+    async def burst(self, n: int) -> None:
+        """So the board has a shape before anyone looks."""
+        await self.rt.ingestor.record([self.one() for _ in range(n)])
+
+    async def steady(self, per_second: float) -> None:
+        while True:
+            await self.rt.ingestor.record([self.one()])
+            await asyncio.sleep(self.rnd.expovariate(per_second))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Conn, Database, Row
 from laurels.errors import STATUS
+from laurels.metrics import APPLY_LAG, COMPLETIONS
 from laurels.seasons import season_of
 from laurels.settings import Settings
 from laurels.validation import CompletionIn, Invalid, validate_completion
@@ -117,8 +119,13 @@ class Ingestor:
             recorded = await self._record(items, now, outcomes)
             failpoints.hit("ingest_after_commit")
             if recorded:
+                committed = time.perf_counter()
                 await self.apply_fast_path(recorded)
-        return [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
+                APPLY_LAG.labels("fast").observe(time.perf_counter() - committed)
+        final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
+        for o in final:
+            COMPLETIONS.labels(o.code or o.status).inc()
+        return final
 
     async def _record(self, items: list[_Item], now: datetime,
                       outcomes: list[Outcome | None]) -> list[Event]:
@@ -227,6 +234,10 @@ class Ingestor:
                 again = dict(zip((ev.seq for ev in retry), await self.board.apply(retry),
                                  strict=True))
                 results = [again.get(ev.seq, r) for ev, r in zip(events, results, strict=True)]
+                # The rebuild applied them (so these applies were duplicates):
+                # the board changed all the same, say so.
+                await self.board.publish_changes(
+                    [(ev, ev.profile.visibility) for ev in retry if again[ev.seq] != "missing"])
         except (RedisError, OSError) as exc:
             log.warning("fast-path apply failed, the projector will retry: %s", exc)
             return

@@ -20,6 +20,7 @@ from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
+from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
 
 if TYPE_CHECKING:
     from laurels.notify import Notifier
@@ -78,6 +79,9 @@ class Projector:
             done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
             if done:
                 await self.db.execute("delete_outbox", conn, seqs=done)
+        for r, res in zip(rows, results, strict=True):
+            if res != "missing":
+                APPLY_LAG.labels("projector").observe(float(r["queued_seconds"]))
         self.applied_total += len(done)
         return len(done)
 
@@ -107,6 +111,11 @@ class Projector:
         if not force and now - self._last_housekeeping < self.housekeeping_seconds:
             return
         self._last_housekeeping = now
+        depth = await self.db.fetch_one("outbox_depth")
+        if depth:
+            OUTBOX_DEPTH.set(int(depth["depth"]))
+            OUTBOX_AGE.set(float(depth["oldest_seconds"]))
+        await self.rebuilder.prepare()
         await self.lifecycle.finalize_due()
         await self.lifecycle.resume_erasures()
 

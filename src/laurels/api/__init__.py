@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 from fastapi.responses import ORJSONResponse
+from redis.exceptions import RedisError
 
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.routes import router
+from laurels.metrics import RequestMetrics
 from laurels.notify import Hub
 from laurels.reads import Reads
 from laurels.runtime import Runtime
@@ -24,6 +26,10 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
+        try:
+            await rt.rebuilder.prepare()
+        except (RedisError, OSError) as exc:  # Redis may come later; reads heal then
+            log.warning("could not prepare this week's board: %s", exc)
         stop = asyncio.Event()
         tasks = [asyncio.create_task(app.state.hub.run(stop))]
         if run_projector:
@@ -45,5 +51,6 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.state.hub = Hub(rt.board)
     app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     problems.install(app)
+    app.add_middleware(RequestMetrics)
     app.include_router(router)
     return app

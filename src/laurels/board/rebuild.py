@@ -16,12 +16,14 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from laurels import db as dbmod
 from laurels import failpoints
 from laurels.board import Board, Event, Profile
 from laurels.db import Database
+from laurels.seasons import season_of
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
@@ -250,6 +252,22 @@ class Rebuilder:
             task = asyncio.create_task(self._heal(season))
             self._local[season] = task
         return task
+
+    async def prepare(self, now: datetime | None = None) -> None:
+        """Create this week's board ahead of its first completion (and next week's
+        in the last day of this one), so first completions are applied live, with
+        their hints and rank events, rather than absorbed by a first build."""
+        now = now or datetime.now(UTC)
+        this = season_of(now)
+        seasons = [this]
+        if this.ends_at - now < timedelta(days=1):
+            seasons.append(this.next())
+        for season in seasons:
+            if not await self.board.present(season.name):
+                try:
+                    await self.ensure(season.name)
+                except RebuildFailed as exc:
+                    log.warning("could not prepare the board of %s: %s", season, exc)
 
     async def _heal(self, season: str) -> RebuildResult | None:
         if await self.board.present(season):

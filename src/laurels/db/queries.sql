@@ -30,7 +30,8 @@ DELETE FROM outbox WHERE seq = ANY(%(seqs)s);
 SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
-       coalesce(u.display_name, '') AS display_name
+       coalesce(u.display_name, '') AS display_name,
+       extract(epoch FROM now() - o.created_at) AS queued_seconds
 FROM outbox o
 JOIN completions c ON c.seq = o.seq
 LEFT JOIN users u ON u.user_id = c.user_id

@@ -1,0 +1,41 @@
+"""Prometheus metrics of the service (exposed at /metrics)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+COMPLETIONS = Counter("laurels_completions", "Completions received, by outcome "
+                      "(recorded, duplicate, or the error code)", ["outcome"])
+APPLY_LAG = Histogram("laurels_apply_lag_seconds",
+                      "From commit in PostgreSQL to applied in Redis", ["path"],
+                      buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                               5, 10, 30, 60))
+OUTBOX_DEPTH = Gauge("laurels_outbox_depth", "Completions committed but not yet applied")
+OUTBOX_AGE = Gauge("laurels_outbox_oldest_seconds", "Age of the oldest outbox row")
+REQUESTS = Histogram("laurels_http_request_duration_seconds",
+                     "Time to the start of the response, by route", ["method", "route", "status"])
+
+
+class RequestMetrics:
+    """Pure ASGI middleware: latency to the response start (streams stay open)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                route = scope.get("route")
+                REQUESTS.labels(scope["method"], getattr(route, "path", "unmatched"),
+                                str(message["status"])).observe(time.perf_counter() - start)
+            await send(message)
+
+        await self.app(scope, receive, timed_send)

@@ -1,0 +1,243 @@
+"""Hints over SSE and durable notifications, over HTTP against `laurels serve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from tests.acceptance.test_http import completion, token_for
+from tests.conftest import ADMIN, INGEST, free_port, laurels_bin
+
+
+class Events:
+    """Collects server-sent events of one connection in a thread."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.events: list[tuple[str, str, float]] = []
+        self.comments: list[float] = []
+        self.ready = threading.Event()
+        self.stop = threading.Event()
+        self.status = 0
+        self.thread = threading.Thread(target=self._run, args=(url, headers or {}), daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10), "no ready event"
+
+    def _run(self, url: str, headers: dict[str, str]) -> None:
+        try:
+            self._read(url, headers)
+        except httpx.HTTPError:
+            pass  # the server went away (it is stopped at the end of each test)
+        finally:
+            self.ready.set()
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        with httpx.Client(timeout=None) as c, c.stream("GET", url, headers=headers) as resp:
+            self.status = resp.status_code
+            if resp.status_code != 200:
+                self.ready.set()
+                return
+            event = ""
+            for line in resp.iter_lines():
+                if self.stop.is_set():
+                    return
+                if line.startswith(":"):
+                    self.comments.append(time.monotonic())
+                elif line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    self.events.append((event, line[5:].strip(), time.monotonic()))
+                    if event == "ready":
+                        self.ready.set()
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [json.loads(d) for e, d, _ in self.events if e == name]
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+def metric(base: str, name: str) -> float:
+    text = httpx.get(f"{base}/metrics").text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def wait_until(check: Any, seconds: float = 10) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_hints_are_hints_coalesced_and_rebuilt(serve: Any) -> None:
+    server = serve()
+    c = server.client(INGEST)
+    c.put("/v1/users/2", json={"visibility": "anonymous"})
+    stream = Events(f"{server.url}/v1/leaderboards/current/events")
+    try:
+        c.post("/v1/completions", json=completion("h1", 1, 5))
+        first = wait_until(lambda: stream.named("changed"))
+        assert first[0]["user_id"] == 1 and set(first[0]) == {"season", "user_id"}
+        time.sleep(0.5)
+        c.post("/v1/completions", json=completion("h2", 2, 5))
+        wait_until(lambda: len(stream.named("changed")) >= 2)
+        assert stream.named("changed")[1]["user_id"] is None  # anonymous: no id
+        # A storm of 200 completions over ~2 s: at most 4 changed a second.
+        start = time.monotonic()
+        for i in range(0, 200, 20):
+            c.post("/v1/completions/batch", json={"completions": [
+                completion(f"storm{i + j}", 10 + j, 1) for j in range(20)]})
+        time.sleep(1.0)
+        storm = [t for e, _, t in stream.events if e == "changed" and t >= start]
+        seconds = max(1.0, time.monotonic() - start)
+        assert 1 <= len(storm) <= 4 * seconds + 1
+        assert any("user_id" not in d for d in stream.named("changed"))  # coalesced
+        for data in stream.named("changed"):
+            assert set(data) <= {"season", "user_id"}  # never a score
+        season = first[0]["season"]
+        resp = server.client(ADMIN).post(f"/v1/admin/leaderboards/{season}/rebuild")
+        assert resp.status_code == 202
+        wait_until(lambda: stream.named("rebuilt"))
+    finally:
+        stream.close()
+
+
+def test_comment_line_at_least_every_15_seconds(serve: Any) -> None:
+    server = serve()
+    stream = Events(f"{server.url}/v1/leaderboards/current/events")
+    try:
+        wait_until(lambda: stream.comments, seconds=17)
+    finally:
+        stream.close()
+
+
+def test_many_connections_opened_and_dropped_leak_nothing(serve: Any) -> None:
+    server = serve()
+    gauge = "laurels_sse_connections{"
+    assert metric(server.url, gauge) == 0
+    streams = [Events(f"{server.url}/v1/leaderboards/current/events") for _ in range(60)]
+    assert wait_until(lambda: metric(server.url, gauge) == 60)
+    proc = psutil.Process(server.process.pid)
+    fds_open = proc.num_fds()
+    for s in streams:
+        s.close()
+    # The server sees each disconnect (at the latest at its next write).
+    server.client(INGEST).post("/v1/completions", json=completion("wake", 1, 1))
+    assert wait_until(lambda: metric(server.url, gauge) == 0, seconds=40)
+    assert proc.num_fds() < fds_open
+    # And again: the count returns to zero every time.
+    again = [Events(f"{server.url}/v1/leaderboards/current/events") for _ in range(20)]
+    assert wait_until(lambda: metric(server.url, gauge) == 20)
+    for s in again:
+        s.close()
+    server.client(INGEST).post("/v1/completions", json=completion("wake2", 1, 1))
+    assert wait_until(lambda: metric(server.url, gauge) == 0, seconds=40)
+
+
+def test_durable_notifications(serve: Any) -> None:
+    server = serve()
+    c = server.client(INGEST)
+    c.put("/v1/users/3", json={"display_name": "Hal", "visibility": "hidden"})
+    c.put("/v1/users/4", json={"display_name": "Ann", "visibility": "anonymous"})
+    c.put("/v1/users/5", json={"display_name": "Pat"})
+    for uid, pts in [(1, 50), (2, 40), (3, 1), (4, 1), (5, 1)]:
+        c.post("/v1/completions", json=completion(f"n{uid}", uid, pts))
+    t1 = token_for(server.env, 1)
+    me = server.client(t1)
+    live = Events(f"{server.url}/v1/users/1/notifications/events?access_token={t1}")
+    try:
+        first = wait_until(lambda: me.get("/v1/users/1/notifications").json()["notifications"])
+        assert [n["kind"] for n in first] == ["top10"] and first[0]["data"]["rank"] == 1
+        # Passed by an anonymous learner, then by a public one: ONE unread overtaken.
+        c.post("/v1/completions", json=completion("a1", 4, 100))
+        wait_until(lambda: any(n["kind"] == "overtaken" for n in
+                               me.get("/v1/users/1/notifications").json()["notifications"]))
+        c.post("/v1/completions", json=completion("p1", 5, 200))
+        c.post("/v1/completions", json=completion("h1", 3, 500))  # hidden: passes nobody
+
+        def overtaken() -> list[dict[str, Any]]:
+            items = me.get("/v1/users/1/notifications").json()["notifications"]
+            found = [n for n in items if n["kind"] == "overtaken"]
+            return found if found and found[0]["data"]["by_display_name"] == "Pat" else []
+
+        [note] = wait_until(overtaken)
+        assert note["data"]["by_user_id"] == 5 and not note["read"]
+        live_notes = wait_until(lambda: live.named("notification"))
+        assert {n["kind"] for n in live_notes} <= {"overtaken", "top10"}
+        body = json.dumps(me.get("/v1/users/1/notifications").json())
+        assert "Hal" not in body and "Ann" not in body and '"by_user_id": 4' not in body
+        # Replaying completions duplicates nothing.
+        for cid, uid, pts in [("a1", 4, 100), ("p1", 5, 200), ("n1", 1, 50)]:
+            assert c.post("/v1/completions", json=completion(cid, uid, pts)).status_code == 200
+        time.sleep(1.5)
+        items = me.get("/v1/users/1/notifications").json()["notifications"]
+        assert sorted(n["kind"] for n in items) == ["overtaken", "top10"]
+        # Mark read; only the learner's own ids count.
+        resp = me.post("/v1/users/1/notifications/read", json={"ids": [note["id"], 999999]})
+        assert resp.status_code == 200 and resp.json() == {"read": [note["id"]]}
+        assert all(n["read"] for n in me.get("/v1/users/1/notifications").json()["notifications"]
+                   if n["id"] == note["id"])
+        assert server.client(token_for(server.env, 2)).get(
+            "/v1/users/1/notifications").status_code == 403
+        bad = httpx.get(f"{server.url}/v1/users/1/notifications/events?access_token=nope")
+        assert bad.status_code == 401
+        assert httpx.get(f"{server.url}/v1/users/1/notifications?access_token={t1}"
+                         ).status_code == 401  # only the events stream takes it
+    finally:
+        live.close()
+
+
+def test_metrics_names(serve: Any) -> None:
+    server = serve()
+    server.client(INGEST).post("/v1/completions", json=completion("m1", 1, 1))
+    text = httpx.get(f"{server.url}/metrics").text
+    for name in ("laurels_completions_total", "laurels_apply_lag_seconds",
+                 "laurels_outbox_depth", "laurels_sse_connections", "laurels_hints_received_total",
+                 "laurels_hints_coalesced_total", "laurels_http_request_duration_seconds"):
+        assert name in text, name
+    assert re.search(r'laurels_completions_total\{outcome="recorded"\} 1\.0', text)
+
+
+def test_demo_runs_and_stops_cleanly(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    env["LAURELS_DATA_DIR"] = str(tmp_path)
+    port = free_port()
+    proc = subprocess.Popen([laurels_bin(), "demo", "--port", str(port), "--learners", "60",
+                             "--rate", "20"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        url = None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "#token=" in line:
+                url = line.split(" at ", 1)[1].strip()
+                break
+        assert url and url.startswith(f"http://127.0.0.1:{port}/#token=")
+        board = f"http://127.0.0.1:{port}/v1/leaderboards/current"
+        first = httpx.get(board).json()
+        assert first["total"] > 10 and first["entries"][0]["display_name"] != ""
+        time.sleep(1.5)
+        assert httpx.get(board).json() != first  # it keeps moving
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) in (0, 130)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] and str(tmp_path) in " ".join(p.info["cmdline"])]
