@@ -14,8 +14,9 @@ TAG = "{weekly:2026-W49}"
 def _all_keys(keys: Keys, season: str) -> list[str]:
     sk = keys.season(season)
     v = sk.version("7")
-    return [sk.current, sk.building, sk.next_version, v.public, v.hidden, v.users, v.chunks,
-            v.applied(0), v.applied(12345), v.applied_prefix, keys.hint_channel(season)]
+    return [sk.current, sk.building, sk.next_version, sk.versions, sk.erased, sk.notify_stream,
+            v.public, v.hidden, v.users, v.chunks, v.applied(0), v.applied(12345),
+            v.applied_prefix]
 
 
 def _hash_tag(key: str) -> str:
@@ -41,14 +42,15 @@ def test_custom_prefix() -> None:
         assert k.startswith("test-run.1:"), k
         assert TAG in k
     assert Keys("p", "shared").notification_channel().startswith("p:")
+    assert Keys("p", "shared").hint_channel().startswith("p:")
 
 
 def test_policy_is_part_of_board_names() -> None:
     shared = _all_keys(Keys("laurels", "shared"), "2026-W49")
     first = _all_keys(Keys("laurels", "first"), "2026-W49")
-    # Everything but the hint channel (shared by both) differs.
-    assert set(shared[:-1]).isdisjoint(first[:-1])
-    assert shared[-1] == first[-1]
+    assert set(shared).isdisjoint(first)
+    # Hints are about seasons, whatever the policy: one channel.
+    assert Keys("laurels", "shared").hint_channel() == Keys("laurels", "first").hint_channel()
 
 
 def test_seasons_do_not_share_keys() -> None:
