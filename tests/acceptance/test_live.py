@@ -241,3 +241,23 @@ def test_demo_runs_and_stops_cleanly(tmp_path: Path) -> None:
             proc.kill()
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if p.info["cmdline"] and str(tmp_path) in " ".join(p.info["cmdline"])]
+
+
+def test_a_stuck_client_does_not_hold_up_the_others(serve: Any) -> None:
+    import socket
+    server = serve()
+    host, port = server.url.removeprefix("http://").split(":")
+    stuck = socket.create_connection((host, int(port)))
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.sendall(b"GET /v1/leaderboards/current/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    healthy = Events(f"{server.url}/v1/leaderboards/current/events")
+    try:
+        c = server.client(INGEST)
+        for i in range(40):  # the stuck one never reads a byte
+            c.post("/v1/completions", json=completion(f"k{i}", 1 + i % 5, 1))
+            time.sleep(0.05)
+        assert wait_until(lambda: len(healthy.named("changed")) >= 4)
+        assert httpx.get(f"{server.url}/v1/leaderboards/current").status_code == 200
+    finally:
+        stuck.close()
+        healthy.close()
