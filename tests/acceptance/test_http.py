@@ -244,13 +244,13 @@ def test_bad_configuration_is_one_clear_line(tmp_path: Path) -> None:
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
-def test_embedded_default(tmp_path: Path) -> None:
+def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
     """No URLs: a real embedded PostgreSQL and Valkey in the data dir, kept between runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
-    env["LAURELS_DATA_DIR"] = str(tmp_path / "data")
+    env["LAURELS_DATA_DIR"] = str(data_dir)
     server = start_server(env, tmp_path / "embedded.log")
     try:
-        secrets = (tmp_path / "data" / "secrets.json")
+        secrets = (data_dir / "secrets.json")
         assert secrets.stat().st_mode & 0o777 == 0o600
         import json
         ingest = json.loads(secrets.read_text())["ingest_token"]

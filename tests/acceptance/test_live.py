@@ -214,9 +214,9 @@ def test_metrics_names(serve: Any) -> None:
     assert re.search(r'laurels_completions_total\{outcome="recorded"\} 1\.0', text)
 
 
-def test_demo_runs_and_stops_cleanly(tmp_path: Path) -> None:
+def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
-    env["LAURELS_DATA_DIR"] = str(tmp_path)
+    env["LAURELS_DATA_DIR"] = str(data_dir)
     port = free_port()
     proc = subprocess.Popen([laurels_bin(), "demo", "--port", str(port), "--learners", "60",
                              "--rate", "20"], env=env, stdout=subprocess.PIPE,
@@ -240,7 +240,7 @@ def test_demo_runs_and_stops_cleanly(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert not [p for p in psutil.process_iter(["cmdline"])
-                if p.info["cmdline"] and str(tmp_path) in " ".join(p.info["cmdline"])]
+                if p.info["cmdline"] and str(data_dir) in " ".join(p.info["cmdline"])]
 
 
 def test_a_stuck_client_does_not_hold_up_the_others(serve: Any) -> None:

@@ -16,6 +16,7 @@ from laurels.api.auth import Auth
 from laurels.api.routes import router
 from laurels.metrics import RequestMetrics
 from laurels.notify import Hub
+from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
 from laurels.runtime import Runtime
 
@@ -49,6 +50,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
     app.state.hub = Hub(rt.board)
+    app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
     problems.install(app)
     app.add_middleware(RequestMetrics)

@@ -21,6 +21,7 @@ from laurels.api.auth import Auth
 from laurels.board.rebuild import RebuildRunning
 from laurels.errors import Problem
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
+from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
 from laurels.seasons import BadSeason, Season, parse_season
 from laurels.validation import (
@@ -58,12 +59,20 @@ def token(credentials: HTTPAuthorizationCredentials | None = Security(_bearer)) 
     return credentials.credentials
 
 
-def ingest_token(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+def _limit_writes(request: Request, tok: str) -> None:
+    if request.method in ("POST", "PUT", "DELETE", "PATCH"):
+        limiter: RateLimiter = request.app.state.limiter
+        limiter.check(tok)
+
+
+def ingest_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
     a.require_ingest(tok)
+    _limit_writes(request, tok)
 
 
-def admin_token(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+def admin_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
     a.require_admin(tok)
+    _limit_writes(request, tok)
 
 
 def learner_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> int:

@@ -313,8 +313,8 @@ class Board:
         users = self.season_keys(season).version(str(current)).users
         cursor = 0
         while True:
-            cursor, batch = await self.redis.hscan(users, cursor, count=count)
-            assert isinstance(batch, dict)
+            reply: Any = await self.redis.hscan(users, cursor, count=count)
+            cursor, batch = reply
             ids = [int(uid) for uid, prof in batch.items() if str(prof).split("\t")[2] != ""]
             if ids:
                 yield ids

@@ -125,7 +125,8 @@ class Rebuilder:
             # Its builder died (kill -9, crash): nobody holds the lock any more.
             await self._finish(rebuild_id, "failed", row["events"], "interrupted")
             row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
-            assert row is not None
+            if row is None:  # erased meanwhile? report it as unknown
+                return None
         return {"rebuild_id": str(row["rebuild_id"]), "season": row["season"],
                 "status": row["status"], "events": row["events"], "error": row["error"]}
 

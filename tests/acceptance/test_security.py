@@ -1,0 +1,112 @@
+"""Hostile input at the HTTP boundary: tokens, limits, rate limits, no leaks."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import socket
+import time
+from typing import Any
+
+import httpx
+import jwt
+
+from tests.acceptance.test_http import assert_problem, completion
+from tests.conftest import ADMIN, INGEST, USER_SECRET
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def forge(header: dict[str, Any], claims: dict[str, Any], key: bytes | None) -> str:
+    head = _b64(json.dumps(header).encode()) + "." + _b64(json.dumps(claims).encode())
+    if key is None:
+        return head + "."
+    return head + "." + _b64(hmac.new(key, head.encode(), hashlib.sha256).digest())
+
+
+def test_learner_tokens_must_be_hs256_with_exp_and_a_valid_sub(serve: Any) -> None:
+    server = serve()
+    server.client(INGEST).post("/v1/completions", json=completion("j1", 7, 1))
+    exp = int(time.time()) + 600
+    good = jwt.encode({"sub": "7", "exp": exp}, USER_SECRET, algorithm="HS256")
+    assert server.client(good).get("/v1/leaderboards/current/users/7").status_code == 200
+    bad = {
+        "alg none": forge({"alg": "none", "typ": "JWT"}, {"sub": "7", "exp": exp}, None),
+        "HS512": jwt.encode({"sub": "7", "exp": exp}, USER_SECRET * 2, algorithm="HS512"),
+        "no exp": jwt.encode({"sub": "7"}, USER_SECRET, algorithm="HS256"),
+        "expired": jwt.encode({"sub": "7", "exp": int(time.time()) - 10}, USER_SECRET,
+                              algorithm="HS256"),
+        "int sub": forge({"alg": "HS256", "typ": "JWT"}, {"sub": 7, "exp": exp},
+                         USER_SECRET.encode()),
+        "sub 0": jwt.encode({"sub": "0", "exp": exp}, USER_SECRET, algorithm="HS256"),
+        "other secret": jwt.encode({"sub": "7", "exp": exp}, "x" * 40, algorithm="HS256"),
+        "garbage": "not.a.token",
+    }
+    for name, tok in bad.items():
+        resp = server.client(tok).get("/v1/leaderboards/current/users/7")
+        assert resp.status_code == 401, name
+        assert_problem(resp, 401, "unauthorized")
+    log = server.log.read_text()
+    for secret in (INGEST, ADMIN, USER_SECRET, good):
+        assert secret not in log
+
+
+def test_write_rate_limit_per_token(serve: Any) -> None:
+    server = serve(LAURELS_WRITE_RATE_LIMIT="2")
+    c = server.client(INGEST)
+    statuses = [c.post("/v1/completions", json=completion(f"r{i}", 1, 1)) for i in range(8)]
+    limited = [r for r in statuses if r.status_code == 429]
+    assert limited and statuses[0].status_code == 201
+    body = assert_problem(limited[0], 429, "rate_limited")
+    assert int(limited[0].headers["Retry-After"]) >= 1 and body["detail"]
+    # Another token has its own budget; reads are not limited.
+    assert server.client(ADMIN).post("/v1/completions",
+                                     json=completion("adm", 1, 1)).status_code == 201
+    for _ in range(10):
+        assert httpx.get(f"{server.url}/v1/leaderboards/current").status_code == 200
+    time.sleep(1.1)
+    assert c.post("/v1/completions", json=completion("later", 1, 1)).status_code == 201
+
+
+def test_body_and_header_limits(serve: Any) -> None:
+    server = serve()
+
+    def chunks() -> Any:  # no Content-Length: the limit holds while streaming
+        yield b'{"completions": ['
+        for _ in range(1100):
+            yield b'{"completion_id": "' + b"x" * 1000 + b'", "user_id": 1, "points": 1},'
+        yield b"]}"
+
+    resp = httpx.post(f"{server.url}/v1/completions/batch", content=chunks(),
+                      headers={"Authorization": f"Bearer {INGEST}",
+                               "content-type": "application/json"})
+    assert_problem(resp, 413, "payload_too_large")
+    with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n")
+        s.settimeout(10)
+        reply = s.recv(100)
+    assert reply.startswith(b"HTTP/1.1 4")
+    assert httpx.get(f"{server.url}/healthz").status_code == 200  # still serving
+
+
+def test_errors_never_leak_internals(serve: Any) -> None:
+    server = serve()
+    c = server.client(INGEST)
+    probes = [
+        c.post("/v1/completions", json={"completion_id": "'; DROP TABLE users; --",
+                                        "user_id": 1, "points": 1}),
+        c.post("/v1/completions", json={"completion_id": "a", "user_id": 2**64, "points": 1}),
+        c.put("/v1/users/99999999999999999999", json={"display_name": "x"}),
+        c.get("/v1/leaderboards/%00"),
+        c.post("/v1/completions/batch", json={"completions": "nope"}),
+        c.post("/v1/users/1/notifications/read", json={"ids": "x"}),
+    ]
+    for resp in probes:
+        assert 400 <= resp.status_code < 500, resp.text
+        assert resp.headers["content-type"].startswith("application/problem+json")
+        for leak in ("Traceback", "psycopg", "SELECT", "INSERT", "redis.", INGEST, ADMIN):
+            assert leak not in resp.text
