@@ -54,6 +54,8 @@ class Database:
         self.url = url
         self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             url, min_size=min_size, max_size=max_size, open=False,
+            # Fail fast (503) when PostgreSQL is down instead of queueing for 30 s.
+            timeout=5,
             kwargs={"row_factory": dict_row, "autocommit": True},
             connection_class=psycopg.AsyncConnection[DictRow],
         )

