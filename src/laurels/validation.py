@@ -59,7 +59,8 @@ class CompletionIn(BaseModel):
     user_id: UserId
     points: Points
     completed_at: StrictStr | None = Field(
-        None, description="RFC 3339 date-time with an offset; default: time of receipt")
+        None, description="RFC 3339 date-time with an offset; default: time of receipt",
+        json_schema_extra={"format": "date-time"})
 
 
 class BatchIn(BaseModel):

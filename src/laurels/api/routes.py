@@ -6,10 +6,10 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Query, Request, Security
+from fastapi import APIRouter, Depends, Path, Query, Request, Security
 from fastapi.responses import HTMLResponse, ORJSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -25,6 +25,7 @@ from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
 from laurels.seasons import BadSeason, Season, parse_season
 from laurels.validation import (
+    USER_ID_MAX,
     BatchIn,
     CompletionIn,
     Invalid,
@@ -38,6 +39,16 @@ from laurels.validation import (
 MAX_BODY_BYTES = 1024 * 1024
 SSE_PING_SECONDS = 15  # the contract: a comment line at least every 15 s
 SSE_SEND_TIMEOUT = 30  # a client that accepts nothing for this long is dropped
+
+# Documented in /openapi.json; checked by the handlers, which word the errors.
+SeasonPath = Annotated[str, Path(
+    description="ISO week `YYYY-Www` in UTC, or `current`", examples=["current", "2026-W49"],
+    json_schema_extra={"pattern": "^([0-9]{4}-W[0-9]{2}|current)$"})]
+UserIdPath = Annotated[str, Path(
+    description=f"learner id, 1 to {USER_ID_MAX}", examples=["42"],
+    json_schema_extra={"pattern": "^[1-9][0-9]{0,18}$"})]
+RebuildIdPath = Annotated[str, Path(description="a rebuild id (UUID)",
+                                    json_schema_extra={"format": "uuid"})]
 
 router = APIRouter()
 _bearer = HTTPBearer(auto_error=False, description="ingest, admin or learner token")
@@ -170,7 +181,7 @@ async def post_batch(request: Request) -> Response:
 @router.put("/v1/users/{user_id}", tags=["writes"], dependencies=[Depends(ingest_token)],
             openapi_extra=s.body_schema(UserIn),
             responses={200: {"model": s.UserOut}, **s.problems(401, 403, 410, 415, 422, 503)})
-async def put_user(user_id: str, request: Request) -> Response:
+async def put_user(user_id: UserIdPath, request: Request) -> Response:
     """Set a learner's display name and/or visibility."""
     uid = path_user_id(user_id)
     raw = await json_body(request)
@@ -185,7 +196,7 @@ async def put_user(user_id: str, request: Request) -> Response:
 @router.delete("/v1/users/{user_id}", tags=["writes"], status_code=204,
                dependencies=[Depends(admin_token)],
                responses=s.problems(401, 403, 422, 503))
-async def delete_user(request: Request, user_id: str) -> Response:
+async def delete_user(request: Request, user_id: UserIdPath) -> Response:
     """Erase a learner: completions, name and notifications, from every board."""
     await runtime(request).learners.erase(path_user_id(user_id))
     return Response(status_code=204)
@@ -195,7 +206,7 @@ async def delete_user(request: Request, user_id: str) -> Response:
 
 @router.get("/v1/leaderboards/{season}", tags=["reads"],
             responses={200: {"model": s.BoardOut}, **s.problems(422, 503)})
-async def get_board(request: Request, season: str,
+async def get_board(request: Request, season: SeasonPath,
                     limit: int = Query(100, ge=1, le=1000)) -> Response:
     """The top of a season's public board (`current` = this week)."""
     return _json(await request.app.state.reads.top(path_season(season), limit))
@@ -203,7 +214,7 @@ async def get_board(request: Request, season: str,
 
 @router.get("/v1/leaderboards/{season}/users/{user_id}", tags=["reads"],
             responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)})
-async def get_around(request: Request, season: str, user_id: str,
+async def get_around(request: Request, season: SeasonPath, user_id: UserIdPath,
                      uid: int = Depends(learner_token),
                      radius: int = Query(5, ge=0, le=50)) -> Response:
     """A learner's rank and neighbourhood (learner token of that user, or admin)."""
@@ -213,7 +224,7 @@ async def get_around(request: Request, season: str, user_id: str,
 @router.get("/v1/leaderboards/{season}/events", tags=["reads"],
             response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}}}, **s.problems(422)})
-async def board_events(request: Request, season: str) -> EventSourceResponse:
+async def board_events(request: Request, season: SeasonPath) -> EventSourceResponse:
     """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
     second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
     name = path_season(season).name
@@ -236,7 +247,7 @@ async def board_events(request: Request, season: str) -> EventSourceResponse:
 
 @router.get("/v1/users/{user_id}/notifications", tags=["notifications"],
             responses={200: {"model": s.NotificationsOut}, **s.problems(401, 403, 422)})
-async def get_notifications(request: Request, user_id: str,
+async def get_notifications(request: Request, user_id: UserIdPath,
                             uid: int = Depends(learner_token)) -> Response:
     """A learner's durable notifications, newest first (at most 100)."""
     rows = await runtime(request).db.fetch("list_notifications", user_id=uid, limit=100)
@@ -246,7 +257,7 @@ async def get_notifications(request: Request, user_id: str,
 @router.post("/v1/users/{user_id}/notifications/read", tags=["notifications"],
              openapi_extra=s.body_schema(ReadIn),
              responses={200: {"model": s.ReadOut}, **s.problems(401, 403, 415, 422)})
-async def post_notifications_read(request: Request, user_id: str,
+async def post_notifications_read(request: Request, user_id: UserIdPath,
                                   uid: int = Depends(learner_token)) -> Response:
     """Mark some of the learner's notifications read."""
     raw = await json_body(request)
@@ -262,7 +273,7 @@ async def post_notifications_read(request: Request, user_id: str,
             response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}}},
                        **s.problems(401, 403, 422)})
-async def notification_events(request: Request, user_id: str,
+async def notification_events(request: Request, user_id: UserIdPath,
                               uid: int = Depends(learner_token_or_query)
                               ) -> EventSourceResponse:
     """The learner's new notifications as server-sent events (`notification`)."""
@@ -296,7 +307,7 @@ async def notification_events(request: Request, user_id: str,
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
              dependencies=[Depends(admin_token)],
              responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 409, 422, 503)})
-async def post_rebuild(request: Request, season: str) -> Response:
+async def post_rebuild(request: Request, season: SeasonPath) -> Response:
     """Rebuild a season's board from PostgreSQL in the background, then switch."""
     name = path_season(season).name
     try:
@@ -309,7 +320,7 @@ async def post_rebuild(request: Request, season: str) -> Response:
 @router.get("/v1/admin/rebuilds/{rebuild_id}", tags=["admin"],
             dependencies=[Depends(admin_token)],
             responses={200: {"model": s.RebuildOut}, **s.problems(401, 403, 404)})
-async def get_rebuild(request: Request, rebuild_id: str) -> Response:
+async def get_rebuild(request: Request, rebuild_id: RebuildIdPath) -> Response:
     """The status of a rebuild."""
     try:
         key = str(uuid.UUID(rebuild_id))
@@ -324,7 +335,7 @@ async def get_rebuild(request: Request, rebuild_id: str) -> Response:
 @router.get("/v1/admin/leaderboards/{season}/verify", tags=["admin"],
             dependencies=[Depends(admin_token)],
             responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 422, 503)})
-async def get_verify(request: Request, season: str) -> Response:
+async def get_verify(request: Request, season: SeasonPath) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
     result = await runtime(request).verifier.verify(path_season(season).name)
     return _json(result.body())
@@ -384,7 +395,9 @@ async def readyz(request: Request) -> Response:
     return _json({"status": "ready"})
 
 
-@router.get("/metrics", tags=["operations"])
+@router.get("/metrics", tags=["operations"], response_class=Response,
+            responses={200: {"content": {CONTENT_TYPE_LATEST: {}},
+                             "description": "Prometheus text exposition"}})
 async def metrics() -> Response:
     """Prometheus text exposition."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,501 @@
+"""Model-based (stateful) test of the whole write/read path against a pure-Python model.
+
+Hypothesis draws a sequence of operations: new, replayed and conflicting
+completions (alone or in batches), name and visibility changes, erasures,
+rebuilds, finalizing the season, and losing every Redis key. Each operation is
+run against the real domain objects (PostgreSQL + Redis) and against a small
+model of the contract's rules (CONTRACT.md: Domain, Ranking, Writes, Reads,
+notifications). After every step the public board, every learner's
+neighbourhood, verify and every learner's notifications are compared with the
+model. Both tie policies are exercised.
+
+The model implements the ranking rules itself (it does not use
+laurels.ranking); `test_model_ranking_by_hand` checks it on hand-worked cases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from laurels.board import Board
+from laurels.board.rebuild import Rebuilder
+from laurels.errors import Problem
+from laurels.ingest import Ingestor
+from laurels.keys import Keys
+from laurels.learners import Learners
+from laurels.lifecycle import Lifecycle
+from laurels.notify import Notifier
+from laurels.projector import Projector
+from laurels.reads import Reads
+from laurels.runtime import Runtime
+from laurels.seasons import parse_season
+from laurels.validation import UserIn
+from laurels.verify import Verifier
+
+SEASON = "2026-W48"
+START = parse_season(SEASON).starts_at
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W48 still takes late completions (grace)
+POOL = [3, 5, 8, 13, 21, 34]
+NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
+VISIBILITIES = ["public", "anonymous", "hidden"]
+MINUTES = [0, 1, 2, 720, 10079]  # few distinct instants: ties on the latest completion
+TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
+          "rebuilds")
+_example = itertools.count(1)
+
+
+# -- the model ------------------------------------------------------------------
+
+
+@dataclass
+class Comp:
+    uid: int
+    points: int
+    at: datetime
+    seq: int
+
+
+@dataclass
+class User:
+    name: str | None = None
+    vis: str = "public"
+    erased: bool = False
+
+
+@dataclass
+class Model:
+    policy: str
+    users: dict[int, User] = field(default_factory=dict)
+    comps: dict[str, Comp] = field(default_factory=dict)  # every recorded one, erased too
+    season_row: bool = False  # PostgreSQL knows the season (something was recorded)
+    finalized: bool = False
+    board_live: bool = False  # the season has a board in Redis
+    notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def user(self, uid: int) -> User:
+        return self.users.setdefault(uid, User())
+
+    def name(self, uid: int) -> str:
+        return self.user(uid).name or f"Learner {uid}"
+
+    # ranking (CONTRACT.md, Ranking)
+    def standings(self) -> dict[int, tuple[int, datetime]]:
+        out: dict[int, tuple[int, datetime]] = {}
+        for c in self.comps.values():
+            if self.user(c.uid).erased:
+                continue
+            score, last = out.get(c.uid, (0, c.at))
+            out[c.uid] = (score + c.points, max(last, c.at))
+        return out
+
+    def key(self, st_: dict[int, tuple[int, datetime]], uid: int) -> tuple[int, datetime, int]:
+        score, last = st_[uid]
+        return (-score, last if self.policy == "first" else START, uid)
+
+    def order(self, st_: dict[int, tuple[int, datetime]]) -> list[int]:
+        public = [u for u in st_ if self.user(u).vis != "hidden"]
+        return sorted(public, key=lambda u: self.key(st_, u))
+
+    def rank(self, st_: dict[int, tuple[int, datetime]], order: list[int], index: int,
+             score: int) -> int:
+        if self.policy == "first":
+            return index + 1
+        return 1 + sum(1 for u in order if st_[u][0] > score)
+
+    def public_entry(self, uid: int, rank: int, score: int) -> dict[str, Any]:
+        if self.user(uid).vis == "anonymous":
+            return {"rank": rank, "user_id": None, "display_name": "Anonymous", "score": score}
+        return {"rank": rank, "user_id": uid, "display_name": self.name(uid), "score": score}
+
+    def top(self) -> tuple[int, list[dict[str, Any]]]:
+        st_ = self.standings()
+        order = self.order(st_)
+        return len(order), [self.public_entry(u, self.rank(st_, order, i, st_[u][0]), st_[u][0])
+                            for i, u in enumerate(order)]
+
+    def around(self, uid: int, radius: int) -> dict[str, Any] | None:
+        st_ = self.standings()
+        if uid not in st_:
+            return None
+        order = self.order(st_)
+        score = st_[uid][0]
+        vis = self.user(uid).vis
+        if vis != "hidden":
+            index = order.index(uid)
+            around = order[max(0, index - radius):index + radius + 1]
+        else:  # where they would stand, pushing nobody down
+            index = sum(1 for u in order if self.key(st_, u) < self.key(st_, uid))
+            around = [*order[max(0, index - radius):index], uid, *order[index:index + radius]]
+        rank = self.rank(st_, order, index, score)
+        neighbors = []
+        for u in around:
+            if u == uid:
+                neighbors.append({"rank": rank, "user_id": uid, "display_name": self.name(uid),
+                                  "score": score, "self": True})
+            else:
+                i = order.index(u)
+                neighbors.append({**self.public_entry(u, self.rank(st_, order, i, st_[u][0]),
+                                                      st_[u][0]), "self": False})
+        return {"season": SEASON,
+                "user": {"rank": rank, "user_id": uid, "display_name": self.name(uid),
+                         "score": score, "visibility": vis},
+                "neighbors": neighbors}
+
+    # notifications
+    def notify(self, uid: int, kind: str, data: dict[str, Any]) -> None:
+        notes = self.notes.setdefault(uid, [])
+        if kind == "overtaken":  # at most one unread per learner and season: refreshed
+            notes[:] = [n for n in notes if n["kind"] != "overtaken"]
+        notes.append({"kind": kind, "season": SEASON, "data": data})
+
+    def record(self, cid: str, comp: Comp, live: bool) -> None:
+        """A new completion; `live`: applied to the current board (rank events)."""
+        before_st = self.standings()
+        before = self.order(before_st)
+        self.comps[cid] = comp
+        self.season_row = True
+        uid = comp.uid
+        if not live or self.user(uid).vis == "hidden":
+            return
+        after_st = self.standings()
+        after = self.order(after_st)
+        old = before.index(uid) if uid in before else None
+        new = after.index(uid)
+        score = after_st[uid][0]
+        if new < 10 and (old is None or old >= 10):
+            self.notify(uid, "top10", {"rank": self.rank(after_st, after, new, score),
+                                       "score": score})
+        if old is not None and old > new:
+            last = min(old, new + 10, 99)
+            if self.user(uid).vis == "public":
+                by: dict[str, Any] = {"by_user_id": uid, "by_display_name": self.name(uid)}
+            else:
+                by = {"by_user_id": None, "by_display_name": "Anonymous"}
+            for passed in after[new + 1:last + 1]:
+                if after_st[passed][0] < score:  # a tie passes nobody
+                    self.notify(passed, "overtaken", {**by, "season": SEASON})
+
+    def erase(self, uid: int) -> None:
+        u = self.user(uid)
+        u.erased, u.name, u.vis = True, None, "public"
+        self.notes.pop(uid, None)
+        for notes in self.notes.values():
+            for n in notes:
+                if n["data"].get("by_user_id") == uid:
+                    n["data"] = {k: v for k, v in n["data"].items()
+                                 if k not in ("by_user_id", "by_display_name")}
+
+    def finalize(self) -> None:
+        self.finalized = True
+        st_ = self.standings()
+        order = self.order(st_)
+        for uid, (score, _) in st_.items():
+            rank = (self.rank(st_, order, order.index(uid), score) if uid in order else None)
+            self.notify(uid, "season_final", {"rank": rank, "score": score})
+
+
+def test_model_ranking_by_hand() -> None:
+    """The model's ranking, checked against the contract's own examples."""
+    at = START + timedelta(hours=1)
+    shared = Model("shared")
+    for i, (uid, pts) in enumerate([(30, 10), (10, 10), (20, 10), (40, 9), (50, 1)]):
+        shared.comps[f"h{i}"] = Comp(uid, pts, at, i)
+    total, entries = shared.top()
+    assert total == 5
+    assert [(e["rank"], e["user_id"]) for e in entries] == [
+        (1, 10), (1, 20), (1, 30), (4, 40), (5, 50)]
+    shared.user(10).vis = "hidden"  # pushes nobody down, takes no rank
+    shared.user(20).vis = "anonymous"
+    assert [(e["rank"], e["user_id"], e["display_name"]) for e in shared.top()[1]] == [
+        (1, None, "Anonymous"), (1, 30, "Learner 30"), (3, 40, "Learner 40"),
+        (4, 50, "Learner 50")]
+    me = shared.around(10, 1)
+    assert me is not None and me["user"]["rank"] == 1
+    assert [(n["user_id"], n["self"]) for n in me["neighbors"]] == [(10, True), (None, False)]
+
+    first = Model("first")
+    # Latest completion: 30 at minute 1 (its 6 points at minute 0 come first), 10 and 20
+    # at minute 5: 30 first, then 10 before 20 (user id).
+    rows = [(30, 4, 1), (30, 6, 0), (10, 10, 5), (20, 10, 5), (40, 9, 0)]
+    for i, (uid, pts, minute) in enumerate(rows):
+        first.comps[f"f{i}"] = Comp(uid, pts, START + timedelta(minutes=minute), i)
+    assert [(e["rank"], e["user_id"]) for e in first.top()[1]] == [
+        (1, 30), (2, 10), (3, 20), (4, 40)]
+    first.user(10).vis = "hidden"
+    me = first.around(10, 1)
+    assert me is not None and me["user"]["rank"] == 2
+    assert [n["user_id"] for n in me["neighbors"]] == [30, 10, 20]
+
+
+# -- the system under test ----------------------------------------------------------
+
+
+class System:
+    """The domain services of one example: own key prefix and tie policy."""
+
+    def __init__(self, rt: Runtime, prefix: str, policy: str) -> None:
+        self.rt = rt
+        self.prefix = prefix
+        self.settings = rt.settings.model_copy(update={"tie_policy": policy,
+                                                       "key_prefix": prefix})
+        self.board = Board(rt.redis, Keys(prefix, policy), policy)  # type: ignore[arg-type]
+        self.lifecycle = Lifecycle(self.settings, rt.db, self.board)
+        self.rebuilder = Rebuilder(rt.db, self.board, self.lifecycle)
+        self.notifier = Notifier(rt.db, self.board)
+        self.lifecycle.on_finalized.append(self.notifier.season_final)
+        self.lifecycle.after_finalized.append(self.notifier.announce_final)
+        self.projector = Projector(rt.db, self.board, self.rebuilder, self.lifecycle)
+        self.projector.notifier = self.notifier
+        self.verifier = Verifier(rt.db, self.board, self.projector)
+        self.learners = Learners(rt.db, self.board, self.lifecycle)
+        self.reads = Reads(self.settings, rt.db, self.board, self.rebuilder, self.lifecycle)
+        self.ingestor = Ingestor(self.settings, rt.db, self.board, self.rebuilder,
+                                 clock=lambda: NOW)
+
+    async def keys(self) -> list[str]:
+        return [k async for k in self.rt.redis.scan_iter(match=f"{self.prefix}:*", count=1000)]
+
+    async def lose_redis(self) -> None:
+        for key in await self.keys():
+            await self.rt.redis.unlink(key)
+
+    async def consume(self) -> None:
+        # A fresh notifier: no cached list of open seasons, no cached stream groups.
+        for _ in range(3):
+            if not await Notifier(self.rt.db, self.board).consume():
+                return
+
+
+def stamp(at: datetime, form: str) -> str:
+    """The same instant written with another offset."""
+    if form == "Z":
+        return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if form == "+02:00":
+        return at.astimezone(timezone(timedelta(hours=2))).isoformat()
+    return at.isoformat()
+
+
+# -- operations ---------------------------------------------------------------------
+
+uid_index = st.integers(0, len(POOL) - 1)
+new_item = st.tuples(st.just("new"), uid_index, st.integers(1, 20), st.sampled_from(MINUTES))
+dup_item = st.tuples(st.just("dup"), st.integers(0, 999), st.sampled_from(["same", "Z", "+02:00"]))
+conflict_item = st.tuples(st.just("conflict"), st.integers(0, 999),
+                          st.sampled_from(["points", "time", "user"]), st.integers(1, 5))
+any_item = st.one_of(new_item, new_item, dup_item, conflict_item)
+OPERATIONS: dict[str, st.SearchStrategy[tuple[Any, ...]]] = {
+    "new": new_item.map(lambda t: ("ingest", [t])),
+    "batch": st.lists(any_item, min_size=1, max_size=3).map(lambda items: ("ingest", items)),
+    "profile": st.tuples(st.just("profile"), uid_index, st.none() | st.sampled_from(NAMES),
+                         st.none() | st.sampled_from(VISIBILITIES)),
+    "erase": st.tuples(st.just("erase"), uid_index),
+    "rebuild": st.just(("rebuild",)),
+    "finalize": st.just(("finalize",)),
+    "lose_redis": st.just(("lose_redis",)),
+}
+WEIGHTS = {"new": 10, "batch": 4, "profile": 4, "erase": 1, "rebuild": 1, "finalize": 1,
+           "lose_redis": 1}
+operation = st.sampled_from([k for k, w in WEIGHTS.items() for _ in range(w)]).flatmap(
+    lambda kind: OPERATIONS[kind])
+
+
+class Run:
+    def __init__(self, system: System, model: Model, n: int) -> None:
+        self.sys = system
+        self.model = model
+        self.n = n
+        self.next_cid = 0
+        self.log: list[str] = []
+
+    def new_cid(self) -> str:
+        self.next_cid += 1
+        return f"m{self.n}-{self.next_cid:04d}"
+
+    async def ingest(self, items: list[tuple[Any, ...]]) -> None:
+        model = self.model
+        known = sorted(model.comps)
+        raw: list[dict[str, Any]] = []
+        expect: list[tuple[str, str | None, Comp | None]] = []  # status/code, cid, new comp
+        for item in items:
+            if item[0] == "new":
+                _, ui, points, minute = item
+                uid, at, cid = POOL[ui], START + timedelta(minutes=minute), self.new_cid()
+                raw.append({"completion_id": cid, "user_id": uid, "points": points,
+                            "completed_at": stamp(at, "same")})
+                if model.user(uid).erased:
+                    expect.append(("user_erased", cid, None))
+                elif model.finalized:
+                    expect.append(("season_closed", cid, None))
+                else:
+                    expect.append(("recorded", cid, Comp(uid, points, at, 0)))
+                continue
+            if not known:
+                continue
+            cid = known[item[1] % len(known)]
+            c = model.comps[cid]
+            if item[0] == "dup":
+                raw.append({"completion_id": cid, "user_id": c.uid, "points": c.points,
+                            "completed_at": stamp(c.at, item[2])})
+                expect.append(("user_erased" if model.user(c.uid).erased else "duplicate",
+                               cid, None))
+                continue
+            _, _, variant, delta = item
+            uid, points, at = c.uid, c.points, c.at
+            if variant == "points":
+                points += delta
+            elif variant == "time":
+                at -= timedelta(seconds=delta)  # still inside the season (minute 0 + ...)
+                if at < START:
+                    at = c.at + timedelta(seconds=delta)
+            elif not model.user(c.uid).erased:  # another learner (never the erased one's id)
+                uid = POOL[(POOL.index(c.uid) + delta) % len(POOL)]
+            else:
+                points += delta
+            raw.append({"completion_id": cid, "user_id": uid, "points": points,
+                        "completed_at": stamp(at, "same")})
+            expect.append(("user_erased" if model.user(uid).erased else "completion_conflict",
+                           cid, None))
+        if not raw:
+            return
+        self.log.append(f"ingest {raw}")
+        outcomes = await self.sys.ingestor.record(raw)
+        assert len(outcomes) == len(raw)
+        live = model.board_live
+        for out, (want, cid, comp) in zip(outcomes, expect, strict=True):
+            assert out.completion_id == cid
+            if want == "recorded":
+                assert (out.status, out.season) == ("recorded", SEASON), out
+                assert comp is not None and out.seq is not None
+                comp.seq = out.seq
+                # Applies run in completion_id order (= order of creation here).
+                model.record(cid, comp, live)
+            elif want == "duplicate":
+                assert (out.status, out.seq, out.season) == (
+                    "duplicate", model.comps[cid].seq, SEASON), out
+            else:
+                assert (out.status, out.code) == ("rejected", want), out
+        if any(w == "recorded" for w, _, _ in expect):
+            model.board_live = True  # a missing board was rebuilt by the fast path
+
+    async def profile(self, ui: int, name: str | None, vis: str | None) -> None:
+        uid = POOL[ui]
+        self.log.append(f"profile {uid} {name!r} {vis}")
+        u = self.model.user(uid)
+        if u.erased:
+            with pytest.raises(Problem) as info:
+                await self.sys.learners.update(uid, UserIn(display_name=name, visibility=vis))
+            assert info.value.code == "user_erased"
+            return
+        learner = await self.sys.learners.update(uid, UserIn(display_name=name, visibility=vis))
+        u.name = name if name is not None else u.name
+        u.vis = vis if vis is not None else u.vis
+        assert learner.body() == {"user_id": uid, "display_name": self.model.name(uid),
+                                  "visibility": u.vis}
+
+    async def apply(self, op: tuple[Any, ...]) -> None:
+        kind = op[0]
+        if kind == "ingest":
+            await self.ingest(op[1])
+        elif kind == "profile":
+            await self.profile(*op[1:])
+        elif kind == "erase":
+            uid = POOL[op[1]]
+            self.log.append(f"erase {uid}")
+            await self.sys.learners.erase(uid)
+            self.model.erase(uid)
+        elif kind == "rebuild":
+            self.log.append("rebuild")
+            result = await self.sys.rebuilder.run(SEASON)
+            alive = [c for c in self.model.comps.values() if not self.model.user(c.uid).erased]
+            assert result.events == len(alive)
+            self.model.board_live = True
+        elif kind == "finalize":
+            self.log.append("finalize")
+            done = await self.sys.lifecycle.finalize(SEASON)
+            assert done == (self.model.season_row and not self.model.finalized)
+            if done:
+                self.model.finalize()
+        elif kind == "lose_redis":
+            self.log.append("lose_redis")
+            await self.sys.lose_redis()
+            self.model.board_live = False
+        else:  # pragma: no cover
+            raise AssertionError(op)
+
+    async def check(self, step: int) -> None:
+        model, reads = self.model, self.sys.reads
+        season = parse_season(SEASON)
+        body = await reads.top(season, 100)
+        total, entries = model.top()
+        assert body["season"] == SEASON and body["tie_policy"] == model.policy
+        assert body["status"] in ("open", "closed")
+        assert (body["total"], body["entries"]) == (total, entries), "public board"
+        radius = step % 3
+        for uid in POOL:
+            want = model.around(uid, radius)
+            if want is None:
+                with pytest.raises(Problem) as info:
+                    await reads.around(season, uid, radius)
+                assert info.value.code == "not_ranked"
+            else:
+                got = await reads.around(season, uid, radius)
+                assert got == want, f"around {uid} radius {radius}"
+        alive = any(not model.user(c.uid).erased for c in model.comps.values())
+        if alive and not model.finalized:
+            model.board_live = True  # the read healed the lost board
+        if model.board_live:
+            result = await self.sys.verifier.verify(SEASON)
+            assert result.consistent, result.body()
+        # Nothing left behind for the projector: the fast path applied everything.
+        assert await self.sys.projector.drain(min_age_seconds=0) == 0
+        await self.sys.consume()
+        for uid in POOL:
+            rows = await self.sys.rt.db.fetch("list_notifications", user_id=uid, limit=1000)
+            assert len({r["id"] for r in rows}) == len(rows)
+            assert not any(r["read"] for r in rows)
+            got = sorted(json.dumps({"kind": r["kind"], "season": r["season"],
+                                     "data": r["data"]}, sort_keys=True) for r in rows)
+            want_notes = sorted(json.dumps(n, sort_keys=True) for n in model.notes.get(uid, []))
+            assert got == want_notes, f"notifications of {uid}"
+
+
+async def run_example(rt: Runtime, policy: str, ops: list[tuple[Any, ...]]) -> None:
+    n = next(_example)
+    async with rt.db.connection() as conn:  # this test's own database: start empty
+        await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+    system = System(rt, f"{rt.keys.prefix}m{n}", policy)
+    run = Run(system, Model(policy), n)
+    try:
+        for step, op in enumerate(ops):
+            await run.apply(op)
+            await run.check(step)
+    except BaseException:
+        print("\n".join(run.log))
+        raise
+    else:
+        import os
+        if os.environ.get("MODEL_DEBUG"):
+            import collections
+            print(policy, len(ops), collections.Counter(line.split()[0] for line in run.log),
+                  {u: len(v) for u, v in run.model.notes.items()}, run.model.finalized)
+    finally:
+        await system.rebuilder.cancel_all()
+        await system.lose_redis()
+
+
+@pytest.mark.parametrize("policy", ["shared", "first"])
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(ops=st.lists(operation, min_size=5, max_size=40))
+async def test_operations_match_the_model(rt: Runtime, policy: str,
+                                          ops: list[tuple[Any, ...]]) -> None:
+    await run_example(rt, policy, ops)
