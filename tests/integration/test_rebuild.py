@@ -55,7 +55,9 @@ async def test_rebuilds_during_traffic_lose_and_double_nothing(rt: Runtime) -> N
 
     async def rebuilds() -> int:
         done = 0
-        for _ in range(3):
+        for _ in range(100):  # the first writes may be healing the board: then retry
+            if done == 3:
+                break
             await asyncio.sleep(0.05)
             try:
                 await rt.rebuilder.run(SEASON)
