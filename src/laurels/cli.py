@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -38,6 +39,24 @@ def _secrets(settings: Settings, announce: bool = True) -> Secrets:
         raise fail(f"cannot read or write secrets in {settings.data_dir}: {exc}") from None
 
 
+def _season(text: str) -> str:
+    from laurels.seasons import BadSeason, parse_season
+
+    try:
+        return parse_season(text).name
+    except BadSeason as exc:
+        raise fail(str(exc)) from None
+
+
+def _start_servers(settings: Settings) -> Any:
+    from laurels import embedded
+
+    try:
+        return embedded.start(settings)
+    except Exception as exc:  # any start failure becomes one clear line
+        raise fail(f"cannot start the embedded servers: {exc}") from None
+
+
 def _logging() -> None:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -47,14 +66,10 @@ def _logging() -> None:
 def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
                   announce: bool = False) -> T:
     """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean up."""
-    from laurels import embedded
     from laurels.runtime import Runtime
 
     secrets = _secrets(settings, announce=announce)
-    try:
-        servers = embedded.start(settings)
-    except Exception as exc:  # any start failure becomes one clear line
-        raise fail(f"cannot start the embedded servers: {exc}") from None
+    servers = _start_servers(settings)
 
     async def main() -> T:
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
@@ -95,7 +110,6 @@ def serve(
     """Run the API, the web page and (unless --no-projector) the projector."""
     import uvicorn
 
-    from laurels import embedded
     from laurels.api import create_app
     from laurels.db import migrate
     from laurels.runtime import Runtime
@@ -103,10 +117,7 @@ def serve(
     settings = _settings(host=host, port=port)
     _logging()
     secrets = _secrets(settings)
-    try:
-        servers = embedded.start(settings)
-    except Exception as exc:  # any start failure becomes one clear line
-        raise fail(f"cannot start the embedded servers: {exc}") from None
+    servers = _start_servers(settings)
     try:
         try:
             asyncio.run(migrate(servers.database_url))
@@ -177,23 +188,22 @@ def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cu
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from laurels.board.rebuild import RebuildFailed, RebuildRunning
-    from laurels.seasons import BadSeason, parse_season
 
-    try:
-        name = parse_season(season).name
-    except BadSeason as exc:
-        raise fail(str(exc)) from None
+    name = _season(season)
     settings = _settings()
 
     async def work(rt: Any) -> Any:
         columns = (TextColumn("rebuild {task.description}"), BarColumn(),
-                   MofNCompleteColumn(), TextColumn("{task.speed} events/s"),
+                   MofNCompleteColumn(), TextColumn("{task.fields[rate]} events/s"),
                    TimeElapsedColumn())
         with Progress(*columns, transient=False) as bar:
-            task = bar.add_task(name, total=None)
+            task = bar.add_task(name, total=None, rate="-")
+            started = time.monotonic()
 
             def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+                elapsed = time.monotonic() - started
+                rate = f"{done / elapsed:,.0f}" if elapsed > 0 and done else "-"
+                bar.update(task, completed=done, total=total, rate=rate)
 
             return await rt.rebuilder.run(name, progress=progress)
 
@@ -210,12 +220,7 @@ def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cu
 @app.command()
 def verify(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
     """Compare the board in Redis with PostgreSQL: exit 0 if consistent, 1 if not."""
-    from laurels.seasons import BadSeason, parse_season
-
-    try:
-        name = parse_season(season).name
-    except BadSeason as exc:
-        raise fail(str(exc)) from None
+    name = _season(season)
     settings = _settings()
 
     async def work(rt: Any) -> Any:
@@ -246,7 +251,6 @@ def demo(
 
     import uvicorn
 
-    from laurels import embedded
     from laurels.api import create_app
     from laurels.api.auth import mint
     from laurels.db import migrate
@@ -264,10 +268,7 @@ def demo(
     _logging()
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     secrets = _secrets(settings, announce=False)
-    try:
-        servers = embedded.start(settings)
-    except Exception as exc:  # any start failure becomes one clear line
-        raise fail(f"cannot start the embedded servers: {exc}") from None
+    servers = _start_servers(settings)
 
     async def main() -> None:
         await migrate(servers.database_url)

@@ -22,3 +22,30 @@ local function zset_of(vis, public, hidden)
   if vis == 'hidden' then return hidden end
   return public
 end
+
+-- The versions a write script may touch, or a reply that refuses it: STALE when
+-- the caller's view of the current/building versions is out of date, MISSING
+-- when the season has no board (never write a partial one).
+local function check_versions(current_key, building_key, expected_current, expected_building)
+  local current = redis.call('GET', current_key) or ''
+  local building = redis.call('GET', building_key) or ''
+  if current ~= expected_current or building ~= expected_building then
+    return {'STALE', current, building}
+  end
+  if current == '' and building == '' then return {'MISSING'} end
+  return nil
+end
+
+-- Append (member, score, profile) triples of a ZRANGE ... WITHSCORES reply.
+local function append_entries(out, items, users)
+  if #items == 0 then return out end
+  local uids = {}
+  for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
+  local profiles = redis.call('HMGET', users, unpack(uids))
+  for i = 1, #uids do
+    out[#out + 1] = items[2 * i - 1]
+    out[#out + 1] = items[2 * i]
+    out[#out + 1] = profiles[i] or ''
+  end
+  return out
+end

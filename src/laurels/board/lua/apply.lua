@@ -33,12 +33,8 @@ local policy = ARGV[11]
 local first_is_current, seq = ARGV[12] == '1', ARGV[13]
 local TOP, NOTIFY_MAX, OVERTAKEN_MAX = 100, 10, 10
 
-local current = redis.call('GET', current_key) or ''
-local building = redis.call('GET', building_key) or ''
-if current ~= expected_current or building ~= expected_building then
-  return {'STALE', current, building}
-end
-if current == '' and building == '' then return {'MISSING'} end
+local refused = check_versions(current_key, building_key, expected_current, expected_building)
+if refused then return refused end
 
 local erased = redis.call('SISMEMBER', erased_key, uid) == 1
 local old_index = nil

@@ -10,12 +10,8 @@ local current_key, building_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local uid, policy = ARGV[3], ARGV[4]
 
-local current = redis.call('GET', current_key) or ''
-local building = redis.call('GET', building_key) or ''
-if current ~= expected_current or building ~= expected_building then
-  return {'STALE', current, building}
-end
-if current == '' and building == '' then return {'MISSING'} end
+local refused = check_versions(current_key, building_key, expected_current, expected_building)
+if refused then return refused end
 
 redis.call('SADD', erased_key, uid)
 local changed = 0

@@ -52,13 +52,4 @@ local first_better = 0
 if #items > 0 then first_better = redis.call('ZCOUNT', public, '-inf', '(' .. items[2]) end
 
 local out = {'OK', format_profile(p), score, index, better, first, first_better}
-if #items == 0 then return out end
-local uids = {}
-for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
-local profiles = redis.call('HMGET', users, unpack(uids))
-for i = 1, #uids do
-  out[#out + 1] = items[2 * i - 1]
-  out[#out + 1] = items[2 * i]
-  out[#out + 1] = profiles[i] or ''
-end
-return out
+return append_entries(out, items, users)

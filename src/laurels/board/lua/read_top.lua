@@ -12,14 +12,4 @@ if not current then return {'MISSING'} end
 if current ~= expected_current then return {'STALE', current} end
 
 local out = {'OK', redis.call('ZCARD', public)}
-local items = redis.call('ZRANGE', public, 0, limit - 1, 'WITHSCORES')
-if #items == 0 then return out end
-local uids = {}
-for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
-local profiles = redis.call('HMGET', users, unpack(uids))
-for i = 1, #uids do
-  out[#out + 1] = items[2 * i - 1]
-  out[#out + 1] = items[2 * i]
-  out[#out + 1] = profiles[i] or ''
-end
-return out
+return append_entries(out, redis.call('ZRANGE', public, 0, limit - 1, 'WITHSCORES'), users)

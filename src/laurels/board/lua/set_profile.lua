@@ -13,12 +13,8 @@ local expected_current, expected_building = ARGV[1], ARGV[2]
 local uid, profile_version, visibility, name = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local policy = ARGV[7]
 
-local current = redis.call('GET', current_key) or ''
-local building = redis.call('GET', building_key) or ''
-if current ~= expected_current or building ~= expected_building then
-  return {'STALE', current, building}
-end
-if current == '' and building == '' then return {'MISSING'} end
+local refused = check_versions(current_key, building_key, expected_current, expected_building)
+if refused then return refused end
 
 local changed = 0
 for i = 0, (#KEYS - 2) / 3 - 1 do
