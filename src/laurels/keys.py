@@ -76,6 +76,10 @@ class Keys:
         """Pub/Sub channel of refresh hints (season, maybe a user id: never a score)."""
         return f"{self.prefix}:hints"
 
+    def shard_hint_channel(self, season: str) -> str:
+        """On Redis Cluster: a season's hints, on the shard of its board (SPUBLISH)."""
+        return f"{self.prefix}:{{weekly:{season}}}:hints"
+
     def notification_channel(self) -> str:
         """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"

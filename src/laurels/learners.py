@@ -49,7 +49,8 @@ class Learners:
             # A season without a board needs nothing: its rebuild reads PostgreSQL.
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
-            await self.board.set_profile(r["season"], user_id, profile)
+            if await self.board.set_profile(r["season"], user_id, profile):
+                await self.board.publish_hint({"season": r["season"]})
         if body.visibility is not None:
             await self.lifecycle.rerank_user_archive(user_id)
         return Learner(user_id, row["display_name"] or default_name(user_id), row["visibility"])

@@ -9,6 +9,7 @@ many processes try, and gives its Redis keys an expiry.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -58,7 +59,8 @@ class Lifecycle:
     async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
         """Remove the learner from every board (idempotent); then close the job."""
         for season in seasons:
-            await self.board.erase(season, user_id)
+            if await self.board.erase(season, user_id):
+                await self.board.publish_hint({"season": season})  # ranks closed up
         await self.db.execute("finish_erasure", user_id=user_id, seasons=seasons)
 
     async def resume_erasures(self, min_age_seconds: float = 5.0) -> int:
@@ -141,10 +143,7 @@ class Lifecycle:
             names += [vk.public, vk.hidden, vk.users, vk.chunks]
             names += [vk.applied(int(c)) for c in await self.board.redis.smembers(vk.chunks)]
         at = self.expires_at(season)
-        async with self.board.redis.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.pexpireat(name, at)
-            replies = await pipe.execute()
+        replies = await asyncio.gather(*(self.board.redis.pexpireat(n, at) for n in names))
         return sum(1 for r in replies if r)
 
     async def finalized(self, seasons: list[str]) -> dict[str, str]:

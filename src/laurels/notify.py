@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from prometheus_client import Counter, Gauge
 from psycopg.types.json import Jsonb
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from laurels.board import Board, default_name
 from laurels.db import Database, Row
@@ -156,7 +156,7 @@ class Hub:
             return
         if not isinstance(message, dict):
             return
-        if channel == self.board.keys.hint_channel():
+        if channel == self.board.keys.hint_channel() or channel.endswith("}:hints"):
             HINTS_RECEIVED.inc()
             for listener in list(self.boards.get(str(message.get("season")), ())):
                 listener.offer(message)
@@ -170,28 +170,74 @@ class Hub:
                 for user_listener in list(self.users.get(uid, ())):
                     user_listener.offer(nid)
 
+    def _refetch_all(self) -> None:
+        """Hints may have been lost while we were away: everyone refetches."""
+        for season, group in list(self.boards.items()):
+            for listener in list(group):
+                listener.offer({"season": season})
+
+    async def _pause(self, stop: asyncio.Event, exc: BaseException) -> None:
+        self.connected.clear()
+        log.warning("hint subscription lost (%s); resubscribing", exc)
+        try:
+            await asyncio.wait_for(stop.wait(), 1.0)
+        except TimeoutError:
+            pass
+
+    async def _run_cluster(self, stop: asyncio.Event) -> None:
+        """Redis Cluster: sharded Pub/Sub, one SSUBSCRIBE per season that has
+        listeners here (on that season's shard), plus the notification channel."""
+        keys = self.board.keys
+        while not stop.is_set():
+            pubsub: Any = self.board.redis.pubsub(ignore_subscribe_messages=True)
+            sharded: set[str] = set()
+            try:
+                await pubsub.subscribe(keys.notification_channel())
+                self.connected.set()
+                self._refetch_all()
+                while not stop.is_set():
+                    wanted = {keys.shard_hint_channel(s) for s in self.boards}
+                    for channel in wanted - sharded:
+                        await pubsub.ssubscribe(channel)
+                        sharded.add(channel)
+                    for channel in sharded - wanted:
+                        await pubsub.sunsubscribe(channel)
+                        sharded.discard(channel)
+                    got = False
+                    if sharded:
+                        message = await pubsub.get_sharded_message(
+                            ignore_subscribe_messages=True, timeout=0.1)
+                        if message and message.get("type") == "smessage":
+                            self.dispatch(str(message["channel"]), message["data"])
+                            got = True
+                    message = await pubsub.get_message(timeout=0.0 if got else 0.1)
+                    if message and message.get("type") == "message":
+                        self.dispatch(str(message["channel"]), message["data"])
+            except (RedisError, RedisClusterException, OSError) as exc:
+                await self._pause(stop, exc)
+            finally:
+                try:
+                    await pubsub.aclose()
+                except (RedisError, RedisClusterException, OSError):
+                    pass
+
     async def run(self, stop: asyncio.Event) -> None:
+        if self.board.cluster:
+            await self._run_cluster(stop)
+            return
         channels = [self.board.keys.hint_channel(), self.board.keys.notification_channel()]
         while not stop.is_set():
             pubsub = self.board.redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(*channels)
                 self.connected.set()
-                # Hints may have been lost while we were away: everyone refetches.
-                for season, group in list(self.boards.items()):
-                    for listener in list(group):
-                        listener.offer({"season": season})
+                self._refetch_all()
                 while not stop.is_set():
                     message = await pubsub.get_message(timeout=1.0)
                     if message and message.get("type") == "message":
                         self.dispatch(str(message["channel"]), message["data"])
             except (RedisError, OSError) as exc:
-                self.connected.clear()
-                log.warning("hint subscription lost (%s); resubscribing", exc)
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except TimeoutError:
-                    pass
+                await self._pause(stop, exc)
             finally:
                 try:
                     await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 import psycopg
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
@@ -132,7 +132,7 @@ class Projector:
                         async for _ in listener.notifies(timeout=self.poll_seconds,
                                                          stop_after=1):
                             pass
-            except (psycopg.Error, RedisError, OSError) as exc:
+            except (psycopg.Error, RedisError, RedisClusterException, OSError) as exc:
                 log.warning("projector: %s; retrying in 1 s", exc)
                 try:
                     await asyncio.wait_for(stop.wait(), 1.0)

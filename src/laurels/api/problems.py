@@ -9,7 +9,7 @@ import orjson
 import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -69,8 +69,9 @@ def install(app: FastAPI) -> None:
         return problem_response("unavailable", "the database is unavailable; retry shortly",
                                 retry_after=2)
 
+    @app.exception_handler(RedisClusterException)
     @app.exception_handler(RedisError)
-    async def _redis(_: Request, exc: RedisError) -> Response:
+    async def _redis(_: Request, exc: Exception) -> Response:
         log.warning("Redis error: %s", type(exc).__name__)
         return problem_response("unavailable", "the board store is unavailable; retry shortly",
                                 retry_after=2)

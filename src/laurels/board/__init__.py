@@ -16,9 +16,9 @@ from importlib import resources
 from typing import Any
 
 import orjson
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
@@ -108,6 +108,7 @@ class Scripts:
 class Board:
     def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy) -> None:
         self.redis = redis
+        self.cluster = isinstance(redis, RedisCluster)
         self.keys = keys
         self.policy = policy
         self.scripts = Scripts(redis)
@@ -155,18 +156,17 @@ class Board:
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for i in pending:
-                    ev = events[i]
-                    versions = self.versions(ev.season)
-                    targets = [v for v in versions if v]
-                    if only_version is not None:
-                        # A builder feeds only its own version, and only while
-                        # that version still holds the building marker.
-                        versions, targets = (versions[0], only_version), [only_version]
-                    keys, args = self._apply_call(ev, versions, targets)
-                    await self.scripts["apply"](keys=keys, args=args, client=pipe)
-                replies = await pipe.execute()
+            calls = []
+            for i in pending:
+                ev = events[i]
+                versions = self.versions(ev.season)
+                targets = [v for v in versions if v]
+                if only_version is not None:
+                    # A builder feeds only its own version, and only while
+                    # that version still holds the building marker.
+                    versions, targets = (versions[0], only_version), [only_version]
+                calls.append(self._apply_call(ev, versions, targets))
+            replies = await self._run_many("apply", calls)
             retry = []
             for i, reply in zip(pending, replies, strict=True):
                 status = reply[0]
@@ -186,6 +186,19 @@ class Board:
             await self.publish_changes([(events[i], vis) for i, vis in visibility.items()])
         return [r or "missing" for r in results]
 
+    async def _run_many(self, script: str, calls: list[tuple[list[str], list[Any]]]
+                        ) -> list[Any]:
+        """Run a script many times in one round trip: a pipeline, or on Redis
+        Cluster (whose pipelines refuse scripts) concurrent calls, each routed
+        to its slot's node."""
+        if self.cluster:
+            return list(await asyncio.gather(
+                *(self.scripts[script](keys=k, args=a) for k, a in calls)))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                await self.scripts[script](keys=keys, args=args, client=pipe)
+            return list(await pipe.execute())
+
     async def publish_changes(self, changed: list[tuple[Event, str]]) -> None:
         """One hint per season: with the user id when a single public learner
         changed, null for an anonymous or hidden one, absent when coalesced."""
@@ -201,8 +214,12 @@ class Board:
 
     async def publish_hint(self, hint: dict[str, Any]) -> None:
         try:
-            await self.redis.publish(self.keys.hint_channel(), orjson.dumps(hint))
-        except RedisError as exc:  # a lost hint costs freshness, never correctness
+            if self.cluster:  # sharded Pub/Sub: the hint stays on the board's shard
+                await self.redis.spublish(self.keys.shard_hint_channel(hint["season"]),
+                                          orjson.dumps(hint))
+            else:
+                await self.redis.publish(self.keys.hint_channel(), orjson.dumps(hint))
+        except (RedisError, RedisClusterException) as exc:  # a lost hint costs freshness
             log.warning("hint not published: %s", exc)
 
     async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
