@@ -155,6 +155,7 @@ class Ingestor:
         existing = {r["completion_id"]: r
                     for r in await self.db.fetch("find_completions", conn, completion_ids=ids)}
         to_insert: dict[str, _Item] = {}
+        refused: dict[str, Outcome | None] = {}  # first copies refused after the fact
         for it in items:
             cid = it.data.completion_id
             if users[it.data.user_id]["erased"]:
@@ -180,6 +181,7 @@ class Ingestor:
                 if it.season in finalized:
                     outcomes[it.index] = _reject(
                         cid, "season_closed", f"season {it.season} is closed to new completions")
+                    refused[cid] = outcomes[it.index]
                     del to_insert[cid]
 
         events: list[Event] = []
@@ -213,8 +215,13 @@ class Ingestor:
             if outcomes[it.index] is not None:
                 continue
             cid = it.data.completion_id
-            row = existing[cid]
-            if _same(it, row):
+            row = existing.get(cid)
+            if row is None:  # a later copy of an item refused above: the same answer
+                first = refused.get(cid)
+                outcomes[it.index] = _reject(cid, first.code or "season_closed",
+                                             first.detail or "") if first else _reject(
+                    cid, "completion_conflict", "completion_id was not recorded")
+            elif _same(it, row):
                 outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
             else:
                 outcomes[it.index] = _reject(

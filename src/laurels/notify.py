@@ -300,8 +300,16 @@ class Notifier:
 
     async def _handle(self, season: str, f: dict[str, str]) -> None:
         uid, seq = int(f["uid"]), f["seq"]
+        passed_ids = [int(p) for p in filter(None, f.get("passed", "").split(","))]
         created: list[tuple[int, int]] = []
         async with self.db.transaction() as conn:
+            # Share-lock everyone involved: an erasure (FOR UPDATE) either
+            # committed before (we see it and write nothing about them) or
+            # waits for us (and then deletes and scrubs what we wrote).
+            users = await self.db.fetch("lock_users", conn, user_ids=sorted({uid, *passed_ids}))
+            erased = {r["user_id"] for r in users if r["erased"]}
+            if uid in erased:
+                return
             if f.get("top10") == "1":
                 row = await self.db.fetch_one(
                     "insert_notification", conn, user_id=uid, kind="top10", season=season,
@@ -315,8 +323,9 @@ class Notifier:
                 by = {"by_user_id": uid, "by_display_name": f.get("name") or default_name(uid)}
             else:  # anonymous (hidden learners pass nobody on the public board)
                 by = {"by_user_id": None, "by_display_name": "Anonymous"}
-            for passed in filter(None, f.get("passed", "").split(",")):
-                target = int(passed)
+            for target in passed_ids:
+                if target in erased:
+                    continue
                 data = Jsonb({**by, "season": season})
                 key = f"overtaken:{season}:{seq}"
                 row = await self.db.fetch_one("refresh_overtaken", conn, user_id=target,

@@ -37,7 +37,7 @@ local refused = check_versions(current_key, building_key, expected_current, expe
 if refused then return refused end
 
 local erased = redis.call('SISMEMBER', erased_key, uid) == 1
-local old_index = nil
+local old_index, old_rank = nil, nil
 local applied, current_vis = 0, ''
 for i = 0, (#KEYS - 4) / 5 - 1 do
   local public, hidden, users = KEYS[5 + 5 * i], KEYS[6 + 5 * i], KEYS[7 + 5 * i]
@@ -57,6 +57,10 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
         score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
         if ranked and old_zset == public then
           old_index = redis.call('ZRANK', public, old_member)
+          old_rank = old_index + 1
+          if policy == 'shared' then  -- the board's rank: ties share it
+            old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
+          end
         end
         redis.call('ZREM', old_zset, old_member)
       end
@@ -72,7 +76,11 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
       current_vis = p.vis
       if p.vis ~= 'hidden' then
         local new_index = redis.call('ZRANK', public, new_member)
-        local entered = new_index < NOTIFY_MAX and (old_index == nil or old_index >= NOTIFY_MAX)
+        local new_rank = new_index + 1
+        if policy == 'shared' then
+          new_rank = redis.call('ZCOUNT', public, '-inf', '(' .. new_score) + 1
+        end
+        local entered = new_rank <= NOTIFY_MAX and (old_rank == nil or old_rank > NOTIFY_MAX)
         -- Learners passed: those now just below who were ahead before and
         -- now have a strictly lower score (a tie passes nobody).
         local passed = {}
@@ -87,7 +95,7 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
         end
         if entered or #passed > 0 then
           redis.call('XADD', stream_key, 'MAXLEN', '~', 100000, '*', 'seq', seq, 'uid', uid,
-                     'vis', p.vis, 'name', p.name, 'rank', new_index + 1,
+                     'vis', p.vis, 'name', p.name, 'rank', new_rank,
                      'score', -new_score, 'top10', entered and '1' or '0',
                      'passed', table.concat(passed, ','))
         end
