@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"laurels: {message}", err=True)
+    typer.echo(f"laurels: {' '.join(message.split())}", err=True)  # always one line
     return typer.Exit(code)
 
 
@@ -79,9 +79,12 @@ def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
         finally:
             await rt.close()
 
+    import psycopg
+    from redis.exceptions import RedisClusterException, RedisError
+
     try:
         return asyncio.run(main())
-    except OSError as exc:
+    except (OSError, psycopg.Error, RedisError, RedisClusterException) as exc:
         raise fail(f"cannot reach PostgreSQL or Redis: {exc}") from None
     finally:
         servers.stop()

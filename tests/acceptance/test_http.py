@@ -256,6 +256,13 @@ def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
         ingest = json.loads(secrets.read_text())["ingest_token"]
         resp = server.client(ingest).post("/v1/completions", json=completion("e1", 5, 2))
         assert resp.status_code == 201
+        # Another command on the same data dir joins the running servers...
+        out = subprocess.run([laurels_bin(), "verify", "--season", "current"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "consistent (1 learners checked)" in out.stdout, out
+        # ...and leaves them running when it exits.
+        assert httpx.get(f"{server.url}/readyz").status_code == 200
+        assert len(list((data_dir / "postgres").glob("postmaster.pid"))) == 1
     finally:
         server.stop()
     assert server.process.returncode == 0
