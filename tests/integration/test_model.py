@@ -1,6 +1,6 @@
 """Model-based (stateful) test of the whole write/read path against a pure-Python model.
 
-Hypothesis draws a sequence of operations: new, replayed and conflicting
+A hypothesis RuleBasedStateMachine applies operations: new, replayed and conflicting
 completions (alone or in batches), name and visibility changes, erasures,
 rebuilds, finalizing the season, and losing every Redis key. Each operation is
 run against the real domain objects (PostgreSQL + Redis) and against a small
@@ -15,6 +15,7 @@ laurels.ranking); `test_model_ranking_by_hand` checks it on hand-worked cases.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -22,8 +23,15 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, event, note
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    rule,
+    run_state_machine_as_test,
+)
 
 from laurels.board import Board
 from laurels.board.rebuild import Rebuilder
@@ -37,8 +45,10 @@ from laurels.projector import Projector
 from laurels.reads import Reads
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
+from laurels.settings import Secrets, Settings
 from laurels.validation import UserIn
 from laurels.verify import Verifier
+from tests.conftest import ADMIN, INGEST, USER_SECRET
 
 SEASON = "2026-W47"
 START = parse_season(SEASON).starts_at
@@ -519,34 +529,107 @@ class Run:
             assert got == want_notes, f"notifications of {uid}"
 
 
-async def run_example(rt: Runtime, policy: str, keep_seasons: int,
-                      ops: list[tuple[Any, ...]]) -> None:
-    n = next(_example)
-    async with rt.db.connection() as conn:  # this test's own database: start empty
-        await conn.execute(f"TRUNCATE {TABLES} CASCADE")
-    system = System(rt, f"{rt.keys.prefix}m{n}", policy, keep_seasons)
-    run = Run(system, Model(policy), n)
-    try:
-        for step, op in enumerate(ops):
-            await run.apply(op)
-            await run.check(step)
-    except BaseException:
-        note("\n".join(run.log))  # shown with the falsifying example
-        raise
-    finally:
-        await system.rebuilder.cancel_all()
-        await system.lose_redis()
+class ModelMachine(RuleBasedStateMachine):
+    """The same operations as rules of a hypothesis state machine. Rules are
+    synchronous, so each machine runs the system on an event loop of its own
+    (a fresh Runtime on this test's database and key prefix)."""
+
+    cfg: Settings
+    policy: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
+                          self.cfg.database_url or "", self.cfg.redis_url or "")
+        self.loop.run_until_complete(self.rt.open(run_migrations=False))
+        self.run: Run | None = None
+        self.step = 0
+
+    @initialize(keep_seasons=st.sampled_from([8, 0]))
+    def start(self, keep_seasons: int) -> None:
+        async def go() -> Run:
+            async with self.rt.db.connection() as conn:  # this test's database: empty
+                await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+            n = next(_example)
+            system = System(self.rt, f"{self.rt.keys.prefix}m{n}", self.policy, keep_seasons)
+            return Run(system, Model(self.policy), n)
+
+        self.run = self.loop.run_until_complete(go())
+
+    def _do(self, op: tuple[Any, ...]) -> None:
+        assert self.run is not None
+        run = self.run
+
+        async def go() -> None:
+            try:
+                await run.apply(op)
+                await run.check(self.step)
+            except BaseException:
+                note("\n".join(run.log))
+                raise
+
+        self.loop.run_until_complete(go())
+        self.step += 1
+
+    @rule(op=OPERATIONS["new"])
+    def new(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["new"])
+    def another_new(self, op: tuple[Any, ...]) -> None:  # new completions twice as often
+        self._do(op)
+
+    @rule(op=OPERATIONS["batch"])
+    def batch(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["crowd"])
+    def crowd(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["profile"])
+    def profile(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["erase"])
+    def erase(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule()
+    def rebuild(self) -> None:
+        self._do(("rebuild",))
+
+    @rule()
+    def redeliver(self) -> None:
+        self._do(("redeliver",))
+
+    @rule()
+    def finalize(self) -> None:
+        self._do(("finalize",))
+
+    @rule()
+    def lose_redis(self) -> None:
+        self._do(("lose_redis",))
+
+    def teardown(self) -> None:
+        async def close() -> None:
+            if self.run is not None:
+                await self.run.sys.rebuilder.cancel_all()
+                await self.run.sys.lose_redis()
+            await self.rt.close()
+
+        self.loop.run_until_complete(close())
+        self.loop.close()
 
 
 @pytest.mark.parametrize("policy", ["shared", "first"])
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                 HealthCheck.too_slow])
-@given(keep_seasons=st.sampled_from([8, 0]),
-       ops=st.lists(operation, min_size=5, max_size=40))
-async def test_operations_match_the_model(rt: Runtime, policy: str, keep_seasons: int,
-                                          ops: list[tuple[Any, ...]]) -> None:
-    await run_example(rt, policy, keep_seasons, ops)
+def test_operations_match_the_model(settings: Settings, policy: str) -> None:
+    machine = type(f"ModelMachine_{policy}", (ModelMachine,), {"cfg": settings,
+                                                               "policy": policy})
+    run_state_machine_as_test(machine, settings=hsettings(
+        max_examples=40, stateful_step_count=30, deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
 
 
 # -- hand-written cases found while building the model ---------------------------
