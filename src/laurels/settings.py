@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     keep_seasons: int = Field(8, ge=0)
     # Not in the contract's table: writes (POST, PUT, DELETE) per second per
     # token in each process, with bursts of twice that; 0 turns it off.
-    write_rate_limit: float = Field(500.0, ge=0)
+    write_rate_limit: float = Field(2000.0, ge=0)
     # Not in the contract's table: every Redis key and channel starts with it,
     # so several deployments (or tests) can share one Redis.
     key_prefix: str = Field("laurels", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
