@@ -45,7 +45,7 @@ class Runtime:
         self.ingestor = Ingestor(self.settings, self.db, self.board, self.rebuilder)
         self.learners = Learners(self.db, self.board, self.lifecycle)
         self.projector = Projector(self.db, self.board, self.rebuilder, self.lifecycle)
-        self.verifier = Verifier(self.db, self.board, self.projector)
+        self.verifier = Verifier(self.db, self.board, self.projector, self.lifecycle)
         self.notifier = Notifier(self.db, self.board)
         self.lifecycle.on_finalized.append(self.notifier.season_final)
         self.lifecycle.after_finalized.append(self.notifier.announce_final)

@@ -17,6 +17,7 @@ from typing import Any
 from laurels import db as dbmod
 from laurels.board import Board, BoardMissing
 from laurels.db import Database
+from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 
 BATCH = 2000
@@ -54,16 +55,24 @@ class VerifyResult:
 
 
 class Verifier:
-    def __init__(self, db: Database, board: Board, projector: Projector) -> None:
+    def __init__(self, db: Database, board: Board, projector: Projector,
+                 lifecycle: Lifecycle | None = None) -> None:
         self.db = db
         self.board = board
         self.projector = projector
+        self.lifecycle = lifecycle
 
     async def _redis_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         try:
             return await self.board.scores(season, user_ids)
         except BoardMissing:
-            return dict.fromkeys(user_ids, (None, "public", ""))
+            pass
+        if self.lifecycle and await self.lifecycle.finalized([season]):
+            # Its Redis keys expired: the archive is what readers see; check that.
+            rows = await self.db.fetch("archived_states", season=season, user_ids=user_ids)
+            found = {r["user_id"]: _state(r) for r in rows}
+            return {u: found.get(u, (None, "public", "")) for u in user_ids}
+        return dict.fromkeys(user_ids, (None, "public", ""))
 
     async def _pg_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         rows = await self.db.fetch("season_sums_for", season=season, user_ids=user_ids)

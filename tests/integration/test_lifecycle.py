@@ -219,3 +219,6 @@ async def test_expired_keys_are_read_from_the_archive(rt: Runtime) -> None:
     assert await lifecycle.finalize(W47)  # keep 0 seasons: its expiry is already past
     assert await rt.redis.keys(f"{rt.keys.prefix}:{{weekly:{W47}}}:*") == []
     assert await board_of(rt, W47) == [(1, 2, 8), (2, 1, 3)]
+    # verify checks what readers see now: the archive against the completions
+    result = await rt.verifier.verify(W47)
+    assert result.consistent and result.players_checked == 2

@@ -262,3 +262,9 @@ WHERE user_id = %(user_id)s AND kind = 'season_final' AND season = %(season)s;
 UPDATE notifications SET read = true
 WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) AND NOT read
 RETURNING id;
+
+-- name: archived_states
+SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
+       coalesce(u.display_name, '') AS display_name
+FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
+WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
