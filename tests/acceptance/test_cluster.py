@@ -32,7 +32,9 @@ def cluster_url() -> Iterator[str]:
         for port in ports:
             node = folder / str(port)
             node.mkdir()
+            # The bus port defaults to port + 10000, past 65535 for high ports: pick one.
             subprocess.run([_bin("valkey-server"), "--port", str(port), "--bind", "127.0.0.1",
+                            "--cluster-port", str(free_port()),
                             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                             "--dir", str(node), "--save", "", "--appendonly", "no",
                             "--daemonize", "yes", "--logfile", str(node / "log"),
