@@ -55,11 +55,31 @@ def embedded_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="laurels-test-"))
 
 
+def stop_strays(folder: Path) -> None:
+    """Stop embedded servers a killed `laurels` left behind under `folder`
+    (they run as daemons, so a SIGKILLed parent does not take them along)."""
+    import json
+    import signal
+
+    import psutil
+
+    pids = []
+    for state in folder.rglob("laurels-valkey.json"):
+        pids.append(int(json.loads(state.read_text()).get("pid", 0)))
+    for pidfile in folder.rglob("postmaster.pid"):
+        pids.append(int(pidfile.read_text().split()[0]))
+    for pid in pids:
+        if pid and psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGKILL if "valkey" in psutil.Process(pid).name()
+                    else signal.SIGQUIT)
+
+
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
     """A LAURELS_DATA_DIR in which `laurels` may start embedded servers."""
     folder = embedded_dir()
     yield folder / "data"
+    stop_strays(folder)
     shutil.rmtree(folder, ignore_errors=True)
 
 
