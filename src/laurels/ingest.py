@@ -236,7 +236,7 @@ class Ingestor:
             missing = {ev.season for ev, r in zip(events, results, strict=True)
                        if r == "missing"}
             if missing:
-                await self._heal(missing)
+                await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
                 retry = [ev for ev, r in zip(events, results, strict=True) if r == "missing"]
                 again = dict(zip((ev.seq for ev in retry), await self.board.apply(retry),
                                  strict=True))
@@ -255,12 +255,3 @@ class Ingestor:
             except psycopg.Error as exc:
                 log.warning("outbox cleanup deferred to the projector: %s", exc)
 
-    async def _heal(self, seasons: set[str]) -> None:
-        tasks = [self.rebuilder.ensure(s) for s in seasons]
-        try:
-            await asyncio.wait_for(asyncio.gather(*(asyncio.shield(t) for t in tasks),
-                                                  return_exceptions=True), HEAL_WAIT_SECONDS)
-        except TimeoutError:
-            pass
-        for s in seasons:
-            await self.board.wait_present(s, 0.5)

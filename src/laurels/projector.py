@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("laurels.projector")
 
 CHANNEL = "laurels_outbox"
+HEAL_WAIT_SECONDS = 30.0  # the claimed rows stay locked meanwhile; others go on
 
 
 class Projector:
@@ -71,7 +72,8 @@ class Projector:
             if missing:
                 # The rows stay locked while their seasons are rebuilt; the
                 # rebuild reads completions, which already hold these events.
-                await self._heal(missing)
+                log.info("seasons %s have no board: rebuilding", sorted(missing))
+                await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
                 retry = [i for i, res in enumerate(results) if res == "missing"]
                 again = await self.board.apply([events[i] for i in retry])
                 for i, res in zip(retry, again, strict=True):
@@ -84,15 +86,6 @@ class Projector:
                 APPLY_LAG.labels("projector").observe(float(r["queued_seconds"]))
         self.applied_total += len(done)
         return len(done)
-
-    async def _heal(self, seasons: set[str]) -> None:
-        for season in seasons:
-            log.info("season %s has no board: rebuilding it", season)
-            try:
-                await self.rebuilder.ensure(season)
-            except Exception as exc:  # a failed heal is retried on the next pass
-                log.warning("rebuild of %s failed: %s", season, exc)
-            await self.board.wait_present(season, 1.0)
 
     async def drain(self, min_age_seconds: float | None = None) -> int:
         total = 0

@@ -9,7 +9,6 @@ partial board.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -72,13 +71,7 @@ class Reads:
         row = await self.db.fetch_one("season_has_completions", season=season.name)
         if not row or not row["present"]:
             return empty()
-        task = self.rebuilder.ensure(season.name)
-        try:
-            await asyncio.wait_for(asyncio.shield(task), HEAL_WAIT_SECONDS)
-        except TimeoutError:
-            log.info("rebuild of %s still running; answering 503", season.name)
-        except Exception as exc:  # the rebuild records its own failure too
-            log.warning("rebuild of %s failed: %s", season.name, exc)
+        await self.rebuilder.heal({season.name}, HEAL_WAIT_SECONDS)
         try:
             return await read()
         except BoardMissing:

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-USER_ID_MAX = 2**63 - 1
+from laurels.ranking import USER_ID_MAX as USER_ID_MAX
+
 COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")

@@ -169,3 +169,22 @@ async def test_empty_season_reads_as_empty(rt: Runtime) -> None:
     body = await reads.top(parse_season("2026-W30"), 10)
     assert body["total"] == 0 and body["entries"] == []
     assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []
+
+
+async def test_a_second_rebuild_request_joins_the_running_one(rt: Runtime) -> None:
+    await ingestor(rt).record(items("j", 10))
+    async with rt.db.connection() as conn:  # "another process" is building
+        await conn.execute("SELECT pg_advisory_lock(%s)",
+                           (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
+        other = await rt.rebuilder.start_record(SEASON)
+        assert await rt.rebuilder.running(SEASON) == other
+        with pytest.raises(RebuildRunning):  # never a second builder
+            await rt.rebuilder.start(SEASON)
+        assert await rt.rebuilder.start_or_join(SEASON) == other  # a request joins it
+        await conn.execute("SELECT pg_advisory_unlock_all()")
+    # Its builder is gone (no lock): asking for it reports it interrupted.
+    status = await rt.rebuilder.status(other)
+    assert status is not None and status["status"] == "failed"
+    assert await rt.rebuilder.running(SEASON) is None
+    joined = await rt.rebuilder.start_or_join(SEASON)
+    assert joined is not None and joined != other

@@ -18,7 +18,6 @@ from sse_starlette import EventSourceResponse
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
-from laurels.board.rebuild import RebuildRunning
 from laurels.errors import Problem
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.ratelimit import RateLimiter
@@ -306,14 +305,16 @@ async def notification_events(request: Request, user_id: UserIdPath,
 
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
              dependencies=[Depends(admin_token)],
-             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 409, 422, 503)})
+             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 422, 503)})
 async def post_rebuild(request: Request, season: SeasonPath) -> Response:
-    """Rebuild a season's board from PostgreSQL in the background, then switch."""
+    """Rebuild a season's board from PostgreSQL in the background, then switch.
+    While one runs (in any process), a second request joins it: the answer
+    names the running rebuild, so two builders never race."""
     name = path_season(season).name
-    try:
-        rebuild_id, _task = await runtime(request).rebuilder.start(name)
-    except RebuildRunning:
-        raise Problem("rebuild_running", f"a rebuild of {name} is already running") from None
+    rebuild_id = await runtime(request).rebuilder.start_or_join(name)
+    if rebuild_id is None:
+        raise Problem("rebuilding", f"a rebuild of {name} is starting; retry shortly",
+                      retry_after=1)
     return _json({"rebuild_id": rebuild_id, "season": name, "status": "running"}, 202)
 
 

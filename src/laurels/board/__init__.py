@@ -22,7 +22,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
-from laurels.seasons import Season, parse_season
+from laurels.seasons import parse_season
 
 MAX_STALE_RETRIES = 8
 log = logging.getLogger("laurels.board")
@@ -350,6 +350,3 @@ class Board:
                 return False
             await asyncio.sleep(0.05)
 
-
-def season_name(season: Season | str) -> str:
-    return season if isinstance(season, str) else season.name

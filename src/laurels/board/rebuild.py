@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("laurels.rebuild")
 
 STREAM_BATCH = 2000
+PREPARE_WAIT_SECONDS = 30.0
 Progress = Callable[[int, int], None]
 
 
@@ -115,6 +116,27 @@ class Rebuilder:
             log.warning("could not release the rebuild lock of %s cleanly", season)
         finally:
             await self.db.pool.putconn(conn)
+
+    async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
+        """Start a rebuild in the background, or name the one already running
+        (in any process). None only if neither could be seen for a while."""
+        for _ in range(attempts):
+            try:
+                rebuild_id, _task = await self.start(season)
+                return rebuild_id
+            except RebuildRunning:
+                running = await self.running(season)
+                if running is not None:
+                    return running
+            # The other one is just starting or just finished: look again.
+            await asyncio.sleep(0.05)
+        return None
+
+    async def running(self, season: str) -> str | None:
+        """The id of the rebuild of `season` that is running now, if any."""
+        row = await self.db.fetch_one("running_rebuild", season=season,
+                                      tie_policy=self.board.policy)
+        return str(row["rebuild_id"]) if row else None
 
     async def status(self, rebuild_id: str) -> dict[str, object] | None:
         row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
@@ -254,6 +276,27 @@ class Rebuilder:
             self._local[season] = task
         return task
 
+    async def heal(self, seasons: set[str], wait_seconds: float) -> bool:
+        """Rebuild the seasons whose board is missing (here, or by waiting on
+        another process that builds them); True once every board is back.
+        Waits at most about `wait_seconds`; a rebuild still running goes on."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        tasks = {season: self.ensure(season) for season in seasons}
+        for season, task in tasks.items():
+            try:
+                await asyncio.wait_for(asyncio.shield(task),
+                                       max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                log.info("rebuild of %s still running", season)
+            except Exception as exc:  # recorded as failed; the next heal tries again
+                log.warning("rebuild of %s failed: %s", season, exc)
+        present = True
+        for season in seasons:  # another process may hold the lock and be building
+            present &= await self.board.wait_present(season,
+                                                     max(0.1, deadline - loop.time()))
+        return present
+
     async def prepare(self, now: datetime | None = None) -> None:
         """Create this week's board ahead of its first completion (and next week's
         in the last day of this one), so first completions are applied live, with
@@ -263,12 +306,7 @@ class Rebuilder:
         seasons = [this]
         if this.ends_at - now < timedelta(days=1):
             seasons.append(this.next())
-        for season in seasons:
-            if not await self.board.present(season.name):
-                try:
-                    await self.ensure(season.name)
-                except RebuildFailed as exc:
-                    log.warning("could not prepare the board of %s: %s", season, exc)
+        await self.heal({season.name for season in seasons}, PREPARE_WAIT_SECONDS)
 
     async def _heal(self, season: str) -> RebuildResult | None:
         if await self.board.present(season):

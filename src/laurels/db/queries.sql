@@ -268,3 +268,8 @@ SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
+
+-- name: running_rebuild
+SELECT rebuild_id FROM rebuilds
+WHERE season = %(season)s AND tie_policy = %(tie_policy)s AND status = 'running'
+ORDER BY started_at DESC LIMIT 1;
