@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from redis.exceptions import RedisError
 
 from laurels import failpoints
-from laurels.board import Board, Event, Profile
-from laurels.board.rebuild import Rebuilder
 from laurels.db import Conn, Database, Row
 from laurels.errors import STATUS
-from laurels.metrics import APPLY_LAG, COMPLETIONS
+from laurels.metrics import COMPLETIONS
+from laurels.projector import Projector
 from laurels.seasons import season_of
 from laurels.settings import Settings
 from laurels.validation import CompletionIn, Invalid, validate_completion
@@ -79,19 +76,12 @@ def _same(item: _Item, row: Row) -> bool:
                 and stored_at == want_at)
 
 
-def _profile(row: Row | None) -> Profile:
-    if row is None:
-        return Profile(0, "public", "")
-    return Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
-
-
 class Ingestor:
-    def __init__(self, settings: Settings, db: Database, board: Board, rebuilder: Rebuilder,
+    def __init__(self, settings: Settings, db: Database, projector: Projector,
                  clock: Clock = lambda: datetime.now(UTC)) -> None:
         self.settings = settings
         self.db = db
-        self.board = board
-        self.rebuilder = rebuilder
+        self.projector = projector
         self.clock = clock
 
     async def record(self, raw_items: list[Any]) -> list[Outcome]:
@@ -117,18 +107,16 @@ class Ingestor:
                                season_of(completed_at).name))
         if items:
             recorded = await self._record(items, now, outcomes)
-            failpoints.hit("ingest_after_commit")
+            await failpoints.pause("ingest_after_commit")
             if recorded:
-                committed = time.perf_counter()
                 await self.apply_fast_path(recorded)
-                APPLY_LAG.labels("fast").observe(time.perf_counter() - committed)
         final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
         for o in final:
             COMPLETIONS.labels(o.code or o.status).inc()
         return final
 
     async def _record(self, items: list[_Item], now: datetime,
-                      outcomes: list[Outcome | None]) -> list[Event]:
+                      outcomes: list[Outcome | None]) -> list[int]:
         for attempt in range(5):
             try:
                 async with self.db.transaction() as conn:
@@ -140,7 +128,7 @@ class Ingestor:
         raise AssertionError("unreachable")
 
     async def _record_tx(self, conn: Conn, items: list[_Item], now: datetime,
-                         outcomes: list[Outcome | None]) -> list[Event]:
+                         outcomes: list[Outcome | None]) -> list[int]:
         # Learners first: an erased learner's writes are refused, replays included.
         user_ids = sorted({it.data.user_id for it in items})
         users = {r["user_id"]: r for r in await self.db.fetch("lock_users", conn,
@@ -184,7 +172,7 @@ class Ingestor:
                     refused[cid] = outcomes[it.index]
                     del to_insert[cid]
 
-        events: list[Event] = []
+        recorded: list[int] = []
         if to_insert:
             new = sorted(to_insert.values(), key=lambda it: it.data.completion_id)
             rows = await self.db.fetch(
@@ -208,8 +196,7 @@ class Ingestor:
                 existing[cid] = {"seq": seq, "user_id": it.data.user_id,
                                  "points": it.data.points, "completed_at": it.completed_at,
                                  "received_at": now, "season": it.season}
-                events.append(Event(seq, it.data.user_id, it.data.points, it.completed_at,
-                                    it.season, _profile(users[it.data.user_id])))
+                recorded.append(seq)
 
         for it in items:
             if outcomes[it.index] is not None:
@@ -227,31 +214,16 @@ class Ingestor:
                 outcomes[it.index] = _reject(
                     cid, "completion_conflict",
                     "completion_id was already recorded with a different payload")
-        return events
+        return recorded
 
-    async def apply_fast_path(self, events: list[Event]) -> None:
-        """Apply right after commit; whatever is not applied stays in the outbox."""
+    async def apply_fast_path(self, seqs: list[int]) -> None:
+        """Apply right after commit; whatever is not applied stays in the outbox.
+
+        The completions are committed: from here on the client gets its 201 or
+        200 whatever happens, and the projector finishes what fails here.
+        """
         try:
-            results = await self.board.apply(events)
-            missing = {ev.season for ev, r in zip(events, results, strict=True)
-                       if r == "missing"}
-            if missing:
-                await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
-                retry = [ev for ev, r in zip(events, results, strict=True) if r == "missing"]
-                again = dict(zip((ev.seq for ev in retry), await self.board.apply(retry),
-                                 strict=True))
-                results = [again.get(ev.seq, r) for ev, r in zip(events, results, strict=True)]
-                # The rebuild applied them (so these applies were duplicates):
-                # the board changed all the same, say so.
-                await self.board.publish_changes(
-                    [(ev, ev.profile.visibility) for ev in retry if again[ev.seq] != "missing"])
-        except (RedisError, OSError) as exc:
-            log.warning("fast-path apply failed, the projector will retry: %s", exc)
-            return
-        done = [ev.seq for ev, r in zip(events, results, strict=True) if r != "missing"]
-        if done:
-            try:
-                await self.db.execute("delete_outbox", seqs=done)
-            except psycopg.Error as exc:
-                log.warning("outbox cleanup deferred to the projector: %s", exc)
-
+            await self.projector.apply_now(seqs, HEAL_WAIT_SECONDS)
+        except Exception as exc:  # any failure: the projector retries
+            log.warning("fast-path apply failed, the projector will retry: %s: %s",
+                        type(exc).__name__, exc)

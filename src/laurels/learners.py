@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from laurels import failpoints
 from laurels.board import Board, Profile, default_name
 from laurels.db import Database
 from laurels.errors import Problem
@@ -36,21 +37,26 @@ class Learners:
         await self.lifecycle.erase(user_id)
 
     async def update(self, user_id: int, body: UserIn) -> Learner:
-        # The row lock of the update waits for ingests holding FOR SHARE, so
-        # every season with a completion of theirs is visible right after.
+        # One transaction: the learner's row lock (which waits for ingests
+        # holding FOR SHARE, so every season with a completion of theirs is
+        # visible), then their seasons (FOR SHARE: a finalize either committed
+        # its archive, which is re-ranked here, or waits for this change).
         async with self.db.transaction() as conn:
             row = await self.db.fetch_one("upsert_user", conn, user_id=user_id,
                                           display_name=body.display_name,
                                           visibility=body.visibility)
-        if row is None:
-            raise Problem("user_erased", "this learner was erased")
+            if row is None:
+                raise Problem("user_erased", "this learner was erased")
+            seasons = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            if body.visibility is not None:
+                await self.lifecycle.rerank(conn, [r["season"] for r in seasons
+                                                   if r["finalized"]])
         profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
-        for r in await self.db.fetch("user_seasons", user_id=user_id):
+        await failpoints.pause("profile_committed")
+        for r in seasons:
             # A season without a board needs nothing: its rebuild reads PostgreSQL.
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
             if await self.board.set_profile(r["season"], user_id, profile):
                 await self.board.publish_hint({"season": r["season"]})
-        if body.visibility is not None:
-            await self.lifecycle.rerank_user_archive(user_id)
         return Learner(user_id, row["display_name"] or default_name(user_id), row["visibility"])

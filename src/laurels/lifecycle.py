@@ -17,6 +17,7 @@ from typing import Any
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
+from laurels import failpoints
 from laurels.board import Board
 from laurels.db import Database
 from laurels.seasons import WEEK, parse_season
@@ -40,20 +41,24 @@ class Lifecycle:
 
     async def erase(self, user_id: int) -> None:
         async with self.db.transaction() as conn:
-            # The row lock waits for ingests holding FOR SHARE on this learner.
+            # Lock order: the learner's row (waits for ingests holding FOR
+            # SHARE), then their seasons (a finalize building an archive
+            # commits first, and its rows are deleted below; or it waits).
             await self.db.execute("erase_user", conn, user_id=user_id)
+            await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            await failpoints.pause("erase_locked")
             seasons = {r["season"] for r in await self.db.fetch(
                 "delete_user_completions", conn, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
             await self.db.execute("delete_user_notifications", conn, user_id=user_id)
             await self.db.execute("scrub_notifications_about", conn, user_id=str(user_id))
-            for season in sorted(archived):
-                await self._rerank(conn, season)
+            await self.rerank(conn, sorted(archived))
             await self.db.execute("record_erasure", conn, user_id=user_id,
                                   seasons=sorted(seasons | archived))
         ERASURES.inc()
         log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
+        await failpoints.pause("erase_committed")
         await self.finish_erasure(user_id, sorted(seasons | archived))
 
     async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
@@ -75,12 +80,11 @@ class Lifecycle:
 
     # -- visibility of archived seasons ---------------------------------------
 
-    async def rerank_user_archive(self, user_id: int) -> None:
-        """A visibility change: re-rank the archived seasons this learner is in."""
-        async with self.db.transaction() as conn:
-            rows = await self.db.fetch("user_archived_seasons", conn, user_id=user_id)
-            for r in rows:
-                await self._rerank(conn, r["season"])
+    async def rerank(self, conn: Any, seasons: list[str]) -> None:
+        """Recompute the public ranks of archived seasons (in the caller's
+        transaction): after a visibility change or an erasure, ranks close up."""
+        for season in seasons:
+            await self._rerank(conn, season)
 
     async def _rerank(self, conn: Any, season: str) -> None:
         row = await self.db.fetch_one("season_policies", conn, seasons=[season],
@@ -118,6 +122,7 @@ class Lifecycle:
             await self._rerank(conn, season)
             for callback in self.on_finalized:
                 await callback(season, conn)
+            await failpoints.pause("finalize_before_commit")
         SEASONS_FINALIZED.inc()
         log.info("season %s finalized and archived", season)
         for after in self.after_finalized:
@@ -146,8 +151,8 @@ class Lifecycle:
         replies = await asyncio.gather(*(self.board.redis.pexpireat(n, at) for n in names))
         return sum(1 for r in replies if r)
 
-    async def finalized(self, seasons: list[str]) -> dict[str, str]:
+    async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]:
         """The finalized ones among `seasons`, with their tie policy."""
-        rows = await self.db.fetch("season_policies", seasons=seasons,
+        rows = await self.db.fetch("season_policies", conn, seasons=seasons,
                                    tie_policy=self.settings.tie_policy)
         return {r["season"]: r["tie_policy"] for r in rows}

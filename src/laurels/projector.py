@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from redis.exceptions import RedisClusterException, RedisError
 
-from laurels.board import Board, Event, Profile
+from laurels import failpoints
+from laurels.board import Board, Event
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
@@ -28,12 +29,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("laurels.projector")
 
 CHANNEL = "laurels_outbox"
-HEAL_WAIT_SECONDS = 30.0  # the claimed rows stay locked meanwhile; others go on
+HEAL_WAIT_SECONDS = 30.0
 
 
 class Projector:
     def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
-                 lifecycle: Lifecycle, batch_size: int = 500, poll_seconds: float = 0.5,
+                 lifecycle: Lifecycle, notifier: Notifier | None = None,
+                 batch_size: int = 500, poll_seconds: float = 0.5,
                  min_age_seconds: float = 1.0, housekeeping_seconds: float = 10.0) -> None:
         self.db = db
         self.board = board
@@ -41,51 +43,72 @@ class Projector:
         self.lifecycle = lifecycle
         self.housekeeping_seconds = housekeeping_seconds
         self._last_housekeeping = 0.0
-        self.notifier: Notifier | None = None  # set by the runtime
+        self.notifier = notifier
         self.batch_size = batch_size
         self.poll_seconds = poll_seconds
         self.min_age_seconds = min_age_seconds
         self.applied_total = 0
 
-    async def drain_once(self, min_age_seconds: float | None = None) -> int:
-        """Claim one batch, apply it, delete what was applied. Returns rows handled."""
-        age = self.min_age_seconds if min_age_seconds is None else min_age_seconds
+    async def _claim_and_apply(self, query: str, path: str, **params: Any
+                               ) -> tuple[int, set[str]]:
+        """One transaction: claim outbox rows (locked), apply them, delete what
+        was applied. Returns (rows applied, seasons that have no board).
+
+        The rows stay locked while Redis is written, so an erasure (whose
+        cascade deletes them) waits for the apply to finish, and an event read
+        here is never one whose completion is already gone: no erased learner
+        can come back from a stale copy in memory.
+        """
         async with self.db.transaction() as conn:
-            rows = await self.db.fetch("claim_outbox", conn, min_age_seconds=age,
-                                       limit=self.batch_size)
+            rows = await self.db.fetch(query, conn, **params)
             if not rows:
-                return 0
-            events = [Event(r["seq"], r["user_id"], r["points"], r["completed_at"], r["season"],
-                            Profile(r["profile_version"], r["visibility"], r["display_name"]))
-                      for r in rows]
+                return 0, set()
+            await failpoints.pause(f"{path}_claimed")
+            events = [Event.from_row(r) for r in rows]
             results = await self.board.apply(events)
             missing = {ev.season for ev, res in zip(events, results, strict=True)
                        if res == "missing"}
             if missing:
                 # A finalized season is read from its archive (built from the
                 # completions themselves): nothing is left to apply.
-                archived = await self.lifecycle.finalized(sorted(missing))
-                for i, ev in enumerate(events):
-                    if results[i] == "missing" and ev.season in archived:
-                        results[i] = "archived"
+                archived = await self.lifecycle.finalized(sorted(missing), conn)
                 missing -= set(archived)
-            if missing:
-                # The rows stay locked while their seasons are rebuilt; the
-                # rebuild reads completions, which already hold these events.
-                log.info("seasons %s have no board: rebuilding", sorted(missing))
-                await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
-                retry = [i for i, res in enumerate(results) if res == "missing"]
-                again = await self.board.apply([events[i] for i in retry])
-                for i, res in zip(retry, again, strict=True):
-                    results[i] = res
-            done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
+            done = [ev.seq for ev, res in zip(events, results, strict=True)
+                    if ev.season not in missing]
             if done:
                 await self.db.execute("delete_outbox", conn, seqs=done)
-        for r, res in zip(rows, results, strict=True):
-            if res != "missing":
-                APPLY_LAG.labels("projector").observe(float(r["queued_seconds"]))
-        self.applied_total += len(done)
-        return len(done)
+        for r in rows:
+            if r["season"] not in missing:
+                APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
+        return len(done), missing
+
+    async def apply_now(self, seqs: list[int], heal_wait_seconds: float) -> None:
+        """The fast path: apply the rows an ingest just committed. A season
+        without a board is healed (rebuilt from PostgreSQL, which holds these
+        completions already), then the rows are claimed again: applying them
+        is then a no-op, unless the heal is still running; then the projector
+        finishes the job."""
+        _, missing = await self._claim_and_apply("claim_outbox_seqs", "fast", seqs=seqs)
+        if missing:
+            await failpoints.pause("fast_missing")
+            await self.rebuilder.heal(missing, heal_wait_seconds)
+            await self._claim_and_apply("claim_outbox_seqs", "fast", seqs=seqs)
+            for season in sorted(missing):  # the board changed; name nobody
+                await self.board.publish_hint({"season": season})
+
+    async def drain_once(self, min_age_seconds: float | None = None) -> int:
+        """Claim one batch, apply it, delete what was applied. Returns rows applied."""
+        age = self.min_age_seconds if min_age_seconds is None else min_age_seconds
+        done, missing = await self._claim_and_apply("claim_outbox", "projector",
+                                                    min_age_seconds=age, limit=self.batch_size)
+        if missing:
+            log.info("seasons %s have no board: rebuilding", sorted(missing))
+            await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
+            again, _ = await self._claim_and_apply("claim_outbox", "projector",
+                                                   min_age_seconds=age, limit=self.batch_size)
+            done += again
+        self.applied_total += done
+        return done
 
     async def drain(self, min_age_seconds: float | None = None) -> int:
         total = 0

@@ -26,10 +26,21 @@ T = TypeVar("T")
 log = logging.getLogger("laurels.reads")
 HEAL_WAIT_SECONDS = 2.0
 RETRY_AFTER_SECONDS = 2
+HIDDEN = frozenset({"hidden"})
 
 
 def iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def shown(entries: list[Entry]) -> list[Entry]:
+    """The boundary's own privacy check: a hidden learner never leaves in a
+    public entry, whatever a store says (the stores keep them apart already;
+    reaching this filter is a bug, and it is logged as one)."""
+    out = [e for e in entries if e.visibility not in HIDDEN]
+    if len(out) != len(entries):
+        log.error("a store returned a hidden learner on a public board; left out")
+    return out
 
 
 def public_entry(e: Entry) -> dict[str, Any]:
@@ -96,7 +107,7 @@ class Reads:
         body = self.season_info(season)
         body["tie_policy"] = policy
         body["total"] = total
-        body["entries"] = [public_entry(e) for e in entries]
+        body["entries"] = [public_entry(e) for e in shown(entries)]
         return body
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
@@ -112,8 +123,10 @@ class Reads:
             if i == around.index:
                 entry = {"rank": e.rank, "user_id": e.user_id, "display_name": e.display_name,
                          "score": e.score, "self": True}
-            else:
+            elif shown([e]):
                 entry = {**public_entry(e), "self": False}
+            else:
+                continue
             neighbors.append(entry)
         return {"season": season.name,
                 "user": {"rank": me.rank, "user_id": me.user_id,

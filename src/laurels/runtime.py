@@ -1,8 +1,17 @@
-"""Wiring: one object that owns the connections and the domain services."""
+"""Wiring: the one function that builds the service graph, and the runtime
+that owns the store connections it runs on.
+
+`wire()` builds every domain service from settings and two store clients;
+`Runtime` opens those clients and is what the CLI, the app and the tests
+use. A test that needs another tie policy, key prefix or clock calls
+`derive()`, which runs the same `wire()` on the same connections.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
@@ -14,10 +23,13 @@ from laurels.ingest import Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
-from laurels.notify import Notifier
+from laurels.notify import Hub, Notifier
 from laurels.projector import Projector
+from laurels.reads import Reads
 from laurels.settings import Secrets, Settings
 from laurels.verify import Verifier
+
+Clock = Callable[[], datetime]
 
 
 def redis_client(url: str, cluster: bool) -> Any:
@@ -28,28 +40,67 @@ def redis_client(url: str, cluster: bool) -> Any:
     return Redis.from_url(url, **options)
 
 
-@dataclass
-class Runtime:
-    settings: Settings
-    secrets: Secrets
-    database_url: str
-    redis_url: str
+def _now() -> datetime:
+    return datetime.now(UTC)
 
-    def __post_init__(self) -> None:
-        self.db = Database(self.database_url)
-        self.redis: Redis = redis_client(self.redis_url, self.settings.redis_cluster)
-        self.keys = Keys(self.settings.key_prefix, self.settings.tie_policy)
-        self.board = Board(self.redis, self.keys, self.settings.tie_policy)
-        self.lifecycle = Lifecycle(self.settings, self.db, self.board)
-        self.rebuilder = Rebuilder(self.db, self.board, self.lifecycle)
-        self.ingestor = Ingestor(self.settings, self.db, self.board, self.rebuilder)
-        self.learners = Learners(self.db, self.board, self.lifecycle)
-        self.projector = Projector(self.db, self.board, self.rebuilder, self.lifecycle)
-        self.verifier = Verifier(self.db, self.board, self.projector, self.lifecycle)
-        self.notifier = Notifier(self.db, self.board)
-        self.lifecycle.on_finalized.append(self.notifier.season_final)
-        self.lifecycle.after_finalized.append(self.notifier.announce_final)
-        self.projector.notifier = self.notifier
+
+@dataclass
+class Services:
+    """Every domain service of one configuration, on shared store clients."""
+
+    settings: Settings
+    db: Database
+    redis: Redis
+    keys: Keys
+    board: Board
+    lifecycle: Lifecycle
+    rebuilder: Rebuilder
+    notifier: Notifier
+    projector: Projector
+    ingestor: Ingestor
+    learners: Learners
+    verifier: Verifier
+    reads: Reads
+    hub: Hub
+
+    def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
+        """The same graph with other settings (or clock), on the same connections."""
+        return wire(self.settings.model_copy(update=overrides), self.db, self.redis, clock)
+
+
+def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = None
+         ) -> Services:
+    """Settings and store clients -> the whole service graph."""
+    keys = Keys(settings.key_prefix, settings.tie_policy)
+    board = Board(redis, keys, settings.tie_policy)
+    lifecycle = Lifecycle(settings, db, board)
+    rebuilder = Rebuilder(db, board, lifecycle)
+    notifier = Notifier(db, board)
+    lifecycle.on_finalized.append(notifier.season_final)
+    lifecycle.after_finalized.append(notifier.announce_final)
+    projector = Projector(db, board, rebuilder, lifecycle, notifier)
+    return Services(
+        settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
+        rebuilder=rebuilder, notifier=notifier, projector=projector,
+        ingestor=Ingestor(settings, db, projector, clock or _now),
+        learners=Learners(db, board, lifecycle),
+        verifier=Verifier(db, board, projector, lifecycle),
+        reads=Reads(settings, db, board, rebuilder, lifecycle),
+        hub=Hub(board),
+    )
+
+
+class Runtime(Services):
+    """The service graph plus the connections it owns (opened and closed here)."""
+
+    def __init__(self, settings: Settings, secrets: Secrets, database_url: str,
+                 redis_url: str) -> None:
+        db = Database(database_url)
+        redis = redis_client(redis_url, settings.redis_cluster)
+        super().__init__(**vars(wire(settings, db, redis)))
+        self.secrets = secrets
+        self.database_url = database_url
+        self.redis_url = redis_url
 
     async def open(self, run_migrations: bool = True) -> None:
         if run_migrations:

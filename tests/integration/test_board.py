@@ -13,7 +13,6 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Event, Profile
 from laurels.board.rebuild import Rebuilder
-from laurels.ingest import Ingestor
 from laurels.keys import Keys, chunk_of
 from laurels.ranking import Standing, rank_all
 from laurels.runtime import Runtime, redis_client
@@ -132,11 +131,8 @@ async def test_visibility_change_moves_learner(rt: Runtime) -> None:
 
 @pytest.mark.parametrize("policy", ["shared", "first"])
 async def test_rebuild_equals_incremental(rt: Runtime, policy: str) -> None:
-    rt.settings = rt.settings.model_copy(update={"tie_policy": policy})
-    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
-    rebuilder = Rebuilder(rt.db, board)
-    ing = Ingestor(rt.settings, rt.db, board, rebuilder,
-                   clock=lambda: datetime(2026, 12, 1, tzinfo=UTC))
+    svc = rt.derive(clock=lambda: datetime(2026, 12, 1, tzinfo=UTC), tie_policy=policy)
+    board, rebuilder, ing = svc.board, svc.rebuilder, svc.ingestor
     items = [{"completion_id": f"x{i}", "user_id": 1 + i % 7, "points": 1 + i % 3,
               "completed_at": (START + timedelta(minutes=i)).isoformat()} for i in range(60)]
     assert all(o.status == "recorded" for o in await ing.record(items))

@@ -14,7 +14,7 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def ingestor(rt: Runtime, now: datetime = NOW) -> Ingestor:
-    return Ingestor(rt.settings, rt.db, rt.board, rt.rebuilder, clock=lambda: now)
+    return rt.derive(clock=lambda: now).ingestor
 
 
 def item(cid: str, uid: int, points: int, at: str | None = "2026-11-30T10:00:00Z") -> dict:
@@ -153,12 +153,10 @@ async def test_projector_runs_until_stopped(rt: Runtime) -> None:
 
 async def test_fast_path_failure_leaves_the_outbox_row(rt: Runtime, redis_url: str) -> None:
     """Redis unreachable after commit: recorded anyway, applied later by the projector."""
-    from laurels.board import Board
-    from laurels.runtime import redis_client
+    from laurels.runtime import redis_client, wire
 
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    broken = Ingestor(rt.settings, rt.db, Board(dead, rt.keys, rt.board.policy), rt.rebuilder,
-                      clock=lambda: NOW)
+    broken = wire(rt.settings, rt.db, dead, clock=lambda: NOW).ingestor
     [res] = await broken.record([item("down", 8, 3)])
     await dead.aclose()
     assert res.status == "recorded"

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 from redis.exceptions import RedisError
 
-from laurels.board import Board, Event, Profile
+from laurels.board import Event, Profile
 from laurels.errors import Problem
 from laurels.ingest import Ingestor
-from laurels.learners import Learners
-from laurels.lifecycle import SEASONS_FINALIZED, Lifecycle
+from laurels.lifecycle import SEASONS_FINALIZED
 from laurels.reads import Reads
-from laurels.runtime import Runtime, redis_client
+from laurels.runtime import Runtime, redis_client, wire
 from laurels.seasons import parse_season
 from laurels.validation import UserIn
 
@@ -27,7 +26,7 @@ def at(season: str, hours: int) -> datetime:
 
 
 def ing(rt: Runtime, now: datetime) -> Ingestor:
-    return Ingestor(rt.settings, rt.db, rt.board, rt.rebuilder, clock=lambda: now)
+    return rt.derive(clock=lambda: now).ingestor
 
 
 async def record(rt: Runtime, season: str, rows: list[tuple[str, int, int]],
@@ -40,7 +39,7 @@ async def record(rt: Runtime, season: str, rows: list[tuple[str, int, int]],
 
 
 def reads(rt: Runtime) -> Reads:
-    return Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
+    return rt.reads
 
 
 async def board_of(rt: Runtime, season: str) -> list[tuple[int, int | None, int]]:
@@ -65,7 +64,7 @@ async def test_erasure_everywhere_and_for_good(rt: Runtime) -> None:
     await three_seasons(rt)
     before = await board_of(rt, W48)
     assert before == [(1, 1, 30), (2, 2, 20), (3, 3, 10), (3, 4, 10)]
-    learners = Learners(rt.db, rt.board, rt.lifecycle)
+    learners = rt.learners
     await learners.erase(2)
     for season in (W47, W48, W49):  # current, past, and the archived season
         assert await board_of(rt, season) == [(1, 1, 30), (2, 3, 10), (2, 4, 10)]
@@ -100,7 +99,7 @@ async def test_in_flight_apply_after_erasure_scores_nothing(rt: Runtime) -> None
 async def test_erasure_interrupted_after_commit_is_finished_later(rt: Runtime) -> None:
     await record(rt, W49, [("i1", 6, 3), ("i2", 7, 2)])
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    broken = Lifecycle(rt.settings, rt.db, Board(dead, rt.keys, rt.board.policy))
+    broken = wire(rt.settings, rt.db, dead).lifecycle
     with pytest.raises(RedisError):
         await broken.erase(6)
     await dead.aclose()
@@ -113,7 +112,7 @@ async def test_erasure_interrupted_after_commit_is_finished_later(rt: Runtime) -
 
 async def test_names_and_visibility_in_step_everywhere(rt: Runtime) -> None:
     await three_seasons(rt)
-    learners = Learners(rt.db, rt.board, rt.lifecycle)
+    learners = rt.learners
     await learners.update(3, UserIn(display_name="Cleo"))
     for season in (W47, W48, W49):
         body = await reads(rt).top(parse_season(season), 10)
@@ -135,7 +134,7 @@ async def test_finalize_once_under_concurrency(rt: Runtime) -> None:
     await record(rt, W47, [("f1", 1, 5), ("f2", 2, 9)])
     await record(rt, W49, [("f3", 1, 1)])
     before = SEASONS_FINALIZED._value.get()
-    other = Lifecycle(rt.settings, rt.db, rt.board)
+    other = rt.derive().lifecycle
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W47 closed (grace over), W48 not yet
     results = await asyncio.gather(rt.lifecycle.finalize_due(now), other.finalize_due(now),
                                    rt.lifecycle.finalize_due(now))
@@ -182,8 +181,7 @@ async def test_late_completion_inside_and_outside_the_grace(rt: Runtime) -> None
 
 @pytest.mark.parametrize("policy", ["shared", "first"])
 async def test_archive_ranks_follow_the_policy(rt: Runtime, policy: str) -> None:
-    rt.settings = rt.settings.model_copy(update={"tie_policy": policy})
-    lifecycle = Lifecycle(rt.settings, rt.db, rt.board)
+    lifecycle = rt.derive(tie_policy=policy).lifecycle
     await record(rt, W47, [("p1", 30, 10), ("p2", 20, 10), ("p3", 10, 10), ("p4", 40, 9)])
     assert await lifecycle.finalize(W47)
     rows = await rt.db.fetch("archive_top", season=W47, limit=10)
@@ -196,7 +194,7 @@ async def test_archive_ranks_follow_the_policy(rt: Runtime, policy: str) -> None
 
 async def test_verify_checks_names_and_visibility(rt: Runtime) -> None:
     await record(rt, W49, [("n1", 1, 4), ("n2", 2, 4)])
-    await Learners(rt.db, rt.board, rt.lifecycle).update(1, UserIn(display_name="Ada"))
+    await rt.learners.update(1, UserIn(display_name="Ada"))
     assert (await rt.verifier.verify(W49)).consistent
     sk = rt.board.season_keys(W49)
     vk = sk.version(await rt.redis.get(sk.current))
@@ -212,8 +210,7 @@ async def test_verify_checks_names_and_visibility(rt: Runtime) -> None:
 
 
 async def test_expired_keys_are_read_from_the_archive(rt: Runtime) -> None:
-    rt.settings = rt.settings.model_copy(update={"keep_seasons": 0})
-    lifecycle = Lifecycle(rt.settings, rt.db, rt.board)
+    lifecycle = rt.derive(keep_seasons=0).lifecycle
     await record(rt, W47, [("k1", 1, 3), ("k2", 2, 8)])
     assert await rt.redis.exists(rt.board.season_keys(W47).current)
     assert await lifecycle.finalize(W47)  # keep 0 seasons: its expiry is already past

@@ -33,21 +33,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from laurels.board import Board
-from laurels.board.rebuild import Rebuilder
 from laurels.errors import Problem
-from laurels.ingest import Ingestor
-from laurels.keys import Keys
-from laurels.learners import Learners
-from laurels.lifecycle import Lifecycle
 from laurels.notify import Notifier
-from laurels.projector import Projector
-from laurels.reads import Reads
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import UserIn
-from laurels.verify import Verifier
 from tests.conftest import ADMIN, INGEST, USER_SECRET
 
 SEASON = "2026-W47"
@@ -263,21 +254,12 @@ class System:
     def __init__(self, rt: Runtime, prefix: str, policy: str, keep_seasons: int = 8) -> None:
         self.rt = rt
         self.prefix = prefix
-        self.settings = rt.settings.model_copy(update={
-            "tie_policy": policy, "key_prefix": prefix, "keep_seasons": keep_seasons})
-        self.board = Board(rt.redis, Keys(prefix, policy), policy)  # type: ignore[arg-type]
-        self.lifecycle = Lifecycle(self.settings, rt.db, self.board)
-        self.rebuilder = Rebuilder(rt.db, self.board, self.lifecycle)
-        self.notifier = Notifier(rt.db, self.board)
-        self.lifecycle.on_finalized.append(self.notifier.season_final)
-        self.lifecycle.after_finalized.append(self.notifier.announce_final)
-        self.projector = Projector(rt.db, self.board, self.rebuilder, self.lifecycle)
-        self.projector.notifier = self.notifier
-        self.verifier = Verifier(rt.db, self.board, self.projector)
-        self.learners = Learners(rt.db, self.board, self.lifecycle)
-        self.reads = Reads(self.settings, rt.db, self.board, self.rebuilder, self.lifecycle)
-        self.ingestor = Ingestor(self.settings, rt.db, self.board, self.rebuilder,
-                                 clock=lambda: NOW)
+        svc = rt.derive(clock=lambda: NOW, tie_policy=policy, key_prefix=prefix,
+                        keep_seasons=keep_seasons)
+        self.settings = svc.settings
+        self.board, self.lifecycle, self.rebuilder = svc.board, svc.lifecycle, svc.rebuilder
+        self.notifier, self.projector, self.verifier = svc.notifier, svc.projector, svc.verifier
+        self.learners, self.reads, self.ingestor = svc.learners, svc.reads, svc.ingestor
 
     async def keys(self) -> list[str]:
         return [k async for k in self.rt.redis.scan_iter(match=f"{self.prefix}:*", count=1000)]

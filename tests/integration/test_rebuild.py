@@ -11,7 +11,6 @@ import pytest
 from laurels.board.rebuild import RebuildRunning, lock_key
 from laurels.errors import Problem
 from laurels.ingest import Ingestor
-from laurels.reads import Reads
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 
@@ -21,7 +20,7 @@ NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W48 is still inside its grace
 
 
 def ingestor(rt: Runtime) -> Ingestor:
-    return Ingestor(rt.settings, rt.db, rt.board, rt.rebuilder, clock=lambda: NOW)
+    return rt.derive(clock=lambda: NOW).ingestor
 
 
 def items(prefix: str, n: int, users: int = 40, seed: int = 0) -> list[dict]:
@@ -137,7 +136,7 @@ async def test_flushed_board_heals_itself(rt: Runtime) -> None:
     expected = await pg_sums(rt)
     for key in await rt.redis.keys(f"{rt.keys.prefix}:*"):
         await rt.redis.delete(key)
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
+    reads = rt.reads
     body = await reads.top(parse_season(SEASON), 1000)
     assert {e["user_id"]: e["score"] for e in body["entries"]} == expected
     # Applies after the loss land on the healed board, not on a partial one.
@@ -150,7 +149,7 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
     await ingestor(rt).record(items("r", 5))
     sk = rt.board.season_keys(SEASON)
     await rt.redis.delete(sk.current)
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
+    reads = rt.reads
     async with rt.db.connection() as conn:  # "another process" holds the rebuild lock
         await conn.execute("SELECT pg_advisory_lock(%s)",
                            (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
@@ -165,7 +164,7 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
 
 
 async def test_empty_season_reads_as_empty(rt: Runtime) -> None:
-    reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
+    reads = rt.reads
     body = await reads.top(parse_season("2026-W30"), 10)
     assert body["total"] == 0 and body["entries"] == []
     assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []

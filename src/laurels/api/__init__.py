@@ -15,9 +15,7 @@ from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.routes import router
 from laurels.metrics import RequestMetrics
-from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
-from laurels.reads import Reads
 from laurels.runtime import Runtime
 
 log = logging.getLogger("laurels.api")
@@ -49,9 +47,9 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
-    app.state.hub = Hub(rt.board)
+    app.state.hub = rt.hub
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
-    app.state.reads = Reads(rt.settings, rt.db, rt.board, rt.rebuilder, rt.lifecycle)
+    app.state.reads = rt.reads
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)

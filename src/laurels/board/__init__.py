@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -51,6 +51,13 @@ class Event:
     completed_at: datetime
     season: str
     profile: Profile
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Event:
+        """A completion row joined with its learner's profile (queries.sql)."""
+        return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
+                   season or row["season"],
+                   Profile(row["profile_version"], row["visibility"], row["display_name"]))
 
 
 @dataclass(frozen=True)
@@ -242,7 +249,8 @@ class Board:
     async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
         """Project a profile onto one season; False when the season has no board."""
         return await self._write(
-            "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users], [],
+            "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            [self.season_keys(season).erased],
             [pad_uid(user_id), profile.version, profile.visibility, profile.display_name,
              self.policy])
 
@@ -282,13 +290,16 @@ class Board:
         return out
 
     async def top(self, season: str, limit: int) -> Top:
-        reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users], [limit])
+        erased = self.season_keys(season).erased
+        reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users, erased],
+                                 [limit])
         return Top(int(reply[1]), self._entries(reply[2:], 1, 0))
 
     async def around(self, season: str, user_id: int, radius: int) -> Around | None:
         """A learner's entry and neighbours, or None when they have no score this season."""
+        erased = self.season_keys(season).erased
         reply = await self._read(
-            "read_around", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            "read_around", season, lambda vk: [vk.public, vk.hidden, vk.users, erased],
             [pad_uid(user_id), radius, self.policy])
         if reply[0] == "NOT_RANKED":
             return None

@@ -189,6 +189,7 @@ class Rebuilder:
                 cur = await conn.execute(dbmod.q("season_event_count"), {"season": season})
                 row = await cur.fetchone()
                 total = int(row["n"]) if row else 0
+                await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
                 async with conn.cursor(name=f"rebuild_{version}") as named:
@@ -209,13 +210,13 @@ class Rebuilder:
                         if progress:
                             progress(events, total)
                 await self._verify_built(conn, season, version)
-            failpoints.hit("rebuild_before_switch")
+            await failpoints.pause("rebuild_before_switch")
             reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
                                                       args=[version])
             if reply[0] != "OK":
                 raise RebuildFailed("another rebuild took over the building marker")
             previous = reply[1]
-            failpoints.hit("rebuild_after_switch")
+            await failpoints.pause("rebuild_after_switch")
         except BaseException as exc:
             # Leave the current board serving; stop feeding and free the new one.
             with contextlib.suppress(Exception):
@@ -242,8 +243,8 @@ class Rebuilder:
         return RebuildResult(rebuild_id, season, events, version)
 
     async def _verify_built(self, conn: dbmod.Conn, season: str, version: str) -> None:
-        """Every learner of the snapshot is on the new board with at least their
-        snapshot score (live applies since the snapshot can only add)."""
+        """Every learner of the snapshot is on the new board, unless erased
+        since the snapshot was taken (the tombstone then rightly kept them off)."""
         vk = self.board.season_keys(season).version(version)
         cur = await conn.execute(dbmod.q("season_sums"), {"season": season})
         while True:
@@ -252,9 +253,15 @@ class Rebuilder:
                 return
             profiles = await self.board.redis.hmget(
                 vk.users, [f"{r['user_id']:019d}" for r in rows])
-            for r, profile in zip(rows, profiles, strict=True):
-                if not profile or str(profile).split("\t")[2] == "":
-                    raise RebuildFailed(f"learner {r['user_id']} missing from the new board")
+            absent = [r["user_id"] for r, profile in zip(rows, profiles, strict=True)
+                      if not profile or str(profile).split("\t")[2] == ""]
+            if absent:
+                # Outside the snapshot: erasures committed since it was taken.
+                erased = {r["user_id"] for r in await self.db.fetch("erased_users",
+                                                                    user_ids=absent)}
+                for uid in absent:
+                    if uid not in erased:
+                        raise RebuildFailed(f"learner {uid} missing from the new board")
 
     async def drop_version(self, season: str, version: str) -> None:
         """Free a version's keys without blocking Redis (UNLINK frees lazily)."""

@@ -27,6 +27,10 @@ INSERT INTO outbox (seq) SELECT unnest(%(seqs)s::bigint[]);
 DELETE FROM outbox WHERE seq = ANY(%(seqs)s);
 
 -- name: claim_outbox
+-- The projector's batch: rows old enough that the fast path has given up on
+-- them. Locked until applied and deleted, so an erasure (whose cascade
+-- deletes these rows) waits for the apply, and a re-apply never reads a
+-- completion or profile that is already gone.
 SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
@@ -38,6 +42,21 @@ LEFT JOIN users u ON u.user_id = c.user_id
 WHERE o.created_at <= now() - make_interval(secs => %(min_age_seconds)s)
 ORDER BY o.seq
 LIMIT %(limit)s
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: claim_outbox_seqs
+-- The fast path's claim of the rows its own ingest wrote (same rules as above;
+-- rows a projector holds are skipped: it applies them).
+SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
+       coalesce(u.profile_version, 0) AS profile_version,
+       coalesce(u.visibility, 'public') AS visibility,
+       coalesce(u.display_name, '') AS display_name,
+       extract(epoch FROM now() - o.created_at) AS queued_seconds
+FROM outbox o
+JOIN completions c ON c.seq = o.seq
+LEFT JOIN users u ON u.user_id = c.user_id
+WHERE o.seq = ANY(%(seqs)s)
+ORDER BY o.seq
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: outbox_depth
@@ -67,6 +86,9 @@ FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE c.season = %(season)s
 GROUP BY c.user_id ORDER BY c.user_id;
 
+-- name: erased_users
+SELECT user_id FROM users WHERE user_id = ANY(%(user_ids)s) AND erased_at IS NOT NULL;
+
 -- name: get_user
 SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
 FROM users WHERE user_id = %(user_id)s;
@@ -82,8 +104,16 @@ ON CONFLICT (user_id) DO UPDATE SET
 WHERE u.erased_at IS NULL
 RETURNING user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased;
 
--- name: user_seasons
-SELECT DISTINCT season FROM completions WHERE user_id = %(user_id)s;
+-- name: lock_user_seasons
+-- The seasons a learner has completions or standings in, share-locked (after
+-- the learner's own row: users, then seasons, is every writer's lock order).
+-- Finalizing takes FOR UPDATE on its season, so a profile change or an
+-- erasure either commits before the archive is built (which then sees it) or
+-- waits for the archive to commit (and then re-ranks or deletes it).
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season IN (SELECT season FROM completions WHERE user_id = %(user_id)s
+                 UNION SELECT season FROM season_standings WHERE user_id = %(user_id)s)
+ORDER BY season FOR SHARE;
 
 -- name: insert_rebuild
 INSERT INTO rebuilds (rebuild_id, season, tie_policy, status)
@@ -156,7 +186,8 @@ WHERE st.season = %(season)s AND st.user_id = p.user_id;
 SELECT st.user_id, st.score, st.rank, coalesce(u.display_name, '') AS display_name,
        coalesce(u.visibility, 'public') AS visibility
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
-WHERE st.season = %(season)s AND st.pos IS NOT NULL
+WHERE st.season = %(season)s
+  AND coalesce(u.visibility, 'public') <> 'hidden' AND u.erased_at IS NULL AND st.pos IS NOT NULL
 ORDER BY st.pos LIMIT %(limit)s;
 
 -- name: archive_total
@@ -183,7 +214,8 @@ WHERE st.season = %(season)s AND st.pos IS NOT NULL;
 SELECT st.user_id, st.score, st.rank, coalesce(u.display_name, '') AS display_name,
        coalesce(u.visibility, 'public') AS visibility
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
-WHERE st.season = %(season)s AND st.pos BETWEEN %(first)s AND %(last)s
+WHERE st.season = %(season)s
+  AND coalesce(u.visibility, 'public') <> 'hidden' AND u.erased_at IS NULL AND st.pos BETWEEN %(first)s AND %(last)s
 ORDER BY st.pos;
 
 -- name: erase_user
@@ -220,9 +252,6 @@ DELETE FROM erasures WHERE user_id = %(user_id)s AND seasons <@ %(seasons)s;
 -- name: season_policies
 SELECT season, coalesce(tie_policy, %(tie_policy)s) AS tie_policy FROM seasons
 WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
-
--- name: user_archived_seasons
-SELECT season FROM season_standings WHERE user_id = %(user_id)s;
 
 -- name: open_seasons
 SELECT season FROM seasons WHERE finalized_at IS NULL;

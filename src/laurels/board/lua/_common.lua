@@ -1,4 +1,4 @@
--- Shared helpers, prepended to every script when it is loaded (board/scripts.py).
+-- Shared helpers, prepended to every script when it is loaded (board/__init__.py, Scripts).
 -- A profile is "profile_version\tvisibility\tlast_ts\tname" (names hold no
 -- control characters, so a tab never occurs inside one). last_ts is '' until
 -- the learner has scored in this version.
@@ -37,15 +37,32 @@ local function check_versions(current_key, building_key, expected_current, expec
 end
 
 -- Append (member, score, profile) triples of a ZRANGE ... WITHSCORES reply.
-local function append_entries(out, items, users)
+-- A learner in the season's erased set is never returned, whatever a sorted
+-- set still holds (privacy is checked where it is read, not only where it
+-- is written).
+local function append_entries(out, items, users, erased_key)
   if #items == 0 then return out end
   local uids = {}
   for i = 1, #items, 2 do uids[#uids + 1] = string.sub(items[i], -19) end
   local profiles = redis.call('HMGET', users, unpack(uids))
+  local gone = redis.call('SMISMEMBER', erased_key, unpack(uids))
   for i = 1, #uids do
-    out[#out + 1] = items[2 * i - 1]
-    out[#out + 1] = items[2 * i]
-    out[#out + 1] = profiles[i] or ''
+    if gone[i] == 0 then
+      out[#out + 1] = items[2 * i - 1]
+      out[#out + 1] = items[2 * i]
+      out[#out + 1] = profiles[i] or ''
+    end
   end
   return out
+end
+
+-- A finalized season's keys expire together (lifecycle.expire). A key that a
+-- script creates afterwards (a new bitmap chunk, a first hidden learner, an
+-- erased set) takes the same expiry, so nothing outlives its season.
+local function inherit_expiry(current_key, keys, from)
+  local ttl = redis.call('PTTL', current_key)
+  if ttl <= 0 then return end
+  for i = from, #keys do
+    if redis.call('PTTL', keys[i]) == -1 then redis.call('PEXPIRE', keys[i], ttl) end
+  end
 end

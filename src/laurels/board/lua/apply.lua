@@ -43,8 +43,11 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
   local public, hidden, users = KEYS[5 + 5 * i], KEYS[6 + 5 * i], KEYS[7 + 5 * i]
   local chunks, bitmap = KEYS[8 + 5 * i], KEYS[9 + 5 * i]
   local ranked = first_is_current and i == 0
-  if redis.call('SETBIT', bitmap, offset, 1) == 0 and not erased then
-    redis.call('SADD', chunks, chunk)
+  -- The chunk is tracked whenever its bit is set (an erased learner's too),
+  -- so dropping or expiring the version finds every bitmap.
+  local fresh = redis.call('SETBIT', bitmap, offset, 1) == 0
+  if fresh then redis.call('SADD', chunks, chunk) end
+  if fresh and not erased then
     applied = applied + 1
     local p = parse_profile(redis.call('HGET', users, uid))
     local score = 0
@@ -103,4 +106,5 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
     end
   end
 end
+inherit_expiry(current_key, KEYS, 3)
 return {'OK', applied, current_vis}

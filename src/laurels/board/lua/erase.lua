@@ -26,4 +26,5 @@ for i = 0, (#KEYS - 3) / 3 - 1 do
     changed = changed + 1
   end
 end
+inherit_expiry(current_key, KEYS, 3)
 return {'OK', changed}

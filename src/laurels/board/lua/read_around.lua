@@ -1,7 +1,8 @@
 -- read_around.lua: a learner's rank and the public entries around them.
 -- O(log N + radius): ranks come from ZRANK/ZCOUNT, never from a scan.
 --
--- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash
+-- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash,
+-- KEYS[5]  the season's erased set
 -- ARGV[1]  expected current version, ARGV[2] padded user id, ARGV[3] radius,
 -- ARGV[4]  tie policy
 -- Returns {'MISSING'} | {'STALE', current} | {'NOT_RANKED'} |
@@ -10,7 +11,7 @@
 -- "own index" is the learner's position in the public order (for a hidden
 -- learner: where they would stand); "better count" is how many public
 -- learners have a strictly higher score (shared rank = better count + 1).
-local current_key, public, hidden, users = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local current_key, public, hidden, users, erased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local expected_current, uid = ARGV[1], ARGV[2]
 local radius, policy = tonumber(ARGV[3]), ARGV[4]
 
@@ -19,7 +20,9 @@ if not current then return {'MISSING'} end
 if current ~= expected_current then return {'STALE', current} end
 
 local p = parse_profile(redis.call('HGET', users, uid))
-if p == nil or p.ts == '' then return {'NOT_RANKED'} end
+if p == nil or p.ts == '' or redis.call('SISMEMBER', erased, uid) == 1 then
+  return {'NOT_RANKED'}
+end
 local member = member_of(policy, p.ts, uid)
 local own_set = zset_of(p.vis, public, hidden)
 local score = redis.call('ZSCORE', own_set, member)
@@ -52,4 +55,4 @@ local first_better = 0
 if #items > 0 then first_better = redis.call('ZCOUNT', public, '-inf', '(' .. items[2]) end
 
 local out = {'OK', format_profile(p), score, index, better, first, first_better}
-return append_entries(out, items, users)
+return append_entries(out, items, users, erased)

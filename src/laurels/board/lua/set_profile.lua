@@ -1,24 +1,27 @@
 -- set_profile.lua: project a learner's name and visibility onto a season board,
 -- moving them between the public and hidden sets atomically.
 --
--- KEYS[1]  current marker, KEYS[2] building marker
--- KEYS[3+3i .. 5+3i], for each target version i: public zset, hidden zset, users hash
+-- KEYS[1]  current marker, KEYS[2] building marker, KEYS[3] the season's erased set
+-- KEYS[4+3i .. 6+3i], for each target version i: public zset, hidden zset, users hash
 -- ARGV[1]  expected current version, ARGV[2] expected building version
 -- ARGV[3]  padded user id, ARGV[4] profile version, ARGV[5] visibility,
 -- ARGV[6]  display name ('' = none), ARGV[7] tie policy
 -- Returns {'STALE', current, building} | {'MISSING'} | {'OK', targets changed}.
--- An older profile version than the stored one changes nothing.
-local current_key, building_key = KEYS[1], KEYS[2]
+-- An older profile version than the stored one changes nothing, and neither
+-- does any profile of an erased learner (a change that committed before the
+-- erasure but arrives after it must not bring their name back).
+local current_key, building_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local uid, profile_version, visibility, name = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local policy = ARGV[7]
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
+if redis.call('SISMEMBER', erased_key, uid) == 1 then return {'OK', 0} end
 
 local changed = 0
-for i = 0, (#KEYS - 2) / 3 - 1 do
-  local public, hidden, users = KEYS[3 + 3 * i], KEYS[4 + 3 * i], KEYS[5 + 3 * i]
+for i = 0, (#KEYS - 3) / 3 - 1 do
+  local public, hidden, users = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
   local p = parse_profile(redis.call('HGET', users, uid))
   if p == nil then
     p = {ver = profile_version, vis = visibility, ts = '', name = name}
@@ -39,4 +42,5 @@ for i = 0, (#KEYS - 2) / 3 - 1 do
     changed = changed + 1
   end
 end
+inherit_expiry(current_key, KEYS, 4)
 return {'OK', changed}

@@ -1,0 +1,224 @@
+"""Each interleaving that once let an erased learner come back or showed a
+hidden one in public, forced deterministically with held pause points
+(laurels.failpoints), never with sleeps. docs/concurrency.md explains the
+lock order that makes each of them harmless.
+
+After every scenario the store invariants of tests/invariants.py hold and
+verify finds the board consistent with PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from laurels import failpoints
+from laurels.keys import chunk_of
+from laurels.ranking import pad_uid
+from laurels.runtime import Runtime, Services
+from laurels.seasons import parse_season
+from laurels.validation import UserIn
+from tests.invariants import HintTap, blocked_or_done, check_all
+
+W47, W49 = "2026-W47", "2026-W49"
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W49; W47 closed, W48 in its grace
+LATE_W47 = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W47 still in its grace
+
+
+def item(cid: str, uid: int, points: int, season: str = W49, hour: int = 1) -> dict[str, Any]:
+    at = parse_season(season).starts_at + timedelta(hours=hour)
+    return {"completion_id": cid, "user_id": uid, "points": points,
+            "completed_at": at.isoformat()}
+
+
+def services(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Services:
+    return rt.derive(clock=lambda: now, **overrides)
+
+
+async def top(svc: Services, season: str) -> list[tuple[int | None, str, int]]:
+    body = await svc.reads.top(parse_season(season), 100)
+    return [(e["user_id"], e["display_name"], e["score"]) for e in body["entries"]]
+
+
+async def consistent(svc: Services, season: str) -> None:
+    result = await svc.verifier.verify(season)
+    assert result.consistent, result.body()
+
+
+# -- 1. an erased learner comes back after a heal -----------------------------------
+
+
+@pytest.mark.parametrize("point", ["ingest_after_commit", "fast_claimed"])
+async def test_erasure_while_the_fast_path_waits_on_a_missing_board(rt: Runtime,
+                                                                    point: str) -> None:
+    """The season has no board. A completion commits; before its fast path
+    applies it, the learner is erased (erase.lua finds no board). The fast path
+    then heals the board from PostgreSQL: the learner must not come back from
+    the copy of the event it read before the erasure."""
+    svc = services(rt)
+    await svc.learners.update(2, UserIn(display_name="Bea"))
+    await svc.ingestor.record([item("a1", 1, 3)])
+    await svc.redis.delete(svc.board.season_keys(W49).current)  # the board is lost
+    svc.board.forget(W49)
+    with failpoints.hold(point) as held:
+        ingest = asyncio.create_task(svc.ingestor.record([item("a2", 2, 7)]))
+        await held.reached()
+        erase = asyncio.create_task(svc.learners.erase(2))
+        await blocked_or_done(svc, erase)  # the claimed outbox row makes it wait
+    [outcome] = await ingest
+    await erase
+    assert outcome.status == "recorded"
+    board = await top(svc, W49)
+    assert board == [(1, "Learner 1", 3)]
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+# -- 2. finalize racing an erasure ----------------------------------------------------
+
+
+async def test_finalize_racing_an_erasure_keeps_nobody_erased(rt: Runtime) -> None:
+    """Finalize has read the completions into the archive but not committed;
+    the erasure runs meanwhile. The archive, the season_final notifications
+    and the archived board (once Redis lets the keys go) hold no trace."""
+    svc = services(rt, LATE_W47, keep_seasons=0)
+    await svc.ingestor.record([item("f1", 1, 5, W47), item("f2", 2, 9, W47)])
+    with failpoints.hold("finalize_before_commit") as held:
+        finalize = asyncio.create_task(svc.lifecycle.finalize(W47))
+        await held.reached()
+        erase = asyncio.create_task(svc.learners.erase(2))
+        await blocked_or_done(svc, erase)  # waits for the season's lock
+    assert await finalize
+    await erase
+    assert await top(svc, W47) == [(1, "Learner 1", 5)]  # keys gone: from the archive
+    for uid in (1, 2):
+        notes = await svc.db.fetch("list_notifications", user_id=uid, limit=10)
+        assert [n["kind"] for n in notes] == (["season_final"] if uid == 1 else [])
+    await consistent(svc, W47)
+    await check_all(svc, [W47])
+
+
+# -- 3. finalize racing a visibility change --------------------------------------------
+
+
+async def test_finalize_racing_hidden_keeps_the_archive_private(rt: Runtime) -> None:
+    svc = services(rt, LATE_W47, keep_seasons=0)
+    await svc.ingestor.record([item("v1", 1, 5, W47), item("v2", 2, 9, W47)])
+    with failpoints.hold("finalize_before_commit") as held:
+        finalize = asyncio.create_task(svc.lifecycle.finalize(W47))
+        await held.reached()
+        hide = asyncio.create_task(svc.learners.update(2, UserIn(visibility="hidden")))
+        await blocked_or_done(svc, hide)
+    assert await finalize
+    await hide
+    assert await top(svc, W47) == [(1, "Learner 1", 5)]
+    me = await svc.reads.around(parse_season(W47), 2, 1)
+    assert me["user"]["rank"] == 1 and me["user"]["visibility"] == "hidden"
+    await check_all(svc, [W47])
+
+
+# -- 4. an erasure after the rebuild's snapshot ------------------------------------------
+
+
+async def test_rebuild_succeeds_when_an_erasure_follows_its_snapshot(rt: Runtime) -> None:
+    svc = services(rt)
+    await svc.ingestor.record([item("r1", 1, 4), item("r2", 2, 6), item("r3", 3, 1)])
+    with failpoints.hold("rebuild_snapshot_taken") as held:
+        rebuild = asyncio.create_task(svc.rebuilder.run(W49))
+        await held.reached()
+        await svc.learners.erase(2)  # erase.lua reaches the building version too
+    result = await rebuild
+    assert result.events == 3  # the snapshot still had learner 2
+    status = await svc.rebuilder.status(result.rebuild_id)
+    assert status is not None and status["status"] == "succeeded"
+    assert [u for u, _, _ in await top(svc, W49)] == [1, 3]
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+# -- 5. a hint naming a learner who became hidden during a heal ---------------------------
+
+
+async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None:
+    svc = services(rt)
+    async with HintTap(svc) as tap:
+        with failpoints.hold("fast_missing") as held:
+            ingest = asyncio.create_task(svc.ingestor.record([item("h1", 2, 7)]))
+            await held.reached()  # no board: the fast path is about to heal it
+            await svc.learners.update(2, UserIn(visibility="hidden"))
+        await ingest
+        hints = await tap.drain()
+    assert hints, "the change was hinted"
+    assert all(h.get("user_id") is None for h in hints), hints
+    assert await top(svc, W49) == []
+    me = await svc.reads.around(parse_season(W49), 2, 0)
+    assert me["user"]["visibility"] == "hidden" and me["user"]["score"] == 7
+    await check_all(svc, [W49])
+
+
+async def test_hints_name_only_public_learners(rt: Runtime) -> None:
+    svc = services(rt)
+    await svc.rebuilder.run(W49)  # a live board: applies hint at once
+    await svc.learners.update(3, UserIn(visibility="anonymous"))
+    await svc.learners.update(4, UserIn(visibility="hidden"))
+    async with HintTap(svc) as tap:
+        for i, uid in enumerate((1, 3, 4)):
+            await svc.ingestor.record([item(f"p{i}", uid, 2)])
+        hints = await tap.drain()
+    assert [h.get("user_id") for h in hints if h["season"] == W49] == [1, None, None]
+
+
+# -- 6. smaller leaks ------------------------------------------------------------------------
+
+
+async def test_a_profile_arriving_after_the_erasure_stays_out(rt: Runtime) -> None:
+    svc = services(rt)
+    await svc.ingestor.record([item("n1", 2, 5), item("n2", 1, 1)])
+    with failpoints.hold("profile_committed") as held:
+        rename = asyncio.create_task(svc.learners.update(2, UserIn(display_name="Bea")))
+        await held.reached()  # committed in PostgreSQL, not yet projected
+        await svc.learners.erase(2)
+    await rename
+    sk = svc.board.season_keys(W49)
+    current = await svc.redis.get(sk.current)
+    assert await svc.redis.hget(sk.version(current).users, pad_uid(2)) is None
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+async def test_keys_created_after_finalize_expire_with_the_season(rt: Runtime) -> None:
+    """A bitmap chunk, a hidden set and an erased set written after the
+    season's keys got their expiry take the same expiry."""
+    svc = services(rt, LATE_W47)
+    await svc.ingestor.record([item("e1", 1, 5, W47), item("e2", 2, 3, W47)])
+    async with svc.db.connection() as conn:  # the next seq opens a new bitmap chunk
+        await conn.execute("ALTER TABLE completions ALTER COLUMN seq RESTART WITH 131072")
+    with failpoints.hold("ingest_after_commit") as held:
+        late = asyncio.create_task(svc.ingestor.record([item("e3", 3, 2, W47)]))
+        await held.reached()  # committed before the finalize: it is archived
+        assert await svc.lifecycle.finalize(W47)
+    [outcome] = await late
+    assert outcome.status == "recorded" and chunk_of(outcome.seq or 0)[0] == 2
+    await svc.learners.update(3, UserIn(visibility="hidden"))
+    await svc.learners.erase(1)
+    sk = svc.board.season_keys(W47)
+    assert await svc.redis.pttl(sk.current) > 0
+    assert await svc.redis.exists(sk.erased)
+    await check_all(svc, [W47])
+
+
+async def test_a_tombstoned_apply_tracks_its_bitmap(rt: Runtime) -> None:
+    svc = services(rt)
+    await svc.ingestor.record([item("t1", 2, 5)])
+    rows = await svc.db.fetch("find_completions", completion_ids=["t1"])
+    await svc.learners.erase(2)
+    # The same event delivered late (as a rebuild stream or a stale worker would):
+    from laurels.board import Event, Profile
+
+    late = Event(rows[0]["seq"] + 70_000, 2, 5, rows[0]["completed_at"], W49,
+                 Profile(0, "public", ""))
+    assert await svc.board.apply([late]) == ["duplicate"]
+    await check_all(svc, [W49])

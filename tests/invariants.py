@@ -1,0 +1,145 @@
+"""Invariants of the stores that every test of an interleaving checks.
+
+Invariant 6 of the design (privacy) as the stores must hold it, plus the
+bookkeeping that keeps Redis from leaking: after any operation, whatever the
+timing,
+- nobody is in both the public and the hidden set of a board version;
+- the public set holds nobody whose profile says hidden, the hidden set
+  nobody whose profile says otherwise;
+- no erased learner is in any set or users hash of any version, in the
+  archive, or in a notification (as its owner or named in its data);
+- every idempotency bitmap of a version is listed in its chunks set (so
+  dropping or expiring the version frees it);
+- once a season's keys expire (finalized), every key of it expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+import orjson
+
+from laurels.keys import SeasonKeys
+from laurels.ranking import member_uid
+from laurels.runtime import Services
+
+
+async def erased_ids(svc: Services) -> set[int]:
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT user_id FROM users WHERE erased_at IS NOT NULL")
+        return {int(r["user_id"]) for r in await cur.fetchall()}
+
+
+async def _season_keys(svc: Services, sk: SeasonKeys) -> list[str]:
+    tag = sk.base.split(":{", 1)[1].split("}", 1)[0]
+    pattern = f"{svc.keys.prefix}:{{{tag}}}:*"
+    return [k async for k in svc.redis.scan_iter(match=pattern, count=1000)]
+
+
+async def check_season(svc: Services, season: str, erased: set[int] | None = None) -> None:
+    redis = svc.redis
+    erased = await erased_ids(svc) if erased is None else erased
+    sk = svc.board.season_keys(season)
+    keys = await _season_keys(svc, sk)
+    versions = {str(v) for v in await redis.smembers(sk.versions)}
+    for marker in (sk.current, sk.building):
+        v = await redis.get(marker)
+        if v:
+            versions.add(str(v))
+    for v in sorted(versions):
+        vk = sk.version(v)
+        public = {member_uid(m) for m in await redis.zrange(vk.public, 0, -1)}
+        hidden = {member_uid(m) for m in await redis.zrange(vk.hidden, 0, -1)}
+        users = await redis.hgetall(vk.users)
+        vis = {int(u): p.split("\t")[1] for u, p in users.items()}
+        where = f"{season} v{v}"
+        assert not public & hidden, f"{where}: in both public and hidden: {public & hidden}"
+        assert all(vis.get(u) != "hidden" for u in public), f"{where}: hidden in public set"
+        assert all(vis.get(u) == "hidden" for u in hidden), f"{where}: non-hidden in hidden set"
+        leaked = (public | hidden | set(vis)) & erased
+        assert not leaked, f"{where}: erased learners on the board: {leaked}"
+        chunks = {int(c) for c in await redis.smembers(vk.chunks)}
+        bitmaps = {int(k[len(vk.applied_prefix):]) for k in keys
+                   if k.startswith(vk.applied_prefix)}
+        assert bitmaps <= chunks, f"{where}: untracked bitmap chunks {bitmaps - chunks}"
+    if keys and await redis.pttl(sk.current) > 0:
+        forever = [k for k in keys if await redis.pttl(k) == -1]
+        assert not forever, f"{season}: keys without the season's expiry: {forever}"
+
+
+async def check_postgres(svc: Services, erased: set[int]) -> None:
+    async with svc.db.connection() as conn:
+        cur = await conn.execute(
+            "SELECT st.season, st.user_id, st.pos, st.rank, coalesce(u.visibility, 'public') AS vis"
+            " FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id")
+        for r in await cur.fetchall():
+            assert r["user_id"] not in erased, f"erased learner {r['user_id']} in the archive"
+            if r["vis"] == "hidden":
+                assert r["pos"] is None and r["rank"] is None, (
+                    f"hidden learner {r['user_id']} ranked in the archive of {r['season']}")
+        cur = await conn.execute("SELECT user_id, data FROM notifications")
+        for r in await cur.fetchall():
+            assert r["user_id"] not in erased, f"a notification of erased {r['user_id']}"
+            by = r["data"].get("by_user_id")
+            assert by not in erased, f"a notification naming erased learner {by}"
+
+
+async def check_all(svc: Services, seasons: list[str]) -> None:
+    erased = await erased_ids(svc)
+    for season in seasons:
+        await check_season(svc, season, erased)
+    await check_postgres(svc, erased)
+
+
+class HintTap:
+    """Every hint published on the service's channel while the tap is open.
+    `drain()` returns them all: it publishes a marker and reads up to it, so
+    no hint sent before the call can still be on its way."""
+
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+        self.pubsub: Any = svc.redis.pubsub()
+        self.hints: list[dict[str, Any]] = []
+
+    async def __aenter__(self) -> HintTap:
+        await self.pubsub.subscribe(self.svc.keys.hint_channel())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.pubsub.aclose()
+
+    async def drain(self) -> list[dict[str, Any]]:
+        marker = {"season": "__marker__"}
+        await self.svc.redis.publish(self.svc.keys.hint_channel(), orjson.dumps(marker))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while True:
+            assert loop.time() < deadline, "the hint marker never arrived"
+            message = await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1)
+            if message is None:  # a subscribe confirmation, or nothing yet
+                continue
+            hint = orjson.loads(message["data"])
+            if hint == marker:
+                return self.hints
+            self.hints.append(hint)
+
+
+async def blocked_or_done(svc: Services, task: Awaitable[Any] | asyncio.Task[Any],
+                          timeout: float = 10.0) -> None:
+    """Wait until `task` has finished or some session of this database waits
+    for a lock: proof that it reached a lock another transaction holds."""
+    assert isinstance(task, asyncio.Task)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    async with svc.db.connection() as conn:
+        while not task.done():
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'")
+            row = await cur.fetchone()
+            if row and row["n"]:
+                return
+            assert loop.time() < deadline, "the task neither finished nor waited for a lock"
+            await asyncio.sleep(0.005)
