@@ -6,8 +6,9 @@ timing,
 - nobody is in both the public and the hidden set of a board version;
 - the public set holds nobody whose profile says hidden, the hidden set
   nobody whose profile says otherwise;
-- no erased learner is in any set or users hash of any version, in the
-  archive, or in a notification (as its owner or named in its data);
+- no erased learner is in any set or users hash of any version (once their
+  erasure has returned), in the archive, or in a notification (as its owner
+  or named in its data);
 - every idempotency bitmap of a version is listed in its chunks set (so
   dropping or expiring the version frees it);
 - once a season's keys expire (finalized), every key of it expires.
@@ -86,17 +87,20 @@ async def check_postgres(svc: Services, erased: set[int]) -> None:
             assert by not in erased, f"a notification naming erased learner {by}"
 
 
-async def check_all(svc: Services, seasons: list[str]) -> None:
+async def check_all(svc: Services, seasons: list[str], in_flight: set[int] | None = None
+                    ) -> None:
+    """Every invariant; `in_flight`: learners whose erasure has not returned
+    yet (PostgreSQL forgot them, Redis may still hold them until it does)."""
     erased = await erased_ids(svc)
     for season in seasons:
-        await check_season(svc, season, erased)
+        await check_season(svc, season, erased - (in_flight or set()))
     await check_postgres(svc, erased)
 
 
 class HintTap:
-    """Every hint published on the service's channel while the tap is open.
-    `drain()` returns them all: it publishes a marker and reads up to it, so
-    no hint sent before the call can still be on its way."""
+    """Hints published on the service's channel while the tap is open.
+    `drain()` returns those since the last drain: it publishes a marker and
+    reads up to it, so no hint sent before the call can still be on its way."""
 
     def __init__(self, svc: Services) -> None:
         self.svc = svc
@@ -122,7 +126,8 @@ class HintTap:
                 continue
             hint = orjson.loads(message["data"])
             if hint == marker:
-                return self.hints
+                hints, self.hints = self.hints, []
+                return hints
             self.hints.append(hint)
 
 

@@ -179,6 +179,9 @@ class Board:
                 status = reply[0]
                 if status == "STALE":
                     self._versions[events[i].season] = (reply[1], reply[2])
+                    if only_version is not None and reply[2] != only_version:
+                        results[i] = "missing"  # the version being built is gone
+                        continue
                     retry.append(i)
                 elif status == "MISSING":
                     results[i] = "missing"

@@ -15,4 +15,5 @@ for _, v in ipairs(redis.call('SMEMBERS', versions_key)) do
   if v ~= current then out[#out + 1] = v end
 end
 redis.call('SADD', versions_key, version)
+inherit_expiry(current_key, KEYS, 1)  -- a finalized season's rebuild expires with it
 return out

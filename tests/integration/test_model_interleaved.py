@@ -1,0 +1,344 @@
+"""Model-based test of interleavings: long operations split at their pause points.
+
+A hypothesis state machine starts operations (ingest with its fast path,
+erasure, profile change, finalize, rebuild, losing Redis) as tasks. An
+operation may be started *held* at one of its named pause points
+(laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
+while later rules start other operations, which run to their own pause point,
+block on a lock, or finish. Other rules release a held operation. So the
+machine explores interleavings of split operations deterministically, and
+hypothesis shrinks a failing one to a short script of starts and releases.
+
+After every step it checks invariant 6 of the design (privacy) and the
+stores' bookkeeping (tests/invariants.py), that no public read shows a hidden
+or erased learner, and that no hint names one. When everything has settled,
+verify must find every board consistent with PostgreSQL. Both tie policies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, note
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from laurels import failpoints
+from laurels.board.rebuild import RebuildFailed, RebuildRunning
+from laurels.errors import Problem
+from laurels.runtime import Runtime, Services
+from laurels.seasons import parse_season
+from laurels.settings import Secrets, Settings
+from laurels.validation import UserIn
+from tests.conftest import ADMIN, INGEST, USER_SECRET
+from tests.invariants import HintTap, check_all
+
+SEASONS = ["2026-W47", "2026-W48"]
+NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
+USERS = [1, 2, 3, 4]
+TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
+          "rebuilds")
+POINTS = {  # where each operation can be held (None: run it through)
+    "ingest": [None, "ingest_after_commit", "fast_claimed", "fast_missing"],
+    "profile": [None, "profile_committed"],
+    "erase": [None, "erase_locked", "erase_committed"],
+    "finalize": [None, "finalize_before_commit"],
+    "rebuild": [None, "rebuild_snapshot_taken", "rebuild_before_switch"],
+}
+# What an operation may legitimately answer in some interleaving.
+EXPECTED = (Problem, RebuildRunning, RebuildFailed)
+MAX_IN_FLIGHT = 3
+
+
+def expected(exc: BaseException) -> bool:
+    """An answer some interleaving may legitimately give. A rebuild may fail
+    when its board is lost or another takes over, never because an erasure
+    kept a learner of its snapshot off the new board."""
+    if isinstance(exc, RebuildFailed):
+        return "missing from the new board" not in str(exc)
+    return isinstance(exc, EXPECTED)
+START_WAIT_SECONDS = 10.0
+_example = itertools.count(1)
+
+
+@dataclass
+class Op:
+    name: str
+    uid: int | None
+    task: asyncio.Task[Any]
+    hold: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    point: str | None = None
+
+
+class InterleavingMachine(RuleBasedStateMachine):
+    cfg: Settings
+    policy: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
+                          self.cfg.database_url or "", self.cfg.redis_url or "")
+        self.loop.run_until_complete(self.rt.open(run_migrations=False))
+        self.svc: Services | None = None
+        self.tap: HintTap | None = None
+        self.ops: list[Op] = []
+        self.log: list[str] = []
+        self.cids = itertools.count(1)
+        self.private: set[int] = set()  # hidden or erased, as of the last check
+
+    def run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    @initialize()
+    def start(self) -> None:
+        async def go() -> None:
+            async with self.rt.db.connection() as conn:  # this test's database: empty
+                await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+            prefix = f"{self.rt.keys.prefix}i{next(_example)}"
+            self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
+                                      key_prefix=prefix)
+            self.tap = HintTap(self.svc)
+            await self.tap.__aenter__()
+
+        self.run(go())
+
+    # -- starting, holding and releasing operations ----------------------------------
+
+    def _held_points(self) -> set[str]:
+        return {op.point for op in self.ops if op.point is not None}
+
+    async def _waiting(self) -> int:
+        assert self.svc is not None
+        async with self.svc.db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'")
+            row = await cur.fetchone()
+            return int(row["n"]) if row else 0
+
+    async def _settle(self, op: Op, held: failpoints.Hold | None, waiting_before: int) -> None:
+        """Until the operation stands at its held point, waits for a lock
+        (one more session waits than before), or is done."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_WAIT_SECONDS
+        while not op.task.done() and loop.time() < deadline:
+            if held is not None and held.is_reached:
+                return
+            if await self._waiting() > waiting_before:
+                return
+            await asyncio.sleep(0.005)
+
+    async def _launch(self, name: str, uid: int | None, point: str | None,
+                      work: Any) -> None:
+        if point in self._held_points():
+            point = None  # one holder per point at a time
+        self.log.append(f"start {name} {uid or ''} held at {point}")
+        waiting = await self._waiting()
+        stack = contextlib.ExitStack()
+        held = stack.enter_context(failpoints.hold(point)) if point else None
+        op = Op(name, uid, asyncio.ensure_future(work), stack, point)
+        self.ops.append(op)
+        await self._settle(op, held, waiting)
+        if held is not None and not held.is_reached:
+            stack.close()  # never reached it (blocked, or took another path): no hold
+            op.point = None
+        await self._reap()
+
+    async def _reap(self) -> None:
+        for op in [o for o in self.ops if o.task.done()]:
+            self.ops.remove(op)
+            op.hold.close()
+            exc = op.task.exception()
+            if exc is not None and not expected(exc):
+                raise exc
+            self.log.append(f"  {op.name} {op.uid or ''} -> "
+                            f"{type(exc).__name__ if exc else 'done'}")
+
+    async def _release(self, op: Op) -> None:
+        self.log.append(f"release {op.name} {op.uid or ''} at {op.point}")
+        waiting = await self._waiting()
+        op.hold.close()
+        op.point = None
+        await self._settle(op, None, waiting)
+        await self._reap()
+
+    # -- the operations ------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(uid=st.sampled_from(USERS), points=st.integers(1, 9), season=st.sampled_from(SEASONS),
+          point=st.sampled_from(POINTS["ingest"]))
+    def ingest(self, uid: int, points: int, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        at = parse_season(season).starts_at + timedelta(hours=uid)
+        body = {"completion_id": f"c{next(self.cids)}", "user_id": uid, "points": points,
+                "completed_at": at.isoformat()}
+        self.run(self._launch("ingest", uid, point, self.svc.ingestor.record([body])))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(uid=st.sampled_from(USERS),
+          vis=st.sampled_from(["public", "anonymous", "hidden", None]),
+          name=st.sampled_from(["Ada", "Bo", None]), point=st.sampled_from(POINTS["profile"]))
+    def profile(self, uid: int, vis: str | None, name: str | None, point: str | None) -> None:
+        assert self.svc is not None
+        body = UserIn(display_name=name, visibility=vis)  # type: ignore[arg-type]
+        self.run(self._launch("profile", uid, point, self.svc.learners.update(uid, body)))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(uid=st.sampled_from(USERS), point=st.sampled_from(POINTS["erase"]))
+    def erase(self, uid: int, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("erase", uid, point, self.svc.learners.erase(uid)))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["finalize"]))
+    def finalize(self, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("finalize", None, point, self.svc.lifecycle.finalize(season)))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["rebuild"]))
+    def rebuild(self, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(season)))
+
+    @rule(season=st.sampled_from(SEASONS))
+    def lose_board(self, season: str) -> None:
+        """Redis forgets a season's board (a flush, a failover)."""
+        assert self.svc is not None
+        svc = self.svc
+        self.log.append(f"lose board {season}")
+
+        async def go() -> None:
+            base = svc.board.season_keys(season).base
+            keys = [k async for k in svc.redis.scan_iter(match=f"{base}:*", count=1000)]
+            if keys:
+                await svc.redis.unlink(*keys)
+
+        self.run(go())
+
+    @precondition(lambda self: any(op.point for op in self.ops))
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        op = data.draw(st.sampled_from([op for op in self.ops if op.point]))
+        self.run(self._release(op))
+
+    # -- what must hold after every step -------------------------------------------------
+
+    async def _pg_state(self) -> tuple[set[int], set[int]]:
+        assert self.svc is not None
+        async with self.svc.db.connection() as conn:
+            cur = await conn.execute("SELECT user_id, visibility, erased_at IS NOT NULL AS e"
+                                     " FROM users")
+            rows = await cur.fetchall()
+        return ({r["user_id"] for r in rows if r["visibility"] == "hidden" and not r["e"]},
+                {r["user_id"] for r in rows if r["e"]})
+
+    async def _check(self) -> None:
+        assert self.svc is not None and self.tap is not None
+        svc = self.svc
+        busy = {op.uid for op in self.ops if op.uid is not None}
+        hidden, erased = await self._pg_state()
+        private = (hidden | erased) - busy  # settled: no operation on them in flight
+        await check_all(svc, SEASONS, in_flight=busy)
+        # A hint of this step may name a learner who was public when it was
+        # sent; none may name one who was private before the step and still is.
+        for hint in await self.tap.drain():
+            uid = hint.get("user_id")
+            assert uid not in private or uid not in self.private, f"a hint named {hint}"
+        self.private = private
+        for season in SEASONS:
+            try:
+                body = await svc.reads.top(parse_season(season), 100)
+            except Problem as exc:  # a held rebuild keeps the board away meanwhile
+                assert exc.code == "rebuilding"
+                continue
+            shown = {e["user_id"] for e in body["entries"]} - {None}
+            assert not shown & private, f"{season}: public board shows {shown & private}"
+            for uid in USERS:
+                if uid in erased:
+                    continue
+                try:
+                    me = await svc.reads.around(parse_season(season), uid, 3)
+                except Problem as exc:
+                    assert exc.code in ("not_ranked", "rebuilding")
+                    continue
+                others = {n["user_id"] for n in me["neighbors"] if not n["self"]} - {None}
+                assert not others & private, f"{season}: neighbours show {others & private}"
+
+    @invariant()
+    def holds(self) -> None:
+        if self.svc is None:
+            return
+
+        async def go() -> None:
+            try:
+                await self._check()
+            except BaseException:
+                note("\n".join(self.log))
+                raise
+
+        self.run(go())
+
+    def teardown(self) -> None:
+        async def finish() -> None:
+            try:
+                if self.svc is not None:
+                    for op in list(self.ops):
+                        op.hold.close()
+                    results = await asyncio.wait_for(
+                        asyncio.gather(*(op.task for op in self.ops), return_exceptions=True),
+                        60)
+                    for r in results:
+                        if isinstance(r, BaseException) and not expected(r):
+                            raise r
+                    self.ops.clear()
+                    await self._check()
+                    await self.svc.projector.drain(min_age_seconds=0)
+                    for season in SEASONS:
+                        result = await self.svc.verifier.verify(season)
+                        assert result.consistent, (season, result.body())
+            except BaseException:
+                note("\n".join(self.log))
+                raise
+            finally:
+                if self.tap is not None:
+                    await self.tap.__aexit__()
+                if self.svc is not None:
+                    await self.svc.rebuilder.cancel_all()
+                    keys = [k async for k in self.rt.redis.scan_iter(
+                        match=f"{self.svc.keys.prefix}:*", count=1000)]
+                    if keys:
+                        await self.rt.redis.unlink(*keys)
+                await self.rt.close()
+
+        try:
+            self.run(finish())
+        finally:
+            self.loop.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["shared", "first"])
+def test_interleavings_keep_privacy(settings: Settings, policy: str) -> None:
+    machine = type(f"Interleaving_{policy}", (InterleavingMachine,),
+                   {"cfg": settings, "policy": policy})
+    run_state_machine_as_test(machine, settings=hsettings(
+        max_examples=int(os.environ.get("LAURELS_MODEL_EXAMPLES", "20")), stateful_step_count=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
