@@ -90,6 +90,7 @@ class Lifecycle:
         row = await self.db.fetch_one("season_policies", conn, seasons=[season],
                                       tie_policy=self.settings.tie_policy)
         policy = row["tie_policy"] if row else self.settings.tie_policy
+        await self.db.execute("lock_archive", conn, season=season)
         await self.db.execute("clear_archive_ranks", conn, season=season)
         await self.db.execute("rerank_archive", conn, season=season, tie_policy=policy)
 

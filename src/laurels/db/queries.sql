@@ -163,6 +163,11 @@ FROM completions WHERE season = %(season)s GROUP BY season, user_id;
 -- name: mark_finalized
 UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;
 
+-- name: lock_archive
+-- Re-ranking rewrites every standing of a season: one re-ranker at a time
+-- (profile changes and erasures of different learners may meet here).
+SELECT pg_advisory_xact_lock(hashtextextended('laurels:archive:' || %(season)s, 0));
+
 -- name: clear_archive_ranks
 UPDATE season_standings SET rank = NULL, pos = NULL WHERE season = %(season)s;
 
