@@ -9,7 +9,10 @@ Redis key prefix; teardown removes only what the test created.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -17,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +75,56 @@ def stop_strays(folder: Path) -> None:
         if pid and psutil.pid_exists(pid):
             os.kill(pid, signal.SIGKILL if "valkey" in psutil.Process(pid).name()
                     else signal.SIGQUIT)
+
+
+JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+ANNOUNCED = re.compile(r"^\s*LAURELS_[A-Z_]+=")  # the first start prints its secrets, once
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(self.format(record))
+        except Exception:  # a record that cannot be formatted holds nothing to leak
+            self.lines.append(str(record.msg))
+
+
+def leaks(lines: Iterable[str]) -> list[str]:
+    """Log lines holding a token of the suite or any JWT."""
+    found = []
+    for line in lines:
+        if ANNOUNCED.match(line):
+            continue
+        if JWT.search(line) or any(t in line for t in (INGEST, ADMIN, USER_SECRET)):
+            found.append(line[:300])
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_token_in_any_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After the whole session: no log line the suite produced (in-process
+    records, and every server's log file) holds a token it used."""
+    collect = _Collect()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(min(level, logging.INFO))
+    root.addHandler(collect)
+    # The test clients' own request lines (httpx logs every URL at INFO) are
+    # not the service's logs; they stay quiet so the sweep reads the service.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    yield
+    root.removeHandler(collect)
+    root.setLevel(level)
+    found = leaks(collect.lines)
+    for path in tmp_path_factory.getbasetemp().rglob("*.log"):
+        with contextlib.suppress(OSError):
+            found += [f"{path.name}: {line}" for line in
+                      leaks(path.read_text(errors="replace").splitlines())]
+    assert not found, "tokens in the logs:\n" + "\n".join(found[:20])
 
 
 @pytest.fixture

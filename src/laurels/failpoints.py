@@ -3,6 +3,8 @@
 - Crash points: `LAURELS_FAILPOINTS=ingest_after_commit,rebuild_before_switch`
   makes the process kill itself (SIGKILL, as a power cut would) when it
   reaches one of them.
+- Switches: `LAURELS_FAILPOINTS=skip:fast_path` turns a step off (the bench
+  measures how fast the projector alone applies completions).
 - Pause points: an in-process test holds a point (`with hold("x") as h`), the
   code under test stops at `await pause("x")` until the test releases it, and
   the test runs another operation meanwhile. This forces an interleaving
@@ -26,6 +28,11 @@ _HELD: dict[str, Hold] = {}
 def hit(name: str) -> None:
     if name in _ARMED:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def skipped(step: str) -> bool:
+    """True when `skip:<step>` is armed (never in production)."""
+    return bool(_ARMED) and f"skip:{step}" in _ARMED
 
 
 class Hold:

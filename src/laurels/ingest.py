@@ -108,7 +108,7 @@ class Ingestor:
         if items:
             recorded = await self._record(items, now, outcomes)
             await failpoints.pause("ingest_after_commit")
-            if recorded:
+            if recorded and not failpoints.skipped("fast_path"):
                 await self.apply_fast_path(recorded)
         final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
         for o in final:

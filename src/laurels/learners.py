@@ -11,6 +11,7 @@ from laurels.board import Board, Profile, default_name
 from laurels.db import Database
 from laurels.errors import Problem
 from laurels.lifecycle import Lifecycle
+from laurels.privacy import Privacy
 from laurels.validation import UserIn
 
 log = logging.getLogger("laurels.learners")
@@ -28,13 +29,16 @@ class Learner:
 
 
 class Learners:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle,
+                 privacy: Privacy) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
+        self.privacy = privacy
 
     async def erase(self, user_id: int) -> None:
-        await self.lifecycle.erase(user_id)
+        await self.lifecycle.erase(user_id, committed=lambda: self.privacy.note(
+            user_id, "public", erased=True))
 
     async def update(self, user_id: int, body: UserIn) -> Learner:
         # One transaction: the learner's row lock (which waits for ingests
@@ -52,6 +56,7 @@ class Learners:
                 await self.lifecycle.rerank(conn, [r["season"] for r in seasons
                                                    if r["finalized"]])
         profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
+        self.privacy.note(user_id, row["visibility"])
         await failpoints.pause("profile_committed")
         for r in seasons:
             # A season without a board needs nothing: its rebuild reads PostgreSQL.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,7 +40,7 @@ class Lifecycle:
 
     # -- erasure -------------------------------------------------------------
 
-    async def erase(self, user_id: int) -> None:
+    async def erase(self, user_id: int, committed: Callable[[], None] | None = None) -> None:
         async with self.db.transaction() as conn:
             # Lock order: the learner's row (waits for ingests holding FOR
             # SHARE), then their seasons (a finalize building an archive
@@ -57,6 +58,8 @@ class Lifecycle:
             await self.db.execute("record_erasure", conn, user_id=user_id,
                                   seasons=sorted(seasons | archived))
         ERASURES.inc()
+        if committed is not None:
+            committed()
         log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
         await failpoints.pause("erase_committed")
         await self.finish_erasure(user_id, sorted(seasons | archived))

@@ -5,9 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
-COMPLETIONS = Counter("laurels_completions", "Completions received, by outcome "
+# Only the samples that mean something: no `<counter>_created` timestamps
+# next to every `<counter>_total`.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+COMPLETIONS = Counter("laurels_completions_total", "Completions received, by outcome "
                       "(recorded, duplicate, or the error code)", ["outcome"])
 APPLY_LAG = Histogram("laurels_apply_lag_seconds",
                       "From commit in PostgreSQL to applied in Redis", ["path"],
@@ -15,6 +19,10 @@ APPLY_LAG = Histogram("laurels_apply_lag_seconds",
                                5, 10, 30, 60))
 OUTBOX_DEPTH = Gauge("laurels_outbox_depth", "Completions committed but not yet applied")
 OUTBOX_AGE = Gauge("laurels_outbox_oldest_seconds", "Age of the oldest outbox row")
+LOOP_UP = Gauge("laurels_loop_up", "1 while a background loop runs, 0 while it is down",
+                ["loop"])
+LOOP_RESTARTS = Counter("laurels_loop_restarts_total",
+                        "Background loop restarts after a crash or an outage", ["loop"])
 REQUESTS = Histogram("laurels_http_request_duration_seconds",
                      "Time to the start of the response, by route", ["method", "route", "status"])
 

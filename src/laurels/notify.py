@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections import deque
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -49,9 +49,10 @@ NOTIFICATIONS_DROPPED = Counter("laurels_notifications_dropped_total",
 
 
 def notification_body(row: Row) -> dict[str, Any]:
-    created: datetime = row["created_at"]
+    created: datetime = row["created_at"]  # in the session's TimeZone: made UTC here
     return {"id": row["id"], "kind": row["kind"], "season": row["season"],
-            "data": row["data"], "created_at": created.isoformat().replace("+00:00", "Z"),
+            "data": row["data"],
+            "created_at": created.astimezone(UTC).isoformat().replace("+00:00", "Z"),
             "read": row["read"]}
 
 
@@ -343,8 +344,8 @@ class Notifier:
 
     async def season_final(self, season: str, conn: Any) -> None:
         """In the finalizing transaction: everyone's final rank, once."""
-        await self.db.execute("notify_season_final", conn, season=season)
-        NOTIFICATIONS_WRITTEN.labels("season_final").inc()
+        written = await self.db.execute("notify_season_final", conn, season=season)
+        NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
     async def announce_final(self, season: str) -> None:
         try:

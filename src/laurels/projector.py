@@ -3,15 +3,16 @@
 It drains the outbox in batches (claimed with FOR UPDATE SKIP LOCKED, so any
 number of projectors can run), then waits on LISTEN/NOTIFY *or* a poll timeout:
 notifications cut latency, polling guarantees progress. Rows younger than
-`min_age_seconds` are left to the API's fast path, which normally deletes them
-within milliseconds.
+`min_age_seconds` (0.1 s) are left to the API's fast path, which normally
+deletes them within milliseconds; the fast path (`apply_now`) shares the
+claim-and-apply code below.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from redis.exceptions import RedisClusterException, RedisError
@@ -23,27 +24,21 @@ from laurels.db import Database
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
 
-if TYPE_CHECKING:
-    from laurels.notify import Notifier
-
 log = logging.getLogger("laurels.projector")
 
-CHANNEL = "laurels_outbox"
+CHANNEL = "laurels_outbox"  # NOTIFYed by a trigger on outbox (migration 003)
+STORE_ERRORS = (psycopg.Error, RedisError, RedisClusterException, OSError)
 HEAL_WAIT_SECONDS = 30.0
 
 
 class Projector:
     def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
-                 lifecycle: Lifecycle, notifier: Notifier | None = None,
-                 batch_size: int = 500, poll_seconds: float = 0.5,
-                 min_age_seconds: float = 1.0, housekeeping_seconds: float = 10.0) -> None:
+                 lifecycle: Lifecycle, batch_size: int = 500, poll_seconds: float = 0.5,
+                 min_age_seconds: float = 0.1) -> None:
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
         self.lifecycle = lifecycle
-        self.housekeeping_seconds = housekeeping_seconds
-        self._last_housekeeping = 0.0
-        self.notifier = notifier
         self.batch_size = batch_size
         self.poll_seconds = poll_seconds
         self.min_age_seconds = min_age_seconds
@@ -118,25 +113,13 @@ class Projector:
             if n < self.batch_size:  # a short batch: drained, or blocked until next pass
                 return total
 
-    async def housekeeping(self, force: bool = False) -> None:
-        """Notifications from the rank-event streams; now and then: finalize
-        closed seasons, finish interrupted erasures."""
-        if self.notifier is not None:
-            await self.notifier.consume()
-        now = asyncio.get_running_loop().time()
-        if not force and now - self._last_housekeeping < self.housekeeping_seconds:
-            return
-        self._last_housekeeping = now
-        depth = await self.db.fetch_one("outbox_depth")
-        if depth:
-            OUTBOX_DEPTH.set(int(depth["depth"]))
-            OUTBOX_AGE.set(float(depth["oldest_seconds"]))
-        await self.rebuilder.prepare()
-        await self.lifecycle.finalize_due()
-        await self.lifecycle.resume_erasures()
-
     async def run(self, stop: asyncio.Event) -> None:
-        """Loop until `stop` is set; survives PostgreSQL and Redis outages."""
+        """Drain, then wait for a NOTIFY (sent by every transaction that writes
+        outbox rows) or the poll timeout. After a NOTIFY it waits
+        `min_age_seconds` more, absorbing the burst, so the fast path applies
+        its own rows first and the projector only picks up what it left.
+        Store errors are retried here; anything else ends the loop, and its
+        supervisor logs it and restarts it."""
         while not stop.is_set():
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -144,13 +127,37 @@ class Projector:
                     await listener.execute(f"LISTEN {CHANNEL}")
                     while not stop.is_set():
                         await self.drain()
-                        await self.housekeeping()
-                        async for _ in listener.notifies(timeout=self.poll_seconds,
-                                                         stop_after=1):
-                            pass
-            except (psycopg.Error, RedisError, RedisClusterException, OSError) as exc:
+                        if await self._notified(listener, stop):
+                            async for _ in listener.notifies(timeout=self.min_age_seconds):
+                                pass
+            except STORE_ERRORS as exc:
                 log.warning("projector: %s; retrying in 1 s", exc)
                 try:
                     await asyncio.wait_for(stop.wait(), 1.0)
                 except TimeoutError:
                     pass
+
+    async def _notified(self, listener: psycopg.AsyncConnection[Any],
+                        stop: asyncio.Event) -> bool:
+        """Wait for a NOTIFY, the poll timeout or `stop`; True on a NOTIFY."""
+
+        async def first() -> bool:
+            async for _ in listener.notifies(timeout=self.poll_seconds, stop_after=1):
+                return True
+            return False
+
+        waiter = asyncio.ensure_future(first())
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({waiter, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not waiter.done():
+                waiter.cancel()
+        return waiter.done() and not waiter.cancelled() and waiter.result()
+
+    async def measure_outbox(self) -> None:
+        depth = await self.db.fetch_one("outbox_depth")
+        if depth:
+            OUTBOX_DEPTH.set(int(depth["depth"]))
+            OUTBOX_AGE.set(float(depth["oldest_seconds"]))

@@ -19,6 +19,7 @@ from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.errors import Problem
 from laurels.lifecycle import Lifecycle
+from laurels.privacy import Privacy
 from laurels.seasons import Season
 from laurels.settings import Settings
 
@@ -26,20 +27,26 @@ T = TypeVar("T")
 log = logging.getLogger("laurels.reads")
 HEAL_WAIT_SECONDS = 2.0
 RETRY_AFTER_SECONDS = 2
-HIDDEN = frozenset({"hidden"})
+HIDDEN = frozenset({"hidden", "erased"})
 
 
 def iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def shown(entries: list[Entry]) -> list[Entry]:
-    """The boundary's own privacy check: a hidden learner never leaves in a
-    public entry, whatever a store says (the stores keep them apart already;
-    reaching this filter is a bug, and it is logged as one)."""
-    out = [e for e in entries if e.visibility not in HIDDEN]
-    if len(out) != len(entries):
-        log.error("a store returned a hidden learner on a public board; left out")
+def shown(entries: list[Entry], privacy: Privacy) -> list[Entry]:
+    """The boundary's own privacy check: each entry takes the stricter of the
+    store's visibility and PostgreSQL's (as this process last saw it); hidden
+    and erased learners are left out, whatever a store says."""
+    out = []
+    for e in entries:
+        vis = privacy.visibility(e.user_id, e.visibility)
+        if vis != e.visibility:
+            log.info("learner %s is %s in PostgreSQL, %s in a store: shown as %s",
+                     e.user_id, vis, e.visibility, vis)
+            e = Entry(e.rank, e.user_id, e.display_name, vis, e.score)
+        if vis not in HIDDEN:
+            out.append(e)
     return out
 
 
@@ -52,12 +59,13 @@ def public_entry(e: Entry) -> dict[str, Any]:
 
 class Reads:
     def __init__(self, settings: Settings, db: Database, board: Board,
-                 rebuilder: Rebuilder, lifecycle: Lifecycle) -> None:
+                 rebuilder: Rebuilder, lifecycle: Lifecycle, privacy: Privacy) -> None:
         self.settings = settings
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
         self.lifecycle = lifecycle
+        self.privacy = privacy
 
     def season_info(self, season: Season, now: datetime | None = None) -> dict[str, Any]:
         now = now or datetime.now(UTC)
@@ -107,7 +115,7 @@ class Reads:
         body = self.season_info(season)
         body["tie_policy"] = policy
         body["total"] = total
-        body["entries"] = [public_entry(e) for e in shown(entries)]
+        body["entries"] = [public_entry(e) for e in shown(entries, self.privacy)]
         return body
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
@@ -123,8 +131,8 @@ class Reads:
             if i == around.index:
                 entry = {"rank": e.rank, "user_id": e.user_id, "display_name": e.display_name,
                          "score": e.score, "self": True}
-            elif shown([e]):
-                entry = {**public_entry(e), "self": False}
+            elif kept := shown([e], self.privacy):
+                entry = {**public_entry(kept[0]), "self": False}
             else:
                 continue
             neighbors.append(entry)

@@ -19,14 +19,17 @@ from redis.asyncio import Redis, RedisCluster
 from laurels.board import Board
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database, migrate
+from laurels.epoch import EpochWatch
 from laurels.ingest import Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
 from laurels.notify import Hub, Notifier
+from laurels.privacy import REFRESH_SECONDS, Privacy
 from laurels.projector import Projector
 from laurels.reads import Reads
 from laurels.settings import Secrets, Settings
+from laurels.supervisor import Loop, every
 from laurels.verify import Verifier
 
 Clock = Callable[[], datetime]
@@ -62,6 +65,8 @@ class Services:
     verifier: Verifier
     reads: Reads
     hub: Hub
+    privacy: Privacy
+    epoch: EpochWatch
 
     def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
         """The same graph with other settings (or clock), on the same connections."""
@@ -78,16 +83,43 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
     notifier = Notifier(db, board)
     lifecycle.on_finalized.append(notifier.season_final)
     lifecycle.after_finalized.append(notifier.announce_final)
-    projector = Projector(db, board, rebuilder, lifecycle, notifier)
+    projector = Projector(db, board, rebuilder, lifecycle)
+    privacy = Privacy(db)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, clock or _now),
-        learners=Learners(db, board, lifecycle),
+        learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle),
-        reads=Reads(settings, db, board, rebuilder, lifecycle),
+        reads=Reads(settings, db, board, rebuilder, lifecycle, privacy),
         hub=Hub(board),
+        privacy=privacy,
+        epoch=EpochWatch(db, board, rebuilder),
     )
+
+
+def background_loops(svc: Services, projector: bool = True, hints: bool = True
+                     ) -> dict[str, Loop]:
+    """The named loops a process runs under its supervisor: the hints
+    subscription (API processes) and the projector's work (unless another
+    process does it)."""
+    loops: dict[str, Loop] = {}
+    if hints:  # an API process: hints for its streams, privacy for its reads
+        loops["hints"] = svc.hub.run
+        loops["privacy"] = every(REFRESH_SECONDS, svc.privacy.refresh)
+    if projector:
+
+        async def seasons() -> None:
+            await svc.rebuilder.prepare()  # this week's board before its first completion
+            await svc.lifecycle.finalize_due()
+
+        loops["projector"] = svc.projector.run
+        loops["notifier"] = every(0.25, svc.notifier.consume)
+        loops["erasures"] = every(10, svc.lifecycle.resume_erasures)
+        loops["seasons"] = every(10, seasons)
+        loops["outbox"] = every(5, svc.projector.measure_outbox)
+        loops["epoch"] = svc.epoch.run
+    return loops
 
 
 class Runtime(Services):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
@@ -44,6 +44,10 @@ def parse_instant(text: str) -> datetime:
         raise Invalid("completed_at is not a valid date-time") from None
     if at.utcoffset() is None:  # pragma: no cover - the pattern demands an offset
         raise Invalid("completed_at needs an offset")
+    try:
+        at.astimezone(UTC)  # the season is chosen in UTC: it must exist there
+    except OverflowError:  # e.g. 0001-01-01T00:30:00+01:00 lies before year 1 in UTC
+        raise Invalid("completed_at is out of range") from None
     return at
 
 

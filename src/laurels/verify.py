@@ -25,14 +25,29 @@ MAX_CANDIDATES = 10_000
 MAX_LISTED = 100
 
 
+State = tuple[int | None, str, str]  # (score, visibility, display name)
+
+
 @dataclass
 class Mismatch:
     user_id: int
     redis: int | None
     postgres: int | None
     field: str = "score"  # or "profile": same score, stale name or visibility
+    difference: str = ""  # what differs, in words
 
-State = tuple[int | None, str, str]  # (score, visibility, display name)
+
+def describe(redis: State, postgres: State) -> tuple[str, str]:
+    """(field, what differs) between a learner's state in Redis and in PostgreSQL."""
+    if redis[0] != postgres[0]:
+        return "score", f"score: Redis {redis[0]}, PostgreSQL {postgres[0]}"
+    parts = []
+    if redis[1] != postgres[1]:
+        parts.append(f"visibility: Redis {redis[1]}, PostgreSQL {postgres[1]}")
+    if redis[2] != postgres[2]:
+        parts.append(f"display_name: Redis {redis[2]!r}, PostgreSQL {postgres[2]!r}")
+    return "profile", "; ".join(parts)
+
 
 
 @dataclass
@@ -50,7 +65,7 @@ class VerifyResult:
         return {"season": self.season, "consistent": self.consistent,
                 "players_checked": self.players_checked,
                 "mismatches": [{"user_id": m.user_id, "redis": m.redis, "postgres": m.postgres,
-                                "field": m.field}
+                                "field": m.field, "difference": m.difference}
                                for m in self.mismatches[:MAX_LISTED]]}
 
 
@@ -118,8 +133,9 @@ class Verifier:
                 rs = await self._redis_scores(season, part)
                 for uid in part:
                     if pg[uid] != rs[uid]:
-                        field = "score" if pg[uid][0] != rs[uid][0] else "profile"
-                        result.mismatches.append(Mismatch(uid, rs[uid][0], pg[uid][0], field))
+                        what, difference = describe(rs[uid], pg[uid])
+                        result.mismatches.append(
+                            Mismatch(uid, rs[uid][0], pg[uid][0], what, difference))
             # Differences beyond the candidates we could keep still count.
             result.mismatch_count = (len(result.mismatches)
                                      + max(0, result.mismatch_count - len(candidates)))

@@ -110,3 +110,26 @@ def test_errors_never_leak_internals(serve: Any) -> None:
         assert resp.headers["content-type"].startswith("application/problem+json")
         for leak in ("Traceback", "psycopg", "SELECT", "INSERT", "redis.", INGEST, ADMIN):
             assert leak not in resp.text
+
+
+def test_no_token_reaches_the_server_log(serve: Any) -> None:
+    """The EventSource token in a query string, a bearer header, a forged
+    token: none of them appears in the server's log, access log included."""
+    from tests.conftest import leaks
+
+    server = serve()
+    exp = int(time.time()) + 600
+    learner = jwt.encode({"sub": "7", "exp": exp}, USER_SECRET, algorithm="HS256")
+    forged = jwt.encode({"sub": "7", "exp": exp}, "not-the-secret-" * 4, algorithm="HS256")
+    server.client(INGEST).post("/v1/completions", json=completion("l1", 7, 1))
+    for tok in (learner, forged):
+        with httpx.stream("GET", f"{server.url}/v1/users/7/notifications/events",
+                          params={"access_token": tok}, timeout=10) as resp:
+            assert resp.status_code in (200, 401)
+        server.client(tok).get("/v1/leaderboards/current/users/7")
+    httpx.get(f"{server.url}/v1/users/7/notifications?access_token={learner}")
+    server.client(ADMIN).get("/v1/admin/leaderboards/current/verify")
+    server.stop()
+    text = server.log.read_text()
+    assert "access_token=[redacted]" in text  # the access log did record the requests
+    assert leaks(text.splitlines()) == []

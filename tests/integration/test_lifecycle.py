@@ -203,8 +203,9 @@ async def test_verify_checks_names_and_visibility(rt: Runtime) -> None:
     await rt.redis.hset(vk.users, uid, stale)
     result = await rt.verifier.verify(W49)
     assert not result.consistent
-    assert result.body()["mismatches"] == [{"user_id": 1, "redis": 4, "postgres": 4,
-                                            "field": "profile"}]
+    assert result.body()["mismatches"] == [{
+        "user_id": 1, "redis": 4, "postgres": 4, "field": "profile",
+        "difference": "display_name: Redis 'Eve', PostgreSQL 'Ada'"}]
     await rt.rebuilder.run(W49)  # a rebuild brings the projection back in step
     assert (await rt.verifier.verify(W49)).consistent
 

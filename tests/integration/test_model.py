@@ -181,8 +181,9 @@ class Model:
             event("climbed into the top 10")
         if new_rank <= 10 and (old_rank is None or old_rank > 10):
             self.notify(uid, "top10", {"rank": new_rank, "score": score})
-        if old is not None and old > new:
-            last = min(old, new + 10, 99)
+        frm = old if old is not None else 100  # a newcomer comes from below the top 100
+        if frm > new:
+            last = min(frm, new + 10, 99)
             if self.user(uid).vis == "public":
                 by: dict[str, Any] = {"by_user_id": uid, "by_display_name": self.name(uid)}
             else:

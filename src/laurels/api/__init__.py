@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
-from redis.exceptions import RedisError
 
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.routes import router
 from laurels.metrics import RequestMetrics
 from laurels.ratelimit import RateLimiter
-from laurels.runtime import Runtime
+from laurels.runtime import Runtime, background_loops
+from laurels.supervisor import Supervisor
 
 log = logging.getLogger("laurels.api")
 
@@ -25,25 +23,18 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
-        try:
-            await rt.rebuilder.prepare()
-        except (RedisError, OSError) as exc:  # Redis may come later; reads heal then
-            log.warning("could not prepare this week's board: %s", exc)
-        stop = asyncio.Event()
-        tasks = [asyncio.create_task(app.state.hub.run(stop))]
-        if run_projector:
-            tasks.append(asyncio.create_task(rt.projector.run(stop)))
+        supervisor = Supervisor()
+        app.state.supervisor = supervisor
+        for name, loop in background_loops(rt, projector=run_projector).items():
+            supervisor.start(name, loop)
         try:
             yield
         finally:
-            stop.set()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                    await asyncio.wait_for(task, 5)
+            await supervisor.shutdown()
             await rt.close()
 
     app = FastAPI(title="laurels", version="0.1.0", lifespan=lifespan,
-                  default_response_class=ORJSONResponse,
+                  default_response_class=problems.JSONResponse,
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)

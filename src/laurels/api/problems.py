@@ -23,6 +23,15 @@ _HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found",
                503: "unavailable"}
 
 
+class JSONResponse(Response):
+    """JSON bodies serialized with orjson (FastAPI's ORJSONResponse is deprecated)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 def problem_response(code: str, detail: str, status: int | None = None,
                      retry_after: int | None = None,
                      extra_headers: dict[str, str] | None = None) -> Response:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Security
-from fastapi.responses import HTMLResponse, ORJSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from sse_starlette import EventSourceResponse
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
+from laurels.api.problems import JSONResponse
 from laurels.errors import Problem
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.ratelimit import RateLimiter
@@ -141,8 +142,8 @@ async def json_body(request: Request) -> Any:
         raise Problem("validation_error", "the body is not valid JSON") from None
 
 
-def _json(body: Any, status: int = 200) -> ORJSONResponse:
-    return ORJSONResponse(body, status_code=status)
+def _json(body: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
 
 
 # -- writes -------------------------------------------------------------------
@@ -386,13 +387,19 @@ async def healthz() -> Response:
 
 @router.get("/readyz", tags=["operations"], responses=s.problems(503))
 async def readyz(request: Request) -> Response:
-    """200 when PostgreSQL and Redis answer, else 503."""
+    """200 when PostgreSQL and Redis answer and every background loop runs, else
+    503 (naming the loops that are down)."""
     rt = runtime(request)
     try:
         await rt.db.ping()
         await rt.redis.ping()
     except Exception:  # any failure of either store means "not ready"
         raise Problem("unavailable", "PostgreSQL or Redis does not answer") from None
+    supervisor = getattr(request.app.state, "supervisor", None)
+    down = supervisor.problems() if supervisor is not None else {}
+    if down:
+        names = ", ".join(sorted(down))
+        raise Problem("unavailable", f"background loop down: {names}")
     return _json({"status": "ready"})
 
 

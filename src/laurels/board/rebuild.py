@@ -62,7 +62,7 @@ class Rebuilder:
         self.board = board
         self.lifecycle = lifecycle
         self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
-        self._running: set[asyncio.Task[RebuildResult]] = set()
+        self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
 
     def _lock(self, season: str) -> int:
         return lock_key(self.board.keys.prefix, self.board.policy, season)
@@ -78,22 +78,28 @@ class Rebuilder:
         """Take the season's rebuild lock, then build in the background.
 
         Raises RebuildRunning at once when another builder (in any process)
-        holds the lock, so two builders never race.
+        holds the lock, so two builders never race. The lock is a session
+        lock on a connection of its own: if anything fails before the build
+        owns it, that connection is closed, never handed back to the pool
+        still holding the lock.
         """
         conn = await self.db.pool.getconn()
+        locked = False
         try:
             cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
                                      (self._lock(season),))
             row = await cur.fetchone()
-            if not row or not row["ok"]:
+            locked = bool(row and row["ok"])
+            if not locked:
                 raise RebuildRunning(season)
+            await failpoints.pause("rebuild_locked")
             rebuild_id = await self.start_record(season)
         except BaseException:
-            await self._release(conn, season, locked=False)
+            await self._release(conn, season, locked=locked, discard=locked)
             raise
         task = asyncio.create_task(self._locked_build(conn, season, rebuild_id, progress))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        self._running[rebuild_id] = task
+        task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
         return rebuild_id, task
 
     async def run(self, season: str, progress: Progress | None = None) -> RebuildResult:
@@ -108,13 +114,21 @@ class Rebuilder:
         finally:
             await self._release(conn, season, locked=True)
 
-    async def _release(self, conn: dbmod.Conn, season: str, locked: bool) -> None:
+    async def _release(self, conn: dbmod.Conn, season: str, locked: bool,
+                       discard: bool = False) -> None:
+        """Unlock and give the connection back; if unlocking is not certain
+        (an error, a cancellation), close it: a closed session holds no lock."""
         try:
-            if locked and not conn.closed:
+            if locked and not discard and not conn.closed:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
-        except Exception:  # a broken connection releases its locks by itself
-            log.warning("could not release the rebuild lock of %s cleanly", season)
+        except BaseException:
+            discard = True
+            log.warning("could not release the rebuild lock of %s cleanly; closing its "
+                        "connection", season)
         finally:
+            if discard:
+                with contextlib.suppress(Exception):
+                    await conn.close()
             await self.db.pool.putconn(conn)
 
     async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
@@ -142,8 +156,8 @@ class Rebuilder:
         row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
         if row is None:
             return None
-        if row["status"] == "running" and not any(
-                not t.done() for t in self._running) and await self._lock_is_free(row["season"]):
+        if row["status"] == "running" and rebuild_id not in self._running \
+                and await self._lock_is_free(row["season"]):
             # Its builder died (kill -9, crash): nobody holds the lock any more.
             await self._finish(rebuild_id, "failed", row["events"], "interrupted")
             row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
@@ -164,9 +178,9 @@ class Rebuilder:
 
     async def cancel_all(self) -> None:
         """On shutdown: stop running builds (each aborts and reports failed)."""
-        for task in list(self._running):
+        for task in list(self._running.values()):
             task.cancel()
-        for task in list(self._running):
+        for task in list(self._running.values()):
             with contextlib.suppress(BaseException):
                 await task
 

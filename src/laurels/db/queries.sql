@@ -45,8 +45,9 @@ LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: claim_outbox_seqs
--- The fast path's claim of the rows its own ingest wrote (same rules as above;
--- rows a projector holds are skipped: it applies them).
+-- The fast path's claim of the rows its own ingest wrote (same rules as above).
+-- Rows a projector holds are waited for, not skipped: once the fast path
+-- returns, its completions are on the board (or left to the projector).
 SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
@@ -57,7 +58,7 @@ JOIN completions c ON c.seq = o.seq
 LEFT JOIN users u ON u.user_id = c.user_id
 WHERE o.seq = ANY(%(seqs)s)
 ORDER BY o.seq
-FOR UPDATE OF o SKIP LOCKED;
+FOR UPDATE OF o;
 
 -- name: outbox_depth
 SELECT count(*) AS depth, coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest_seconds
@@ -307,3 +308,31 @@ WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
 SELECT rebuild_id FROM rebuilds
 WHERE season = %(season)s AND tie_policy = %(tie_policy)s AND status = 'running'
 ORDER BY started_at DESC LIMIT 1;
+
+-- name: lock_redis_epoch
+-- One process repairs after Redis changed; the others skip while it holds this.
+SELECT fingerprint FROM redis_epochs WHERE key_prefix = %(key_prefix)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: get_redis_epoch
+SELECT fingerprint FROM redis_epochs WHERE key_prefix = %(key_prefix)s;
+
+-- name: ensure_redis_epoch
+INSERT INTO redis_epochs (key_prefix, fingerprint) VALUES (%(key_prefix)s, '')
+ON CONFLICT (key_prefix) DO NOTHING;
+
+-- name: set_redis_epoch
+UPDATE redis_epochs SET fingerprint = %(fingerprint)s, repaired_at = now()
+WHERE key_prefix = %(key_prefix)s;
+
+-- name: all_seasons
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons ORDER BY season;
+
+-- name: private_learners
+-- Learners whose row changed since a moment (all of them from the epoch):
+-- the privacy filter of the read path keeps the ones that are not public.
+-- The first load reads only the learners who are not public.
+SELECT user_id, visibility, erased_at IS NOT NULL AS erased, updated_at
+FROM users WHERE updated_at > %(since)s
+  AND (NOT %(only_private)s OR visibility <> 'public' OR erased_at IS NOT NULL)
+ORDER BY updated_at;

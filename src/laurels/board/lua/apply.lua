@@ -85,10 +85,13 @@ for i = 0, (#KEYS - 4) / 5 - 1 do
         end
         local entered = new_rank <= NOTIFY_MAX and (old_rank == nil or old_rank > NOTIFY_MAX)
         -- Learners passed: those now just below who were ahead before and
-        -- now have a strictly lower score (a tie passes nobody).
+        -- now have a strictly lower score (a tie passes nobody). A learner new
+        -- to the public board comes from below all of it: entering above
+        -- someone passes them.
         local passed = {}
-        if old_index ~= nil and old_index > new_index and new_index < TOP - 1 then
-          local last = math.min(old_index, new_index + OVERTAKEN_MAX, TOP - 1)
+        local from = old_index or TOP
+        if from > new_index and new_index < TOP - 1 then
+          local last = math.min(from, new_index + OVERTAKEN_MAX, TOP - 1)
           local below = redis.call('ZRANGE', public, new_index + 1, last, 'WITHSCORES')
           for j = 1, #below, 2 do
             if tonumber(below[j + 1]) > new_score then
