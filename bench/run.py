@@ -63,16 +63,17 @@ class Plan:
     read_clients: int
     read_rounds: int  # board and /healthz alternate this many times
     warmup_reads: int
+    latency_samples: int  # single completions timed per apply path
     budget_seconds: float  # hard limit of the measuring part; then it stops
 
 
 PLANS = {
     "full": Plan("full", completions=50_000, users=5_000, ingest_clients=4, ingest_rounds=2,
                  reads=20_000, read_clients=8, read_rounds=4, warmup_reads=300,
-                 budget_seconds=240),
+                 latency_samples=400, budget_seconds=300),
     "quick": Plan("quick", completions=10_000, users=5_000, ingest_clients=4, ingest_rounds=2,
                   reads=5_000, read_clients=8, read_rounds=2, warmup_reads=200,
-                  budget_seconds=90),
+                  latency_samples=100, budget_seconds=120),
 }
 
 
@@ -167,7 +168,8 @@ class Service:
             return "(no log)"
 
 
-def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path) -> Service:
+def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path,
+                  name: str = "server", **extra_env: str) -> Service:
     port = free_port()
     ingest_token = secrets.token_urlsafe(24)
     admin_token = secrets.token_urlsafe(24)
@@ -176,12 +178,13 @@ def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path)
         "LAURELS_DATABASE_URL": database_url,
         "LAURELS_REDIS_URL": redis_url,
         "LAURELS_KEY_PREFIX": prefix,
-        "LAURELS_DATA_DIR": str(workdir / "data"),
+        "LAURELS_DATA_DIR": str(workdir / f"data-{name}"),
         "LAURELS_HOST": "127.0.0.1",
         "LAURELS_PORT": str(port),
         "LAURELS_INGEST_TOKEN": ingest_token,
         "LAURELS_ADMIN_TOKEN": admin_token,
         "LAURELS_USER_TOKEN_SECRET": secrets.token_urlsafe(32),
+        **extra_env,
     })
     exe = Path(sys.executable).with_name("laurels")
     if not exe.exists():
@@ -189,7 +192,7 @@ def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path)
         if found is None:
             raise BenchError("cannot find the `laurels` console script next to this Python")
         exe = Path(found)
-    log_path = workdir / "server.log"
+    log_path = workdir / f"{name}.log"
     with open(log_path, "wb") as out:
         proc = subprocess.Popen([str(exe), "serve"], env=env, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT,
@@ -248,6 +251,8 @@ class Results:
     board_cpu: list[tuple[float, float]] = field(default_factory=list)
     health_cpu: list[tuple[float, float]] = field(default_factory=list)
     pg_settings: dict[str, str] = field(default_factory=dict)
+    fast_apply_latencies: list[float] = field(default_factory=list)
+    projector_apply_latencies: list[float] = field(default_factory=list)
 
 
 def make_items(plan: Plan, run_id: str, seed: int) -> list[tuple[str, int, int]]:
@@ -544,6 +549,39 @@ async def measure(plan: Plan, svc: Service, database_url: str, redis_url: str, p
                          f"/healthz {res.health_errors}")
 
 
+async def apply_latencies(svc: Service, redis_url: str, prefix: str, first_uid: int,
+                          count: int, out: list[float]) -> None:
+    """POST one completion at a time for a learner new on the board and time
+    until the apply's refresh hint (published by the apply script's caller)
+    arrives: the time from sending to applied in Redis."""
+    r = aioredis.from_url(redis_url, socket_timeout=30)
+    pubsub = r.pubsub()
+    await pubsub.subscribe(f"{prefix}:hints")
+    headers = {"authorization": f"Bearer {svc.ingest_token}"}
+    try:
+        async with httpx.AsyncClient(base_url=svc.base_url, headers=headers, timeout=30.0,
+                                     trust_env=False) as client:
+            for i in range(count):
+                uid = first_uid + i
+                t0 = time.perf_counter()
+                resp = await client.post("/v1/completions", json={
+                    "completion_id": f"lat{prefix}-{uid}", "user_id": uid, "points": 1})
+                if resp.status_code != 201:
+                    raise BenchError(f"POST /v1/completions answered {resp.status_code}")
+                while True:
+                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=10)
+                    if msg is None:
+                        if time.perf_counter() - t0 > 10:
+                            raise BenchError(f"no hint for learner {uid} within 10 s")
+                        continue
+                    if orjson.loads(msg["data"]).get("user_id") == uid:
+                        out.append(time.perf_counter() - t0)
+                        break
+    finally:
+        await pubsub.aclose()
+        await r.aclose()
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -577,6 +615,15 @@ def report(plan: Plan, res: Results, total_seconds: float) -> None:
         ("top-100 read latency p50 (ms)", b50, h50, "GET /healthz p50"),
         ("top-100 read latency p99 (ms)", b99, h99, "GET /healthz p99"),
     ]
+    fl = sorted(res.fast_apply_latencies)
+    pl = sorted(res.projector_apply_latencies)
+    if fl and pl:
+        rows += [
+            ("sent to applied, projector only, p50 (ms)", percentile(pl, 50) * 1000,
+             percentile(fl, 50) * 1000, "the same with the fast path, p50"),
+            ("sent to applied, projector only, p99 (ms)", percentile(pl, 99) * 1000,
+             percentile(fl, 99) * 1000, "the same with the fast path, p99"),
+        ]
     w_fig = max(len(r[0]) for r in rows)
     w_base = max(len(r[3]) for r in rows)
     print()
@@ -657,23 +704,45 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="laurels-bench-"))
-    svc: Service | None = None
-    created_db = False
+    services: list[Service] = []
+    created: list[str] = []
+    # A second deployment (own database and prefix) with the fast path
+    # switched off: the projector alone applies, woken by NOTIFY.
+    dbname2, prefix2 = f"{dbname}_np", f"{prefix}np"
     res = Results()
     ok = False
     try:
         loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
         loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
-        log(f"{plan.mode} mode; database {dbname}, Redis key prefix {prefix}:")
+        log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis key prefixes "
+            f"{prefix}:, {prefix2}:")
         with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-        created_db = True
+            for name in (dbname, dbname2):
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                created.append(name)
         svc = start_service(database_url, redis_url, prefix, workdir)
-        log(f"laurels serve (pid {svc.proc.pid}) starting on {svc.base_url}")
-        log(f"ready after {wait_ready(svc):.1f} s")
-        asyncio.run(asyncio.wait_for(
-            measure(plan, svc, database_url, redis_url, prefix, run_id, res),
-            plan.budget_seconds))
+        services.append(svc)
+        projector_only = start_service(with_database(admin_url, dbname2), redis_url, prefix2,
+                                       workdir, name="projector-only",
+                                       LAURELS_FAILPOINTS="skip:fast_path")
+        services.append(projector_only)
+        for one in services:
+            log(f"laurels serve (pid {one.proc.pid}) on {one.base_url}: "
+                f"ready after {wait_ready(one):.1f} s")
+
+        async def everything() -> None:
+            await measure(plan, svc, database_url, redis_url, prefix, run_id, res)
+            per_round = plan.latency_samples // 2
+            for k in range(2):  # the two paths take turns
+                log(f"apply latency round {k + 1}/2: {per_round} completions each, "
+                    "with the fast path, then projector only")
+                await apply_latencies(svc, redis_url, prefix, 5_000_000 + k * per_round,
+                                      per_round, res.fast_apply_latencies)
+                await apply_latencies(projector_only, redis_url, prefix2,
+                                      5_000_000 + k * per_round, per_round,
+                                      res.projector_apply_latencies)
+
+        asyncio.run(asyncio.wait_for(everything(), plan.budget_seconds))
         ok = True
     except TimeoutError:
         log(f"ERROR: measuring took longer than its budget of {plan.budget_seconds:.0f} s; "
@@ -682,31 +751,32 @@ def main(argv: list[str] | None = None) -> int:
         log(f"ERROR: {exc}")
     except (psycopg.Error, redis.RedisError, httpx.HTTPError, OSError) as exc:
         log(f"ERROR: {type(exc).__name__}: {exc}")
-        if svc is not None:
-            log(f"server log tail:\n{svc.log_tail()}")
+        for one in services:
+            log(f"server log tail:\n{one.log_tail()}")
     except KeyboardInterrupt:
         log("interrupted")
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
-        if svc is not None:
+        for one in services:
             try:
-                stop_service(svc)
-                log(f"laurels serve stopped (exit {svc.proc.returncode})")
+                stop_service(one)
+                log(f"laurels serve stopped (exit {one.proc.returncode})")
             except Exception as exc:
                 log(f"WARNING: stopping laurels serve failed: {exc}")
-        if created_db:
+        for name in created:
             try:
                 with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
                     conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                                 .format(sql.Identifier(dbname)))
-                log(f"database {dbname} dropped")
+                                 .format(sql.Identifier(name)))
+                log(f"database {name} dropped")
             except Exception as exc:
-                log(f"WARNING: could not drop database {dbname}: {exc}")
-        try:
-            n = cleanup_redis(redis_url, prefix)
-            log(f"{n} Redis keys under {prefix}: unlinked")
-        except Exception as exc:
-            log(f"WARNING: could not remove Redis keys {prefix}:*: {exc}")
+                log(f"WARNING: could not drop database {name}: {exc}")
+        for one_prefix in (prefix, prefix2):
+            try:
+                n = cleanup_redis(redis_url, one_prefix)
+                log(f"{n} Redis keys under {one_prefix}: unlinked")
+            except Exception as exc:
+                log(f"WARNING: could not remove Redis keys {one_prefix}:*: {exc}")
         shutil.rmtree(workdir, ignore_errors=True)
     if not ok:
         return 1

@@ -23,6 +23,10 @@ LOOP_UP = Gauge("laurels_loop_up", "1 while a background loop runs, 0 while it i
                 ["loop"])
 LOOP_RESTARTS = Counter("laurels_loop_restarts_total",
                         "Background loop restarts after a crash or an outage", ["loop"])
+POOL_WAIT = Histogram("laurels_pool_wait_seconds",
+                      "Time spent waiting for a pooled connection, by store", ["store"],
+                      buckets=(0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                               5, 10))
 REQUESTS = Histogram("laurels_http_request_duration_seconds",
                      "Time to the start of the response, by route", ["method", "route", "status"])
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from redis.asyncio import Redis, RedisCluster
+from redis.asyncio import Redis
 
 from laurels.board import Board
+from laurels.board.connection import connect
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
@@ -35,12 +36,11 @@ from laurels.verify import Verifier
 Clock = Callable[[], datetime]
 
 
-def redis_client(url: str, cluster: bool) -> Any:
-    options: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 5,
-                               "socket_timeout": 30, "health_check_interval": 15}
-    if cluster:
-        return RedisCluster.from_url(url, **options)
-    return Redis.from_url(url, **options)
+def redis_client(url: str, cluster: bool, settings: Settings | None = None) -> Any:
+    """A Redis client whose requests queue for a connection (board/connection.py)."""
+    if settings is None:
+        return connect(url, cluster)
+    return connect(url, cluster, settings.redis_pool_size, settings.pool_timeout_seconds)
 
 
 def _now() -> datetime:
@@ -127,8 +127,9 @@ class Runtime(Services):
 
     def __init__(self, settings: Settings, secrets: Secrets, database_url: str,
                  redis_url: str) -> None:
-        db = Database(database_url)
-        redis = redis_client(redis_url, settings.redis_cluster)
+        db = Database(database_url, max_size=settings.database_pool_size,
+                      timeout_seconds=settings.pool_timeout_seconds)
+        redis = redis_client(redis_url, settings.redis_cluster, settings)
         super().__init__(**vars(wire(settings, db, redis)))
         self.secrets = secrets
         self.database_url = database_url

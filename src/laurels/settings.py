@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     # Not in the contract's table: every Redis key and channel starts with it,
     # so several deployments (or tests) can share one Redis.
     key_prefix: str = Field("laurels", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    # Not in the contract's table: connection pools (README, "Pools"). A
+    # request that finds every connection busy waits for one, at most
+    # pool_timeout_seconds; only then is it `503 unavailable`.
+    database_pool_size: int = Field(20, ge=2, le=1000)
+    redis_pool_size: int = Field(64, ge=2, le=10_000)
+    pool_timeout_seconds: float = Field(5.0, gt=0, le=300)
 
     @field_validator("database_url")
     @classmethod

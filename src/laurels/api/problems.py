@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from redis.exceptions import RedisClusterException, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 
 from laurels.errors import STATUS, TITLES, Problem
@@ -23,10 +24,8 @@ _HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found",
                503: "unavailable"}
 
 
-class JSONResponse(Response):
+class JSONResponse(StarletteJSONResponse):
     """JSON bodies serialized with orjson (FastAPI's ORJSONResponse is deprecated)."""
-
-    media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)

@@ -83,7 +83,7 @@ class Rebuilder:
         owns it, that connection is closed, never handed back to the pool
         still holding the lock.
         """
-        conn = await self.db.pool.getconn()
+        conn = await self.db.getconn()
         locked = False
         try:
             cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
@@ -129,7 +129,7 @@ class Rebuilder:
             if discard:
                 with contextlib.suppress(Exception):
                     await conn.close()
-            await self.db.pool.putconn(conn)
+            await self.db.putconn(conn)
 
     async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
         """Start a rebuild in the background, or name the one already running

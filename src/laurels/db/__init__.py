@@ -8,6 +8,7 @@ statement is parameterized.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -16,6 +17,8 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
+
+from laurels.metrics import POOL_WAIT
 
 Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[DictRow]
@@ -50,12 +53,14 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 class Database:
-    def __init__(self, url: str, min_size: int = 2, max_size: int = 10) -> None:
+    def __init__(self, url: str, min_size: int = 2, max_size: int = 20,
+                 timeout_seconds: float = 5.0) -> None:
         self.url = url
+        # A request that finds every connection busy queues for one (psycopg's
+        # pool waits); it fails only after `timeout_seconds` (PoolTimeout, 503).
         self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            url, min_size=min_size, max_size=max_size, open=False,
-            # Fail fast (503) when PostgreSQL is down instead of queueing for 30 s.
-            timeout=5,
+            url, min_size=min(min_size, max_size), max_size=max_size, open=False,
+            timeout=timeout_seconds,
             kwargs={"row_factory": dict_row, "autocommit": True},
             connection_class=psycopg.AsyncConnection[DictRow],
         )
@@ -67,18 +72,32 @@ class Database:
         await self.pool.close()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Conn]:
-        async with self.pool.connection() as conn, conn.transaction():
+    async def connection(self) -> AsyncIterator[Conn]:
+        """A pooled connection; the wait for it is measured (laurels_pool_wait_seconds)."""
+        started = time.perf_counter()
+        async with self.pool.connection() as conn:
+            POOL_WAIT.labels("postgresql").observe(time.perf_counter() - started)
             yield conn
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Conn]:
-        async with self.pool.connection() as conn:
+    async def transaction(self) -> AsyncIterator[Conn]:
+        async with self.connection() as conn, conn.transaction():
             yield conn
+
+    async def getconn(self) -> Conn:
+        """A connection held beyond one block (the rebuild's session lock); give
+        it back with `putconn`."""
+        started = time.perf_counter()
+        conn = await self.pool.getconn()
+        POOL_WAIT.labels("postgresql").observe(time.perf_counter() - started)
+        return conn
+
+    async def putconn(self, conn: Conn) -> None:
+        await self.pool.putconn(conn)
 
     async def fetch(self, name: str, conn: Conn | None = None, **params: Any) -> list[Row]:
         if conn is None:
-            async with self.pool.connection() as c:
+            async with self.connection() as c:
                 return await self.fetch(name, c, **params)
         cur = await conn.execute(q(name), params)
         return await cur.fetchall() if cur.description else []
@@ -89,7 +108,7 @@ class Database:
 
     async def execute(self, name: str, conn: Conn | None = None, **params: Any) -> int:
         if conn is None:
-            async with self.pool.connection() as c:
+            async with self.connection() as c:
                 return await self.execute(name, c, **params)
         cur = await conn.execute(q(name), params)
         return cur.rowcount

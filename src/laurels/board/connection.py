@@ -1,0 +1,67 @@
+"""The Redis transport: a client whose requests queue for a connection.
+
+redis-py's default asyncio pool raises `MaxConnectionsError` at once when
+every connection is busy, so a burst of viewers refetching on a hint turned
+into `503`s while Redis itself was idle. Here a request that finds every
+connection busy waits for one (`BlockingConnectionPool`; on Redis Cluster, a
+semaphore in front of the client's per-node pools) for at most
+`timeout_seconds`; only then does it fail. The wait is measured in
+`laurels_pool_wait_seconds{store="redis"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from laurels.metrics import POOL_WAIT
+
+OPTIONS: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 5,
+                           "socket_timeout": 30, "health_check_interval": 15}
+
+
+class MeasuredPool(BlockingConnectionPool):
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
+        finally:
+            POOL_WAIT.labels("redis").observe(time.perf_counter() - started)
+
+
+class QueueingRedisCluster(RedisCluster):
+    """At most `max_in_flight` commands at once; the others wait their turn
+    (each node's pool holds that many connections, so none can overflow)."""
+
+    def __init__(self, *args: Any, max_in_flight: int = 64, wait_seconds: float = 5.0,
+                 **kwargs: Any) -> None:
+        kwargs["max_connections"] = max_in_flight
+        super().__init__(*args, **kwargs)
+        self._turns = asyncio.Semaphore(max_in_flight)
+        self._wait_seconds = wait_seconds
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(self._turns.acquire(), self._wait_seconds)
+        except TimeoutError:
+            raise RedisConnectionError("no Redis connection became free in time") from None
+        finally:
+            POOL_WAIT.labels("redis").observe(time.perf_counter() - started)
+        try:
+            return await super().execute_command(*args, **kwargs)
+        finally:
+            self._turns.release()
+
+
+def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float = 5.0) -> Any:
+    if cluster:
+        return QueueingRedisCluster.from_url(url, max_in_flight=pool_size,
+                                             wait_seconds=timeout_seconds, **OPTIONS)
+    pool = MeasuredPool.from_url(url, max_connections=pool_size, timeout=timeout_seconds,
+                                 **OPTIONS)
+    return Redis.from_pool(pool)
