@@ -2,8 +2,8 @@
 
 Run from the project root:
 
-    .venv/bin/python bench/run.py            # full: about 2 minutes
-    .venv/bin/python bench/run.py --quick    # quick: well under 1 minute
+    .venv/bin/python bench/run.py            # full: about 70 s
+    .venv/bin/python bench/run.py --quick    # quick: about 20 s
 
 It uses the PostgreSQL at $LAURELS_BENCH_DATABASE_URL and the Redis at
 $LAURELS_BENCH_REDIS_URL (both must be on the loopback interface), creates its
@@ -685,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="laurels benchmark (ratios against baselines "
                                      "measured in the same run)")
     parser.add_argument("--quick", action="store_true",
-                        help="smaller counts: about a minute instead of about three")
+                        help="smaller counts: about 20 s instead of about 70 s")
     args = parser.parse_args(argv)
     plan = PLANS["quick" if args.quick else "full"]
 
