@@ -9,7 +9,6 @@ many processes try, and gives its Redis keys an expiry.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,7 @@ from prometheus_client import Counter
 from redis.exceptions import RedisError
 
 from laurels import failpoints
-from laurels.board import Board
+from laurels.board import CLUSTER_IN_FLIGHT, Board, gather_bounded
 from laurels.db import Database
 from laurels.seasons import WEEK, parse_season
 from laurels.settings import Settings
@@ -152,7 +151,8 @@ class Lifecycle:
             names += [vk.public, vk.hidden, vk.users, vk.chunks]
             names += [vk.applied(int(c)) for c in await self.board.redis.smembers(vk.chunks)]
         at = self.expires_at(season)
-        replies = await asyncio.gather(*(self.board.redis.pexpireat(n, at) for n in names))
+        replies = await gather_bounded([self.board.redis.pexpireat(n, at) for n in names],
+                                       CLUSTER_IN_FLIGHT)
         return sum(1 for r in replies if r)
 
     async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]:

@@ -29,10 +29,15 @@ class RedactSecrets(logging.Filter):
     """Rewrites a record so its formatted message holds no token."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
+        # Arguments are redacted one by one, not merged into the message:
+        # uvicorn's access formatter reads them (client, method, path, ...).
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: redact(v) if isinstance(v, str) else v
+                           for k, v in record.args.items()}
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
         return True
 
 

@@ -22,6 +22,7 @@ from collections import deque
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import orjson
 from prometheus_client import Counter, Gauge
 from psycopg.types.json import Jsonb
@@ -63,6 +64,7 @@ class BoardListener:
         self.season = season
         self.pending: dict[str, Any] | None = None
         self.rebuilt = False
+        self.closed = False  # the server shuts down: end the stream cleanly
         self.wake = asyncio.Event()
 
     def offer(self, hint: dict[str, Any]) -> None:
@@ -96,6 +98,7 @@ class UserListener:
         self.user_id = user_id
         self.ids: deque[int] = deque(maxlen=USER_BUFFER)
         self.finals: list[str] = []
+        self.closed = False
         self.wake = asyncio.Event()
 
     def offer(self, notification_id: int) -> None:
@@ -116,7 +119,11 @@ class Hub:
         self.board = board
         self.boards: dict[str, set[BoardListener]] = {}
         self.users: dict[int, set[UserListener]] = {}
-        self.connected = asyncio.Event()
+        self.connected = asyncio.Event()  # the (global) subscriptions are confirmed
+        self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
+        # Set by sse-starlette when the server starts shutting down: every
+        # stream then ends cleanly (a last empty body), none is cut off.
+        self.shutdown = anyio.Event()
 
     def listen_board(self, season: str) -> BoardListener:
         listener = BoardListener(season)
@@ -146,10 +153,6 @@ class Hub:
             if not group:
                 del self.users[listener.user_id]
 
-    def listener_count(self) -> int:
-        return sum(len(g) for g in self.boards.values()) + sum(len(g) for g in
-                                                                 self.users.values())
-
     def dispatch(self, channel: str, data: bytes | str) -> None:
         try:
             message = orjson.loads(data)
@@ -171,14 +174,41 @@ class Hub:
                 for user_listener in list(self.users.get(uid, ())):
                     user_listener.offer(nid)
 
-    def _refetch_all(self) -> None:
+    def close_all(self) -> None:
+        """End every stream of this process (server shutdown)."""
+        listeners: list[BoardListener | UserListener] = []
+        for boards in self.boards.values():
+            listeners += boards
+        for users in self.users.values():
+            listeners += users
+        for listener in listeners:
+            listener.closed = True
+            listener.wake.set()
+
+    async def _close_on_shutdown(self) -> None:
+        await self.shutdown.wait()
+        self.close_all()
+
+    def _refetch_all(self, seasons: set[str] | None = None) -> None:
         """Hints may have been lost while we were away: everyone refetches."""
         for season, group in list(self.boards.items()):
-            for listener in list(group):
-                listener.offer({"season": season})
+            if seasons is None or season in seasons:
+                for listener in list(group):
+                    listener.offer({"season": season})
+
+    async def hinted(self, season: str) -> None:
+        """Return once every later change of `season` will be hinted to this
+        process: Redis has confirmed the subscription that carries it. An SSE
+        stream sends `ready` only then."""
+        if self.board.cluster:
+            await self.shards.setdefault(season, asyncio.Event()).wait()
+        else:
+            await self.connected.wait()
 
     async def _pause(self, stop: asyncio.Event, exc: BaseException) -> None:
         self.connected.clear()
+        for ready in self.shards.values():
+            ready.clear()
         log.warning("hint subscription lost (%s); resubscribing", exc)
         try:
             await asyncio.wait_for(stop.wait(), 1.0)
@@ -187,34 +217,45 @@ class Hub:
 
     async def _run_cluster(self, stop: asyncio.Event) -> None:
         """Redis Cluster: sharded Pub/Sub, one SSUBSCRIBE per season that has
-        listeners here (on that season's shard), plus the notification channel."""
+        listeners here (on that season's shard), plus the notification channel.
+        A season counts as hinted once its SSUBSCRIBE is confirmed."""
         keys = self.board.keys
+        missed: set[str] = set()  # seasons whose hints may have been lost meanwhile
         while not stop.is_set():
-            pubsub: Any = self.board.redis.pubsub(ignore_subscribe_messages=True)
-            sharded: set[str] = set()
+            pubsub: Any = self.board.redis.pubsub()
+            sharded: dict[str, str] = {}  # channel -> season
             try:
                 await pubsub.subscribe(keys.notification_channel())
-                self.connected.set()
-                self._refetch_all()
                 while not stop.is_set():
-                    wanted = {keys.shard_hint_channel(s) for s in self.boards}
-                    for channel in wanted - sharded:
+                    wanted = {keys.shard_hint_channel(s): s for s in self.boards}
+                    for channel in wanted.keys() - sharded.keys():
+                        sharded[channel] = wanted[channel]
                         await pubsub.ssubscribe(channel)
-                        sharded.add(channel)
-                    for channel in sharded - wanted:
+                    for channel in sharded.keys() - wanted.keys():
                         await pubsub.sunsubscribe(channel)
-                        sharded.discard(channel)
+                        gone = sharded.pop(channel)
+                        if gone not in self.boards:
+                            self.shards.pop(gone, None)
                     got = False
                     if sharded:
-                        message = await pubsub.get_sharded_message(
-                            ignore_subscribe_messages=True, timeout=0.1)
+                        message = await pubsub.get_sharded_message(timeout=0.1)
                         if message and message.get("type") == "smessage":
                             self.dispatch(str(message["channel"]), message["data"])
                             got = True
-                    message = await pubsub.get_message(timeout=0.0 if got else 0.1)
+                        elif message and message.get("type") == "ssubscribe":
+                            season = sharded.get(str(message["channel"]))
+                            if season is not None:
+                                self.shards.setdefault(season, asyncio.Event()).set()
+                                if season in missed:
+                                    missed.discard(season)
+                                    self._refetch_all({season})
+                    message = await pubsub.get_message(timeout=0.0 if got or sharded else 0.1)
                     if message and message.get("type") == "message":
                         self.dispatch(str(message["channel"]), message["data"])
+                    elif message and message.get("type") == "subscribe":
+                        self.connected.set()
             except (RedisError, RedisClusterException, OSError) as exc:
+                missed |= set(self.boards)
                 await self._pause(stop, exc)
             finally:
                 try:
@@ -223,20 +264,30 @@ class Hub:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:
-        if self.board.cluster:
-            await self._run_cluster(stop)
-            return
-        channels = [self.board.keys.hint_channel(), self.board.keys.notification_channel()]
+        closer = asyncio.create_task(self._close_on_shutdown())
+        try:
+            await (self._run_cluster(stop) if self.board.cluster else self._run_single(stop))
+        finally:
+            closer.cancel()
+
+    async def _run_single(self, stop: asyncio.Event) -> None:
+        hints = self.board.keys.hint_channel()
+        channels = [hints, self.board.keys.notification_channel()]
         while not stop.is_set():
-            pubsub = self.board.redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self.board.redis.pubsub()
             try:
                 await pubsub.subscribe(*channels)
-                self.connected.set()
-                self._refetch_all()
                 while not stop.is_set():
                     message = await pubsub.get_message(timeout=1.0)
-                    if message and message.get("type") == "message":
+                    if not message:
+                        continue
+                    if message.get("type") == "message":
                         self.dispatch(str(message["channel"]), message["data"])
+                    elif message.get("type") == "subscribe" and message["channel"] == hints:
+                        # Confirmed: from now on every hint reaches us. Whatever
+                        # was published while we were away: everyone refetches.
+                        self.connected.set()
+                        self._refetch_all()
             except (RedisError, OSError) as exc:
                 await self._pause(stop, exc)
             finally:

@@ -261,3 +261,19 @@ def test_a_stuck_client_does_not_hold_up_the_others(serve: Any) -> None:
     finally:
         stuck.close()
         healthy.close()
+
+
+def test_shutdown_with_open_streams_is_clean(serve: Any) -> None:
+    """SIGTERM while SSE clients are connected: every stream ends cleanly, the
+    process exits 0 and logs no error."""
+    server = serve()
+    streams = [Events(f"{server.url}/v1/leaderboards/current/events") for _ in range(5)]
+    t1 = token_for(server.env, 1)
+    streams.append(Events(f"{server.url}/v1/users/1/notifications/events?access_token={t1}"))
+    server.stop()
+    for s in streams:
+        s.thread.join(15)
+        assert not s.thread.is_alive(), "a stream outlived the server"
+    assert server.process.returncode == 0
+    log = server.log.read_text()
+    assert "ERROR" not in log and "Traceback" not in log, log[-3000:]

@@ -39,6 +39,7 @@ from laurels.validation import (
 MAX_BODY_BYTES = 1024 * 1024
 SSE_PING_SECONDS = 15  # the contract: a comment line at least every 15 s
 SSE_SEND_TIMEOUT = 30  # a client that accepts nothing for this long is dropped
+SSE_SHUTDOWN_GRACE_SECONDS = 5  # under uvicorn's graceful shutdown timeout (10 s)
 
 # Documented in /openapi.json; checked by the handlers, which word the errors.
 SeasonPath = Annotated[str, Path(
@@ -233,16 +234,27 @@ async def board_events(request: Request, season: SeasonPath) -> EventSourceRespo
     async def stream() -> AsyncIterator[dict[str, str]]:
         listener = hub.listen_board(name)
         try:
+            await hub.hinted(name)  # `ready` means: every later change is hinted here
             yield {"event": "ready", "data": orjson.dumps({"season": name}).decode()}
             while True:
                 await listener.wake.wait()
+                if listener.closed:
+                    return
                 for event in listener.take():
                     yield event
                 await asyncio.sleep(1 / CHANGED_PER_SECOND)
         finally:
             hub.unlisten_board(listener)
 
-    return EventSourceResponse(stream(), ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT)
+    return _sse(stream(), hub)
+
+
+def _sse(stream: AsyncIterator[dict[str, str]], hub: Hub) -> EventSourceResponse:
+    """A stream that ends cleanly when the server shuts down (the hub wakes it
+    and it returns; sse-starlette waits that long before cancelling)."""
+    return EventSourceResponse(stream, ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT,
+                               shutdown_event=hub.shutdown,
+                               shutdown_grace_period=SSE_SHUTDOWN_GRACE_SECONDS)
 
 
 @router.get("/v1/users/{user_id}/notifications", tags=["notifications"],
@@ -283,9 +295,12 @@ async def notification_events(request: Request, user_id: UserIdPath,
     async def stream() -> AsyncIterator[dict[str, str]]:
         listener = hub.listen_user(uid)
         try:
+            await hub.connected.wait()  # the notification channel is subscribed
             yield {"event": "ready", "data": orjson.dumps({"user_id": uid}).decode()}
             while True:
                 await listener.wake.wait()
+                if listener.closed:
+                    return
                 listener.wake.clear()
                 ids = list(listener.ids)
                 listener.ids.clear()
@@ -299,7 +314,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
         finally:
             hub.unlisten_user(listener)
 
-    return EventSourceResponse(stream(), ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT)
+    return _sse(stream(), hub)
 
 
 # -- admin --------------------------------------------------------------------

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from redis.asyncio import Redis, RedisCluster
@@ -24,8 +24,29 @@ from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
 from laurels.seasons import parse_season
 
+T = TypeVar("T")
 MAX_STALE_RETRIES = 8
+# On Redis Cluster a batch of script calls runs as concurrent routed calls;
+# at most this many of one batch at a time (a rebuild streams 2,000 per
+# batch), so one caller never takes every connection of the client.
+CLUSTER_IN_FLIGHT = 32
 log = logging.getLogger("laurels.board")
+
+
+async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
+    """Await every call, at most `limit` at once, in order. Every call runs to
+    its end (no exception is left unretrieved); the first error is raised."""
+    turns = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with turns:
+            return await call
+
+    results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]
 
 
 class BoardMissing(Exception):
@@ -202,8 +223,8 @@ class Board:
         Cluster (whose pipelines refuse scripts) concurrent calls, each routed
         to its slot's node."""
         if self.cluster:
-            return list(await asyncio.gather(
-                *(self.scripts[script](keys=k, args=a) for k, a in calls)))
+            return await gather_bounded(
+                [self.scripts[script](keys=k, args=a) for k, a in calls], CLUSTER_IN_FLIGHT)
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys, args in calls:
                 await self.scripts[script](keys=keys, args=args, client=pipe)

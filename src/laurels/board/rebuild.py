@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from laurels import db as dbmod
 from laurels import failpoints
@@ -49,6 +49,13 @@ class RebuildResult:
     season: str
     events: int
     version: str
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A background build nobody may await: take its exception, so asyncio
+    never reports it as "never retrieved" (the build logged and recorded it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def lock_key(prefix: str, policy: str, season: str) -> int:
@@ -98,6 +105,7 @@ class Rebuilder:
             await self._release(conn, season, locked=locked, discard=locked)
             raise
         task = asyncio.create_task(self._locked_build(conn, season, rebuild_id, progress))
+        task.add_done_callback(_retrieved)  # its failure is recorded and logged already
         self._running[rebuild_id] = task
         task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
         return rebuild_id, task
@@ -294,6 +302,7 @@ class Rebuilder:
         task = self._local.get(season)
         if task is None or task.done():
             task = asyncio.create_task(self._heal(season))
+            task.add_done_callback(_retrieved)
             self._local[season] = task
         return task
 
