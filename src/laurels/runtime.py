@@ -139,6 +139,12 @@ class Runtime(Services):
         if run_migrations:
             await migrate(self.database_url)
         await self.db.open()
+        if self.settings.redis_cluster:
+            # Load the topology before any concurrent use: redis-py 8.1's
+            # async cluster client, first used by many calls at once, can
+            # hand one of them a connection that is being replaced
+            # ("'NoneType' object has no attribute 'writelines'").
+            await self.redis.initialize()
 
     async def close(self) -> None:
         await self.rebuilder.cancel_all()

@@ -71,7 +71,7 @@ async def test_stale_versions_write_nothing(rt: Runtime) -> None:
     board = await fresh_board(rt, "shared")
     current = await rt.redis.get(board.season_keys(SEASON).current)
     e = ev(8, 3)
-    keys, args = board._apply_call(e, ("999", ""), ["999"])
+    keys, args = board._apply_call(SEASON, [e], ("999", ""), ["999"])
     reply = await board.scripts["apply"](keys=keys, args=args)
     assert reply[0] == "STALE" and reply[1] == current
     vk = board.season_keys(SEASON).version("999")

@@ -144,7 +144,7 @@ async def test_rebuild_succeeds_when_an_erasure_follows_its_snapshot(rt: Runtime
 
 async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None:
     svc = services(rt)
-    async with HintTap(svc) as tap:
+    async with HintTap(svc, [W49]) as tap:
         with failpoints.hold("fast_missing") as held:
             ingest = asyncio.create_task(svc.ingestor.record([item("h1", 2, 7)]))
             await held.reached()  # no board: the fast path is about to heal it
@@ -164,7 +164,7 @@ async def test_hints_name_only_public_learners(rt: Runtime) -> None:
     await svc.rebuilder.run(W49)  # a live board: applies hint at once
     await svc.learners.update(3, UserIn(visibility="anonymous"))
     await svc.learners.update(4, UserIn(visibility="hidden"))
-    async with HintTap(svc) as tap:
+    async with HintTap(svc, [W49]) as tap:
         for i, uid in enumerate((1, 3, 4)):
             await svc.ingestor.record([item(f"p{i}", uid, 2)])
         hints = await tap.drain()

@@ -113,7 +113,7 @@ class InterleavingMachine(RuleBasedStateMachine):
             prefix = f"{self.rt.keys.prefix}i{next(_example)}"
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
                                       key_prefix=prefix)
-            self.tap = HintTap(self.svc)
+            self.tap = HintTap(self.svc, SEASONS)
             await self.tap.__aenter__()
 
         self.run(go())

@@ -30,6 +30,7 @@ MAX_STALE_RETRIES = 8
 # at most this many of one batch at a time (a rebuild streams 2,000 per
 # batch), so one caller never takes every connection of the client.
 CLUSTER_IN_FLIGHT = 32
+APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
 log = logging.getLogger("laurels.board")
 
 
@@ -154,68 +155,111 @@ class Board:
 
     # -- writes ---------------------------------------------------------
 
-    def _apply_call(self, ev: Event, versions: tuple[str, str],
+    def _apply_call(self, season: str, events: list[Event], versions: tuple[str, str],
                     targets: list[str]) -> tuple[list[str], list[Any]]:
-        sk = self.season_keys(ev.season)
-        chunk, offset = chunk_of(ev.seq)
+        """One apply.lua call: a batch of one season's events, in order."""
+        sk = self.season_keys(season)
+        start = parse_season(season)
+        chunks: list[int] = []
+        index: dict[int, int] = {}
+        per_event: list[Any] = []
+        for ev in events:
+            chunk, offset = chunk_of(ev.seq)
+            if chunk not in index:
+                index[chunk] = len(chunks)
+                chunks.append(chunk)
+            per_event += [ev.seq, index[chunk], offset, pad_uid(ev.user_id), ev.points,
+                          pad_ts(start.offset_us(ev.completed_at)), ev.profile.version,
+                          ev.profile.visibility, ev.profile.display_name]
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream]
         for v in targets:
             vk = sk.version(v)
-            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.applied(chunk)]
-        season = parse_season(ev.season)
-        args: list[Any] = [
-            versions[0], versions[1], chunk, offset, pad_uid(ev.user_id), ev.points,
-            pad_ts(season.offset_us(ev.completed_at)), ev.profile.version,
-            ev.profile.visibility, ev.profile.display_name, self.policy,
-            "1" if targets and targets[0] == versions[0] else "0", ev.seq,
-        ]
+            keys += [vk.public, vk.hidden, vk.users, vk.chunks]
+        for v in targets:
+            keys += [sk.version(v).applied(chunk) for chunk in chunks]
+        args: list[Any] = [versions[0], versions[1], self.policy,
+                           "1" if targets and targets[0] == versions[0] else "0",
+                           len(targets), len(chunks), *chunks, *per_event]
         return keys, args
 
     async def apply(self, events: list[Event], only_version: str | None = None) -> list[str]:
-        """Apply events (pipelined); per event 'applied', 'duplicate' or 'missing'.
+        """Apply events; per event 'applied', 'duplicate' or 'missing'.
 
-        With `only_version`, apply to that building version alone (the rebuild's
-        own stream); otherwise to the current and building versions, and then
-        publish refresh hints for the seasons that changed.
+        One script call per season and batch of at most APPLY_BATCH events,
+        in order (pipelined on one node; on a cluster each season's calls run
+        in order, seasons side by side). With `only_version`, apply to that
+        building version alone (the rebuild's own stream); otherwise to the
+        current and building versions, and then publish refresh hints for
+        the seasons that changed.
         """
         results: list[str | None] = [None] * len(events)
         visibility: dict[int, str] = {}
-        pending = list(range(len(events)))
+        pending: list[list[int]] = []  # batches of event indexes, one season each
+        by_season: dict[str, list[int]] = {}
+        for i, ev in enumerate(events):
+            by_season.setdefault(ev.season, []).append(i)
+        for idxs in by_season.values():
+            pending += [idxs[k:k + APPLY_BATCH] for k in range(0, len(idxs), APPLY_BATCH)]
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
             calls = []
-            for i in pending:
-                ev = events[i]
-                versions = self.versions(ev.season)
+            for batch in pending:
+                season = events[batch[0]].season
+                versions = self.versions(season)
                 targets = [v for v in versions if v]
                 if only_version is not None:
                     # A builder feeds only its own version, and only while
                     # that version still holds the building marker.
                     versions, targets = (versions[0], only_version), [only_version]
-                calls.append(self._apply_call(ev, versions, targets))
-            replies = await self._run_many("apply", calls)
+                calls.append((season, self._apply_call(season, [events[i] for i in batch],
+                                                       versions, targets)))
+            replies = await self._run_in_order("apply", calls)
             retry = []
-            for i, reply in zip(pending, replies, strict=True):
+            for batch, reply in zip(pending, replies, strict=True):
                 status = reply[0]
                 if status == "STALE":
-                    self._versions[events[i].season] = (reply[1], reply[2])
+                    self._versions[events[batch[0]].season] = (reply[1], reply[2])
                     if only_version is not None and reply[2] != only_version:
-                        results[i] = "missing"  # the version being built is gone
+                        for i in batch:
+                            results[i] = "missing"  # the version being built is gone
                         continue
-                    retry.append(i)
+                    retry.append(batch)
                 elif status == "MISSING":
-                    results[i] = "missing"
+                    for i in batch:
+                        results[i] = "missing"
                 else:
-                    results[i] = "applied" if int(reply[1]) > 0 else "duplicate"
-                    if reply[2]:
-                        visibility[i] = reply[2]
+                    for k, i in enumerate(batch):
+                        applied, vis = reply[1 + 2 * k], reply[2 + 2 * k]
+                        results[i] = "applied" if int(applied) > 0 else "duplicate"
+                        if vis:
+                            visibility[i] = vis
             pending = retry
         if pending:
             raise RuntimeError("board versions kept changing during apply")
         if only_version is None and visibility:
-            await self.publish_changes([(events[i], vis) for i, vis in visibility.items()])
+            await self.publish_changes([(events[i], vis) for i, vis in sorted(visibility.items())])
         return [r or "missing" for r in results]
+
+    async def _run_in_order(self, script: str,
+                            calls: list[tuple[str, tuple[list[str], list[Any]]]]) -> list[Any]:
+        """Run script calls keeping their order within each group (a season):
+        one pipeline on a single node; on a cluster, each group's calls one
+        after another, the groups side by side (each on its own slot's node)."""
+        if not self.cluster:
+            return await self._run_many(script, [call for _, call in calls])
+        groups: dict[str, list[int]] = {}
+        for n, (group, _) in enumerate(calls):
+            groups.setdefault(group, []).append(n)
+        replies: list[Any] = [None] * len(calls)
+
+        async def run_group(members: list[int]) -> None:
+            for n in members:
+                keys, args = calls[n][1]
+                replies[n] = await self.scripts[script](keys=keys, args=args)
+
+        await gather_bounded([run_group(m) for m in groups.values()], CLUSTER_IN_FLIGHT)
+        return replies
 
     async def _run_many(self, script: str, calls: list[tuple[list[str], list[Any]]]
                         ) -> list[Any]:
