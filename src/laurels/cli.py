@@ -82,12 +82,38 @@ def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
     import psycopg
     from redis.exceptions import RedisClusterException, RedisError
 
+    from laurels.board.connection import UnsupportedRedis
+
     try:
         return asyncio.run(main())
+    except UnsupportedRedis as exc:
+        raise fail(str(exc)) from None
     except (OSError, psycopg.Error, RedisError, RedisClusterException) as exc:
         raise fail(f"cannot reach PostgreSQL or Redis: {exc}") from None
     finally:
         servers.stop()
+
+
+def _check_redis(settings: Settings, url: str) -> None:
+    """Refuse an unsupported Redis before serving (one line, exit 2)."""
+    from redis.exceptions import RedisClusterException, RedisError
+
+    from laurels.board.connection import UnsupportedRedis, connect, require_supported
+
+    async def check() -> None:
+        client = connect(url, settings.redis_cluster)
+        try:
+            await require_supported(client)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(check())
+    except UnsupportedRedis as exc:
+        raise fail(str(exc)) from None
+    except (OSError, RedisError, RedisClusterException) as exc:
+        # Not reachable yet: serve anyway; /readyz says so until it is.
+        logging.getLogger("laurels").warning("cannot check the Redis version yet: %s", exc)
 
 
 # h11 (not httptools) because it bounds the request line and headers (64 KiB);
@@ -127,6 +153,7 @@ def serve(
             asyncio.run(migrate(servers.database_url))
         except Exception as exc:  # unreachable or broken database: one line
             raise fail(f"cannot migrate the database: {exc}") from None
+        _check_redis(settings, servers.redis_url)
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
         api = create_app(rt, run_projector=not no_projector, migrate=False)
         typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/")

@@ -9,15 +9,17 @@ use. A test that needs another tie policy, key prefix or clock calls
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board import Board
-from laurels.board.connection import connect
+from laurels.board.connection import connect, require_supported
 from laurels.board.rebuild import Rebuilder
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
@@ -34,6 +36,7 @@ from laurels.supervisor import Loop, every
 from laurels.verify import Verifier
 
 Clock = Callable[[], datetime]
+log = logging.getLogger("laurels.runtime")
 
 
 def redis_client(url: str, cluster: bool, settings: Settings | None = None) -> Any:
@@ -139,12 +142,17 @@ class Runtime(Services):
         if run_migrations:
             await migrate(self.database_url)
         await self.db.open()
-        if self.settings.redis_cluster:
-            # Load the topology before any concurrent use: redis-py 8.1's
-            # async cluster client, first used by many calls at once, can
-            # hand one of them a connection that is being replaced
-            # ("'NoneType' object has no attribute 'writelines'").
-            await self.redis.initialize()
+        try:
+            if self.settings.redis_cluster:
+                # Load the topology before any concurrent use: redis-py 8.1's
+                # async cluster client, first used by many calls at once, can
+                # hand one of them a connection that is being replaced
+                # ("'NoneType' object has no attribute 'writelines'").
+                await self.redis.initialize()
+            await require_supported(self.redis)
+        except (RedisError, RedisClusterException, OSError) as exc:
+            # Redis may come later: reads and writes answer 503 until it does.
+            log.warning("Redis does not answer yet: %s", exc)
 
     async def close(self) -> None:
         await self.rebuilder.cancel_all()

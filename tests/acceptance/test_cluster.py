@@ -1,10 +1,12 @@
 """Scale-out on Redis Cluster: the same scripts, unchanged, on a 3-node Valkey
-cluster this test starts on loopback ports (LAURELS_REDIS_CLUSTER=true)."""
+cluster this test starts on loopback ports (LAURELS_REDIS_CLUSTER=true).
+
+`.ci/run` also runs the whole integration and acceptance tiers on a 3-node
+Redis 7.0 cluster (tests/cluster.py); this scenario keeps Valkey covered."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,10 @@ import httpx
 import pytest
 import redis
 
+from tests import cluster
 from tests.acceptance.test_http import completion, token_for
 from tests.acceptance.test_live import Events, wait_until
-from tests.conftest import ADMIN, INGEST, embedded_dir, free_port
+from tests.conftest import ADMIN, INGEST, embedded_dir
 
 
 def _bin(name: str) -> str:
@@ -27,41 +30,14 @@ def _bin(name: str) -> str:
 @pytest.fixture
 def cluster_url() -> Iterator[str]:
     folder = embedded_dir()
-    ports = [free_port() for _ in range(3)]
     try:
-        for port in ports:
-            node = folder / str(port)
-            node.mkdir()
-            # The bus port defaults to port + 10000, past 65535 for high ports: pick one.
-            subprocess.run([_bin("valkey-server"), "--port", str(port), "--bind", "127.0.0.1",
-                            "--cluster-port", str(free_port()),
-                            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                            "--dir", str(node), "--save", "", "--appendonly", "no",
-                            "--daemonize", "yes", "--logfile", str(node / "log"),
-                            "--pidfile", str(node / "pid")], check=True, timeout=30)
-        for port in ports:
-            wait_until(lambda p=port: _ping(p), seconds=10)
-        subprocess.run([_bin("valkey-cli"), "--cluster", "create",
-                        *(f"127.0.0.1:{p}" for p in ports), "--cluster-replicas", "0",
-                        "--cluster-yes"], check=True, capture_output=True, timeout=60)
-        wait_until(lambda: b"cluster_state:ok" in subprocess.run(
-            [_bin("valkey-cli"), "-p", str(ports[0]), "cluster", "info"],
-            capture_output=True, timeout=10).stdout, seconds=20)
-        yield f"redis://127.0.0.1:{ports[0]}/0"
+        yield cluster.start(folder, _bin("valkey-server"), _bin("valkey-cli"))
     finally:
-        for port in ports:
-            subprocess.run([_bin("valkey-cli"), "-p", str(port), "shutdown", "nosave"],
-                           capture_output=True, timeout=10)
+        cluster.stop(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _ping(port: int) -> bool:
-    try:
-        return bool(redis.Redis(port=port, socket_connect_timeout=1).ping())
-    except redis.RedisError:
-        return False
-
-
+@pytest.mark.slow
 def test_everything_runs_on_redis_cluster(cluster_url: str, serve: Any) -> None:
     server = serve(LAURELS_REDIS_URL=cluster_url, LAURELS_REDIS_CLUSTER="true",
                    LAURELS_CLOSE_SEASONS="false")

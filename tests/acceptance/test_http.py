@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ADMIN, INGEST, laurels_bin, server_env, start_server
+from tests.conftest import ADMIN, INGEST, free_port, laurels_bin, server_env, start_server
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
 
@@ -312,3 +312,49 @@ def test_erasure_over_http(serve: Any, tmp_path: Path) -> None:
     out = subprocess.run([laurels_bin(), "verify", "--season", "current"], env=server.env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "consistent" in out.stdout, out.stderr
+
+
+def test_an_old_redis_is_refused_at_start(tmp_path: Path, database_url: str) -> None:
+    """A server answering as Redis 6.2 (a few lines of RESP on a loopback
+    port, standing in for an old server): `serve` refuses it in one line."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(65536):
+                replies = []
+                for command in data.split(b"*")[1:]:  # pipelined commands, one by one
+                    if b"INFO" in command.upper():
+                        body = b"# Server\r\nredis_version:6.2.14\r\nrun_id:abc\r\n"
+                        replies.append(b"$%d\r\n%s\r\n" % (len(body), body))
+                    elif b"PING" in command.upper():
+                        replies.append(b"+PONG\r\n")
+                    else:
+                        replies.append(b"+OK\r\n")
+                conn.sendall(b"".join(replies))
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        env = server_env(database_url, f"redis://127.0.0.1:{port}/0", "old", tmp_path / "d")
+        env.pop("LAURELS_REDIS_CLUSTER", None)
+        out = subprocess.run([laurels_bin(), "serve", "--port", str(free_port())], env=env,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        listener.close()
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert lines[-1] == ("laurels: Redis 6.2.14 is too old: laurels needs Redis 7.0 or later, "
+                         "or Valkey 7.2 or later (sharded Pub/Sub, SMISMEMBER)"), out.stderr
+    assert "Traceback" not in out.stderr

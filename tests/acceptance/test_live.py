@@ -277,3 +277,22 @@ def test_shutdown_with_open_streams_is_clean(serve: Any) -> None:
     assert server.process.returncode == 0
     log = server.log.read_text()
     assert "ERROR" not in log and "Traceback" not in log, log[-3000:]
+
+
+def test_a_change_right_after_ready_is_hinted(serve: Any) -> None:
+    """`ready` means every later change is hinted: a completion posted the
+    moment it arrives (for a season nobody listened to before) gets its
+    `changed`. On a cluster this needs the season's SSUBSCRIBE confirmed first."""
+    server = serve(LAURELS_CLOSE_SEASONS="false")
+    c = server.client(INGEST)
+    for n, season_day in enumerate(["2026-11-17", "2026-11-10", "2026-11-03"]):
+        season = {0: "2026-W47", 1: "2026-W46", 2: "2026-W45"}[n]
+        assert c.post("/v1/completions", json=completion(
+            f"seed{n}", 1, 1, f"{season_day}T10:00:00Z")).status_code == 201
+        hints = Events(f"{server.url}/v1/leaderboards/{season}/events")
+        try:
+            assert c.post("/v1/completions", json=completion(
+                f"now{n}", 2, 5, f"{season_day}T11:00:00Z")).status_code == 201
+            assert wait_until(lambda h=hints: h.named("changed"), seconds=5), season
+        finally:
+            hints.close()

@@ -33,13 +33,17 @@ class MeasuredPool(BlockingConnectionPool):
             POOL_WAIT.labels("redis").observe(time.perf_counter() - started)
 
 
+PUBSUB_ROOM = 16  # connections a process's subscriptions may hold on one node
+
+
 class QueueingRedisCluster(RedisCluster):
-    """At most `max_in_flight` commands at once; the others wait their turn
-    (each node's pool holds that many connections, so none can overflow)."""
+    """At most `max_in_flight` commands at once; the others wait their turn.
+    Each node's pool holds that many connections plus room for the Pub/Sub
+    connections this process keeps open, so none can overflow."""
 
     def __init__(self, *args: Any, max_in_flight: int = 64, wait_seconds: float = 5.0,
                  **kwargs: Any) -> None:
-        kwargs["max_connections"] = max_in_flight
+        kwargs["max_connections"] = max_in_flight + PUBSUB_ROOM
         super().__init__(*args, **kwargs)
         self._turns = asyncio.Semaphore(max_in_flight)
         self._wait_seconds = wait_seconds
@@ -65,3 +69,31 @@ def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float
     pool = MeasuredPool.from_url(url, max_connections=pool_size, timeout=timeout_seconds,
                                  **OPTIONS)
     return Redis.from_pool(pool)
+
+
+MIN_VERSION = (7, 0)  # sharded Pub/Sub (SPUBLISH/SSUBSCRIBE) and SMISMEMBER need it
+
+
+class UnsupportedRedis(Exception):
+    """The server is older than laurels supports: one line saying so."""
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
+async def require_supported(client: Any) -> None:
+    """Refuse Redis older than 7.0 (Valkey reports 7.2 or later as its
+    `redis_version`): every server of a cluster is checked."""
+    if isinstance(client, RedisCluster):
+        infos = list((await client.info("server", target_nodes=RedisCluster.ALL_NODES)).values())
+    else:
+        infos = [await client.info("server")]
+    for info in infos:
+        if not isinstance(info, dict):
+            continue
+        version = str(info.get("redis_version", "0"))
+        if _version(version) < MIN_VERSION:
+            raise UnsupportedRedis(
+                f"Redis {version} is too old: laurels needs Redis 7.0 or later, or Valkey "
+                "7.2 or later (sharded Pub/Sub, SMISMEMBER)")
