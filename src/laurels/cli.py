@@ -116,11 +116,32 @@ def _check_redis(settings: Settings, url: str) -> None:
         logging.getLogger("laurels").warning("cannot check the Redis version yet: %s", exc)
 
 
-# h11 (not httptools) because it bounds the request line and headers (64 KiB);
-# keep-alive connections idle for 5 s are closed; at most 4,096 connections.
-SERVER_LIMITS: dict[str, Any] = {"http": "h11", "h11_max_incomplete_event_size": 64 * 1024,
-                                 "timeout_keep_alive": 5, "limit_concurrency": 4096,
-                                 "timeout_graceful_shutdown": 10}
+def make_server(config: Any, on_exit: Callable[[], None]) -> Any:
+    """uvicorn's server, telling the app when shutdown starts (streams end cleanly)."""
+    import uvicorn
+
+    class LaurelsServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            on_exit()
+            super().handle_exit(sig, frame)
+
+    return LaurelsServer(config)
+
+
+def server_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn on httptools and uvloop, with the limits of api/server.py:
+    excess connections refused, request heads timed, slow bodies cut off,
+    header sizes bounded; keep-alive connections idle for 5 s are closed."""
+    from laurels.api.server import GuardedProtocol, Limits, raise_fd_limit
+
+    limits = Limits(max_connections=raise_fd_limit(settings.max_connections),
+                    header_timeout_seconds=settings.header_timeout_seconds,
+                    min_body_rate=settings.min_body_rate)
+    # No proxy-headers middleware: laurels reads no client address, and every
+    # frame a request keeps alive is multiplied by thousands of live streams.
+    return {"http": GuardedProtocol.with_limits(limits), "loop": "uvloop",
+            "timeout_keep_alive": 5, "timeout_graceful_shutdown": 10,
+            "proxy_headers": False}
 
 
 def _exit_on_signal(signum: int, _frame: Any) -> None:
@@ -140,7 +161,7 @@ def serve(
     import uvicorn
 
     from laurels import logs
-    from laurels.api import create_app
+    from laurels.api import create_app, serving_app
     from laurels.db import migrate
     from laurels.runtime import Runtime
 
@@ -155,15 +176,15 @@ def serve(
             raise fail(f"cannot migrate the database: {exc}") from None
         _check_redis(settings, servers.redis_url)
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
-        api = create_app(rt, run_projector=not no_projector, migrate=False)
+        api = serving_app(create_app(rt, run_projector=not no_projector, migrate=False))
         typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/")
         config = uvicorn.Config(api, host=settings.host, port=settings.port,
-                                log_level="info", **SERVER_LIMITS)
+                                log_level="info", **server_options(settings))
         logs.protect()  # uvicorn configured its handlers just now
         # uvicorn re-raises the signal that stopped it once it has shut down
         # gracefully: turn SIGTERM into a normal exit so the embedded servers stop.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        uvicorn.Server(config).run()
+        make_server(config, on_exit=rt.hub.close_all_soon).run()
     finally:
         servers.stop()
 
@@ -290,7 +311,7 @@ def demo(
     import uvicorn
 
     from laurels import logs
-    from laurels.api import create_app
+    from laurels.api import create_app, serving_app
     from laurels.api.auth import mint
     from laurels.db import migrate
     from laurels.demo import Simulation, seed
@@ -312,9 +333,10 @@ def demo(
     async def main() -> None:
         await migrate(servers.database_url)
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
-        api = create_app(rt, migrate=False)
-        server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
-                                               log_level="warning", **SERVER_LIMITS))
+        api = serving_app(create_app(rt, migrate=False))
+        server = make_server(uvicorn.Config(api, host=settings.host, port=settings.port,
+                                       log_level="warning", **server_options(settings)),
+                        on_exit=rt.hub.close_all_soon)
         logs.protect()
         serving = asyncio.create_task(server.serve())
         while not server.started:

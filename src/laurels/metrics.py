@@ -27,6 +27,11 @@ POOL_WAIT = Histogram("laurels_pool_wait_seconds",
                       "Time spent waiting for a pooled connection, by store", ["store"],
                       buckets=(0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
                                5, 10))
+CONNECTIONS_CLOSED = Counter("laurels_connections_closed_total",
+                             "Connections the server closed itself, by reason (over_limit, "
+                             "header_timeout, slow_body, header_limit)", ["reason"])
+STREAMS_REFUSED = Counter("laurels_streams_refused_total",
+                          "Event streams answered 503: the process's stream budget was full")
 REQUESTS = Histogram("laurels_http_request_duration_seconds",
                      "Time to the start of the response, by route", ["method", "route", "status"])
 

@@ -22,7 +22,6 @@ from collections import deque
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import orjson
 from prometheus_client import Counter, Gauge
 from psycopg.types.json import Jsonb
@@ -60,6 +59,8 @@ def notification_body(row: Row) -> dict[str, Any]:
 class BoardListener:
     """One SSE client of a season: O(1) state whatever the hint rate."""
 
+    __slots__ = ("closed", "pending", "rebuilt", "season", "wake")
+
     def __init__(self, season: str) -> None:
         self.season = season
         self.pending: dict[str, Any] | None = None
@@ -94,6 +95,8 @@ class BoardListener:
 class UserListener:
     """One SSE client of a learner's notifications: a bounded buffer of ids."""
 
+    __slots__ = ("closed", "finals", "ids", "user_id", "wake")
+
     def __init__(self, user_id: int) -> None:
         self.user_id = user_id
         self.ids: deque[int] = deque(maxlen=USER_BUFFER)
@@ -121,13 +124,13 @@ class Hub:
         self.users: dict[int, set[UserListener]] = {}
         self.connected = asyncio.Event()  # the (global) subscriptions are confirmed
         self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
-        # Set by sse-starlette when the server starts shutting down: every
-        # stream then ends cleanly (a last empty body), none is cut off.
-        self.shutdown = anyio.Event()
+        self._streams = 0
+        self.loop: asyncio.AbstractEventLoop | None = None  # where the streams run
 
     def listen_board(self, season: str) -> BoardListener:
         listener = BoardListener(season)
         self.boards.setdefault(season, set()).add(listener)
+        self._streams += 1
         SSE_CONNECTIONS.labels("board").inc()
         return listener
 
@@ -135,6 +138,7 @@ class Hub:
         group = self.boards.get(listener.season)
         if group is not None and listener in group:
             group.discard(listener)
+            self._streams -= 1
             SSE_CONNECTIONS.labels("board").dec()
             if not group:
                 del self.boards[listener.season]
@@ -142,6 +146,7 @@ class Hub:
     def listen_user(self, user_id: int) -> UserListener:
         listener = UserListener(user_id)
         self.users.setdefault(user_id, set()).add(listener)
+        self._streams += 1
         SSE_CONNECTIONS.labels("notifications").inc()
         return listener
 
@@ -149,6 +154,7 @@ class Hub:
         group = self.users.get(listener.user_id)
         if group is not None and listener in group:
             group.discard(listener)
+            self._streams -= 1
             SSE_CONNECTIONS.labels("notifications").dec()
             if not group:
                 del self.users[listener.user_id]
@@ -174,6 +180,9 @@ class Hub:
                 for user_listener in list(self.users.get(uid, ())):
                     user_listener.offer(nid)
 
+    def stream_count(self) -> int:
+        return self._streams
+
     def close_all(self) -> None:
         """End every stream of this process (server shutdown)."""
         listeners: list[BoardListener | UserListener] = []
@@ -185,9 +194,11 @@ class Hub:
             listener.closed = True
             listener.wake.set()
 
-    async def _close_on_shutdown(self) -> None:
-        await self.shutdown.wait()
-        self.close_all()
+    def close_all_soon(self) -> None:
+        """From a signal handler (the server starts shutting down): end every
+        stream cleanly on the event loop, none is cut off mid-response."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.close_all)
 
     def _refetch_all(self, seasons: set[str] | None = None) -> None:
         """Hints may have been lost while we were away: everyone refetches."""
@@ -264,11 +275,8 @@ class Hub:
                     pass
 
     async def run(self, stop: asyncio.Event) -> None:
-        closer = asyncio.create_task(self._close_on_shutdown())
-        try:
-            await (self._run_cluster(stop) if self.board.cluster else self._run_single(stop))
-        finally:
-            closer.cancel()
+        self.loop = asyncio.get_running_loop()
+        await (self._run_cluster(stop) if self.board.cluster else self._run_single(stop))
 
     async def _run_single(self, stop: asyncio.Event) -> None:
         hints = self.board.keys.hint_channel()

@@ -55,6 +55,14 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(20, ge=2, le=1000)
     redis_pool_size: int = Field(64, ge=2, le=10_000)
     pool_timeout_seconds: float = Field(5.0, gt=0, le=300)
+    # Not in the contract's table: the HTTP server's limits (docs/operations.md,
+    # "Limits"). Connections beyond max_connections are refused; event streams
+    # beyond max_streams get 503; a request head must arrive within
+    # header_timeout_seconds; a body slower than min_body_rate bytes/s is cut off.
+    max_connections: int = Field(10_000, ge=10, le=1_000_000)
+    max_streams: int = Field(8_000, ge=1, le=1_000_000)
+    header_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    min_body_rate: int = Field(1024, ge=1)
 
     @field_validator("database_url")
     @classmethod

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Annotated, Any
 
@@ -14,16 +12,18 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
-from sse_starlette import EventSourceResponse
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
 from laurels.api.problems import JSONResponse
+from laurels.api.sse import EventStream, event
 from laurels.errors import Problem
+from laurels.metrics import STREAMS_REFUSED
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
 from laurels.seasons import BadSeason, Season, parse_season
+from laurels.settings import Settings
 from laurels.validation import (
     USER_ID_MAX,
     BatchIn,
@@ -37,9 +37,6 @@ from laurels.validation import (
 )
 
 MAX_BODY_BYTES = 1024 * 1024
-SSE_PING_SECONDS = 15  # the contract: a comment line at least every 15 s
-SSE_SEND_TIMEOUT = 30  # a client that accepts nothing for this long is dropped
-SSE_SHUTDOWN_GRACE_SECONDS = 5  # under uvicorn's graceful shutdown timeout (10 s)
 
 # Documented in /openapi.json; checked by the handlers, which word the errors.
 SeasonPath = Annotated[str, Path(
@@ -223,38 +220,40 @@ async def get_around(request: Request, season: SeasonPath, user_id: UserIdPath,
 
 
 @router.get("/v1/leaderboards/{season}/events", tags=["reads"],
-            response_class=EventSourceResponse,
-            responses={200: {"content": {"text/event-stream": {}}}, **s.problems(422)})
-async def board_events(request: Request, season: SeasonPath) -> EventSourceResponse:
+            response_class=Response,
+            responses={200: {"content": {"text/event-stream": {}}}, **s.problems(422, 503)})
+async def board_events(request: Request, season: SeasonPath) -> Response:
     """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
-    second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
+    second) and `rebuilt`; a comment line at least every 15 s. Refetch on each.
+    (Served by the app's fast lane, `board_stream`, without FastAPI's
+    per-request machinery; this route documents it and serves it elsewhere.)"""
+    return board_stream(request.app.state.hub, runtime(request).settings, season)
+
+
+def board_stream(hub: Hub, settings: Settings, season: str) -> Response:
+    """The response of a season's event stream (or a Problem)."""
     name = path_season(season).name
-    hub: Hub = request.app.state.hub
+    _stream_budget(hub, settings)
+    listener = hub.listen_board(name)
 
-    async def stream() -> AsyncIterator[dict[str, str]]:
-        listener = hub.listen_board(name)
-        try:
-            await hub.hinted(name)  # `ready` means: every later change is hinted here
-            yield {"event": "ready", "data": orjson.dumps({"season": name}).decode()}
-            while True:
-                await listener.wake.wait()
-                if listener.closed:
-                    return
-                for event in listener.take():
-                    yield event
-                await asyncio.sleep(1 / CHANGED_PER_SECOND)
-        finally:
-            hub.unlisten_board(listener)
+    async def ready() -> bytes:
+        await hub.hinted(name)  # `ready` means: every later change is hinted here
+        return event("ready", orjson.dumps({"season": name}))
 
-    return _sse(stream(), hub)
+    async def due() -> list[bytes]:
+        return [event(e["event"], e["data"]) for e in listener.take()]
+
+    return EventStream(listener, ready, due, lambda: hub.unlisten_board(listener),
+                       min_gap_seconds=1 / CHANGED_PER_SECOND)
 
 
-def _sse(stream: AsyncIterator[dict[str, str]], hub: Hub) -> EventSourceResponse:
-    """A stream that ends cleanly when the server shuts down (the hub wakes it
-    and it returns; sse-starlette waits that long before cancelling)."""
-    return EventSourceResponse(stream, ping=SSE_PING_SECONDS, send_timeout=SSE_SEND_TIMEOUT,
-                               shutdown_event=hub.shutdown,
-                               shutdown_grace_period=SSE_SHUTDOWN_GRACE_SECONDS)
+def _stream_budget(hub: Hub, settings: Settings) -> None:
+    """Streams have a budget of their own (LAURELS_MAX_STREAMS per process), so
+    live viewers never take every connection from ordinary requests."""
+    if hub.stream_count() >= settings.max_streams:
+        STREAMS_REFUSED.inc()
+        raise Problem("unavailable", "too many live streams on this server; retry shortly",
+                      retry_after=5)
 
 
 @router.get("/v1/users/{user_id}/notifications", tags=["notifications"],
@@ -282,39 +281,32 @@ async def post_notifications_read(request: Request, user_id: UserIdPath,
 
 
 @router.get("/v1/users/{user_id}/notifications/events", tags=["notifications"],
-            response_class=EventSourceResponse,
+            response_class=Response,
             responses={200: {"content": {"text/event-stream": {}}},
-                       **s.problems(401, 403, 422)})
+                       **s.problems(401, 403, 422, 503)})
 async def notification_events(request: Request, user_id: UserIdPath,
                               uid: int = Depends(learner_token_or_query)
-                              ) -> EventSourceResponse:
+                              ) -> Response:
     """The learner's new notifications as server-sent events (`notification`)."""
     hub: Hub = request.app.state.hub
     db = runtime(request).db
+    _stream_budget(hub, runtime(request).settings)
+    listener = hub.listen_user(uid)
 
-    async def stream() -> AsyncIterator[dict[str, str]]:
-        listener = hub.listen_user(uid)
-        try:
-            await hub.connected.wait()  # the notification channel is subscribed
-            yield {"event": "ready", "data": orjson.dumps({"user_id": uid}).decode()}
-            while True:
-                await listener.wake.wait()
-                if listener.closed:
-                    return
-                listener.wake.clear()
-                ids = list(listener.ids)
-                listener.ids.clear()
-                rows = await db.fetch("get_notifications", user_id=uid, ids=ids) if ids else []
-                for season in listener.finals:
-                    rows += await db.fetch("season_final_of", user_id=uid, season=season)
-                listener.finals.clear()
-                for row in rows:
-                    yield {"event": "notification",
-                           "data": orjson.dumps(notification_body(row)).decode()}
-        finally:
-            hub.unlisten_user(listener)
+    async def ready() -> bytes:
+        await hub.connected.wait()  # the notification channel is subscribed
+        return event("ready", orjson.dumps({"user_id": uid}))
 
-    return _sse(stream(), hub)
+    async def due() -> list[bytes]:
+        ids = list(listener.ids)
+        listener.ids.clear()
+        finals, listener.finals = listener.finals, []
+        rows = await db.fetch("get_notifications", user_id=uid, ids=ids) if ids else []
+        for season in finals:
+            rows += await db.fetch("season_final_of", user_id=uid, season=season)
+        return [event("notification", orjson.dumps(notification_body(row))) for row in rows]
+
+    return EventStream(listener, ready, due, lambda: hub.unlisten_user(listener))
 
 
 # -- admin --------------------------------------------------------------------

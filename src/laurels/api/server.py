@@ -1,0 +1,199 @@
+"""The HTTP server: uvicorn with httptools and uvloop, and the limits it lacks.
+
+uvicorn has no timeout for a request's headers and no minimum body rate, and
+its `limit_concurrency` answers *every* new request with 503 once the cap is
+reached, so one client holding thousands of idle sockets took the API down
+for everyone. `GuardedProtocol` adds, below the app:
+
+- a connection cap that refuses only the excess: a connection beyond
+  `max_connections` is closed at once; established ones go on being served;
+- a header timeout: a connection that has not sent a complete request head
+  within `header_timeout_seconds` of opening (or of starting a request) is
+  closed (slowloris);
+- a minimum body rate: a body that trickles in slower than `min_body_rate`
+  bytes a second (measured over `BODY_WINDOW_SECONDS`) is cut off;
+- the header limits the h11 parser used to give: at most `MAX_HEADERS`
+  headers and `MAX_HEADER_BYTES` of them, an URL of at most `MAX_URL_BYTES`
+  (`431` / `414`, then close).
+
+Keep-alive stays uvicorn's own (5 s after a response). Streams have their own
+budget (`api/sse.py`), so live viewers cannot starve ordinary requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from laurels.metrics import CONNECTIONS_CLOSED
+
+MAX_HEADERS = 100
+MAX_HEADER_BYTES = 64 * 1024
+MAX_URL_BYTES = 16 * 1024
+BODY_WINDOW_SECONDS = 5.0
+FD_HEADROOM = 256  # descriptors kept for stores, logs and files
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_connections: int = 10_000
+    header_timeout_seconds: float = 10.0
+    min_body_rate: int = 1024  # bytes per second
+
+
+def raise_fd_limit(wanted: int) -> int:
+    """Raise this process's open-file limit to its hard limit (the usual soft
+    limit, 1,024, is far below thousands of live viewers); returns how many
+    connections it allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted + FD_HEADROOM)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return max(1, min(wanted, soft - FD_HEADROOM))
+
+
+class _Guard:
+    """Per-connection state of the limits (slots: a few dozen bytes)."""
+
+    __slots__ = ("body_seen", "body_timer", "body_window_start", "head_timer",
+                 "header_bytes", "header_count", "in_body", "on_close", "url_bytes")
+
+    def __init__(self) -> None:
+        self.head_timer: asyncio.TimerHandle | None = None
+        self.body_timer: asyncio.TimerHandle | None = None
+        self.header_count = self.header_bytes = self.url_bytes = 0
+        self.body_seen = self.body_window_start = 0
+        self.in_body = False
+        # Callbacks to run when the connection goes (the ASGI extension
+        # "laurels.on_close"): a stream learns of a disconnect without a task.
+        self.on_close: list[Callable[[], None]] = []
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    limits: ClassVar[Limits] = Limits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard = _Guard()  # one attribute: the instance's dict stays small
+
+    @classmethod
+    def with_limits(cls, limits: Limits) -> type[GuardedProtocol]:
+        return type("GuardedProtocol", (cls,), {"limits": limits})
+
+    # -- connections -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.limits.max_connections:
+            CONNECTIONS_CLOSED.labels("over_limit").inc()
+            transport.abort()  # the excess only; everyone connected goes on
+            return
+        super().connection_made(transport)
+        self._arm_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self.transport is None:  # refused in connection_made
+            return
+        super().connection_lost(exc)
+        callbacks, self.guard.on_close = self.guard.on_close, []
+        for callback in callbacks:
+            callback()
+
+    def _disarm(self) -> None:
+        for timer in (self.guard.head_timer, self.guard.body_timer):
+            if timer is not None:
+                timer.cancel()
+        self.guard.head_timer = self.guard.body_timer = None
+
+    def _close(self, reason: str) -> None:
+        CONNECTIONS_CLOSED.labels(reason).inc()
+        self._disarm()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    # -- the request head ----------------------------------------------------------
+
+    def _arm_head(self) -> None:
+        if self.guard.head_timer is None:
+            self.guard.head_timer = self.loop.call_later(self.limits.header_timeout_seconds,
+                                                    self._close, "header_timeout")
+
+    def data_received(self, data: bytes) -> None:
+        if self.parser is None:
+            return
+        super().data_received(data)
+        if self.guard.in_body:
+            self.guard.body_seen += len(data)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope["extensions"] = {"laurels.on_close": self.guard.on_close}  # type: ignore[dict-item]
+        self.guard.header_count = self.guard.header_bytes = self.guard.url_bytes = 0
+        self._arm_head()  # a new request on a kept-alive connection: its head is timed
+
+    def on_url(self, url: bytes) -> None:
+        self.guard.url_bytes += len(url)
+        if self.guard.url_bytes > MAX_URL_BYTES:
+            self._refuse(414, b"URI Too Long")
+            return
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.guard.header_count += 1
+        self.guard.header_bytes += len(name) + len(value)
+        if self.guard.header_count > MAX_HEADERS or self.guard.header_bytes > MAX_HEADER_BYTES:
+            self._refuse(431, b"Request Header Fields Too Large")
+            return
+        super().on_header(name, value)
+
+    def _refuse(self, status: int, reason: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                             % (status, reason))
+        self._close("header_limit")
+
+    def on_headers_complete(self) -> None:
+        if self.transport.is_closing():
+            return
+        if self.guard.head_timer is not None:
+            self.guard.head_timer.cancel()
+            self.guard.head_timer = None
+        super().on_headers_complete()
+        has_body = any(name in (b"content-length", b"transfer-encoding")
+                       for name, _ in self.headers)
+        if has_body and self.cycle is not None and self.cycle.more_body:
+            self.guard.in_body = True
+            self.guard.body_seen = self.guard.body_window_start = 0
+            self.guard.body_timer = self.loop.call_later(BODY_WINDOW_SECONDS, self._check_body)
+
+    # -- the request body --------------------------------------------------------------
+
+    def _check_body(self) -> None:
+        self.guard.body_timer = None
+        if not self.guard.in_body or self.transport.is_closing():
+            return
+        received = self.guard.body_seen - self.guard.body_window_start
+        # Reading paused by our own back-pressure is not the client's slowness.
+        if not self.flow.read_paused and received < self.limits.min_body_rate \
+                * BODY_WINDOW_SECONDS:
+            self._close("slow_body")
+            return
+        self.guard.body_window_start = self.guard.body_seen
+        self.guard.body_timer = self.loop.call_later(BODY_WINDOW_SECONDS, self._check_body)
+
+    def on_message_complete(self) -> None:
+        self.guard.in_body = False
+        if self.guard.body_timer is not None:
+            self.guard.body_timer.cancel()
+            self.guard.body_timer = None
+        super().on_message_complete()
