@@ -64,16 +64,17 @@ class Plan:
     read_rounds: int  # board and /healthz alternate this many times
     warmup_reads: int
     latency_samples: int  # single completions timed per apply path
+    idle_viewers: int  # event streams held open for the memory figure
     budget_seconds: float  # hard limit of the measuring part; then it stops
 
 
 PLANS = {
     "full": Plan("full", completions=50_000, users=5_000, ingest_clients=4, ingest_rounds=2,
                  reads=20_000, read_clients=8, read_rounds=4, warmup_reads=300,
-                 latency_samples=400, budget_seconds=300),
+                 latency_samples=400, idle_viewers=3_000, budget_seconds=300),
     "quick": Plan("quick", completions=10_000, users=5_000, ingest_clients=4, ingest_rounds=2,
                   reads=5_000, read_clients=8, read_rounds=2, warmup_reads=200,
-                  latency_samples=100, budget_seconds=120),
+                  latency_samples=100, idle_viewers=1_000, budget_seconds=120),
 }
 
 
@@ -253,6 +254,8 @@ class Results:
     pg_settings: dict[str, str] = field(default_factory=dict)
     fast_apply_latencies: list[float] = field(default_factory=list)
     projector_apply_latencies: list[float] = field(default_factory=list)
+    viewer_kib: float = math.nan
+    bare_viewer_kib: float = math.nan
 
 
 def make_items(plan: Plan, run_id: str, seed: int) -> list[tuple[str, int, int]]:
@@ -582,6 +585,69 @@ async def apply_latencies(svc: Service, redis_url: str, prefix: str, first_uid: 
         await r.aclose()
 
 
+async def idle_viewer_kib(url: str, pid: int, count: int) -> float:
+    """Open `count` event streams that stay idle; the server's RSS growth per
+    stream, in KiB, once every one has said `ready`."""
+    import aiohttp
+
+    process = psutil.Process(pid)
+    ready = 0
+    all_ready = asyncio.Event()
+
+    async def viewer(session: aiohttp.ClientSession) -> None:
+        nonlocal ready
+        async with session.get(url) as resp:
+            if resp.status != 200:
+                raise BenchError(f"GET {url} answered {resp.status}")
+            async for line in resp.content:
+                if line.startswith(b"event: ready"):
+                    ready += 1
+                    if ready == count:
+                        all_ready.set()
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector,
+                                     timeout=aiohttp.ClientTimeout(total=None)) as session:
+        warm = [asyncio.create_task(viewer(session)) for _ in range(20)]  # uncounted
+        while ready < 20:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        ready, before = 0, process.memory_info().rss
+        tasks = [asyncio.create_task(viewer(session)) for _ in range(count)]
+        try:
+            await asyncio.wait_for(all_ready.wait(), 120)
+            await asyncio.sleep(1.0)  # let the allocator settle
+            after = process.memory_info().rss
+        finally:
+            for task in tasks + warm:
+                task.cancel()
+            await asyncio.gather(*tasks, *warm, return_exceptions=True)
+    return (after - before) / count / 1024
+
+
+def start_bare(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """bench/bare_app.py on the same uvicorn as laurels: the baseline server."""
+    port = free_port()
+    log_path = workdir / "bare.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("uvicorn")), "bench.bare_app:app", "--host",
+             "127.0.0.1", "--port", str(port), "--http", "httptools", "--loop", "uvloop",
+             "--no-proxy-headers", "--log-level", "warning"],
+            cwd=Path(__file__).resolve().parents[1], stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.perf_counter() + 30
+    while time.perf_counter() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1, trust_env=False).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise BenchError("the bare baseline app did not start")
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -615,6 +681,9 @@ def report(plan: Plan, res: Results, total_seconds: float) -> None:
         ("top-100 read latency p50 (ms)", b50, h50, "GET /healthz p50"),
         ("top-100 read latency p99 (ms)", b99, h99, "GET /healthz p99"),
     ]
+    if not math.isnan(res.viewer_kib):
+        rows.append(("memory per idle event stream (KiB)", res.viewer_kib, res.bare_viewer_kib,
+                     "a held stream on bench/bare_app.py, same uvicorn"))
     fl = sorted(res.fast_apply_latencies)
     pl = sorted(res.projector_apply_latencies)
     if fl and pl:
@@ -705,6 +774,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="laurels-bench-"))
     services: list[Service] = []
+    bare_proc: list[subprocess.Popen[bytes]] = []
     created: list[str] = []
     # A second deployment (own database and prefix) with the fast path
     # switched off: the projector alone applies, woken by NOTIFY.
@@ -742,7 +812,23 @@ def main(argv: list[str] | None = None) -> int:
                                       5_000_000 + k * per_round, per_round,
                                       res.projector_apply_latencies)
 
-        asyncio.run(asyncio.wait_for(everything(), plan.budget_seconds))
+        bare, bare_url = start_bare(workdir)
+        bare_proc.append(bare)
+
+        async def memory() -> None:
+            log(f"memory: {plan.idle_viewers} idle event streams on laurels, then on the "
+                "bare app")
+            res.viewer_kib = await idle_viewer_kib(
+                f"{svc.base_url}/v1/leaderboards/current/events", svc.proc.pid,
+                plan.idle_viewers)
+            res.bare_viewer_kib = await idle_viewer_kib(f"{bare_url}/events", bare.pid,
+                                                        plan.idle_viewers)
+
+        async def all_phases() -> None:
+            await everything()
+            await memory()
+
+        asyncio.run(asyncio.wait_for(all_phases(), plan.budget_seconds))
         ok = True
     except TimeoutError:
         log(f"ERROR: measuring took longer than its budget of {plan.budget_seconds:.0f} s; "
@@ -757,6 +843,12 @@ def main(argv: list[str] | None = None) -> int:
         log("interrupted")
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
+        for proc in bare_proc:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         for one in services:
             try:
                 stop_service(one)

@@ -141,7 +141,7 @@ def server_options(settings: Settings) -> dict[str, Any]:
     # frame a request keeps alive is multiplied by thousands of live streams.
     return {"http": GuardedProtocol.with_limits(limits), "loop": "uvloop",
             "timeout_keep_alive": 5, "timeout_graceful_shutdown": 10,
-            "proxy_headers": False}
+            "proxy_headers": False, "access_log": settings.access_log}
 
 
 def _exit_on_signal(signum: int, _frame: Any) -> None:

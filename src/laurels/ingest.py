@@ -17,13 +17,14 @@ from typing import Any
 import psycopg
 
 from laurels import failpoints
-from laurels.db import Conn, Database, Row
+from laurels.board import Event, Profile
+from laurels.db import Database, Row
 from laurels.errors import STATUS
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.seasons import season_of
 from laurels.settings import Settings
-from laurels.validation import CompletionIn, Invalid, validate_completion
+from laurels.validation import Completion, Invalid, validate_completion
 
 log = logging.getLogger("laurels.ingest")
 
@@ -59,10 +60,11 @@ class Outcome:
 @dataclass
 class _Item:
     index: int
-    data: CompletionIn
+    data: Completion
     completed_at: datetime
-    given: bool
+    given: bool  # completed_at was sent (else: the time of receipt)
     season: str
+    closed: bool  # its season no longer takes new completions (by the clock)
 
 
 def _reject(cid: str | None, code: str, detail: str) -> Outcome:
@@ -76,6 +78,14 @@ def _same(item: _Item, row: Row) -> bool:
                 and stored_at == want_at)
 
 
+def _closed(item: _Item) -> Outcome:
+    return _reject(item.data.completion_id, "season_closed",
+                   f"season {item.season} is closed to new completions")
+
+
+REFUSALS = {"erased": ("user_erased", "this learner was erased")}
+
+
 class Ingestor:
     def __init__(self, settings: Settings, db: Database, projector: Projector,
                  clock: Clock = lambda: datetime.now(UTC)) -> None:
@@ -87,9 +97,23 @@ class Ingestor:
     async def record(self, raw_items: list[Any]) -> list[Outcome]:
         """Record a batch; one outcome per item, in order. Items are independent."""
         now = self.clock()
-        skew = timedelta(seconds=self.settings.max_future_skew_seconds)
         outcomes: list[Outcome | None] = [None] * len(raw_items)
-        items: list[_Item] = []
+        items = self._validate(raw_items, now, outcomes)
+        if items:
+            events = await self._record(items, now, outcomes)
+            await failpoints.pause("ingest_after_commit")
+            if events and not failpoints.skipped("fast_path"):
+                await self.apply_fast_path(events)
+        final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
+        for o in final:
+            COMPLETIONS.labels(o.code or o.status).inc()
+        return final
+
+    def _validate(self, raw_items: list[Any], now: datetime,
+                  outcomes: list[Outcome | None]) -> list[_Item]:
+        """Items that may be recorded; the others get their outcome here."""
+        latest = now + timedelta(seconds=self.settings.max_future_skew_seconds)
+        items = []
         for i, raw in enumerate(raw_items):
             cid = raw.get("completion_id") if isinstance(raw, dict) else None
             cid = cid if isinstance(cid, str) else None
@@ -98,132 +122,77 @@ class Ingestor:
             except Invalid as exc:
                 outcomes[i] = _reject(cid, "validation_error", str(exc))
                 continue
-            if at is not None and at > now + skew:
+            if at is not None and at > latest:
                 outcomes[i] = _reject(cid, "validation_error",
                                       "completed_at lies too far in the future")
                 continue
             completed_at = at or now
-            items.append(_Item(i, data, completed_at, at is not None,
-                               season_of(completed_at).name))
-        if items:
-            recorded = await self._record(items, now, outcomes)
-            await failpoints.pause("ingest_after_commit")
-            if recorded and not failpoints.skipped("fast_path"):
-                await self.apply_fast_path(recorded)
-        final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
-        for o in final:
-            COMPLETIONS.labels(o.code or o.status).inc()
-        return final
+            season = season_of(completed_at)
+            closed = season.is_closed(now, self.settings.late_grace_seconds,
+                                      self.settings.close_seasons)
+            items.append(_Item(i, data, completed_at, at is not None, season.name, closed))
+        return items
 
     async def _record(self, items: list[_Item], now: datetime,
-                      outcomes: list[Outcome | None]) -> list[int]:
+                      outcomes: list[Outcome | None]) -> list[Event]:
+        """One round trip to PostgreSQL for the batch (laurels_ingest), then each
+        item's outcome; returns the events to apply."""
+        rows = await self._insert(items, now)
+        raced = sorted({it.data.completion_id for it, r in zip(items, rows, strict=True)
+                        if r["status"] == "raced"})
+        if raced:  # recorded by a concurrent batch after ours looked: compare with it
+            stored = {r["completion_id"]: r
+                      for r in await self.db.fetch("find_completions", completion_ids=raced)}
+            rows = [{**stored[it.data.completion_id], "status": "exists"}
+                    if r["status"] == "raced" else r for it, r in zip(items, rows, strict=True)]
+        events = []
+        for it, row in zip(items, rows, strict=True):
+            cid, status = it.data.completion_id, row["status"]
+            if status in REFUSALS:
+                outcomes[it.index] = _reject(cid, *REFUSALS[status])
+            elif status in ("closed", "finalized"):
+                outcomes[it.index] = _closed(it)
+            elif status == "recorded":
+                outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season)
+                events.append(Event(row["seq"], it.data.user_id, it.data.points,
+                                    it.completed_at, it.season,
+                                    Profile(row["profile_version"], row["visibility"],
+                                            row["display_name"])))
+            elif _same(it, row):  # a replay, or a later copy of an item of this batch
+                outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
+            else:
+                outcomes[it.index] = _reject(
+                    cid, "completion_conflict",
+                    "completion_id was already recorded with a different payload")
+        return events
+
+    async def _insert(self, items: list[_Item], now: datetime) -> list[Row]:
         for attempt in range(5):
             try:
-                async with self.db.transaction() as conn:
-                    return await self._record_tx(conn, items, now, outcomes)
+                return await self.db.fetch(
+                    "ingest_batch",
+                    completion_ids=[it.data.completion_id for it in items],
+                    user_ids=[it.data.user_id for it in items],
+                    points=[it.data.points for it in items],
+                    # As instants in UTC: RFC 3339 allows offsets up to 23:59,
+                    # PostgreSQL's timestamptz input only up to 15:59.
+                    completed_ats=[it.completed_at.astimezone(UTC) for it in items],
+                    received_at=now, seasons=[it.season for it in items],
+                    closed=[it.closed for it in items])
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 4:
                     raise
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    async def _record_tx(self, conn: Conn, items: list[_Item], now: datetime,
-                         outcomes: list[Outcome | None]) -> list[int]:
-        # Learners first: an erased learner's writes are refused, replays included.
-        user_ids = sorted({it.data.user_id for it in items})
-        users = {r["user_id"]: r for r in await self.db.fetch("lock_users", conn,
-                                                              user_ids=user_ids)}
-        missing = [u for u in user_ids if u not in users]
-        if missing:
-            await self.db.execute("create_users", conn, user_ids=missing)
-            for r in await self.db.fetch("lock_users", conn, user_ids=missing):
-                users[r["user_id"]] = r
-
-        ids = sorted({it.data.completion_id for it in items})
-        existing = {r["completion_id"]: r
-                    for r in await self.db.fetch("find_completions", conn, completion_ids=ids)}
-        to_insert: dict[str, _Item] = {}
-        refused: dict[str, Outcome | None] = {}  # first copies refused after the fact
-        for it in items:
-            cid = it.data.completion_id
-            if users[it.data.user_id]["erased"]:
-                outcomes[it.index] = _reject(cid, "user_erased", "this learner was erased")
-            elif cid in existing or cid in to_insert:
-                continue  # decided below, against the stored (or first) version
-            elif season_of(it.completed_at).is_closed(now, self.settings.late_grace_seconds,
-                                                      self.settings.close_seasons):
-                outcomes[it.index] = _reject(
-                    cid, "season_closed", f"season {it.season} is closed to new completions")
-            else:
-                to_insert[cid] = it
-
-        if to_insert:
-            # Share-lock the seasons: finalizing waits for us, and a season
-            # finalized meanwhile refuses the completion.
-            seasons = sorted({it.season for it in to_insert.values()})
-            await self.db.execute("ensure_seasons", conn, seasons=seasons)
-            finalized = {r["season"] for r in await self.db.fetch("lock_seasons", conn,
-                                                                  seasons=seasons)
-                         if r["finalized"]}
-            for cid, it in list(to_insert.items()):
-                if it.season in finalized:
-                    outcomes[it.index] = _reject(
-                        cid, "season_closed", f"season {it.season} is closed to new completions")
-                    refused[cid] = outcomes[it.index]
-                    del to_insert[cid]
-
-        recorded: list[int] = []
-        if to_insert:
-            new = sorted(to_insert.values(), key=lambda it: it.data.completion_id)
-            rows = await self.db.fetch(
-                "insert_completions", conn,
-                completion_ids=[it.data.completion_id for it in new],
-                user_ids=[it.data.user_id for it in new],
-                points=[it.data.points for it in new],
-                completed_ats=[it.completed_at for it in new],
-                received_ats=[now for _ in new],
-                seasons=[it.season for it in new])
-            seqs = {r["completion_id"]: r["seq"] for r in rows}
-            if seqs:
-                await self.db.execute("insert_outbox", conn, seqs=list(seqs.values()))
-            lost = [cid for cid in to_insert if cid not in seqs]  # a concurrent insert won
-            if lost:
-                for r in await self.db.fetch("find_completions", conn, completion_ids=lost):
-                    existing[r["completion_id"]] = r
-            for cid, seq in seqs.items():
-                it = to_insert[cid]
-                outcomes[it.index] = Outcome(cid, "recorded", seq, it.season)
-                existing[cid] = {"seq": seq, "user_id": it.data.user_id,
-                                 "points": it.data.points, "completed_at": it.completed_at,
-                                 "received_at": now, "season": it.season}
-                recorded.append(seq)
-
-        for it in items:
-            if outcomes[it.index] is not None:
-                continue
-            cid = it.data.completion_id
-            row = existing.get(cid)
-            if row is None:  # a later copy of an item refused above: the same answer
-                first = refused.get(cid)
-                outcomes[it.index] = _reject(cid, first.code or "season_closed",
-                                             first.detail or "") if first else _reject(
-                    cid, "completion_conflict", "completion_id was not recorded")
-            elif _same(it, row):
-                outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
-            else:
-                outcomes[it.index] = _reject(
-                    cid, "completion_conflict",
-                    "completion_id was already recorded with a different payload")
-        return recorded
-
-    async def apply_fast_path(self, seqs: list[int]) -> None:
+    async def apply_fast_path(self, events: list[Event]) -> None:
         """Apply right after commit; whatever is not applied stays in the outbox.
 
         The completions are committed: from here on the client gets its 201 or
         200 whatever happens, and the projector finishes what fails here.
         """
         try:
-            await self.projector.apply_now(seqs, HEAL_WAIT_SECONDS)
+            await self.projector.apply_now(events, HEAL_WAIT_SECONDS)
         except Exception as exc:  # any failure: the projector retries
             log.warning("fast-path apply failed, the projector will retry: %s: %s",
-                        type(exc).__name__, exc, exc_info=True)
+                        type(exc).__name__, exc)

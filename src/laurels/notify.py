@@ -124,6 +124,8 @@ class Hub:
         self.users: dict[int, set[UserListener]] = {}
         self.connected = asyncio.Event()  # the (global) subscriptions are confirmed
         self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
+        # Per-process caches of a season's board, dropped by its hints (api/fast.py).
+        self.watchers: dict[str, list[Any]] = {}
         self._streams = 0
         self.loop: asyncio.AbstractEventLoop | None = None  # where the streams run
 
@@ -168,7 +170,10 @@ class Hub:
             return
         if channel == self.board.keys.hint_channel() or channel.endswith("}:hints"):
             HINTS_RECEIVED.inc()
-            for listener in list(self.boards.get(str(message.get("season")), ())):
+            season = str(message.get("season"))
+            for watcher in self.watchers.get(season, ()):
+                watcher.offer(message)
+            for listener in list(self.boards.get(season, ())):
                 listener.offer(message)
         elif "season_final" in message:
             for group in self.users.values():
@@ -179,6 +184,24 @@ class Hub:
             if isinstance(uid, int) and isinstance(nid, int):
                 for user_listener in list(self.users.get(uid, ())):
                     user_listener.offer(nid)
+
+    def watch_board(self, season: str, watcher: Any) -> None:
+        """`watcher.offer(hint)` for every hint of `season`, before any stream
+        hears of it (so a stream's refetch never meets a stale cache)."""
+        self.watchers.setdefault(season, []).append(watcher)
+
+    def local_hint(self, hint: dict[str, Any]) -> None:
+        """A hint this process publishes: its caches drop at once, before the
+        writer's answer leaves (streams still hear it through Redis)."""
+        for watcher in self.watchers.get(str(hint.get("season")), ()):
+            watcher.offer(hint)
+
+    def is_hinted(self, season: str) -> bool:
+        """Whether every change of `season` reaches this process now."""
+        if self.board.cluster:
+            ready = self.shards.get(season)
+            return ready is not None and ready.is_set()
+        return self.connected.is_set()
 
     def stream_count(self) -> int:
         return self._streams
@@ -202,6 +225,10 @@ class Hub:
 
     def _refetch_all(self, seasons: set[str] | None = None) -> None:
         """Hints may have been lost while we were away: everyone refetches."""
+        for season, watchers in self.watchers.items():
+            if seasons is None or season in seasons:
+                for watcher in watchers:
+                    watcher.offer({"season": season})
         for season, group in list(self.boards.items()):
             if seasons is None or season in seasons:
                 for listener in list(group):
@@ -238,14 +265,15 @@ class Hub:
             try:
                 await pubsub.subscribe(keys.notification_channel())
                 while not stop.is_set():
-                    wanted = {keys.shard_hint_channel(s): s for s in self.boards}
+                    wanted = {keys.shard_hint_channel(s): s
+                              for s in [*self.boards, *self.watchers]}
                     for channel in wanted.keys() - sharded.keys():
                         sharded[channel] = wanted[channel]
                         await pubsub.ssubscribe(channel)
                     for channel in sharded.keys() - wanted.keys():
                         await pubsub.sunsubscribe(channel)
                         gone = sharded.pop(channel)
-                        if gone not in self.boards:
+                        if gone not in self.boards and gone not in self.watchers:
                             self.shards.pop(gone, None)
                     got = False
                     if sharded:

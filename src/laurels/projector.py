@@ -77,19 +77,50 @@ class Projector:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
         return len(done), missing
 
-    async def apply_now(self, seqs: list[int], heal_wait_seconds: float) -> None:
-        """The fast path: apply the rows an ingest just committed. A season
+    async def apply_now(self, events: list[Event], heal_wait_seconds: float) -> None:
+        """The fast path: apply the events an ingest just committed. A season
         without a board is healed (rebuilt from PostgreSQL, which holds these
-        completions already), then the rows are claimed again: applying them
-        is then a no-op, unless the heal is still running; then the projector
+        completions already), then they are taken again: applying them is
+        then a no-op, unless the heal is still running; then the projector
         finishes the job."""
-        _, missing = await self._claim_and_apply("claim_outbox_seqs", "fast", seqs=seqs)
+        missing = await self._take_and_apply(events)
         if missing:
             await failpoints.pause("fast_missing")
             await self.rebuilder.heal(missing, heal_wait_seconds)
-            await self._claim_and_apply("claim_outbox_seqs", "fast", seqs=seqs)
+            await self._take_and_apply(events)
             for season in sorted(missing):  # the board changed; name nobody
                 await self.board.publish_hint({"season": season})
+
+    async def _take_and_apply(self, events: list[Event]) -> set[str]:
+        """One transaction: take (delete) the events' outbox rows, apply the
+        events still there, commit; the seasons without a board (then nothing
+        is committed: the rows stay for after the heal, or the projector).
+
+        The events come from the ingest's memory, but only the ones whose
+        rows this transaction holds are applied: an erasure that deleted
+        them first wins, and one that comes later waits for this commit."""
+        missing: set[str] = set()
+        try:
+            async with self.db.transaction() as conn:
+                rows = await self.db.fetch("take_outbox", conn, seqs=[ev.seq for ev in events])
+                held = {r["seq"]: float(r["queued_seconds"]) for r in rows}
+                todo = [ev for ev in events if ev.seq in held]
+                if not todo:
+                    return missing
+                await failpoints.pause("fast_claimed")
+                results = await self.board.apply(todo)
+                missing = {ev.season for ev, res in zip(todo, results, strict=True)
+                           if res == "missing"}
+                if missing:
+                    missing -= set(await self.lifecycle.finalized(sorted(missing), conn))
+                if missing:
+                    raise psycopg.Rollback  # keep every row; applied ones re-apply as no-ops
+        except psycopg.Rollback:  # pragma: no cover - psycopg swallows it in the block
+            pass
+        if not missing:
+            for lag in held.values():
+                APPLY_LAG.labels("fast").observe(lag)
+        return missing
 
     async def drain_once(self, min_age_seconds: float | None = None) -> int:
         """Claim one batch, apply it, delete what was applied. Returns rows applied."""

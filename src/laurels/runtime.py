@@ -88,6 +88,8 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
     lifecycle.after_finalized.append(notifier.announce_final)
     projector = Projector(db, board, rebuilder, lifecycle)
     privacy = Privacy(db)
+    hub = Hub(board)
+    board.on_hint.append(hub.local_hint)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, notifier=notifier, projector=projector,
@@ -95,7 +97,7 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
         learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle),
         reads=Reads(settings, db, board, rebuilder, lifecycle, privacy),
-        hub=Hub(board),
+        hub=hub,
         privacy=privacy,
         epoch=EpochWatch(db, board, rebuilder),
     )

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # "Limits"). Connections beyond max_connections are refused; event streams
     # beyond max_streams get 503; a request head must arrive within
     # header_timeout_seconds; a body slower than min_body_rate bytes/s is cut off.
+    # Not in the contract's table: uvicorn's access log, a line per request
+    # (tokens redacted). Off by default: at thousands of requests a second it
+    # costs more than most requests; /metrics counts them instead.
+    access_log: bool = False
     max_connections: int = Field(10_000, ge=10, le=1_000_000)
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)

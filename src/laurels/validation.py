@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -107,15 +108,37 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def validate_completion(raw: Any) -> tuple[CompletionIn, datetime | None]:
+_CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A valid completion's fields (its instant is returned beside it)."""
+
+    completion_id: str
+    user_id: int
+    points: int
+
+
+def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
     if not isinstance(raw, dict):
         raise Invalid("a completion must be a JSON object")
-    try:
-        item = CompletionIn.model_validate(raw)
-    except ValidationError as exc:
-        raise Invalid(describe(exc)) from None
-    at = parse_instant(item.completed_at) if item.completed_at is not None else None
-    return item, at
+    cid, uid, points, at_text = (raw.get("completion_id"), raw.get("user_id"),
+                                 raw.get("points"), raw.get("completed_at"))
+    # The common case, checked by hand at a fraction of the model's cost
+    # (batches of 1,000): exactly the model's rules, `type() is` excluding
+    # bool as StrictInt does. Anything else takes the model, for its message.
+    if not (type(cid) is str and _CID.fullmatch(cid) and type(uid) is int
+            and 1 <= uid <= USER_ID_MAX and type(points) is int and 1 <= points <= 1_000_000
+            and (at_text is None or type(at_text) is str)):
+        try:
+            model = CompletionIn.model_validate(raw)
+        except ValidationError as exc:
+            raise Invalid(describe(exc)) from None
+        cid, uid, points, at_text = (model.completion_id, model.user_id, model.points,
+                                     model.completed_at)
+    at = parse_instant(at_text) if at_text is not None else None
+    return Completion(cid, uid, points), at
 
 
 def validate_user(raw: Any) -> UserIn:

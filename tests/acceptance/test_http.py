@@ -358,3 +358,25 @@ def test_an_old_redis_is_refused_at_start(tmp_path: Path, database_url: str) -> 
     assert lines[-1] == ("laurels: Redis 6.2.14 is too old: laurels needs Redis 7.0 or later, "
                          "or Valkey 7.2 or later (sharded Pub/Sub, SMISMEMBER)"), out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_board_etag_and_read_your_writes(serve: Any) -> None:
+    """The top of a board carries an ETag: unchanged, `If-None-Match` gets 304;
+    a completion changes it at once for the writer's next read (the cache of
+    this process drops before the 201 leaves)."""
+    server = serve()
+    c = server.client(INGEST)
+    assert c.post("/v1/completions", json=completion("t1", 1, 5)).status_code == 201
+    first = httpx.get(f"{server.url}/v1/leaderboards/current")
+    etag = first.headers["etag"]
+    again = httpx.get(f"{server.url}/v1/leaderboards/current", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.headers["etag"] == etag and again.content == b""
+    for n in range(20):  # every write shows on the very next read
+        assert c.post("/v1/completions", json=completion(f"t2-{n}", 2, 1)).status_code == 201
+        board = httpx.get(f"{server.url}/v1/leaderboards/current")
+        assert {e["user_id"]: e["score"] for e in board.json()["entries"]}[2] == n + 1
+        assert board.headers["etag"] != etag
+        etag = board.headers["etag"]
+    assert httpx.get(f"{server.url}/v1/leaderboards/current?limit=0").status_code == 422
+    bad = httpx.get(f"{server.url}/v1/leaderboards/2026-W99")
+    assert bad.status_code == 422 and bad.json()["code"] == "validation_error"

@@ -117,7 +117,7 @@ def test_no_token_reaches_the_server_log(serve: Any) -> None:
     token: none of them appears in the server's log, access log included."""
     from tests.conftest import leaks
 
-    server = serve()
+    server = serve(LAURELS_ACCESS_LOG="true")
     exp = int(time.time()) + 600
     learner = jwt.encode({"sub": "7", "exp": exp}, USER_SECRET, algorithm="HS256")
     forged = jwt.encode({"sub": "7", "exp": exp}, "not-the-secret-" * 4, algorithm="HS256")

@@ -310,3 +310,15 @@ async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch
 
         await until(up)
         assert app.state.supervisor.problems() == {}
+
+
+async def test_an_offset_beyond_postgres_range_is_recorded(rt: Runtime) -> None:
+    """RFC 3339 allows offsets up to ±23:59; PostgreSQL's input only ±15:59.
+    Found by schemathesis: it must be recorded (as the same instant)."""
+    svc = rt.derive(clock=lambda: NOW)
+    body = {"completion_id": "far-east", "user_id": 3, "points": 2,
+            "completed_at": "2026-12-01T08:00:00+22:53"}
+    [out] = await svc.ingestor.record([body])
+    assert out.status == "recorded"
+    [again] = await svc.ingestor.record([{**body, "completed_at": "2026-11-30T09:07:00Z"}])
+    assert again.status == "duplicate"

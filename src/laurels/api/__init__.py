@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from laurels.api import problems
 from laurels.api.auth import Auth
+from laurels.api.fast import BoardCache, FastLane
 from laurels.api.routes import board_stream, router
-from laurels.errors import Problem
 from laurels.metrics import RequestMetrics
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime, background_loops
@@ -44,6 +43,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.state.hub = rt.hub
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = rt.reads
+    app.state.board_cache = BoardCache(rt.hub)
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)
@@ -52,32 +52,6 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
 
 def serving_app(app: FastAPI) -> ASGIApp:
     """What the server runs: the fast lane in front of the whole FastAPI app."""
-    return FastLane(app, app.state.runtime)
-
-
-BOARD_EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
-
-
-class FastLane:
-    """Pure ASGI in front of FastAPI for the live board stream: a process holds
-    thousands of them for hours, and FastAPI's per-request machinery (its
-    middleware, router and dependency frames stay alive as long as the
-    response) would more than double the memory of each. The same
-    `board_stream` serves the documented route (in-process tests use it)."""
-
-    def __init__(self, app: ASGIApp, rt: Runtime) -> None:
-        self.app = app
-        self.rt = rt
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            match = BOARD_EVENTS.fullmatch(scope["path"])
-            if match:
-                try:
-                    response = board_stream(self.rt.hub, self.rt.settings, match.group(1))
-                except Problem as exc:
-                    response = problems.problem_response(exc.code, exc.detail,
-                                                         retry_after=exc.retry_after)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    rt: Runtime = app.state.runtime
+    return FastLane(app, rt.reads, app.state.auth, app.state.board_cache,
+                    lambda season: board_stream(rt.hub, rt.settings, season))

@@ -25,9 +25,13 @@ def _equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
+VERIFIED_MAX = 10_000
+
+
 class Auth:
     def __init__(self, secrets: Secrets) -> None:
         self.secrets = secrets
+        self._verified: dict[str, tuple[int, float]] = {}  # token -> (sub, exp)
 
     def is_admin(self, token: str) -> bool:
         return _equal(token, self.secrets.admin_token)
@@ -36,19 +40,32 @@ class Auth:
         return _equal(token, self.secrets.ingest_token)
 
     def learner_sub(self, token: str) -> int | None:
-        """The user id of a valid learner token, None if it is not one."""
+        """The user id of a valid learner token, None if it is not one. A token
+        verified once is remembered until it expires (a page refetches with
+        the same token many times a minute; HMAC and JSON cost more than the
+        rest of a cached read)."""
+        known = self._verified.get(token)
+        if known is not None:
+            sub, exp = known
+            if exp > time.time():
+                return sub
+            del self._verified[token]
         try:
             claims = jwt.decode(token, self.secrets.user_token_secret, algorithms=["HS256"],
                                 options={"require": ["exp", "sub"]})
         except jwt.PyJWTError:
             return None
-        sub = claims.get("sub")
-        if not isinstance(sub, str):
+        sub_text, expires = claims.get("sub"), claims.get("exp")
+        if not isinstance(sub_text, str) or not isinstance(expires, int | float):
             return None
         try:
-            return parse_user_id(sub)
+            sub = parse_user_id(sub_text)
         except Invalid:
             return None
+        if len(self._verified) >= VERIFIED_MAX:
+            self._verified.clear()  # bounded memory; forgetting only costs a re-check
+        self._verified[token] = (sub, float(expires))
+        return sub
 
     def require_ingest(self, token: str) -> None:
         if self.is_ingest(token) or self.is_admin(token):

@@ -55,6 +55,23 @@ def _validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+def response_for(exc: Exception) -> Response:
+    """The answer to an exception raised outside FastAPI's handlers (the fast
+    lane): the same mapping as `install` below."""
+    if isinstance(exc, Problem):
+        return problem_response(exc.code, exc.detail, retry_after=exc.retry_after)
+    if isinstance(exc, psycopg.Error):
+        log.warning("PostgreSQL error: %s", type(exc).__name__)
+        return problem_response("unavailable", "the database is unavailable; retry shortly",
+                                retry_after=2)
+    if isinstance(exc, RedisError | RedisClusterException):
+        log.warning("Redis error: %s", type(exc).__name__)
+        return problem_response("unavailable", "the board store is unavailable; retry shortly",
+                                retry_after=2)
+    log.exception("unhandled error", exc_info=exc)
+    return problem_response("internal_error", "an internal error occurred")
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(Problem)
     async def _problem(_: Request, exc: Problem) -> Response:

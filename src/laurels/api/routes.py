@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
+from laurels.api.fast import board_body, not_modified
 from laurels.api.problems import JSONResponse
 from laurels.api.sse import EventStream, event
 from laurels.errors import Problem
@@ -57,12 +58,14 @@ def runtime(request: Request) -> Runtime:
     return rt
 
 
-def auth(request: Request) -> Auth:
+async def auth(request: Request) -> Auth:
+    # Every dependency is async: FastAPI runs a plain `def` dependency in a
+    # thread pool, which cost more than the whole request (measured).
     a: Auth = request.app.state.auth
     return a
 
 
-def token(credentials: HTTPAuthorizationCredentials | None = Security(_bearer)) -> str:
+async def token(credentials: HTTPAuthorizationCredentials | None = Security(_bearer)) -> str:
     if credentials is None or not credentials.credentials:
         raise Problem("unauthorized", "missing bearer token")
     return credentials.credentials
@@ -74,23 +77,25 @@ def _limit_writes(request: Request, tok: str) -> None:
         limiter.check(tok)
 
 
-def ingest_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+async def ingest_token(request: Request, tok: str = Depends(token),
+                       a: Auth = Depends(auth)) -> None:
     a.require_ingest(tok)
     _limit_writes(request, tok)
 
 
-def admin_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+async def admin_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
     a.require_admin(tok)
     _limit_writes(request, tok)
 
 
-def learner_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> int:
+async def learner_token(request: Request, tok: str = Depends(token),
+                        a: Auth = Depends(auth)) -> int:
     user_id = path_user_id(request.path_params["user_id"])
     a.require_learner(tok, user_id)
     return user_id
 
 
-def learner_token_or_query(request: Request,
+async def learner_token_or_query(request: Request,
                            credentials: HTTPAuthorizationCredentials | None = Security(_bearer),
                            access_token: str | None = Query(
                                None, description="the learner token, for EventSource")
@@ -101,7 +106,7 @@ def learner_token_or_query(request: Request,
     if not tok:
         raise Problem("unauthorized", "missing bearer token")
     user_id = path_user_id(request.path_params["user_id"])
-    auth(request).require_learner(tok, user_id)
+    (await auth(request)).require_learner(tok, user_id)
     return user_id
 
 
@@ -206,8 +211,15 @@ async def delete_user(request: Request, user_id: UserIdPath) -> Response:
             responses={200: {"model": s.BoardOut}, **s.problems(422, 503)})
 async def get_board(request: Request, season: SeasonPath,
                     limit: int = Query(100, ge=1, le=1000)) -> Response:
-    """The top of a season's public board (`current` = this week)."""
-    return _json(await request.app.state.reads.top(path_season(season), limit))
+    """The top of a season's public board (`current` = this week). The answer
+    carries an `ETag`; `If-None-Match` with it gets `304` while the board is
+    unchanged. (Served by the fast lane in `laurels serve`.)"""
+    cached = await board_body(request.app.state.reads, request.app.state.board_cache, season,
+                              limit)
+    headers = {"ETag": cached.etag.decode()}
+    if not_modified(request.scope, cached.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(cached.body, media_type="application/json", headers=headers)
 
 
 @router.get("/v1/leaderboards/{season}/users/{user_id}", tags=["reads"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -143,6 +143,7 @@ class Board:
         self.scripts = Scripts(redis)
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
+        self.on_hint: list[Callable[[dict[str, Any]], None]] = []
 
     def season_keys(self, season: str) -> SeasonKeys:
         return self.keys.season(season)
@@ -288,6 +289,8 @@ class Board:
             await self.publish_hint(hint)
 
     async def publish_hint(self, hint: dict[str, Any]) -> None:
+        for local in self.on_hint:  # this process's caches hear of its own changes first
+            local(hint)
         try:
             if self.cluster:  # sharded Pub/Sub: the hint stays on the board's shard
                 await self.redis.spublish(self.keys.shard_hint_channel(hint["season"]),

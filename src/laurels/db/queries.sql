@@ -12,6 +12,19 @@ ON CONFLICT (user_id) DO NOTHING;
 SELECT completion_id, seq, user_id, points, completed_at, received_at, season
 FROM completions WHERE completion_id = ANY(%(completion_ids)s);
 
+-- name: ingest_batch
+-- One round trip for a whole batch (migrations/004_ingest_function.sql).
+SELECT * FROM laurels_ingest(%(completion_ids)s::text[], %(user_ids)s::bigint[],
+                             %(points)s::int[], %(completed_ats)s::timestamptz[],
+                             %(received_at)s, %(seasons)s::text[], %(closed)s::boolean[]);
+
+-- name: take_outbox
+-- The fast path takes its own rows: deleted (and so locked) until it commits
+-- after the apply, or rolls back and leaves them to the projector. An erasure
+-- deleting the learner's completions waits meanwhile.
+DELETE FROM outbox WHERE seq = ANY(%(seqs)s)
+RETURNING seq, extract(epoch FROM clock_timestamp() - created_at) AS queued_seconds;
+
 -- name: insert_completions
 INSERT INTO completions (completion_id, user_id, points, completed_at, received_at, season)
 SELECT * FROM unnest(%(completion_ids)s::text[], %(user_ids)s::bigint[], %(points)s::int[],
@@ -43,22 +56,6 @@ WHERE o.created_at <= now() - make_interval(secs => %(min_age_seconds)s)
 ORDER BY o.seq
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
-
--- name: claim_outbox_seqs
--- The fast path's claim of the rows its own ingest wrote (same rules as above).
--- Rows a projector holds are waited for, not skipped: once the fast path
--- returns, its completions are on the board (or left to the projector).
-SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
-       coalesce(u.profile_version, 0) AS profile_version,
-       coalesce(u.visibility, 'public') AS visibility,
-       coalesce(u.display_name, '') AS display_name,
-       extract(epoch FROM now() - o.created_at) AS queued_seconds
-FROM outbox o
-JOIN completions c ON c.seq = o.seq
-LEFT JOIN users u ON u.user_id = c.user_id
-WHERE o.seq = ANY(%(seqs)s)
-ORDER BY o.seq
-FOR UPDATE OF o;
 
 -- name: outbox_depth
 SELECT count(*) AS depth, coalesce(extract(epoch FROM now() - min(created_at)), 0) AS oldest_seconds
@@ -331,8 +328,12 @@ SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons ORDER BY seaso
 -- name: private_learners
 -- Learners whose row changed since a moment (all of them from the epoch):
 -- the privacy filter of the read path keeps the ones that are not public.
--- The first load reads only the learners who are not public.
+-- The first load reads only the learners who are not public; later loads
+-- also those whose profile was ever set (one may have become public again).
+-- Learners an ingest created (public, profile version 0) never qualify: a
+-- burst of new learners costs the refresh nothing.
 SELECT user_id, visibility, erased_at IS NOT NULL AS erased, updated_at
 FROM users WHERE updated_at > %(since)s
-  AND (NOT %(only_private)s OR visibility <> 'public' OR erased_at IS NOT NULL)
+  AND (visibility <> 'public' OR erased_at IS NOT NULL
+       OR (NOT %(only_private)s AND profile_version > 0))
 ORDER BY updated_at;

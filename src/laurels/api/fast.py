@@ -1,0 +1,227 @@
+"""The fast lane: the hottest routes as plain ASGI, in front of FastAPI.
+
+Every hint makes every open page refetch the top of its board, so the top-N
+of a season is read far more often than it changes, and it is the same for
+every viewer. `FastLane` serves, without FastAPI's per-request machinery:
+
+- `GET /healthz`;
+- `GET /v1/leaderboards/{season}?limit=N` from `BoardCache`: the serialized
+  body, kept per process and dropped by the very hints the process already
+  receives (and by its own writes), with an `ETag`; a matching
+  `If-None-Match` gets `304`;
+- `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
+  neighbourhood (one script call; the learner token's check is remembered);
+- `GET /v1/leaderboards/{season}/events`, the live streams (api/sse.py).
+
+Everything else, and every error, goes through FastAPI as before; the
+documented FastAPI routes call the same functions, so both paths answer
+alike. A cached body is never older than the newest hint this process has
+seen: it is only used while the hint subscription of its season is
+confirmed, a hint bumps the season's generation before any stream reacts to
+it, and a body read while a hint arrived is not kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from laurels.api import problems
+from laurels.api.auth import Auth
+from laurels.errors import Problem
+from laurels.notify import Hub
+from laurels.reads import Reads
+from laurels.seasons import BadSeason, parse_season
+from laurels.validation import Invalid, parse_user_id
+
+CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
+MAX_ENTRIES = 256
+BOARD = re.compile(r"/v1/leaderboards/([^/]+)")
+EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
+AROUND = re.compile(r"/v1/leaderboards/([^/]+)/users/([^/]+)")
+HEALTH_BODY = b'{"status":"ok"}'
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+@dataclass(frozen=True)
+class Cached:
+    body: bytes
+    etag: bytes
+    expires: float
+
+
+class _Watch:
+    """Registered with the hub like a stream: each hint of its season bumps
+    the generation and drops the season's cached bodies."""
+
+    __slots__ = ("cache", "closed", "generation", "season", "wake")
+
+    def __init__(self, cache: BoardCache, season: str) -> None:
+        self.cache = cache
+        self.season = season
+        self.generation = 0
+        self.closed = False
+        self.wake: Any = None
+
+    def offer(self, hint: dict[str, Any]) -> None:
+        self.generation += 1
+        self.cache.drop(self.season)
+
+
+class BoardCache:
+    def __init__(self, hub: Hub, seconds: float = CACHE_SECONDS) -> None:
+        self.hub = hub
+        self.seconds = seconds
+        self.entries: dict[tuple[str, int], Cached] = {}
+        self.watches: dict[str, _Watch] = {}
+
+    def watch(self, season: str) -> _Watch:
+        watch = self.watches.get(season)
+        if watch is None:
+            watch = self.watches[season] = _Watch(self, season)
+            self.hub.watch_board(season, watch)
+        return watch
+
+    def drop(self, season: str | None = None) -> None:
+        if season is None:
+            self.entries.clear()
+        else:
+            for key in [k for k in self.entries if k[0] == season]:
+                del self.entries[key]
+
+    def get(self, season: str, limit: int) -> Cached | None:
+        if not self.hub.is_hinted(season):
+            return None  # a hint could be missed: no cache
+        entry = self.entries.get((season, limit))
+        if entry is None or entry.expires < time.monotonic():
+            return None
+        return entry
+
+    def put(self, season: str, limit: int, body: bytes, generation: int) -> Cached:
+        entry = Cached(body, b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode()
+                       + b'"', time.monotonic() + self.seconds)
+        if generation == self.watch(season).generation and self.hub.is_hinted(season):
+            if len(self.entries) >= MAX_ENTRIES:
+                self.entries.clear()
+            self.entries[(season, limit)] = entry
+        return entry
+
+
+async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: int
+                     ) -> Cached:
+    """The top of a season's board, serialized, from the cache when it may be."""
+    try:
+        season = parse_season(season_text)
+    except BadSeason as exc:
+        raise Problem("validation_error", str(exc)) from None
+    hit = cache.get(season.name, limit)
+    if hit is not None:
+        return hit
+    generation = cache.watch(season.name).generation  # before reading: see put()
+    body = orjson.dumps(await reads.top(season, limit))
+    return cache.put(season.name, limit, body, generation)
+
+
+def not_modified(scope: Scope, etag: bytes) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"if-none-match":
+            return etag in [v.strip() for v in value.split(b",")] or value.strip() == b"*"
+    return False
+
+
+def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
+    if not query:
+        return default
+    values = parse_qs(query.decode("latin-1")).get(name)
+    if not values:
+        return default
+    text = values[-1]
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise Problem("validation_error", f"{name}: must be an integer from {low} to {high}")
+    return int(text)
+
+
+def bearer(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            text: str = bytes(value).decode("latin-1")
+            scheme, _, credentials = text.partition(" ")
+            if scheme.lower() == "bearer" and credentials.strip():
+                return credentials.strip()
+    raise Problem("unauthorized", "missing bearer token")
+
+
+async def around_body(reads: Reads, auth: Auth, scope: Scope, season_text: str,
+                      user_text: str) -> bytes:
+    """A learner's neighbourhood, for the learner's token (or the admin's)."""
+    try:
+        user_id = parse_user_id(user_text)
+    except Invalid as exc:
+        raise Problem("validation_error", str(exc)) from None
+    auth.require_learner(bearer(scope), user_id)
+    try:
+        season = parse_season(season_text)
+    except BadSeason as exc:
+        raise Problem("validation_error", str(exc)) from None
+    radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)
+    return orjson.dumps(await reads.around(season, user_id, radius))
+
+
+class FastLane:
+    def __init__(self, app: ASGIApp, reads: Reads, auth: Auth, cache: BoardCache,
+                 stream: Any) -> None:
+        self.app = app
+        self.reads = reads
+        self.auth = auth
+        self.cache = cache
+        self.stream = stream  # season text -> the event stream's response
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if path == "/healthz":
+            await _answer(send, 200, HEALTH_BODY)
+            return
+        try:
+            if (match := BOARD.fullmatch(path)) is not None:
+                query: bytes = scope.get("query_string", b"")
+                if b"after=" in query:  # cursor pages: the full route
+                    await self.app(scope, receive, send)
+                    return
+                cached = await board_body(self.reads, self.cache, match.group(1),
+                                          query_int(query, "limit", 100, 1, 1000))
+                if not_modified(scope, cached.etag):
+                    await _answer(send, 304, b"", [(b"etag", cached.etag)])
+                else:
+                    await _answer(send, 200, cached.body,
+                                  [*JSON_HEADERS, (b"etag", cached.etag)])
+                return
+            if (match := AROUND.fullmatch(path)) is not None:
+                body = await around_body(self.reads, self.auth, scope, match.group(1),
+                                         match.group(2))
+                await _answer(send, 200, body)
+                return
+            if (match := EVENTS.fullmatch(path)) is not None:
+                await self.stream(match.group(1))(scope, receive, send)
+                return
+        except Exception as exc:  # mapped exactly as FastAPI's handlers map them
+            await problems.response_for(exc)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _answer(send: Send, status: int, body: bytes,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    base = headers if headers is not None else JSON_HEADERS
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*base, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
