@@ -25,6 +25,10 @@ class VersionKeys:
     def applied(self, chunk: int) -> str:
         return f"{self.applied_prefix}{chunk}"
 
+    def scratch(self, n: int) -> str:
+        """A temporary key of a rebuild (deleted by the script that writes it)."""
+        return f"{self.applied_prefix.removesuffix(':applied:')}:scratch:{n}"
+
 
 @dataclass(frozen=True)
 class SeasonKeys:

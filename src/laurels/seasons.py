@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property, lru_cache
 
 _SEASON_RE = re.compile(r"([0-9]{4})-W([0-9]{2})")
 WEEK = timedelta(days=7)
@@ -23,11 +24,11 @@ class Season:
     def name(self) -> str:
         return f"{self.year:04d}-W{self.week:02d}"
 
-    @property
+    @cached_property
     def starts_at(self) -> datetime:
         return datetime.fromisocalendar(self.year, self.week, 1).replace(tzinfo=UTC)
 
-    @property
+    @cached_property
     def ends_at(self) -> datetime:
         return self.starts_at + WEEK
 
@@ -56,6 +57,13 @@ def season_of(at: datetime) -> Season:
     if at.tzinfo is None:
         raise ValueError("completed_at needs an offset")
     year, week, _ = at.astimezone(UTC).isocalendar()
+    return _season(year, week)
+
+
+@lru_cache(maxsize=4096)
+def _season(year: int, week: int) -> Season:
+    """One object per season: its boundaries are computed once (ingest asks
+    for them for every item of a batch)."""
     return Season(year, week)
 
 
@@ -71,4 +79,4 @@ def parse_season(text: str, now: datetime | None = None) -> Season:
         datetime.fromisocalendar(year, week, 1) + 2 * WEEK
     except (ValueError, OverflowError):
         raise BadSeason(f"{year} has no ISO week {week}") from None
-    return Season(year, week)
+    return _season(year, week)

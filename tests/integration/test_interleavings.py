@@ -222,3 +222,29 @@ async def test_a_tombstoned_apply_tracks_its_bitmap(rt: Runtime) -> None:
                  Profile(0, "public", ""))
     assert await svc.board.apply([late]) == ["duplicate"]
     await check_all(svc, [W49])
+
+
+# -- 7. a completion of the rebuild's snapshot applied live before its bits ---------
+
+
+async def test_a_snapshot_completion_applied_live_counts_once(rt: Runtime) -> None:
+    """The rebuild marks its version building, takes its snapshot (which holds
+    a completion whose fast path has not run yet), and only then sets the
+    snapshot's bits. The fast path runs in between and reaches the building
+    version live: the rebuild must take those points out of its aggregate."""
+    svc = services(rt)
+    await svc.rebuilder.run(W49)
+    await svc.ingestor.record([item("s1", 1, 4)])
+    with failpoints.hold("ingest_after_commit") as ingest_held:
+        ingest = asyncio.create_task(svc.ingestor.record([item("s2", 1, 6), item("s3", 2, 1)]))
+        await ingest_held.reached()  # committed, not applied yet
+        with failpoints.hold("rebuild_snapshot_taken") as rebuild_held:
+            rebuild = asyncio.create_task(svc.rebuilder.run(W49))
+            await rebuild_held.reached()  # building, snapshot holds s2 and s3
+            ingest_held.release()
+            await ingest  # applied to the current and the building version
+    result = await rebuild
+    assert result.events == 3
+    assert {u: s for u, _, s in await top(svc, W49)} == {1: 10, 2: 1}
+    await consistent(svc, W49)
+    await check_all(svc, [W49])

@@ -19,18 +19,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from psycopg.rows import tuple_row
+
 from laurels import db as dbmod
 from laurels import failpoints
-from laurels.board import Board, Event, Profile
+from laurels.board import Board
 from laurels.db import Database
-from laurels.seasons import season_of
+from laurels.keys import CHUNK_BITS
+from laurels.ranking import pad_ts, pad_uid
+from laurels.seasons import parse_season, season_of
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.rebuild")
 
-STREAM_BATCH = 2000
+SEQ_BATCH = 20_000  # seqs per fetch while setting the bits
+LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
+CHUNK_BYTES = (1 << CHUNK_BITS) // 8
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
 PREPARE_WAIT_SECONDS = 30.0
 Progress = Callable[[int, int], None]
 
@@ -214,24 +221,9 @@ class Rebuilder:
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
-                async with conn.cursor(name=f"rebuild_{version}") as named:
-                    named.itersize = STREAM_BATCH
-                    await named.execute(dbmod.q("season_events"), {"season": season})
-                    while True:
-                        rows = await named.fetchmany(STREAM_BATCH)
-                        if not rows:
-                            break
-                        batch = [Event(r["seq"], r["user_id"], r["points"], r["completed_at"],
-                                       season, Profile(r["profile_version"], r["visibility"],
-                                                       r["display_name"]))
-                                 for r in rows]
-                        results = await self.board.apply(batch, only_version=version)
-                        if "missing" in results:
-                            raise RebuildFailed("the building board vanished from Redis")
-                        events += len(batch)
-                        if progress:
-                            progress(events, total)
-                await self._verify_built(conn, season, version)
+                live = await self._merge_bits(conn, season, version, total, progress)
+                events = total
+                await self._load(conn, season, version, live)
             await failpoints.pause("rebuild_before_switch")
             reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
                                                       args=[version])
@@ -264,26 +256,74 @@ class Rebuilder:
                  version, events)
         return RebuildResult(rebuild_id, season, events, version)
 
-    async def _verify_built(self, conn: dbmod.Conn, season: str, version: str) -> None:
-        """Every learner of the snapshot is on the new board, unless erased
-        since the snapshot was taken (the tombstone then rightly kept them off)."""
-        vk = self.board.season_keys(season).version(version)
-        cur = await conn.execute(dbmod.q("season_sums"), {"season": season})
-        while True:
-            rows = await cur.fetchmany(5000)
-            if not rows:
-                return
-            profiles = await self.board.redis.hmget(
-                vk.users, [f"{r['user_id']:019d}" for r in rows])
-            absent = [r["user_id"] for r, profile in zip(rows, profiles, strict=True)
-                      if not profile or str(profile).split("\t")[2] == ""]
-            if absent:
-                # Outside the snapshot: erasures committed since it was taken.
-                erased = {r["user_id"] for r in await self.db.fetch("erased_users",
-                                                                    user_ids=absent)}
-                for uid in absent:
-                    if uid not in erased:
-                        raise RebuildFailed(f"learner {uid} missing from the new board")
+    async def _merge_bits(self, conn: dbmod.Conn, season: str, version: str, total: int,
+                          progress: Progress | None) -> dict[int, int]:
+        """Set the idempotency bit of every completion of the snapshot on the
+        new version, one chunk (65,536 seqs) per script call; returns the
+        points, per learner, of the completions an apply reached live first
+        (they count on the new version already)."""
+        sk = self.board.season_keys(season)
+        vk = sk.version(version)
+        seen = 0
+        already: list[int] = []
+
+        async def flush(chunk: int, bits: bytearray) -> None:
+            reply = await self.board.scripts["merge_bits"](
+                keys=[sk.building, vk.applied(chunk), vk.chunks, vk.scratch(1), vk.scratch(2)],
+                args=[version, chunk, bytes(bits)])
+            if reply[0] != "OK":
+                raise RebuildFailed("the building board vanished from Redis")
+            already.extend((chunk << CHUNK_BITS) | int(offset) for offset in reply[1:])
+
+        chunk, bits = -1, bytearray()
+        async with conn.cursor(name=f"rebuild_bits_{version}", row_factory=tuple_row) as named:
+            named.itersize = SEQ_BATCH
+            await named.execute(dbmod.q("season_seqs"), {"season": season})
+            while rows := await named.fetchmany(SEQ_BATCH):
+                for (seq,) in rows:
+                    if seq >> CHUNK_BITS != chunk:
+                        if chunk >= 0:
+                            await flush(chunk, bits)
+                        chunk, bits = seq >> CHUNK_BITS, bytearray(CHUNK_BYTES)
+                    offset = seq & CHUNK_MASK
+                    bits[offset >> 3] |= 0x80 >> (offset & 7)
+                seen += len(rows)
+                if progress:
+                    progress(seen, total)
+        if chunk >= 0:
+            await flush(chunk, bits)
+        live: dict[int, int] = {}
+        for r in await self.db.fetch("completions_by_seq", conn, seqs=already):
+            live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
+        return live
+
+    async def _load(self, conn: dbmod.Conn, season: str, version: str,
+                    live: dict[int, int]) -> None:
+        """Add each learner's aggregate (less what reached the new version
+        live) to it; a learner missing afterwards fails the rebuild, unless
+        erased (the tombstone kept them off rightly)."""
+        sk = self.board.season_keys(season)
+        vk = sk.version(version)
+        start = parse_season(season)
+        keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
+        expected = loaded = 0
+        async with conn.cursor(name=f"rebuild_load_{version}") as named:
+            named.itersize = LOAD_BATCH
+            await named.execute(dbmod.q("season_aggregates"), {"season": season})
+            while rows := await named.fetchmany(LOAD_BATCH):
+                args: list[Any] = [version, self.board.policy]
+                for r in rows:
+                    points = int(r["score"]) - live.get(r["user_id"], 0)
+                    args += [pad_uid(r["user_id"]), points,
+                             pad_ts(start.offset_us(r["last_at"])), r["profile_version"],
+                             r["visibility"], r["display_name"]]
+                reply = await self.board.scripts["load_board"](keys=keys, args=args)
+                if reply[0] != "OK":
+                    raise RebuildFailed("the building board vanished from Redis")
+                expected += len(rows)
+                loaded += int(reply[1]) + int(reply[2])
+        if loaded != expected:
+            raise RebuildFailed(f"{expected - loaded} learners missing from the new board")
 
     async def drop_version(self, season: str, version: str) -> None:
         """Free a version's keys without blocking Redis (UNLINK frees lazily)."""

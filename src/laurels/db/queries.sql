@@ -73,6 +73,24 @@ FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE c.season = %(season)s
 ORDER BY c.seq;
 
+-- name: season_seqs
+-- A rebuild's idempotency bits: every completion of the season, in seq order.
+SELECT seq FROM completions WHERE season = %(season)s ORDER BY seq;
+
+-- name: season_aggregates
+-- A rebuild's board: one row per learner (the sum, the latest completion and
+-- the profile), so a lost board is back in seconds per million completions.
+SELECT c.user_id, sum(c.points)::bigint AS score, max(c.completed_at) AS last_at,
+       coalesce(u.profile_version, 0) AS profile_version,
+       coalesce(u.visibility, 'public') AS visibility,
+       coalesce(u.display_name, '') AS display_name
+FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
+WHERE c.season = %(season)s
+GROUP BY c.user_id, u.profile_version, u.visibility, u.display_name;
+
+-- name: completions_by_seq
+SELECT seq, user_id, points FROM completions WHERE seq = ANY(%(seqs)s);
+
 -- name: season_event_count
 SELECT count(*) AS n FROM completions WHERE season = %(season)s;
 

@@ -1,0 +1,46 @@
+-- load_board.lua: add a rebuild's per-learner aggregates to the building
+-- version. Live applies reach the building version meanwhile (for the
+-- completions after the snapshot), so a learner may be on it already: the
+-- aggregate is added to what is there, the latest completion time and the
+-- newest profile win. Erased learners are skipped.
+--
+-- KEYS[1]  building marker, KEYS[2] the season's erased set,
+-- KEYS[3]  public zset, KEYS[4] hidden zset, KEYS[5] users hash (of the version)
+-- ARGV[1]  the version being built, ARGV[2] tie policy,
+-- then 6 values per learner: padded user id, points, padded latest
+--          completed_at offset, profile version, visibility, display name
+-- Returns {'LOST'} | {'OK', learners loaded, learners skipped as erased}.
+local building_key, erased_key = KEYS[1], KEYS[2]
+local public, hidden, users = KEYS[3], KEYS[4], KEYS[5]
+local version, policy = ARGV[1], ARGV[2]
+if redis.call('GET', building_key) ~= version then return {'LOST'} end
+
+local loaded, skipped = 0, 0
+for i = 3, #ARGV, 6 do
+  local uid, points, ts = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local profile_version, visibility, name = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+  if redis.call('SISMEMBER', erased_key, uid) == 1 then
+    skipped = skipped + 1
+  else
+    local p = parse_profile(redis.call('HGET', users, uid))
+    local score = 0
+    if p == nil then
+      p = {ver = profile_version, vis = visibility, ts = '', name = name}
+    else
+      if p.ts ~= '' then
+        local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
+        score = tonumber(redis.call('ZSCORE', zset, member) or '0')
+        redis.call('ZREM', zset, member)
+      end
+      if tonumber(profile_version) > tonumber(p.ver) then
+        p.ver, p.vis, p.name = profile_version, visibility, name
+      end
+    end
+    if ts > p.ts then p.ts = ts end
+    redis.call('ZADD', zset_of(p.vis, public, hidden), score - points, member_of(policy, p.ts, uid))
+    redis.call('HSET', users, uid, format_profile(p))
+    loaded = loaded + 1
+  end
+end
+inherit_expiry(building_key, {public, hidden, users}, 1)
+return {'OK', loaded, skipped}
