@@ -66,7 +66,7 @@ class Lifecycle:
     async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
         """Remove the learner from every board (idempotent); then close the job."""
         for season in seasons:
-            if await self.board.erase(season, user_id):
+            if await self.board.erase(season, user_id, self.expires_at(season)):
                 await self.board.publish_hint({"season": season})  # ranks closed up
         await self.db.execute("finish_erasure", user_id=user_id, seasons=seasons)
 

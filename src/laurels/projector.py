@@ -3,15 +3,16 @@
 It drains the outbox in batches (claimed with FOR UPDATE SKIP LOCKED, so any
 number of projectors can run), then waits on LISTEN/NOTIFY *or* a poll timeout:
 notifications cut latency, polling guarantees progress. Rows younger than
-`min_age_seconds` (0.1 s) are left to the API's fast path, which normally
-deletes them within milliseconds; the fast path (`apply_now`) shares the
-claim-and-apply code below.
+`min_age_seconds` (0.25 s) are left to the API's fast path, which applies
+them at once and has them deleted in bulk every 50 ms (`flush_loop`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from typing import Any
 
 import psycopg
@@ -29,12 +30,14 @@ log = logging.getLogger("laurels.projector")
 CHANNEL = "laurels_outbox"  # NOTIFYed by a trigger on outbox (migration 003)
 STORE_ERRORS = (psycopg.Error, RedisError, RedisClusterException, OSError)
 HEAL_WAIT_SECONDS = 30.0
+FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-applies
+FLUSH_MAX = 100_000
 
 
 class Projector:
     def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
                  lifecycle: Lifecycle, batch_size: int = 500, poll_seconds: float = 0.5,
-                 min_age_seconds: float = 0.1) -> None:
+                 min_age_seconds: float = 0.25) -> None:
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
@@ -43,6 +46,8 @@ class Projector:
         self.poll_seconds = poll_seconds
         self.min_age_seconds = min_age_seconds
         self.applied_total = 0
+        self.flushing = False  # a flush loop deletes the fast path's rows in bulk
+        self._applied: list[int] = []
 
     async def _claim_and_apply(self, query: str, path: str, **params: Any
                                ) -> tuple[int, set[str]]:
@@ -78,52 +83,71 @@ class Projector:
         return len(done), missing
 
     async def apply_now(self, events: list[Event], heal_wait_seconds: float) -> None:
-        """The fast path: apply the events an ingest just committed. A season
-        without a board is healed (rebuilt from PostgreSQL, which holds these
-        completions already), then they are taken again: applying them is
-        then a no-op, unless the heal is still running; then the projector
-        finishes the job."""
-        missing = await self._take_and_apply(events)
+        """The fast path: apply the events an ingest just committed, from memory,
+        in one script call per season, then let their outbox rows go in bulk.
+
+        An erasure that committed meanwhile needs no lock here: its tombstone
+        (written whether or not the season has a board) makes the apply skip
+        the learner. A season without a board is healed (rebuilt from
+        PostgreSQL, whose snapshot holds these completions, since it began
+        after this apply found no board); the events are never applied from
+        memory onto the rebuilt board. If the heal is still running, the
+        projector finishes the job from the outbox."""
+        started = time.perf_counter()
+        results = await self.board.apply(events)
+        done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
+        missing = {ev.season for ev, res in zip(events, results, strict=True)
+                   if res == "missing"}
+        if missing:
+            archived = set(await self.lifecycle.finalized(sorted(missing)))
+            done += [ev.seq for ev in events if ev.season in archived]
+            missing -= archived
         if missing:
             await failpoints.pause("fast_missing")
-            await self.rebuilder.heal(missing, heal_wait_seconds)
-            await self._take_and_apply(events)
-            for season in sorted(missing):  # the board changed; name nobody
-                await self.board.publish_hint({"season": season})
+            if await self.rebuilder.heal(missing, heal_wait_seconds):
+                done += [ev.seq for ev in events if ev.season in missing]
+                for season in sorted(missing):  # the board changed; name nobody
+                    await self.board.publish_hint({"season": season})
+        APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
+        await self.forget(done)
 
-    async def _take_and_apply(self, events: list[Event]) -> set[str]:
-        """One transaction: take (delete) the events' outbox rows, apply the
-        events still there, commit; the seasons without a board (then nothing
-        is committed: the rows stay for after the heal, or the projector).
+    async def forget(self, seqs: list[int]) -> None:
+        """Outbox rows of applied completions: deleted in bulk by the flush loop
+        (one statement for many requests), or at once when none runs."""
+        if not seqs:
+            return
+        if self.flushing:
+            if len(self._applied) < FLUSH_MAX:
+                self._applied.extend(seqs)  # beyond: the projector re-applies (no-ops)
+            return
+        await self.db.execute("delete_outbox", seqs=seqs)
 
-        The events come from the ingest's memory, but only the ones whose
-        rows this transaction holds are applied: an erasure that deleted
-        them first wins, and one that comes later waits for this commit."""
-        missing: set[str] = set()
+    async def flush(self) -> int:
+        seqs, self._applied = self._applied, []
+        if seqs:
+            try:
+                await self.db.execute("delete_outbox", seqs=seqs)
+            except BaseException:
+                self._applied = seqs + self._applied  # next time
+                raise
+        return len(seqs)
+
+    async def flush_loop(self, stop: asyncio.Event) -> None:
+        """Delete applied outbox rows in bulk, every FLUSH_SECONDS."""
+        self.flushing = True
         try:
-            async with self.db.transaction() as conn:
-                rows = await self.db.fetch("take_outbox", conn, seqs=[ev.seq for ev in events])
-                held = {r["seq"]: float(r["queued_seconds"]) for r in rows}
-                todo = [ev for ev in events if ev.seq in held]
-                if not todo:
-                    return missing
-                await failpoints.pause("fast_claimed")
-                results = await self.board.apply(todo)
-                missing = {ev.season for ev, res in zip(todo, results, strict=True)
-                           if res == "missing"}
-                if missing:
-                    missing -= set(await self.lifecycle.finalized(sorted(missing), conn))
-                if missing:
-                    raise psycopg.Rollback  # keep every row; applied ones re-apply as no-ops
-        except psycopg.Rollback:  # pragma: no cover - psycopg swallows it in the block
-            pass
-        if not missing:
-            for lag in held.values():
-                APPLY_LAG.labels("fast").observe(lag)
-        return missing
+            while not stop.is_set():
+                await self.flush()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), FLUSH_SECONDS)
+        finally:
+            self.flushing = False
+            with contextlib.suppress(Exception):
+                await self.flush()
 
     async def drain_once(self, min_age_seconds: float | None = None) -> int:
         """Claim one batch, apply it, delete what was applied. Returns rows applied."""
+        await self.flush()  # what the fast path applied is not the projector's work
         age = self.min_age_seconds if min_age_seconds is None else min_age_seconds
         done, missing = await self._claim_and_apply("claim_outbox", "projector",
                                                     min_age_seconds=age, limit=self.batch_size)

@@ -112,6 +112,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
     if hints:  # an API process: hints for its streams, privacy for its reads
         loops["hints"] = svc.hub.run
         loops["privacy"] = every(REFRESH_SECONDS, svc.privacy.refresh)
+        loops["outbox-flush"] = svc.projector.flush_loop  # the fast path's rows, in bulk
     if projector:
 
         async def seasons() -> None:

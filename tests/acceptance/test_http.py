@@ -380,3 +380,15 @@ def test_board_etag_and_read_your_writes(serve: Any) -> None:
     assert httpx.get(f"{server.url}/v1/leaderboards/current?limit=0").status_code == 422
     bad = httpx.get(f"{server.url}/v1/leaderboards/2026-W99")
     assert bad.status_code == 422 and bad.json()["code"] == "validation_error"
+
+
+def test_query_numbers_are_ascii_digits(serve: Any) -> None:
+    """Found by schemathesis: `limit=³` is a digit to Python's str.isdigit()."""
+    server = serve()
+    for query in ("limit=%C2%B3", "limit=%EF%BC%91", "limit=-1", "limit=1e3"):
+        resp = httpx.get(f"{server.url}/v1/leaderboards/current?{query}")
+        assert_problem(resp, 422, "validation_error")
+    token = token_for(server.env, 3)
+    server.client(INGEST).post("/v1/completions", json=completion("q1", 3, 1))
+    resp = server.client(token).get("/v1/leaderboards/current/users/3?radius=%C2%B2")
+    assert_problem(resp, 422, "validation_error")

@@ -51,7 +51,7 @@ async def consistent(svc: Services, season: str) -> None:
 # -- 1. an erased learner comes back after a heal -----------------------------------
 
 
-@pytest.mark.parametrize("point", ["ingest_after_commit", "fast_claimed"])
+@pytest.mark.parametrize("point", ["ingest_after_commit", "fast_missing"])
 async def test_erasure_while_the_fast_path_waits_on_a_missing_board(rt: Runtime,
                                                                     point: str) -> None:
     """The season has no board. A completion commits; before its fast path

@@ -54,7 +54,7 @@ USERS = [1, 2, 3, 4]
 TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
           "rebuilds")
 POINTS = {  # where each operation can be held (None: run it through)
-    "ingest": [None, "ingest_after_commit", "fast_claimed", "fast_missing"],
+    "ingest": [None, "ingest_after_commit", "fast_missing"],
     "profile": [None, "profile_committed"],
     "erase": [None, "erase_locked", "erase_committed"],
     "finalize": [None, "finalize_before_commit"],

@@ -46,6 +46,7 @@ MAX_ENTRIES = 256
 BOARD = re.compile(r"/v1/leaderboards/([^/]+)")
 EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
 AROUND = re.compile(r"/v1/leaderboards/([^/]+)/users/([^/]+)")
+DIGITS = re.compile(r"[0-9]{1,9}")
 HEALTH_BODY = b'{"status":"ok"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -143,7 +144,8 @@ def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int
     if not values:
         return default
     text = values[-1]
-    if not text.isdigit() or not low <= int(text) <= high:
+    # ASCII digits only: str.isdigit() accepts '³', which int() refuses.
+    if not DIGITS.fullmatch(text) or not low <= int(text) <= high:
         raise Problem("validation_error", f"{name}: must be an integer from {low} to {high}")
     return int(text)
 

@@ -325,11 +325,13 @@ class Board:
             [pad_uid(user_id), profile.version, profile.visibility, profile.display_name,
              self.policy])
 
-    async def erase(self, season: str, user_id: int) -> bool:
-        """Remove an erased learner from a season's board; False when it has no board."""
+    async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool:
+        """Remove an erased learner from a season's board; False when it has no
+        board (the tombstone is kept all the same, until `tombstone_until`)."""
         return await self._write(
             "erase", season, lambda vk: [vk.public, vk.hidden, vk.users],
-            [self.season_keys(season).erased], [pad_uid(user_id), self.policy])
+            [self.season_keys(season).erased],
+            [pad_uid(user_id), self.policy, int(tombstone_until.timestamp() * 1000)])
 
     # -- reads ----------------------------------------------------------
 

@@ -18,13 +18,6 @@ SELECT * FROM laurels_ingest(%(completion_ids)s::text[], %(user_ids)s::bigint[],
                              %(points)s::int[], %(completed_ats)s::timestamptz[],
                              %(received_at)s, %(seasons)s::text[], %(closed)s::boolean[]);
 
--- name: take_outbox
--- The fast path takes its own rows: deleted (and so locked) until it commits
--- after the apply, or rolls back and leaves them to the projector. An erasure
--- deleting the learner's completions waits meanwhile.
-DELETE FROM outbox WHERE seq = ANY(%(seqs)s)
-RETURNING seq, extract(epoch FROM clock_timestamp() - created_at) AS queued_seconds;
-
 -- name: insert_completions
 INSERT INTO completions (completion_id, user_id, points, completed_at, received_at, season)
 SELECT * FROM unnest(%(completion_ids)s::text[], %(user_ids)s::bigint[], %(points)s::int[],

@@ -1,0 +1,251 @@
+"""What every phase of the bench needs: servers, wrk, CPU meters, timers."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psutil
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class BenchError(Exception):
+    """The benchmark cannot go on (or a sanity check failed): one line, exit 1."""
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def loopback_only(url: str, what: str) -> None:
+    host = urlsplit(url).hostname
+    if host not in LOOPBACK:
+        raise BenchError(f"{what} must point at 127.0.0.1 (got host {host!r}); "
+                         "this benchmark only talks to the loopback interface")
+
+
+def with_database(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cpu:
+    """CPU used per wall second by the load generator and by the server."""
+
+    client: float = 0.0
+    server: float = 0.0
+
+    def __str__(self) -> str:
+        return f"client {self.client:.2f} cores, server {self.server:.2f} cores"
+
+
+class CpuMeter:
+    def __init__(self, server_pid: int, client_pids: Sequence[int] = ()) -> None:
+        self.server = psutil.Process(server_pid)
+        self.client_pids = list(client_pids)
+        self.cpu = Cpu()
+
+    @staticmethod
+    def _used(proc: psutil.Process) -> float:
+        t = proc.cpu_times()
+        return float(t.user + t.system + getattr(t, "children_user", 0)
+                     + getattr(t, "children_system", 0))
+
+    def __enter__(self) -> Cpu:
+        self.wall0 = time.perf_counter()
+        self.client0 = time.process_time()
+        self.server0 = self._used(self.server)
+        return self.cpu
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self.wall0
+        self.cpu.client = (time.process_time() - self.client0) / wall
+        self.cpu.server = (self._used(self.server) - self.server0) / wall
+
+
+# -- servers ------------------------------------------------------------------------
+
+
+@dataclass
+class Service:
+    proc: subprocess.Popen[bytes]
+    base_url: str
+    ingest_token: str
+    admin_token: str
+    user_secret: str
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def laurels_exe() -> str:
+    exe = Path(sys.executable).with_name("laurels")
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("laurels")
+    if found is None:
+        raise BenchError("cannot find the `laurels` console script next to this Python")
+    return found
+
+
+def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path,
+                  name: str = "server", **extra_env: str) -> Service:
+    port = free_port()
+    tokens = [secrets.token_urlsafe(24) for _ in range(3)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    env.update({
+        "LAURELS_DATABASE_URL": database_url, "LAURELS_REDIS_URL": redis_url,
+        "LAURELS_KEY_PREFIX": prefix, "LAURELS_DATA_DIR": str(workdir / f"data-{name}"),
+        "LAURELS_HOST": "127.0.0.1", "LAURELS_PORT": str(port),
+        "LAURELS_INGEST_TOKEN": tokens[0], "LAURELS_ADMIN_TOKEN": tokens[1],
+        "LAURELS_USER_TOKEN_SECRET": tokens[2] + tokens[2],
+        "LAURELS_WRITE_RATE_LIMIT": "0", "LAURELS_CLOSE_SEASONS": "false",
+        **extra_env,
+    })
+    log_path = workdir / f"{name}.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen([laurels_exe(), "serve"], env=env, stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # our Ctrl-C is ours; we stop it
+    svc = Service(proc, f"http://127.0.0.1:{port}", tokens[0], tokens[1], tokens[2] + tokens[2],
+                  log_path, env)
+    wait_ready(svc)
+    return svc
+
+
+def wait_ready(svc: Service, timeout: float = 60.0) -> None:
+    deadline = time.perf_counter() + timeout
+    with httpx.Client(base_url=svc.base_url, timeout=2.0, trust_env=False) as client:
+        while time.perf_counter() < deadline:
+            if svc.proc.poll() is not None:
+                raise BenchError(f"laurels serve exited with {svc.proc.returncode}; its log:"
+                                 f"\n{svc.log_tail()}")
+            try:
+                if client.get("/readyz").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+    raise BenchError(f"laurels serve not ready after {timeout:.0f} s:\n{svc.log_tail()}")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def start_bare(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """bench/bare_app.py on the same uvicorn as laurels: the baseline server."""
+    port = free_port()
+    with open(workdir / "bare.log", "wb") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("uvicorn")), "bench.bare_app:app", "--host",
+             "127.0.0.1", "--port", str(port), "--http", "httptools", "--loop", "uvloop",
+             "--no-proxy-headers", "--no-access-log", "--log-level", "warning"],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.perf_counter() + 30
+    while time.perf_counter() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1, trust_env=False).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise BenchError("the bare baseline app did not start")
+
+
+# -- wrk ------------------------------------------------------------------------------
+
+
+@dataclass
+class Load:
+    """One wrk run: requests per second, latency percentiles (ms), CPU split."""
+
+    rps: float
+    p50: float
+    p99: float
+    errors: int
+    cpu: Cpu
+
+
+def _ms(text: str) -> float:
+    value, unit = float(re.sub(r"[a-z]+$", "", text)), re.sub(r"^[0-9.]+", "", text)
+    return value * {"us": 0.001, "ms": 1.0, "s": 1000.0}.get(unit, 1.0)
+
+
+def wrk(url: str, server_pid: int, seconds: float = 5.0, connections: int = 32,
+        headers: Sequence[str] = (), script: str | None = None) -> Load:
+    """Drive `url` with wrk, a compiled load generator, so the client is not
+    what is measured (one thread: the other core is the server's)."""
+    if shutil.which("wrk") is None:
+        raise BenchError("wrk is not installed (Debian: apt install wrk)")
+    args = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:.0f}s", "--latency"]
+    for header in headers:
+        args += ["-H", header]
+    if script is not None:
+        args += ["-s", script]
+    server = psutil.Process(server_pid)
+    before, server0, wall0 = os.times(), CpuMeter._used(server), time.perf_counter()
+    out = subprocess.run([*args, url], capture_output=True, text=True,
+                         timeout=seconds + 60).stdout
+    wall, after = time.perf_counter() - wall0, os.times()
+    client = (after.children_user + after.children_system
+              - before.children_user - before.children_system) / wall
+    cpu = Cpu(client, (CpuMeter._used(server) - server0) / wall)
+    found = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.MULTILINE)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.MULTILINE)
+    if not (found and p50 and p99):
+        raise BenchError(f"wrk printed no figures for {url}: {out[-300:]}")
+    errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses:\s+(\d+)", out))
+    return Load(float(found.group(1)), _ms(p50.group(1)), _ms(p99.group(1)), errors, cpu)
+
+
+def dump_json(path: Path, data: Any) -> None:
+    import orjson
+
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
