@@ -75,6 +75,12 @@ PLANS = {
 
 async def measure(plan: Plan, setups: list[Setup], projector_only: Service, prefix: str,
                   prefix2: str, once: list[Figure]) -> None:
+    first = setups[0]
+    log(f"memory: {plan.idle_viewers:,} idle event streams on laurels, then on the bare app "
+        "(first, on a fresh process)")
+    await phases.idle_memory(first, plan.idle_viewers)
+    once += first.figures
+    first.figures.clear()
     for s in setups:
         log(f"{s.learners:,} learners, {s.completions:,} completions in {s.season}: loading")
         await phases.load_season(s)
@@ -88,12 +94,10 @@ async def measure(plan: Plan, setups: list[Setup], projector_only: Service, pref
         log(f"{plan.viewers:,} live viewers refetching on a hint")
         await phases.viewers(s, plan.viewers)
     last = setups[-1]
-    log(f"memory: {plan.idle_viewers:,} idle event streams on laurels, then on the bare app")
-    await phases.idle_memory(last, plan.idle_viewers)
     log("sent to applied: with the fast path, and the projector alone")
     await phases.apply_latency(last, projector_only, prefix, prefix2, plan.latency_samples)
-    once += last.figures[-3:]
-    del last.figures[-3:]
+    once += last.figures[-2:]
+    del last.figures[-2:]
 
 
 def report(plan: Plan, setups: list[Setup], once: list[Figure], seconds: float) -> None:

@@ -54,4 +54,5 @@ def serving_app(app: FastAPI) -> ASGIApp:
     """What the server runs: the fast lane in front of the whole FastAPI app."""
     rt: Runtime = app.state.runtime
     return FastLane(app, rt.reads, app.state.auth, app.state.board_cache,
-                    lambda season: board_stream(rt.hub, rt.settings, season))
+                    lambda season: board_stream(rt.hub, rt.settings, season), rt.ingestor,
+                    app.state.limiter)

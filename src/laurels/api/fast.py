@@ -5,6 +5,7 @@ of a season is read far more often than it changes, and it is the same for
 every viewer. `FastLane` serves, without FastAPI's per-request machinery:
 
 - `GET /healthz`;
+- `POST /v1/completions` (the platform's hook per completed tutorial);
 - `GET /v1/leaderboards/{season}?limit=N` from `BoardCache`: the serialized
   body, kept per process and dropped by the very hints the process already
   receives (and by its own writes), with an `ETag`; a matching
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -35,8 +37,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from laurels.api import problems
 from laurels.api.auth import Auth
+from laurels.api.bodies import check_headers, read_json
 from laurels.errors import Problem
+from laurels.ingest import Ingestor
 from laurels.notify import Hub
+from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
 from laurels.seasons import BadSeason, parse_season
 from laurels.validation import Invalid, parse_user_id
@@ -178,15 +183,23 @@ async def around_body(reads: Reads, auth: Auth, scope: Scope, season_text: str,
 
 class FastLane:
     def __init__(self, app: ASGIApp, reads: Reads, auth: Auth, cache: BoardCache,
-                 stream: Any) -> None:
+                 stream: Any, ingestor: Ingestor, limiter: RateLimiter) -> None:
         self.app = app
         self.reads = reads
         self.auth = auth
+        self.ingestor = ingestor
+        self.limiter = limiter
         self.cache = cache
         self.stream = stream  # season text -> the event stream's response
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "POST" and scope["path"] == "/v1/completions":
+            await self._guard(self._post_completion, scope, receive, send)
+            return
+        if scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
@@ -219,6 +232,42 @@ class FastLane:
             await problems.response_for(exc)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _guard(self, handler: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await handler(scope, receive, send)
+        except Exception as exc:  # mapped exactly as FastAPI's handlers map them
+            await problems.response_for(exc)(scope, receive, send)
+
+    async def _post_completion(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`POST /v1/completions`, as the documented route (api/routes.py)."""
+        token = bearer(scope)
+        self.auth.require_ingest(token)
+        self.limiter.check(token)
+        check_headers(_header(scope, b"content-type") or "",
+                      _header(scope, b"content-length"))
+        body = await read_json(_body(receive))
+        [outcome] = await self.ingestor.record([body])
+        if outcome.status == "rejected":
+            raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
+        await _answer(send, outcome.http_status, orjson.dumps(outcome.body()))
+
+
+async def _body(receive: Receive) -> AsyncIterator[bytes]:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        yield message.get("body", b"")
+        if not message.get("more_body"):
+            return
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 async def _answer(send: Send, status: int, body: bytes,

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
+from laurels.api.bodies import check_headers, read_json
 from laurels.api.fast import board_body, not_modified
 from laurels.api.problems import JSONResponse
 from laurels.api.sse import EventStream, event
@@ -36,8 +37,6 @@ from laurels.validation import (
     parse_user_id,
     validate_user,
 )
-
-MAX_BODY_BYTES = 1024 * 1024
 
 # Documented in /openapi.json; checked by the handlers, which word the errors.
 SeasonPath = Annotated[str, Path(
@@ -126,23 +125,9 @@ def path_season(text: str) -> Season:
 
 async def json_body(request: Request) -> Any:
     """The JSON body: 415 unless JSON, 413 over 1 MiB, 422 if malformed."""
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype != "application/json" and not (ctype.startswith("application/")
-                                            and ctype.endswith("+json")):
-        raise Problem("unsupported_media_type", "send the body as application/json")
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise Problem("payload_too_large", "the body is larger than 1 MiB")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Problem("payload_too_large", "the body is larger than 1 MiB")
-        chunks.append(chunk)
-    try:
-        return orjson.loads(b"".join(chunks))
-    except orjson.JSONDecodeError:
-        raise Problem("validation_error", "the body is not valid JSON") from None
+    check_headers(request.headers.get("content-type", ""),
+                  request.headers.get("content-length"))
+    return await read_json(request.stream())
 
 
 def _json(body: Any, status: int = 200) -> JSONResponse:

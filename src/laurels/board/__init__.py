@@ -157,8 +157,9 @@ class Board:
     # -- writes ---------------------------------------------------------
 
     def _apply_call(self, season: str, events: list[Event], versions: tuple[str, str],
-                    targets: list[str]) -> tuple[list[str], list[Any]]:
-        """One apply.lua call: a batch of one season's events, in order."""
+                    targets: list[str], hint: bool = True) -> tuple[list[str], list[Any]]:
+        """One apply.lua call: a batch of one season's events, in order; the
+        script publishes the refresh hint itself when `hint`."""
         sk = self.season_keys(season)
         start = parse_season(season)
         chunks: list[int] = []
@@ -178,9 +179,16 @@ class Board:
             keys += [vk.public, vk.hidden, vk.users, vk.chunks]
         for v in targets:
             keys += [sk.version(v).applied(chunk) for chunk in chunks]
+        if not hint:
+            command, channel = "", ""
+        elif self.cluster:  # the season's shard channel: in this script's slot
+            command, channel = "SPUBLISH", self.keys.shard_hint_channel(season)
+        else:
+            command, channel = "PUBLISH", self.keys.hint_channel()
         args: list[Any] = [versions[0], versions[1], self.policy,
                            "1" if targets and targets[0] == versions[0] else "0",
-                           len(targets), len(chunks), *chunks, *per_event]
+                           len(targets), len(chunks), command, channel, season,
+                           *chunks, *per_event]
         return keys, args
 
     async def apply(self, events: list[Event], only_version: str | None = None) -> list[str]:
@@ -214,7 +222,8 @@ class Board:
                     # that version still holds the building marker.
                     versions, targets = (versions[0], only_version), [only_version]
                 calls.append((season, self._apply_call(season, [events[i] for i in batch],
-                                                       versions, targets)))
+                                                       versions, targets,
+                                                       hint=only_version is None)))
             replies = await self._run_in_order("apply", calls)
             retry = []
             for batch, reply in zip(pending, replies, strict=True):
@@ -239,7 +248,10 @@ class Board:
         if pending:
             raise RuntimeError("board versions kept changing during apply")
         if only_version is None and visibility:
-            await self.publish_changes([(events[i], vis) for i, vis in sorted(visibility.items())])
+            # The scripts published the hints; this process's caches hear at once.
+            for hint in self.hints_of([(events[i], vis) for i, vis in sorted(visibility.items())]):
+                for local in self.on_hint:
+                    local(hint)
         return [r or "missing" for r in results]
 
     async def _run_in_order(self, script: str,
@@ -270,23 +282,30 @@ class Board:
         if self.cluster:
             return await gather_bounded(
                 [self.scripts[script](keys=k, args=a) for k, a in calls], CLUSTER_IN_FLIGHT)
+        if len(calls) == 1:  # one call: EVALSHA alone (a pipeline first asks SCRIPT EXISTS)
+            keys, args = calls[0]
+            return [await self.scripts[script](keys=keys, args=args)]
         async with self.redis.pipeline(transaction=False) as pipe:
             for keys, args in calls:
                 await self.scripts[script](keys=keys, args=args, client=pipe)
             return list(await pipe.execute())
 
-    async def publish_changes(self, changed: list[tuple[Event, str]]) -> None:
+    @staticmethod
+    def hints_of(changed: list[tuple[Event, str]]) -> list[dict[str, Any]]:
         """One hint per season: with the user id when a single public learner
-        changed, null for an anonymous or hidden one, absent when coalesced."""
+        changed, null for an anonymous or hidden one, absent when coalesced
+        (apply.lua builds the same in Redis)."""
         by_season: dict[str, set[tuple[int, str]]] = {}
         for ev, vis in changed:
             by_season.setdefault(ev.season, set()).add((ev.user_id, vis))
+        hints = []
         for season, users in by_season.items():
             hint: dict[str, Any] = {"season": season}
             if len({u for u, _ in users}) == 1:
                 uid, vis = next(iter(users))
                 hint["user_id"] = uid if vis == "public" else None
-            await self.publish_hint(hint)
+            hints.append(hint)
+        return hints
 
     async def publish_hint(self, hint: dict[str, Any]) -> None:
         for local in self.on_hint:  # this process's caches hear of its own changes first

@@ -17,7 +17,10 @@
 -- ARGV[4]  '1' when target 0 is the current version (then rank events are
 --          computed on it: entering the top 10, passing learners in the top 100)
 -- ARGV[5]  T, the number of target versions; ARGV[6] C, the number of chunks
--- ARGV[7 .. 6+C]  the chunk (bitmap) ids, in the order of their KEYS
+-- ARGV[7]  how to hint the change: 'PUBLISH' (one node), 'SPUBLISH' (a cluster:
+--          the season's shard channel, in this script's slot) or '' (none)
+-- ARGV[8]  the hint channel, ARGV[9] the season's name
+-- ARGV[10 .. 9+C]  the chunk (bitmap) ids, in the order of their KEYS
 -- then 9 values per completion: seq, chunk index (0-based), bit offset,
 --          padded user id, points, padded completed_at offset (microseconds),
 --          profile version, visibility, display name ('' = none)
@@ -25,11 +28,14 @@
 -- date, {'MISSING'} when the season has no board (never write a partial one),
 -- else {'OK', applied_1, visibility_1, applied_2, ...}: per completion, the
 -- number of targets it was newly applied to and its visibility on the current
--- version ('' when not applied there).
+-- version ('' when not applied there). When the current version changed, the
+-- refresh hint goes out from here, in the same round trip: {"season": S},
+-- with "user_id" when a single learner changed (null unless public).
 local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local policy, first_is_current = ARGV[3], ARGV[4] == '1'
 local T, C = tonumber(ARGV[5]), tonumber(ARGV[6])
+local hint_command, hint_channel, season = ARGV[7], ARGV[8], ARGV[9]
 local TOP, NOTIFY_MAX, OVERTAKEN_MAX = 100, 10, 10
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
@@ -46,7 +52,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
   if redis.call('SETBIT', bitmap, offset, 1) == 1 then return 0, '' end
-  redis.call('SADD', chunks, ARGV[7 + c])
+  redis.call('SADD', chunks, ARGV[10 + c])
   if erased then return 0, '' end
   local old_index, old_rank = nil, nil
   local p = parse_profile(redis.call('HGET', users, uid))
@@ -109,7 +115,8 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
 end
 
 local out = {'OK'}
-for i = 7 + C, #ARGV, 9 do
+local changed_uid, changed_vis, changed = nil, nil, 0
+for i = 10 + C, #ARGV, 9 do
   local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
   local erased = redis.call('SISMEMBER', erased_key, uid) == 1
@@ -122,6 +129,19 @@ for i = 7 + C, #ARGV, 9 do
   end
   out[#out + 1] = applied
   out[#out + 1] = current_vis
+  if current_vis ~= '' and changed_uid ~= uid then
+    changed = changed + 1
+    changed_uid, changed_vis = uid, current_vis
+  end
 end
 inherit_expiry(current_key, KEYS, 3)
+if changed > 0 and hint_command ~= '' then
+  local hint = '{"season":"' .. season .. '"'
+  if changed == 1 then
+    local id = 'null'
+    if changed_vis == 'public' then id = string.gsub(changed_uid, '^0+', '') end
+    hint = hint .. ',"user_id":' .. id
+  end
+  redis.call(hint_command, hint_channel, hint .. '}')
+end
 return out
