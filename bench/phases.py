@@ -79,7 +79,7 @@ async def load_season(s: Setup) -> None:
             "INSERT INTO completions (completion_id, user_id, points, completed_at, "
             "received_at, season) SELECT %s || g, 1 + (g * 7919) %% %s, 1 + g %% 10, "
             "%s + (g %% 600000) * interval '1 second', now(), %s "
-            "FROM generate_series(1, %s) g",
+            "FROM generate_series(1::bigint, %s::bigint) g",
             (f"{s.season}-", s.learners, start, s.season, s.completions))
         await conn.execute("ANALYZE completions")
 

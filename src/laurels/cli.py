@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import time
@@ -116,34 +117,6 @@ def _check_redis(settings: Settings, url: str) -> None:
         logging.getLogger("laurels").warning("cannot check the Redis version yet: %s", exc)
 
 
-def make_server(config: Any, on_exit: Callable[[], None]) -> Any:
-    """uvicorn's server, telling the app when shutdown starts (streams end cleanly)."""
-    import uvicorn
-
-    class LaurelsServer(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            on_exit()
-            super().handle_exit(sig, frame)
-
-    return LaurelsServer(config)
-
-
-def server_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn on httptools and uvloop, with the limits of api/server.py:
-    excess connections refused, request heads timed, slow bodies cut off,
-    header sizes bounded; keep-alive connections idle for 5 s are closed."""
-    from laurels.api.server import GuardedProtocol, Limits, raise_fd_limit
-
-    limits = Limits(max_connections=raise_fd_limit(settings.max_connections),
-                    header_timeout_seconds=settings.header_timeout_seconds,
-                    min_body_rate=settings.min_body_rate)
-    # No proxy-headers middleware: laurels reads no client address, and every
-    # frame a request keeps alive is multiplied by thousands of live streams.
-    return {"http": GuardedProtocol.with_limits(limits), "loop": "uvloop",
-            "timeout_keep_alive": 5, "timeout_graceful_shutdown": 10,
-            "proxy_headers": False, "access_log": settings.access_log}
-
-
 def _exit_on_signal(signum: int, _frame: Any) -> None:
     raise SystemExit(0)
 
@@ -154,6 +127,9 @@ def serve(
                                              "default 127.0.0.1]")] = None,
     port: Annotated[int | None, typer.Option(help="listen port [env LAURELS_PORT, "
                                              "default 8000]")] = None,
+    workers: Annotated[int, typer.Option(help="processes serving the one port (they share "
+                                         "the stores, embedded ones included)", min=1,
+                                         max=64)] = 1,
     no_projector: Annotated[bool, typer.Option("--no-projector",
                                                help="do not run the projector here")] = False,
 ) -> None:
@@ -161,9 +137,8 @@ def serve(
     import uvicorn
 
     from laurels import logs
-    from laurels.api import create_app, serving_app
+    from laurels.api import server
     from laurels.db import migrate
-    from laurels.runtime import Runtime
 
     settings = _settings(host=host, port=port)
     _logging()
@@ -175,16 +150,30 @@ def serve(
         except Exception as exc:  # unreachable or broken database: one line
             raise fail(f"cannot migrate the database: {exc}") from None
         _check_redis(settings, servers.redis_url)
-        rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
-        api = serving_app(create_app(rt, run_projector=not no_projector, migrate=False))
-        typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/")
-        config = uvicorn.Config(api, host=settings.host, port=settings.port,
-                                log_level="info", **server_options(settings))
+        # Every worker builds its own service graph from these (api.worker_app).
+        os.environ.update({
+            "LAURELS_DATABASE_URL": servers.database_url,
+            "LAURELS_REDIS_URL": servers.redis_url,
+            "LAURELS_INGEST_TOKEN": secrets.ingest_token,
+            "LAURELS_ADMIN_TOKEN": secrets.admin_token,
+            "LAURELS_USER_TOKEN_SECRET": secrets.user_token_secret,
+            "LAURELS_RUN_PROJECTOR": "false" if no_projector else "true"})
+        typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/"
+                   + (f" with {workers} workers" if workers > 1 else ""))
+        config = uvicorn.Config("laurels.api:worker_app", factory=True, host=settings.host,
+                                port=settings.port, workers=workers, log_level="info",
+                                **server.options(settings))
         logs.protect()  # uvicorn configured its handlers just now
         # uvicorn re-raises the signal that stopped it once it has shut down
         # gracefully: turn SIGTERM into a normal exit so the embedded servers stop.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        make_server(config, on_exit=rt.hub.close_all_soon).run()
+        if workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
+            sock = config.bind_socket()
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            uvicorn.Server(config).run()
     finally:
         servers.stop()
 
@@ -312,6 +301,7 @@ def demo(
 
     from laurels import logs
     from laurels.api import create_app, serving_app
+    from laurels.api import server as server_mod
     from laurels.api.auth import mint
     from laurels.db import migrate
     from laurels.demo import Simulation, seed
@@ -334,9 +324,11 @@ def demo(
         await migrate(servers.database_url)
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
         api = serving_app(create_app(rt, migrate=False))
-        server = make_server(uvicorn.Config(api, host=settings.host, port=settings.port,
-                                       log_level="warning", **server_options(settings)),
-                        on_exit=rt.hub.close_all_soon)
+        server_mod.configure(settings)
+        server_mod.EXIT_HOOKS.append(rt.hub.close_all_soon)
+        server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
+                                               log_level="warning",
+                                               **server_mod.options(settings)))
         logs.protect()
         serving = asyncio.create_task(server.serve())
         while not server.started:

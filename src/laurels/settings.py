@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     # (tokens redacted). Off by default: at thousands of requests a second it
     # costs more than most requests; /metrics counts them instead.
     access_log: bool = False
+    # Set by `laurels serve --no-projector` for its worker processes.
+    run_projector: bool = True
     max_connections: int = Field(10_000, ge=10, le=1_000_000)
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)

@@ -392,3 +392,21 @@ def test_query_numbers_are_ascii_digits(serve: Any) -> None:
     server.client(INGEST).post("/v1/completions", json=completion("q1", 3, 1))
     resp = server.client(token).get("/v1/leaderboards/current/users/3?radius=%C2%B2")
     assert_problem(resp, 422, "validation_error")
+
+
+def test_several_workers_share_one_port(serve: Any) -> None:
+    """`laurels serve --workers 2`: two processes on one port, one set of stores;
+    a write through one is read through either, and both stop cleanly."""
+    server = serve("--workers", "2")
+    c = server.client(INGEST)
+    for n in range(10):
+        assert c.post("/v1/completions", json=completion(f"w{n}", 1 + n % 3, 2)).status_code == 201
+    tops = {tuple((e["user_id"], e["score"]) for e in
+                  httpx.get(f"{server.url}/v1/leaderboards/current").json()["entries"])
+            for _ in range(10)}  # new connections: both workers answer
+    assert tops == {((1, 8), (2, 6), (3, 6))}
+    server.stop()
+    assert server.process.returncode == 0
+    log = server.log.read_text()
+    assert log.count("Application startup complete") == 2, log[-2000:]
+    assert "ERROR" not in log and "Traceback" not in log, log[-2000:]

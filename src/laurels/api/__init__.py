@@ -56,3 +56,18 @@ def serving_app(app: FastAPI) -> ASGIApp:
     return FastLane(app, rt.reads, app.state.auth, app.state.board_cache,
                     lambda season: board_stream(rt.hub, rt.settings, season), rt.ingestor,
                     app.state.limiter)
+
+
+def worker_app() -> ASGIApp:
+    """The app of one `laurels serve` process (uvicorn calls this in each
+    worker): settings from the environment `serve` prepared, its own store
+    connections and background loops."""
+    from laurels.api import server
+    from laurels.settings import load_settings, resolve_secrets
+
+    settings = load_settings()
+    server.configure(settings)
+    rt = Runtime(settings, resolve_secrets(settings, announce=False),
+                 settings.database_url or "", settings.redis_url or "")
+    server.EXIT_HOOKS.append(rt.hub.close_all_soon)
+    return serving_app(create_app(rt, run_projector=settings.run_projector, migrate=False))

@@ -28,9 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from laurels.metrics import CONNECTIONS_CLOSED
+from laurels.settings import Settings
 
 MAX_HEADERS = 100
 MAX_HEADER_BYTES = 64 * 1024
@@ -78,16 +80,47 @@ class _Guard:
         self.on_close: list[Callable[[], None]] = []
 
 
+EXIT_HOOKS: list[Callable[[], None]] = []
+
+
+def _handle_exit(self: Any, sig: int, frame: Any) -> None:
+    """uvicorn's exit handler, telling the app first (its streams end
+    cleanly instead of being cut off after the graceful-shutdown timeout).
+    Installed on uvicorn's Server class, so it reaches every worker process."""
+    for hook in EXIT_HOOKS:
+        hook()
+    _original_handle_exit(self, sig, frame)
+
+
+_original_handle_exit = uvicorn.Server.handle_exit
+uvicorn.Server.handle_exit = _handle_exit  # type: ignore[method-assign]
+
+
+def configure(settings: Settings) -> Limits:
+    """This process's limits (each worker calls it before it serves)."""
+    limits = Limits(max_connections=raise_fd_limit(settings.max_connections),
+                    header_timeout_seconds=settings.header_timeout_seconds,
+                    min_body_rate=settings.min_body_rate)
+    GuardedProtocol.limits = limits
+    return limits
+
+
+def options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's settings: httptools and uvloop, the GuardedProtocol, keep-alive
+    5 s, 10 s for a graceful shutdown, no proxy headers (laurels reads no
+    client address, and every frame a request keeps alive is multiplied by
+    thousands of live streams), the access log only when asked for."""
+    return {"http": "laurels.api.server:GuardedProtocol", "loop": "uvloop",
+            "timeout_keep_alive": 5, "timeout_graceful_shutdown": 10,
+            "proxy_headers": False, "access_log": settings.access_log}
+
+
 class GuardedProtocol(HttpToolsProtocol):
     limits: ClassVar[Limits] = Limits()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = _Guard()  # one attribute: the instance's dict stays small
-
-    @classmethod
-    def with_limits(cls, limits: Limits) -> type[GuardedProtocol]:
-        return type("GuardedProtocol", (cls,), {"limits": limits})
 
     # -- connections -------------------------------------------------------------
 
