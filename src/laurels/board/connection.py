@@ -25,12 +25,39 @@ OPTIONS: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 5
 
 
 class MeasuredPool(BlockingConnectionPool):
+    """`BlockingConnectionPool` with a lean path for the common case.
+
+    When a connection is free and nobody waits, it is taken and given back
+    without the condition, the timeout and redis-py's per-call observability
+    hooks (a third of a short read's CPU time in a py-spy profile); the
+    connection is still checked as the library checks it. When every
+    connection is busy, the library's blocking path runs unchanged."""
+
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
+            if (self._available_connections and not self._in_maintenance
+                    and not self._condition._waiters):  # type: ignore[attr-defined]
+                connection = self._available_connections.pop()
+                self._in_use_connections.add(connection)
+                try:
+                    await self.ensure_connection(connection)
+                except BaseException:
+                    await self.release(connection)
+                    raise
+                return connection
             return await super().get_connection(*args, **kwargs)  # type: ignore[no-untyped-call]
         finally:
             POOL_WAIT.labels("redis").observe(time.perf_counter() - started)
+
+    async def release(self, connection: Any) -> None:
+        if self._in_maintenance or self._condition._waiters:  # type: ignore[attr-defined]
+            await super().release(connection)
+            return
+        self._in_use_connections.remove(connection)
+        if connection.should_reconnect():
+            await connection.disconnect()
+        self._available_connections.append(connection)
 
 
 PUBSUB_ROOM = 16  # connections a process's subscriptions may hold on one node
