@@ -37,7 +37,7 @@ class MeasuredPool(BlockingConnectionPool):
         started = time.perf_counter()
         try:
             if (self._available_connections and not self._in_maintenance
-                    and not self._condition._waiters):  # type: ignore[attr-defined]
+                    and not self._condition._waiters):
                 connection = self._available_connections.pop()
                 self._in_use_connections.add(connection)
                 try:
@@ -51,7 +51,7 @@ class MeasuredPool(BlockingConnectionPool):
             POOL_WAIT.labels("redis").observe(time.perf_counter() - started)
 
     async def release(self, connection: Any) -> None:
-        if self._in_maintenance or self._condition._waiters:  # type: ignore[attr-defined]
+        if self._in_maintenance or self._condition._waiters:
             await super().release(connection)
             return
         self._in_use_connections.remove(connection)
