@@ -1,6 +1,7 @@
 """Draw the scale curve of bench/results.json as docs/performance.svg.
 
-    .venv/bin/python -m bench.plot
+    .venv/bin/python -m bench.plot           # writes docs/performance.svg
+    .venv/bin/python -m bench.plot --table   # prints the figures as a Markdown table
 
 One panel per figure that matters as the board grows (reads, around-me,
 ingest, rebuild), value and baseline against the number of learners on a
@@ -76,8 +77,29 @@ def panel(x0: int, y0: int, title: str, points: list[tuple[int, float, float]],
     return [*out, "</g>"]
 
 
+def number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def table(results: dict[str, Any]) -> str:
+    """One row per figure and board size: value, baseline, ratio, goal."""
+    rows = ["| learners | figure | laurels | baseline | ratio | goal | notes |",
+            "|---:|---|---:|---:|---:|---|---|"]
+    groups = [(f"{size['learners']:,}", size["figures"]) for size in results["sizes"]]
+    groups.append(("—", results["once"]))
+    for learners, figures in groups:
+        for f in figures:
+            notes = "; ".join(part for part in (f["baseline_is"], f["context"]) if part)
+            rows.append(f"| {learners} | {f['name']} | {number(f['value'])} | "
+                        f"{number(f['baseline'])} | {f['ratio']:.2f} | {f['goal']} | {notes} |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     results = orjson.loads((ROOT / "bench" / "results.json").read_bytes())
+    if "--table" in sys.argv[1:]:
+        print(table(results))
+        return 0
     cols = 3
     rows = math.ceil(len(PANELS) / cols)
     body = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W * cols}" '
