@@ -40,9 +40,20 @@ from laurels.settings import Secrets, Settings
 CLUSTER = os.environ.get("LAURELS_TEST_REDIS_CLUSTER", "").lower() == "true"
 
 
-def single_node(reason: str) -> pytest.MarkDecorator:
-    """Skip on the Redis Cluster setup, saying why the test needs one node."""
-    return pytest.mark.skipif(CLUSTER, reason=f"needs a single Redis node: {reason}")
+# The long tiers, marked `slow` here in one place: `pytest -m "not slow"` is
+# the inner loop; CI runs everything.
+SLOW = ("tests/faults/", "tests/acceptance/test_fuzz.py", "tests/acceptance/test_cluster.py",
+        "tests/acceptance/test_browser.py", "tests/acceptance/test_burst.py",
+        "tests/integration/test_model.py", "tests/integration/test_model_interleaved.py",
+        "tests/integration/test_crash.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        where = Path(str(item.path)).relative_to(root).as_posix()
+        if where.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
 
 
 def sync_redis(url: str, **options: Any) -> Any:

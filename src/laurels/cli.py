@@ -235,7 +235,7 @@ def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cu
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from laurels.board.rebuild import RebuildFailed, RebuildRunning
+    from laurels.rebuild import RebuildFailed, RebuildRunning
 
     name = _season(season)
     settings = _settings()

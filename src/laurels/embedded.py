@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
 
+from laurels.db import ensure_database
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.embedded")
@@ -84,13 +84,7 @@ def _postgres(data_dir: Path) -> str:
     _prune_dead_handles(data_dir / "postgres")
     server = get_server(data_dir / "postgres", cleanup_mode="stop")
     admin_url = server.get_uri()
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                            (DATABASE,)).fetchone():
-            try:
-                conn.execute(f'CREATE DATABASE "{DATABASE}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass
+    ensure_database(admin_url, DATABASE)
     return str(server.get_uri(database=DATABASE))
 
 

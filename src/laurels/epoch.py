@@ -25,8 +25,8 @@ from typing import Any
 from redis.asyncio import RedisCluster
 
 from laurels.board import Board
-from laurels.board.rebuild import Rebuilder, RebuildFailed, RebuildRunning
 from laurels.db import Database
+from laurels.rebuild import Rebuilder, RebuildFailed, RebuildRunning
 
 log = logging.getLogger("laurels.epoch")
 
@@ -60,7 +60,7 @@ class EpochWatch:
         if now == self.seen:
             return False
         prefix = self.board.keys.prefix
-        await self.db.execute("ensure_redis_epoch", key_prefix=prefix)
+        await self.db.run("ensure_redis_epoch", key_prefix=prefix)
         async with self.db.transaction() as conn:
             row = await self.db.fetch_one("lock_redis_epoch", conn, key_prefix=prefix)
             if row is None:
@@ -73,7 +73,7 @@ class EpochWatch:
             await self.repair()
             if await fingerprint(self.board.redis) != now:
                 return False  # it changed again meanwhile: repair again next time
-            await self.db.execute("set_redis_epoch", conn, key_prefix=prefix, fingerprint=now)
+            await self.db.run("set_redis_epoch", conn, key_prefix=prefix, fingerprint=now)
         self.seen = now
         self.repairs += 1
         return True

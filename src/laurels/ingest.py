@@ -22,13 +22,13 @@ from laurels.db import Database, Row
 from laurels.errors import STATUS
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
+from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
 from laurels.seasons import season_of
 from laurels.settings import Settings
 from laurels.validation import Completion, Invalid, validate_completion
 
 log = logging.getLogger("laurels.ingest")
 
-HEAL_WAIT_SECONDS = 2.0
 Clock = Callable[[], datetime]
 
 
@@ -192,7 +192,7 @@ class Ingestor:
         200 whatever happens, and the projector finishes what fails here.
         """
         try:
-            await self.projector.apply_now(events, HEAL_WAIT_SECONDS)
+            await self.projector.apply_now(events, REQUEST_HEAL_WAIT_SECONDS)
         except Exception as exc:  # any failure: the projector retries
             log.warning("fast-path apply failed, the projector will retry: %s: %s",
                         type(exc).__name__, exc)

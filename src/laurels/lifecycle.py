@@ -14,19 +14,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from prometheus_client import Counter
 from redis.exceptions import RedisError
 
 from laurels import failpoints
 from laurels.board import CLUSTER_IN_FLIGHT, Board, gather_bounded
 from laurels.db import Database
+from laurels.metrics import ERASURES, SEASONS_FINALIZED
 from laurels.seasons import WEEK, parse_season
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.lifecycle")
-
-SEASONS_FINALIZED = Counter("laurels_seasons_finalized_total", "Seasons finalized and archived")
-ERASURES = Counter("laurels_erasures_total", "Learners erased")
 
 
 class Lifecycle:
@@ -44,17 +41,17 @@ class Lifecycle:
             # Lock order: the learner's row (waits for ingests holding FOR
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
-            await self.db.execute("erase_user", conn, user_id=user_id)
+            await self.db.run("erase_user", conn, user_id=user_id)
             await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
             await failpoints.pause("erase_locked")
             seasons = {r["season"] for r in await self.db.fetch(
                 "delete_user_completions", conn, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
-            await self.db.execute("delete_user_notifications", conn, user_id=user_id)
-            await self.db.execute("scrub_notifications_about", conn, user_id=str(user_id))
+            await self.db.run("delete_user_notifications", conn, user_id=user_id)
+            await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))
             await self.rerank(conn, sorted(archived))
-            await self.db.execute("record_erasure", conn, user_id=user_id,
+            await self.db.run("record_erasure", conn, user_id=user_id,
                                   seasons=sorted(seasons | archived))
         ERASURES.inc()
         if committed is not None:
@@ -68,7 +65,7 @@ class Lifecycle:
         for season in seasons:
             if await self.board.erase(season, user_id, self.expires_at(season)):
                 await self.board.publish_hint({"season": season})  # ranks closed up
-        await self.db.execute("finish_erasure", user_id=user_id, seasons=seasons)
+        await self.db.run("finish_erasure", user_id=user_id, seasons=seasons)
 
     async def resume_erasures(self, min_age_seconds: float = 5.0) -> int:
         done = 0
@@ -92,9 +89,9 @@ class Lifecycle:
         row = await self.db.fetch_one("season_policies", conn, seasons=[season],
                                       tie_policy=self.settings.tie_policy)
         policy = row["tie_policy"] if row else self.settings.tie_policy
-        await self.db.execute("lock_archive", conn, season=season)
-        await self.db.execute("clear_archive_ranks", conn, season=season)
-        await self.db.execute("rerank_archive", conn, season=season, tie_policy=policy)
+        await self.db.run("lock_archive", conn, season=season)
+        await self.db.run("clear_archive_ranks", conn, season=season)
+        await self.db.run("rerank_archive", conn, season=season, tie_policy=policy)
 
     # -- seasons ---------------------------------------------------------------
 
@@ -119,8 +116,8 @@ class Lifecycle:
             row = await self.db.fetch_one("lock_season_for_finalize", conn, season=season)
             if row is None or row["finalized"]:
                 return False
-            await self.db.execute("archive_standings", conn, season=season)
-            await self.db.execute("mark_finalized", conn, season=season,
+            await self.db.run("archive_standings", conn, season=season)
+            await self.db.run("mark_finalized", conn, season=season,
                                   tie_policy=self.settings.tie_policy)
             await self._rerank(conn, season)
             for callback in self.on_finalized:

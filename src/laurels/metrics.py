@@ -36,6 +36,19 @@ REQUESTS = Histogram("laurels_http_request_duration_seconds",
                      "Time to the start of the response, by route", ["method", "route", "status"])
 
 
+SEASONS_FINALIZED = Counter("laurels_seasons_finalized_total", "Seasons finalized and archived")
+ERASURES = Counter("laurels_erasures_total", "Learners erased")
+SSE_CONNECTIONS = Gauge("laurels_sse_connections", "Open server-sent event connections",
+                        ["stream"])
+HINTS_RECEIVED = Counter("laurels_hints_received_total", "Hints received from Pub/Sub")
+HINTS_COALESCED = Counter("laurels_hints_coalesced_total",
+                          "Hints merged into a pending one for a client (not sent alone)")
+HINTS_SENT = Counter("laurels_hints_sent_total", "changed/rebuilt events sent to clients")
+NOTIFICATIONS_WRITTEN = Counter("laurels_notifications_written_total",
+                                "Durable notifications written", ["kind"])
+NOTIFICATIONS_DROPPED = Counter("laurels_notifications_dropped_total",
+                                "Live notification pushes dropped for a slow client")
+
 class RequestMetrics:
     """Pure ASGI middleware: latency to the response start (streams stay open)."""
 

@@ -23,29 +23,25 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from prometheus_client import Counter, Gauge
 from psycopg.types.json import Jsonb
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from laurels.board import Board, default_name
 from laurels.db import Database, Row
+from laurels.metrics import (
+    HINTS_COALESCED,
+    HINTS_RECEIVED,
+    HINTS_SENT,
+    NOTIFICATIONS_DROPPED,
+    NOTIFICATIONS_WRITTEN,
+    SSE_CONNECTIONS,
+)
 
 log = logging.getLogger("laurels.notify")
 
 GROUP = "laurels"
 CHANGED_PER_SECOND = 4
 USER_BUFFER = 50
-
-SSE_CONNECTIONS = Gauge("laurels_sse_connections", "Open server-sent event connections",
-                        ["stream"])
-HINTS_RECEIVED = Counter("laurels_hints_received_total", "Hints received from Pub/Sub")
-HINTS_COALESCED = Counter("laurels_hints_coalesced_total",
-                          "Hints merged into a pending one for a client (not sent alone)")
-HINTS_SENT = Counter("laurels_hints_sent_total", "changed/rebuilt events sent to clients")
-NOTIFICATIONS_WRITTEN = Counter("laurels_notifications_written_total",
-                                "Durable notifications written", ["kind"])
-NOTIFICATIONS_DROPPED = Counter("laurels_notifications_dropped_total",
-                                "Live notification pushes dropped for a slow client")
 
 
 def notification_body(row: Row) -> dict[str, Any]:
@@ -431,7 +427,7 @@ class Notifier:
 
     async def season_final(self, season: str, conn: Any) -> None:
         """In the finalizing transaction: everyone's final rank, once."""
-        written = await self.db.execute("notify_season_final", conn, season=season)
+        written = await self.db.run("notify_season_final", conn, season=season)
         NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
     async def announce_final(self, season: str) -> None:

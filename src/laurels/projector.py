@@ -20,16 +20,14 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels import failpoints
 from laurels.board import Board, Event
-from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
+from laurels.rebuild import BACKGROUND_HEAL_WAIT_SECONDS, Rebuilder
 
 log = logging.getLogger("laurels.projector")
 
-CHANNEL = "laurels_outbox"  # NOTIFYed by a trigger on outbox (migration 003)
 STORE_ERRORS = (psycopg.Error, RedisError, RedisClusterException, OSError)
-HEAL_WAIT_SECONDS = 30.0
 FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-applies
 FLUSH_MAX = 100_000
 
@@ -76,7 +74,7 @@ class Projector:
             done = [ev.seq for ev, res in zip(events, results, strict=True)
                     if ev.season not in missing]
             if done:
-                await self.db.execute("delete_outbox", conn, seqs=done)
+                await self.db.run("delete_outbox", conn, seqs=done)
         for r in rows:
             if r["season"] not in missing:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
@@ -120,13 +118,13 @@ class Projector:
             if len(self._applied) < FLUSH_MAX:
                 self._applied.extend(seqs)  # beyond: the projector re-applies (no-ops)
             return
-        await self.db.execute("delete_outbox", seqs=seqs)
+        await self.db.run("delete_outbox", seqs=seqs)
 
     async def flush(self) -> int:
         seqs, self._applied = self._applied, []
         if seqs:
             try:
-                await self.db.execute("delete_outbox", seqs=seqs)
+                await self.db.run("delete_outbox", seqs=seqs)
             except BaseException:
                 self._applied = seqs + self._applied  # next time
                 raise
@@ -153,7 +151,7 @@ class Projector:
                                                     min_age_seconds=age, limit=self.batch_size)
         if missing:
             log.info("seasons %s have no board: rebuilding", sorted(missing))
-            await self.rebuilder.heal(missing, HEAL_WAIT_SECONDS)
+            await self.rebuilder.heal(missing, BACKGROUND_HEAL_WAIT_SECONDS)
             again, _ = await self._claim_and_apply("claim_outbox", "projector",
                                                    min_age_seconds=age, limit=self.batch_size)
             done += again
@@ -177,9 +175,7 @@ class Projector:
         supervisor logs it and restarts it."""
         while not stop.is_set():
             try:
-                async with await psycopg.AsyncConnection.connect(
-                        self.db.url, autocommit=True) as listener:
-                    await listener.execute(f"LISTEN {CHANNEL}")
+                async with self.db.outbox_listener() as listener:
                     while not stop.is_set():
                         await self.drain()
                         if await self._notified(listener, stop):

@@ -15,17 +15,16 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from laurels.board import Around, Board, BoardMissing, Entry, default_name
-from laurels.board.rebuild import Rebuilder
 from laurels.db import Database
 from laurels.errors import Problem
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
+from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS, Rebuilder
 from laurels.seasons import Season
 from laurels.settings import Settings
 
 T = TypeVar("T")
 log = logging.getLogger("laurels.reads")
-HEAL_WAIT_SECONDS = 2.0
 RETRY_AFTER_SECONDS = 2
 HIDDEN = frozenset({"hidden", "erased"})
 
@@ -90,7 +89,7 @@ class Reads:
         row = await self.db.fetch_one("season_has_completions", season=season.name)
         if not row or not row["present"]:
             return empty()
-        await self.rebuilder.heal({season.name}, HEAL_WAIT_SECONDS)
+        await self.rebuilder.heal({season.name}, REQUEST_HEAL_WAIT_SECONDS)
         try:
             return await read()
         except BoardMissing:

@@ -20,7 +20,6 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board import Board
 from laurels.board.connection import connect, require_supported
-from laurels.board.rebuild import Rebuilder
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
 from laurels.ingest import Ingestor
@@ -31,6 +30,7 @@ from laurels.notify import Hub, Notifier
 from laurels.privacy import REFRESH_SECONDS, Privacy
 from laurels.projector import Projector
 from laurels.reads import Reads
+from laurels.rebuild import Rebuilder
 from laurels.settings import Secrets, Settings
 from laurels.supervisor import Loop, every
 from laurels.verify import Verifier

@@ -14,7 +14,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from laurels import db as dbmod
 from laurels.board import Board, BoardMissing
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
@@ -102,13 +101,8 @@ class Verifier:
         await self._settle()
         candidates: set[int] = set()
         seen_in_pg = 0
-        async with self.db.connection() as conn, conn.transaction(), \
-                conn.cursor(name="verify_sums") as cur:
-            await cur.execute(dbmod.q("season_sums"), {"season": season})
-            while True:
-                rows = await cur.fetchmany(BATCH)
-                if not rows:
-                    break
+        async with self.db.transaction() as conn:
+            async for rows in self.db.stream("season_sums", conn, BATCH, season=season):
                 seen_in_pg += len(rows)
                 redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
                 for r in rows:

@@ -25,7 +25,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 # LAURELS_REFRESH_SCREENSHOT=1 pytest tests/acceptance/test_browser.py
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     shutil.which(CHROMIUM) is None,
     reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)")]
 

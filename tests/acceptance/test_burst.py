@@ -21,11 +21,9 @@ from typing import Any
 import aiohttp
 import httpx
 import jwt
-import pytest
 
 from tests.conftest import INGEST, USER_SECRET
 
-pytestmark = pytest.mark.slow
 SEASON = "2026-W48"
 LEARNERS = 10_000
 VIEWERS = 1_000

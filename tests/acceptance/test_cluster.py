@@ -37,7 +37,6 @@ def cluster_url() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.mark.slow
 def test_everything_runs_on_redis_cluster(cluster_url: str, serve: Any) -> None:
     server = serve(LAURELS_REDIS_URL=cluster_url, LAURELS_REDIS_CLUSTER="true",
                    LAURELS_CLOSE_SEASONS="false")

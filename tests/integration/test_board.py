@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Event, Profile
-from laurels.board.rebuild import Rebuilder
 from laurels.keys import Keys, chunk_of
 from laurels.ranking import Standing, rank_all
+from laurels.rebuild import Rebuilder
 from laurels.runtime import Runtime, redis_client
 from laurels.seasons import parse_season
 

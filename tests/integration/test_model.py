@@ -443,7 +443,7 @@ class Run:
             alive = [c.seq for c in self.model.comps.values()
                      if not self.model.user(c.uid).erased]
             if alive:
-                await self.sys.rt.db.execute("insert_outbox", seqs=alive)
+                await self.sys.rt.db.run("insert_outbox", seqs=alive)
             assert await self.sys.projector.drain(min_age_seconds=0) == len(alive)
             if alive and not self.model.finalized:
                 self.model.board_live = True  # a lost board was rebuilt to apply them

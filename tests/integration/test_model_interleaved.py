@@ -39,8 +39,8 @@ from hypothesis.stateful import (
 )
 
 from laurels import failpoints
-from laurels.board.rebuild import RebuildFailed, RebuildRunning
 from laurels.errors import Problem
+from laurels.rebuild import RebuildFailed, RebuildRunning
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
@@ -333,7 +333,6 @@ class InterleavingMachine(RuleBasedStateMachine):
             self.loop.close()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["shared", "first"])
 def test_interleavings_keep_privacy(settings: Settings, policy: str) -> None:
     machine = type(f"Interleaving_{policy}", (InterleavingMachine,),

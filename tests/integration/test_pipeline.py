@@ -17,8 +17,8 @@ from redis.exceptions import RedisClusterException
 
 from laurels import failpoints
 from laurels.api import create_app
-from laurels.board.rebuild import lock_key
 from laurels.notify import notification_body
+from laurels.rebuild import lock_key
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.supervisor import Supervisor
@@ -236,7 +236,7 @@ def test_notification_times_are_utc_whatever_the_session_zone() -> None:
 
 
 async def test_season_final_counts_each_notification(rt: Runtime) -> None:
-    from laurels.notify import NOTIFICATIONS_WRITTEN
+    from laurels.metrics import NOTIFICATIONS_WRITTEN
 
     svc = rt.derive(clock=lambda: datetime(2026, 11, 24, 12, tzinfo=UTC))
     start = parse_season("2026-W47").starts_at

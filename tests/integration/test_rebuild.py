@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from laurels.board.rebuild import RebuildRunning, lock_key
 from laurels.errors import Problem
 from laurels.ingest import Ingestor
+from laurels.rebuild import RebuildRunning, lock_key
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 

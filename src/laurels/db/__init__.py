@@ -7,6 +7,7 @@ statement is parameterized.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import AsyncIterator
@@ -15,7 +16,8 @@ from importlib import resources
 from typing import Any, LiteralString
 
 import psycopg
-from psycopg.rows import DictRow, dict_row
+from psycopg import sql
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from laurels.metrics import POOL_WAIT
@@ -24,6 +26,8 @@ Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[DictRow]
 
 _MIGRATION_LOCK = 0x6C617572656C73  # "laurels": serializes concurrent migrators
+OUTBOX_CHANNEL = "laurels_outbox"  # NOTIFYed by a trigger on outbox (migration 003)
+_cursor_ids = itertools.count()
 
 
 def _load_queries() -> dict[str, str]:
@@ -106,16 +110,83 @@ class Database:
         rows = await self.fetch(name, conn, **params)
         return rows[0] if rows else None
 
-    async def execute(self, name: str, conn: Conn | None = None, **params: Any) -> int:
+    async def run(self, name: str, conn: Conn | None = None, **params: Any) -> int:
+        """Run a named statement; the number of rows it touched."""
         if conn is None:
             async with self.connection() as c:
-                return await self.execute(name, c, **params)
+                return await self.run(name, c, **params)
         cur = await conn.execute(q(name), params)
         return cur.rowcount
+
+    async def stream(self, name: str, conn: Conn, batch: int, **params: Any
+                     ) -> AsyncIterator[list[Row]]:
+        """The rows of a named query, `batch` at a time, from a server-side
+        cursor (bounded memory); `conn` must be inside a transaction."""
+        async with conn.cursor(name=f"{name}_{next(_cursor_ids)}") as named:
+            named.itersize = batch
+            await named.execute(q(name), params)
+            while rows := await named.fetchmany(batch):
+                yield rows
+
+    async def stream_column(self, name: str, conn: Conn, batch: int, **params: Any
+                            ) -> AsyncIterator[list[Any]]:
+        """Like `stream`, for a query of one column: its values (no row dicts
+        to build, for millions of rows)."""
+        async with conn.cursor(name=f"{name}_{next(_cursor_ids)}",
+                               row_factory=tuple_row) as named:
+            named.itersize = batch
+            await named.execute(q(name), params)
+            while rows := await named.fetchmany(batch):
+                yield [row[0] for row in rows]
+
+    @asynccontextmanager
+    async def snapshot(self, conn: Conn) -> AsyncIterator[Conn]:
+        """A read-only REPEATABLE READ transaction on `conn`: every query in
+        it sees the same snapshot."""
+        async with conn.transaction():
+            await conn.execute(q("snapshot_isolation"))
+            yield conn
+
+    async def try_session_lock(self, conn: Conn, key: int) -> bool:
+        """A session advisory lock on `conn` (held until `session_unlock` or
+        until the connection closes); False at once if another holds it."""
+        row = await self.fetch_one("try_session_lock", conn, key=key)
+        return bool(row and row["ok"])
+
+    async def session_unlock(self, conn: Conn, key: int) -> None:
+        await self.fetch("session_unlock", conn, key=key)
+
+    async def lock_is_free(self, key: int) -> bool:
+        """Whether nobody holds the session lock `key` (taken and given back)."""
+        async with self.connection() as conn:
+            if await self.try_session_lock(conn, key):
+                await self.session_unlock(conn, key)
+                return True
+            return False
+
+    @asynccontextmanager
+    async def outbox_listener(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection of its own (not pooled) that LISTENs on the outbox
+        channel; read its `notifies()`."""
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await conn.execute(q("listen_outbox"))
+            yield conn
 
     async def ping(self) -> None:
         async with self.pool.connection(timeout=2) as conn:
             await conn.execute("SELECT 1")
+
+
+def ensure_database(admin_url: str, name: str) -> None:
+    """Create database `name` on the server of `admin_url` unless it exists
+    (the embedded PostgreSQL's first start)."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if conn.execute(q("database_exists"), {"name": name}).fetchone():
+            return
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.errors.DuplicateDatabase:
+            pass  # created meanwhile by another process
 
 
 async def migrate(url: str) -> list[str]:

@@ -348,3 +348,18 @@ FROM users WHERE updated_at > %(since)s
   AND (visibility <> 'public' OR erased_at IS NOT NULL
        OR (NOT %(only_private)s AND profile_version > 0))
 ORDER BY updated_at;
+
+-- name: try_session_lock
+SELECT pg_try_advisory_lock(%(key)s) AS ok;
+
+-- name: session_unlock
+SELECT pg_advisory_unlock(%(key)s) AS ok;
+
+-- name: snapshot_isolation
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;
+
+-- name: listen_outbox
+LISTEN laurels_outbox;
+
+-- name: database_exists
+SELECT 1 FROM pg_database WHERE datname = %(name)s;

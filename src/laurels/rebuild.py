@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from psycopg.rows import tuple_row
-
 from laurels import db as dbmod
 from laurels import failpoints
 from laurels.board import Board
@@ -38,7 +36,11 @@ SEQ_BATCH = 20_000  # seqs per fetch while setting the bits
 LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
 CHUNK_BYTES = (1 << CHUNK_BITS) // 8
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
-PREPARE_WAIT_SECONDS = 30.0
+# How long a caller waits for a missing board to be healed: a request (a
+# read, the fast path of an ingest) briefly, then answers 503 or leaves the
+# rest to the projector; background work (projector, prepare) longer.
+REQUEST_HEAL_WAIT_SECONDS = 2.0
+BACKGROUND_HEAL_WAIT_SECONDS = 30.0
 Progress = Callable[[int, int], None]
 
 
@@ -83,7 +85,7 @@ class Rebuilder:
 
     async def start_record(self, season: str) -> str:
         rebuild_id = str(uuid.uuid4())
-        await self.db.execute("insert_rebuild", rebuild_id=rebuild_id, season=season,
+        await self.db.run("insert_rebuild", rebuild_id=rebuild_id, season=season,
                               tie_policy=self.board.policy)
         return rebuild_id
 
@@ -100,10 +102,7 @@ class Rebuilder:
         conn = await self.db.getconn()
         locked = False
         try:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
-                                     (self._lock(season),))
-            row = await cur.fetchone()
-            locked = bool(row and row["ok"])
+            locked = await self.db.try_session_lock(conn, self._lock(season))
             if not locked:
                 raise RebuildRunning(season)
             await failpoints.pause("rebuild_locked")
@@ -135,7 +134,7 @@ class Rebuilder:
         (an error, a cancellation), close it: a closed session holds no lock."""
         try:
             if locked and not discard and not conn.closed:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
+                await self.db.session_unlock(conn, self._lock(season))
         except BaseException:
             discard = True
             log.warning("could not release the rebuild lock of %s cleanly; closing its "
@@ -172,7 +171,7 @@ class Rebuilder:
         if row is None:
             return None
         if row["status"] == "running" and rebuild_id not in self._running \
-                and await self._lock_is_free(row["season"]):
+                and await self.db.lock_is_free(self._lock(row["season"])):
             # Its builder died (kill -9, crash): nobody holds the lock any more.
             await self._finish(rebuild_id, "failed", row["events"], "interrupted")
             row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
@@ -180,16 +179,6 @@ class Rebuilder:
                 return None
         return {"rebuild_id": str(row["rebuild_id"]), "season": row["season"],
                 "status": row["status"], "events": row["events"], "error": row["error"]}
-
-    async def _lock_is_free(self, season: str) -> bool:
-        async with self.db.connection() as conn:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok",
-                                     (self._lock(season),))
-            row = await cur.fetchone()
-            if row and row["ok"]:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (self._lock(season),))
-                return True
-            return False
 
     async def cancel_all(self) -> None:
         """On shutdown: stop running builds (each aborts and reports failed)."""
@@ -200,7 +189,7 @@ class Rebuilder:
                 await task
 
     async def _finish(self, rebuild_id: str, status: str, events: int, error: str | None) -> None:
-        await self.db.execute("update_rebuild", rebuild_id=rebuild_id, status=status,
+        await self.db.run("update_rebuild", rebuild_id=rebuild_id, status=status,
                               events=events, error=error)
 
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
@@ -213,10 +202,8 @@ class Rebuilder:
             await self.drop_version(season, old)
         events = 0
         try:
-            async with conn.transaction():
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur = await conn.execute(dbmod.q("season_event_count"), {"season": season})
-                row = await cur.fetchone()
+            async with self.db.snapshot(conn):
+                row = await self.db.fetch_one("season_event_count", conn, season=season)
                 total = int(row["n"]) if row else 0
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
@@ -276,20 +263,17 @@ class Rebuilder:
             already.extend((chunk << CHUNK_BITS) | int(offset) for offset in reply[1:])
 
         chunk, bits = -1, bytearray()
-        async with conn.cursor(name=f"rebuild_bits_{version}", row_factory=tuple_row) as named:
-            named.itersize = SEQ_BATCH
-            await named.execute(dbmod.q("season_seqs"), {"season": season})
-            while rows := await named.fetchmany(SEQ_BATCH):
-                for (seq,) in rows:
-                    if seq >> CHUNK_BITS != chunk:
-                        if chunk >= 0:
-                            await flush(chunk, bits)
-                        chunk, bits = seq >> CHUNK_BITS, bytearray(CHUNK_BYTES)
-                    offset = seq & CHUNK_MASK
-                    bits[offset >> 3] |= 0x80 >> (offset & 7)
-                seen += len(rows)
-                if progress:
-                    progress(seen, total)
+        async for seqs in self.db.stream_column("season_seqs", conn, SEQ_BATCH, season=season):
+            for seq in seqs:
+                if seq >> CHUNK_BITS != chunk:
+                    if chunk >= 0:
+                        await flush(chunk, bits)
+                    chunk, bits = seq >> CHUNK_BITS, bytearray(CHUNK_BYTES)
+                offset = seq & CHUNK_MASK
+                bits[offset >> 3] |= 0x80 >> (offset & 7)
+            seen += len(seqs)
+            if progress:
+                progress(seen, total)
         if chunk >= 0:
             await flush(chunk, bits)
         live: dict[int, int] = {}
@@ -307,21 +291,18 @@ class Rebuilder:
         start = parse_season(season)
         keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
         expected = loaded = 0
-        async with conn.cursor(name=f"rebuild_load_{version}") as named:
-            named.itersize = LOAD_BATCH
-            await named.execute(dbmod.q("season_aggregates"), {"season": season})
-            while rows := await named.fetchmany(LOAD_BATCH):
-                args: list[Any] = [version, self.board.policy]
-                for r in rows:
-                    points = int(r["score"]) - live.get(r["user_id"], 0)
-                    args += [pad_uid(r["user_id"]), points,
-                             pad_ts(start.offset_us(r["last_at"])), r["profile_version"],
-                             r["visibility"], r["display_name"]]
-                reply = await self.board.scripts["load_board"](keys=keys, args=args)
-                if reply[0] != "OK":
-                    raise RebuildFailed("the building board vanished from Redis")
-                expected += len(rows)
-                loaded += int(reply[1]) + int(reply[2])
+        async for rows in self.db.stream("season_aggregates", conn, LOAD_BATCH, season=season):
+            args: list[Any] = [version, self.board.policy]
+            for r in rows:
+                points = int(r["score"]) - live.get(r["user_id"], 0)
+                args += [pad_uid(r["user_id"]), points,
+                         pad_ts(start.offset_us(r["last_at"])), r["profile_version"],
+                         r["visibility"], r["display_name"]]
+            reply = await self.board.scripts["load_board"](keys=keys, args=args)
+            if reply[0] != "OK":
+                raise RebuildFailed("the building board vanished from Redis")
+            expected += len(rows)
+            loaded += int(reply[1]) + int(reply[2])
         if loaded != expected:
             raise RebuildFailed(f"{expected - loaded} learners missing from the new board")
 
@@ -376,7 +357,7 @@ class Rebuilder:
         seasons = [this]
         if this.ends_at - now < timedelta(days=1):
             seasons.append(this.next())
-        await self.heal({season.name for season in seasons}, PREPARE_WAIT_SECONDS)
+        await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
 
     async def _heal(self, season: str) -> RebuildResult | None:
         if await self.board.present(season):
