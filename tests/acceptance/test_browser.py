@@ -15,8 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.acceptance.test_http import completion, token_for
-from tests.conftest import INGEST
+from tests.helpers import INGEST, completion, token_for
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -22,7 +22,7 @@ import aiohttp
 import httpx
 import jwt
 
-from tests.conftest import INGEST, USER_SECRET
+from tests.helpers import INGEST, USER_SECRET
 
 SEASON = "2026-W48"
 LEARNERS = 10_000

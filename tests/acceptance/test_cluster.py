@@ -16,9 +16,7 @@ import pytest
 import redis
 
 from tests import cluster
-from tests.acceptance.test_http import completion, token_for
-from tests.acceptance.test_live import Events, wait_until
-from tests.conftest import ADMIN, INGEST, embedded_dir
+from tests.helpers import ADMIN, INGEST, Events, completion, embedded_dir, token_for, wait_until
 
 
 def _bin(name: str) -> str:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ADMIN
+from tests.helpers import ADMIN
 
 FUZZ_SECONDS = os.environ.get("LAURELS_FUZZ_SECONDS", "60")
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"

@@ -11,31 +11,17 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ADMIN, INGEST, free_port, laurels_bin, server_env, start_server
-
-PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
-
-
-def token_for(env: dict[str, str], user_id: int, ttl: int = 600) -> str:
-    out = subprocess.run([laurels_bin(), "token", "--user", str(user_id), "--ttl-seconds",
-                          str(ttl)], env=env, capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-def assert_problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert resp.status_code == status, resp.text
-    assert resp.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = resp.json()
-    assert PROBLEM_KEYS <= body.keys() and body["code"] == code and body["status"] == status
-    assert "Traceback" not in resp.text and "SELECT" not in resp.text
-    return body
-
-
-def completion(cid: str, uid: int, points: int, at: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"completion_id": cid, "user_id": uid, "points": points}
-    if at:
-        body["completed_at"] = at
-    return body
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    assert_problem,
+    completion,
+    free_port,
+    laurels_bin,
+    server_env,
+    start_server,
+    token_for,
+)
 
 
 def test_writes_statuses_and_errors(serve: Any) -> None:
@@ -96,9 +82,7 @@ def test_auth(serve: Any) -> None:
     assert_problem(server.client(INGEST).get("/v1/leaderboards/current/users/1"), 403,
                    "forbidden")
     assert_problem(anon.get("/v1/leaderboards/current/users/1"), 401, "unauthorized")
-    expired = token_for(server.env, 1, ttl=1)
-    import time
-    time.sleep(2)
+    expired = token_for(server.env, 1, ttl=-60)
     assert_problem(server.client(expired).get("/v1/leaderboards/current/users/1"), 401,
                    "unauthorized")
     assert server.client(ADMIN).get("/v1/leaderboards/current/users/1").status_code == 200

@@ -9,11 +9,13 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ADMIN, INGEST
+from tests.helpers import ADMIN, INGEST, wait_until
 
 SEASON = "2026-W48"
 CLIENTS = 4
 PER_CLIENT = 750  # 3,000 completions, each posted twice
+CHUNK = 25
+TOTAL_CHUNKS = CLIENTS * PER_CLIENT // CHUNK
 
 
 def make_items(client: int) -> list[dict[str, Any]]:
@@ -29,13 +31,14 @@ def test_thousands_of_retried_completions_during_two_rebuilds(serve: Any) -> Non
     server = serve(LAURELS_CLOSE_SEASONS="false")
     work = [make_items(k) for k in range(CLIENTS)]
     errors: list[str] = []
+    chunks_sent = [0] * CLIENTS  # per client, so no two threads write one counter
 
     def client(k: int) -> None:
         with httpx.Client(base_url=server.url, timeout=30,
                           headers={"Authorization": f"Bearer {INGEST}"}) as c:
             items = work[k]
-            for i in range(0, len(items), 25):
-                chunk = items[i:i + 25]
+            for i in range(0, len(items), CHUNK):
+                chunk = items[i:i + CHUNK]
                 if i % 50 == 0:  # half as single posts, each sent twice
                     for it in chunk:
                         for _ in range(2):
@@ -48,14 +51,17 @@ def test_thousands_of_retried_completions_during_two_rebuilds(serve: Any) -> Non
                         if r.status_code != 200 or any(
                                 x["status"] == "rejected" for x in r.json()["results"]):
                             errors.append(r.text)
+                chunks_sent[k] += 1
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
     for t in threads:
         t.start()
     admin = server.client(ADMIN)
     rebuild_ids = []
-    for _ in range(2):
-        time.sleep(1.0)
+    for round_ in range(2):
+        # Each rebuild starts while traffic is flowing: a quarter of the work,
+        # then half of it, has been sent.
+        wait_until(lambda r=round_: sum(chunks_sent) >= (r + 1) * TOTAL_CHUNKS // 4, seconds=60)
         resp = admin.post(f"/v1/admin/leaderboards/{SEASON}/rebuild")
         assert resp.status_code == 202, resp.text
         body = resp.json()
@@ -75,14 +81,16 @@ def test_thousands_of_retried_completions_during_two_rebuilds(serve: Any) -> Non
     for items in work:
         for it in items:
             expected[it["user_id"]] = expected.get(it["user_id"], 0) + it["points"]
-    deadline = time.monotonic() + 15
-    while True:
+
+    def scores() -> dict[int, int]:
         top = httpx.get(f"{server.url}/v1/leaderboards/{SEASON}?limit=1000").json()
-        got = {e["user_id"]: e["score"] for e in top["entries"]}
-        if got == expected or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert got == expected
+        return {e["user_id"]: e["score"] for e in top["entries"]}
+
+    try:
+        wait_until(lambda: scores() == expected, seconds=15)
+    except AssertionError:
+        assert scores() == expected  # shows the difference
+        raise
     verify = admin.get(f"/v1/admin/leaderboards/{SEASON}/verify").json()
     assert verify == {"season": SEASON, "consistent": True,
                       "players_checked": len(expected), "mismatches": []}

@@ -25,7 +25,7 @@ import aiohttp
 import httpx
 import pytest
 
-from tests.conftest import INGEST
+from tests.helpers import INGEST
 
 HEADER_TIMEOUT = 2.0
 IDLE = 4_200

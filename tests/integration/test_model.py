@@ -39,7 +39,7 @@ from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import UserIn
-from tests.conftest import ADMIN, INGEST, USER_SECRET
+from tests.helpers import ADMIN, INGEST, USER_SECRET
 
 SEASON = "2026-W47"
 START = parse_season(SEASON).starts_at

