@@ -32,6 +32,7 @@ from tests.helpers import (
     Server,
     embedded_dir,
     leaks,
+    make_settings,
     server_env,
     start_server,
     sync_redis,
@@ -39,18 +40,30 @@ from tests.helpers import (
 )
 
 # The long tiers, marked `slow` here in one place: `pytest -m "not slow"` is
-# the inner loop; CI runs everything.
-SLOW = ("tests/faults/", "tests/acceptance/test_fuzz.py", "tests/acceptance/test_cluster.py",
-        "tests/acceptance/test_browser.py", "tests/acceptance/test_burst.py",
-        "tests/integration/test_model.py", "tests/integration/test_model_interleaved.py",
-        "tests/integration/test_crash.py")
+# the inner loop (README); CI runs everything. Whole modules: faults, soak,
+# fuzz, cluster, browser, burst, the model-based tests, kill -9. Single tests:
+# those that need a real process's lifetime (embedded start-up, the demo,
+# bad configuration, several workers, the CLI), load, or a fixed 15 s timer.
+SLOW = (
+    "tests/faults/", "tests/acceptance/test_fuzz.py", "tests/acceptance/test_cluster.py",
+    "tests/acceptance/test_browser.py", "tests/acceptance/test_burst.py",
+    "tests/acceptance/test_rebuild_traffic.py::test_thousands_of_retried_completions",
+    "tests/integration/test_model.py", "tests/integration/test_model_interleaved.py",
+    "tests/integration/test_crash.py",
+    "tests/acceptance/test_http.py::test_embedded_default",
+    "tests/acceptance/test_http.py::test_bad_configuration_is_one_clear_line",
+    "tests/acceptance/test_http.py::test_cli_migrate_token_rebuild",
+    "tests/acceptance/test_http.py::test_several_workers_share_one_port",
+    "tests/acceptance/test_live.py::test_comment_line_at_least_every_15_seconds",
+    "tests/acceptance/test_live.py::test_demo_runs_and_stops_cleanly",
+    "tests/acceptance/test_live.py::test_many_connections_opened_and_dropped_leak_nothing",
+    "tests/acceptance/test_live.py::test_a_stuck_client_does_not_hold_up_the_others",
+)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        where = Path(str(item.path)).relative_to(root).as_posix()
-        if where.startswith(SLOW):
+        if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
 
 
@@ -184,17 +197,6 @@ def key_prefix(redis_url: str) -> Iterator[str]:
     for key in keys:  # one at a time: on a cluster they live in many slots
         client.unlink(key)
     client.close()
-
-
-def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix: str,
-                  **overrides: Any) -> Settings:
-    values: dict[str, Any] = dict(
-        database_url=database_url, redis_url=redis_url, key_prefix=key_prefix,
-        redis_cluster=CLUSTER,
-        data_dir=tmp_path / "data", ingest_token=INGEST, admin_token=ADMIN,
-        user_token_secret=USER_SECRET)
-    values.update(overrides)
-    return Settings(**values)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import httpx
 import redis
 
 from laurels.api.auth import mint
+from laurels.settings import Settings
 
 # The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
 # Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
@@ -244,3 +245,14 @@ def leaks(lines: Iterable[str]) -> list[str]:
                 or any(n in line for n in NEVER)):
             found.append(line[:300])
     return found
+
+
+def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix: str,
+                  **overrides: Any) -> Settings:
+    values: dict[str, Any] = dict(
+        database_url=database_url, redis_url=redis_url, key_prefix=key_prefix,
+        redis_cluster=CLUSTER,
+        data_dir=tmp_path / "data", ingest_token=INGEST, admin_token=ADMIN,
+        user_token_secret=USER_SECRET)
+    values.update(overrides)
+    return Settings(**values)

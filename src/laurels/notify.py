@@ -36,6 +36,7 @@ from laurels.metrics import (
     NOTIFICATIONS_WRITTEN,
     SSE_CONNECTIONS,
 )
+from laurels.seasons import season_of
 
 log = logging.getLogger("laurels.notify")
 
@@ -342,10 +343,13 @@ class Notifier:
         self._seasons_at = 0.0
 
     async def _open_seasons(self) -> list[str]:
+        """The open seasons (re-read every 10 s), and always this week's, so
+        the first notifications of a new week come at once."""
         if time.monotonic() - self._seasons_at > 10:
             self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")]
             self._seasons_at = time.monotonic()
-        return self._seasons
+        this_week = season_of(datetime.now(UTC)).name
+        return self._seasons if this_week in self._seasons else [*self._seasons, this_week]
 
     async def _group(self, stream: str) -> None:
         if stream in self._groups:
