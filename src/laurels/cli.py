@@ -1,4 +1,4 @@
-"""The `laurels` command (CONTRACT.md, CLI). Options fall back to LAURELS_* variables."""
+"""The `laurels` command (docs/contract.md, CLI). Options fall back to LAURELS_* variables."""
 
 from __future__ import annotations
 

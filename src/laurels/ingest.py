@@ -19,12 +19,13 @@ import psycopg
 from laurels import failpoints
 from laurels.board import Event, Profile
 from laurels.db import Database, Row
-from laurels.errors import STATUS
+from laurels.errors import ErrorCode
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
 from laurels.seasons import season_of
 from laurels.settings import Settings
+from laurels.states import OutcomeStatus
 from laurels.validation import Completion, Invalid, validate_completion
 
 log = logging.getLogger("laurels.ingest")
@@ -35,19 +36,11 @@ Clock = Callable[[], datetime]
 @dataclass
 class Outcome:
     completion_id: str | None
-    status: str  # recorded | duplicate | rejected
+    status: OutcomeStatus
     seq: int | None = None
     season: str | None = None
-    code: str | None = None
+    code: ErrorCode | None = None
     detail: str | None = None
-
-    @property
-    def http_status(self) -> int:
-        if self.status == "recorded":
-            return 201
-        if self.status == "duplicate":
-            return 200
-        return STATUS[self.code or "validation_error"]
 
     def body(self) -> dict[str, Any]:
         if self.status == "rejected":
@@ -67,7 +60,7 @@ class _Item:
     closed: bool  # its season no longer takes new completions (by the clock)
 
 
-def _reject(cid: str | None, code: str, detail: str) -> Outcome:
+def _reject(cid: str | None, code: ErrorCode, detail: str) -> Outcome:
     return Outcome(cid, "rejected", code=code, detail=detail)
 
 
@@ -83,7 +76,8 @@ def _closed(item: _Item) -> Outcome:
                    f"season {item.season} is closed to new completions")
 
 
-REFUSALS = {"erased": ("user_erased", "this learner was erased")}
+REFUSALS: dict[str, tuple[ErrorCode, str]] = {
+    "erased": ("user_erased", "this learner was erased")}
 
 
 class Ingestor:

@@ -9,7 +9,7 @@ from typing import Any
 from laurels import failpoints
 from laurels.board import Board, Profile, default_name
 from laurels.db import Database
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.validation import UserIn
@@ -50,7 +50,7 @@ class Learners:
                                           display_name=body.display_name,
                                           visibility=body.visibility)
             if row is None:
-                raise Problem("user_erased", "this learner was erased")
+                raise DomainError("user_erased", "this learner was erased")
             seasons = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
             if body.visibility is not None:
                 await self.lifecycle.rerank(conn, [r["season"] for r in seasons

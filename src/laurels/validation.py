@@ -9,11 +9,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from laurels.ranking import USER_ID_MAX as USER_ID_MAX
+from laurels.states import Visibility
 
 COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
 _RFC3339 = re.compile(
@@ -76,8 +77,7 @@ class BatchIn(BaseModel):
 
 
 def _check_name(v: str) -> str:
-    if not 1 <= len(v) <= 64:
-        raise Invalid("display_name must be 1 to 64 characters")
+    """What `Field` cannot say of a name (its length it checks itself)."""
     if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in v):
         raise Invalid("display_name must not contain control characters")
     return v
@@ -87,7 +87,7 @@ class UserIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     display_name: StrictStr | None = Field(None, min_length=1, max_length=64)
-    visibility: Literal["public", "anonymous", "hidden"] | None = None
+    visibility: Visibility | None = None
 
 
 class ReadIn(BaseModel):

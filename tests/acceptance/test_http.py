@@ -1,4 +1,4 @@
-"""`laurels serve` as a subprocess, spoken to over HTTP exactly as CONTRACT.md says."""
+"""`laurels serve` as a subprocess, spoken to over HTTP exactly as docs/contract.md says."""
 
 from __future__ import annotations
 

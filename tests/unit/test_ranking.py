@@ -1,4 +1,4 @@
-"""Tie policies and sorted-set member encoding (CONTRACT.md, Ranking)."""
+"""Tie policies and sorted-set member encoding (docs/contract.md, Ranking)."""
 
 from __future__ import annotations
 

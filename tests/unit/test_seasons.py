@@ -1,4 +1,4 @@
-"""Seasons: ISO-8601 weeks in UTC (CONTRACT.md, Domain)."""
+"""Seasons: ISO-8601 weeks in UTC (docs/contract.md, Domain)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Configuration from LAURELS_* variables (CONTRACT.md, Configuration)."""
+"""Configuration from LAURELS_* variables (docs/contract.md, Configuration)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strict validation of domain values (CONTRACT.md, Domain)."""
+"""Strict validation of domain values (docs/contract.md, Domain)."""
 
 from __future__ import annotations
 

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import hmac
 import time
+from typing import Literal, NoReturn
 
 import jwt
 
-from laurels.errors import Problem
+from laurels.api.problems import Problem
 from laurels.settings import Secrets
 from laurels.validation import Invalid, parse_user_id
 
-
-def bearer(header: str | None) -> str:
-    if not header:
-        raise Problem("unauthorized", "missing bearer token")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Problem("unauthorized", "expected 'Authorization: Bearer <token>'")
-    return token.strip()
+Writer = Literal["ingest", "admin"]  # the tokens that may write
 
 
 def _equal(a: str, b: str) -> bool:
@@ -67,14 +61,17 @@ class Auth:
         self._verified[token] = (sub, float(expires))
         return sub
 
-    def require_ingest(self, token: str) -> None:
-        if self.is_ingest(token) or self.is_admin(token):
-            return
+    def require_ingest(self, token: str) -> Writer:
+        """Which writer the token is (ingest or admin), or refuse it."""
+        if self.is_admin(token):
+            return "admin"
+        if self.is_ingest(token):
+            return "ingest"
         self._refuse(token)
 
-    def require_admin(self, token: str) -> None:
+    def require_admin(self, token: str) -> Writer:
         if self.is_admin(token):
-            return
+            return "admin"
         self._refuse(token)
 
     def require_learner(self, token: str, user_id: int) -> None:
@@ -85,7 +82,7 @@ class Auth:
             return
         self._refuse(token, sub)
 
-    def _refuse(self, token: str, sub: int | None = None) -> None:
+    def _refuse(self, token: str, sub: int | None = None) -> NoReturn:
         known = (self.is_ingest(token) or self.is_admin(token) or sub is not None
                  or self.learner_sub(token) is not None)
         if known:

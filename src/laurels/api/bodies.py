@@ -1,4 +1,4 @@
-"""Request bodies: JSON only, at most 1 MiB (CONTRACT.md, Errors).
+"""Request bodies: JSON only, at most 1 MiB (docs/contract.md, Errors).
 
 Used by the FastAPI routes and by the fast lane, so both refuse alike:
 415 unless JSON, 413 over 1 MiB (declared or received), 422 if malformed.
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from laurels.errors import Problem
+from laurels.api.problems import Problem
 
 MAX_BODY_BYTES = 1024 * 1024
 

@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
-from laurels.errors import Problem
+from laurels.api.problems import Problem, outcome_status
 from laurels.ingest import Ingestor
 from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
@@ -241,16 +241,14 @@ class FastLane:
 
     async def _post_completion(self, scope: Scope, receive: Receive, send: Send) -> None:
         """`POST /v1/completions`, as the documented route (api/routes.py)."""
-        token = bearer(scope)
-        self.auth.require_ingest(token)
-        self.limiter.check(token)
+        self.limiter.check(self.auth.require_ingest(bearer(scope)))
         check_headers(_header(scope, b"content-type") or "",
                       _header(scope, b"content-length"))
         body = await read_json(_body(receive))
         [outcome] = await self.ingestor.record([body])
         if outcome.status == "rejected":
             raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
-        await _answer(send, outcome.http_status, orjson.dumps(outcome.body()))
+        await _answer(send, outcome_status(outcome), orjson.dumps(outcome.body()))
 
 
 async def _body(receive: Receive) -> AsyncIterator[bytes]:

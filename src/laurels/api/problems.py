@@ -9,16 +9,78 @@ import orjson
 import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from redis import exceptions as redis_exceptions
 from redis.exceptions import RedisClusterException, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 
-from laurels.errors import STATUS, TITLES, Problem
+from laurels.errors import DomainError, ErrorCode
+from laurels.ingest import Outcome
 
 log = logging.getLogger("laurels.api")
 
-_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found",
+STATUS: dict[ErrorCode, int] = {
+    "validation_error": 422,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "not_ranked": 404,
+    "completion_conflict": 409,
+    "season_closed": 409,
+    "user_erased": 410,
+    "payload_too_large": 413,
+    "unsupported_media_type": 415,
+    "rate_limited": 429,
+    "rebuilding": 503,
+    "unavailable": 503,
+    "method_not_allowed": 405,
+    "internal_error": 500,
+}
+
+TITLES: dict[ErrorCode, str] = {
+    "validation_error": "Invalid request",
+    "unauthorized": "Unauthorized",
+    "forbidden": "Forbidden",
+    "not_found": "Not found",
+    "not_ranked": "Not ranked",
+    "completion_conflict": "Completion conflict",
+    "season_closed": "Season closed",
+    "user_erased": "User erased",
+    "payload_too_large": "Payload too large",
+    "unsupported_media_type": "Unsupported media type",
+    "rate_limited": "Too many requests",
+    "rebuilding": "Board is being rebuilt",
+    "unavailable": "Service unavailable",
+    "method_not_allowed": "Method not allowed",
+    "internal_error": "Internal error",
+}
+
+
+
+class Problem(DomainError):
+    """A refusal of the HTTP layer itself (auth, bodies, query strings)."""
+
+
+def outcome_status(outcome: Outcome) -> int:
+    """The HTTP status of one completion's outcome (201, 200 or its error's)."""
+    if outcome.status == "recorded":
+        return 201
+    if outcome.status == "duplicate":
+        return 200
+    return STATUS[outcome.code or "validation_error"]
+
+
+# The store errors that mean "not reachable now": a 503 with Retry-After.
+# Anything else a store raises (bad SQL, a Lua error) is a bug: a 500, logged
+# with its traceback.
+PG_DOWN = (psycopg.OperationalError,)  # connection failures, pool timeouts, shutdowns
+REDIS_DOWN = (redis_exceptions.ConnectionError, redis_exceptions.TimeoutError,
+              redis_exceptions.ClusterDownError, redis_exceptions.TryAgainError,
+              redis_exceptions.MasterDownError, redis_exceptions.ReadOnlyError,
+              RedisClusterException)
+
+_HTTP_CODES: dict[int, ErrorCode] = {401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "payload_too_large",
                415: "unsupported_media_type", 422: "validation_error", 429: "rate_limited",
                503: "unavailable"}
@@ -31,7 +93,7 @@ class JSONResponse(StarletteJSONResponse):
         return orjson.dumps(content)
 
 
-def problem_response(code: str, detail: str, status: int | None = None,
+def problem_response(code: ErrorCode, detail: str, status: int | None = None,
                      retry_after: int | None = None,
                      extra_headers: dict[str, str] | None = None) -> Response:
     status = status or STATUS[code]
@@ -56,27 +118,24 @@ def _validation_detail(exc: RequestValidationError) -> str:
 
 
 def response_for(exc: Exception) -> Response:
-    """The answer to an exception raised outside FastAPI's handlers (the fast
-    lane): the same mapping as `install` below."""
-    if isinstance(exc, Problem):
+    """The answer to an exception: a refusal's own code, 503 when a store is
+    not reachable, 500 (logged with its traceback) for anything else. Used by
+    FastAPI's handlers below and by the fast lane alike."""
+    if isinstance(exc, DomainError):
         return problem_response(exc.code, exc.detail, retry_after=exc.retry_after)
-    if isinstance(exc, psycopg.Error):
-        log.warning("PostgreSQL error: %s", type(exc).__name__)
+    if isinstance(exc, PG_DOWN):
+        log.warning("PostgreSQL unavailable: %s: %s", type(exc).__name__, exc)
         return problem_response("unavailable", "the database is unavailable; retry shortly",
                                 retry_after=2)
-    if isinstance(exc, RedisError | RedisClusterException):
-        log.warning("Redis error: %s", type(exc).__name__)
+    if isinstance(exc, REDIS_DOWN):
+        log.warning("Redis unavailable: %s: %s", type(exc).__name__, exc)
         return problem_response("unavailable", "the board store is unavailable; retry shortly",
                                 retry_after=2)
-    log.exception("unhandled error", exc_info=exc)
+    log.error("unhandled error", exc_info=exc)
     return problem_response("internal_error", "an internal error occurred")
 
 
 def install(app: FastAPI) -> None:
-    @app.exception_handler(Problem)
-    async def _problem(_: Request, exc: Problem) -> Response:
-        return problem_response(exc.code, exc.detail, retry_after=exc.retry_after)
-
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> Response:
         return problem_response("validation_error", _validation_detail(exc))
@@ -88,20 +147,13 @@ def install(app: FastAPI) -> None:
         headers: dict[str, Any] = dict(exc.headers or {})
         return problem_response(code, detail, status=exc.status_code, extra_headers=headers)
 
+    # The classes a handler is registered for are answered by Starlette's
+    # exception middleware; `Exception` (the rest: a bug) by its server-error
+    # middleware, which also re-raises it to the server.
+    @app.exception_handler(DomainError)
     @app.exception_handler(psycopg.Error)
-    async def _pg(_: Request, exc: psycopg.Error) -> Response:
-        log.warning("PostgreSQL error: %s", type(exc).__name__)
-        return problem_response("unavailable", "the database is unavailable; retry shortly",
-                                retry_after=2)
-
-    @app.exception_handler(RedisClusterException)
     @app.exception_handler(RedisError)
-    async def _redis(_: Request, exc: Exception) -> Response:
-        log.warning("Redis error: %s", type(exc).__name__)
-        return problem_response("unavailable", "the board store is unavailable; retry shortly",
-                                retry_after=2)
-
+    @app.exception_handler(RedisClusterException)
     @app.exception_handler(Exception)
-    async def _crash(_: Request, exc: Exception) -> Response:
-        log.exception("unhandled error")
-        return problem_response("internal_error", "an internal error occurred")
+    async def _any(_: Request, exc: Exception) -> Response:
+        return response_for(exc)

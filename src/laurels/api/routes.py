@@ -1,4 +1,4 @@
-"""HTTP routes (CONTRACT.md, HTTP API): parse, authorize, call the domain, answer."""
+"""HTTP routes (docs/contract.md, HTTP API): parse, authorize, call the domain, answer."""
 
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
 from laurels.api import schemas as s
-from laurels.api.auth import Auth
+from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.fast import board_body, not_modified
-from laurels.api.problems import JSONResponse
+from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
-from laurels.errors import Problem
 from laurels.metrics import STREAMS_REFUSED
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.ratelimit import RateLimiter
@@ -70,21 +69,19 @@ async def token(credentials: HTTPAuthorizationCredentials | None = Security(_bea
     return credentials.credentials
 
 
-def _limit_writes(request: Request, tok: str) -> None:
+def _limit_writes(request: Request, writer: Writer) -> None:
     if request.method in ("POST", "PUT", "DELETE", "PATCH"):
         limiter: RateLimiter = request.app.state.limiter
-        limiter.check(tok)
+        limiter.check(writer)
 
 
 async def ingest_token(request: Request, tok: str = Depends(token),
                        a: Auth = Depends(auth)) -> None:
-    a.require_ingest(tok)
-    _limit_writes(request, tok)
+    _limit_writes(request, a.require_ingest(tok))
 
 
 async def admin_token(request: Request, tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
-    a.require_admin(tok)
-    _limit_writes(request, tok)
+    _limit_writes(request, a.require_admin(tok))
 
 
 async def learner_token(request: Request, tok: str = Depends(token),
@@ -146,7 +143,7 @@ async def post_completion(request: Request) -> Response:
     [outcome] = await runtime(request).ingestor.record([body])
     if outcome.status == "rejected":
         raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
-    return _json(outcome.body(), outcome.http_status)
+    return _json(outcome.body(), outcome_status(outcome))
 
 
 @router.post("/v1/completions/batch", tags=["writes"], dependencies=[Depends(ingest_token)],

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from laurels.ranking import TiePolicy
+from laurels.states import RebuildStatus, Visibility
 from laurels.validation import BatchIn, CompletionIn, ReadIn, UserIn
 
 
@@ -42,7 +44,7 @@ class BatchOut(BaseModel):
 class UserOut(BaseModel):
     user_id: int
     display_name: str
-    visibility: Literal["public", "anonymous", "hidden"]
+    visibility: Visibility
 
 
 class EntryOut(BaseModel):
@@ -57,7 +59,7 @@ class BoardOut(BaseModel):
     starts_at: str
     ends_at: str
     status: Literal["open", "closed"]
-    tie_policy: Literal["shared", "first"]
+    tie_policy: TiePolicy
     total: int
     entries: list[EntryOut]
 
@@ -71,7 +73,7 @@ class MeOut(BaseModel):
     user_id: int
     display_name: str
     score: int
-    visibility: Literal["public", "anonymous", "hidden"]
+    visibility: Visibility
 
 
 class AroundOut(BaseModel):
@@ -83,7 +85,7 @@ class AroundOut(BaseModel):
 class RebuildOut(BaseModel):
     rebuild_id: str
     season: str
-    status: Literal["running", "succeeded", "failed"]
+    status: RebuildStatus
     events: int | None = None
     error: str | None = None
 

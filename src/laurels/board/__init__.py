@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 from redis.asyncio import Redis, RedisCluster
@@ -23,6 +23,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
 from laurels.seasons import parse_season
+from laurels.states import ApplyResult
 
 T = TypeVar("T")
 MAX_STALE_RETRIES = 8
@@ -108,12 +109,27 @@ def default_name(user_id: int) -> str:
     return f"Learner {user_id}"
 
 
+class StoredProfile(NamedTuple):
+    """A learner's entry in a version's users hash, as the Lua scripts write
+    it (`_common.lua`, format_profile): the one place Python reads it."""
+
+    version: str
+    visibility: str
+    last_ts: str  # '' until the learner has scored in this version
+    name: str  # '' when the learner set none
+
+    @classmethod
+    def parse(cls, text: str) -> StoredProfile:
+        version, visibility, last_ts, name = text.split("\t", 3)
+        return cls(version, visibility, last_ts, name)
+
+
 def _parse_profile(text: str, user_id: int) -> tuple[str, str]:
     """(visibility, display name) of a stored profile string."""
     if not text:
         return "public", default_name(user_id)
-    _ver, vis, _ts, name = text.split("\t", 3)
-    return vis, name or default_name(user_id)
+    profile = StoredProfile.parse(text)
+    return profile.visibility, profile.name or default_name(user_id)
 
 
 class Scripts:
@@ -191,7 +207,8 @@ class Board:
                            *chunks, *per_event]
         return keys, args
 
-    async def apply(self, events: list[Event], only_version: str | None = None) -> list[str]:
+    async def apply(self, events: list[Event], only_version: str | None = None
+                    ) -> list[ApplyResult]:
         """Apply events; per event 'applied', 'duplicate' or 'missing'.
 
         One script call per season and batch of at most APPLY_BATCH events,
@@ -201,7 +218,7 @@ class Board:
         current and building versions, and then publish refresh hints for
         the seasons that changed.
         """
-        results: list[str | None] = [None] * len(events)
+        results: list[ApplyResult | None] = [None] * len(events)
         visibility: dict[int, str] = {}
         pending: list[list[int]] = []  # batches of event indexes, one season each
         by_season: dict[str, list[int]] = {}
@@ -419,9 +436,8 @@ class Board:
         out: dict[int, tuple[int | None, str, str]] = {}
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
-            vis, name = _parse_profile(profile, uid) if profile else ("public", "")
-            if profile and not profile.split("\t", 3)[3]:
-                name = ""
+            parsed = StoredProfile.parse(profile) if profile else None
+            vis, name = (parsed.visibility, parsed.name) if parsed else ("public", "")
             out[uid] = (-int(float(score)) if score != "" else None, vis, name)
         return out
 
@@ -435,7 +451,8 @@ class Board:
         while True:
             reply: Any = await self.redis.hscan(users, cursor, count=count)
             cursor, batch = reply
-            ids = [int(uid) for uid, prof in batch.items() if str(prof).split("\t")[2] != ""]
+            ids = [int(uid) for uid, prof in batch.items()
+                   if StoredProfile.parse(str(prof)).last_ts]
             if ids:
                 yield ids
             if cursor == 0:

@@ -154,10 +154,6 @@ ON CONFLICT (season) DO NOTHING;
 SELECT season, finalized_at IS NOT NULL AS finalized
 FROM seasons WHERE season = ANY(%(seasons)s) ORDER BY season FOR SHARE;
 
--- name: finalized_seasons
-SELECT season, tie_policy FROM seasons
-WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
-
 -- name: unfinalized_seasons
 SELECT season FROM seasons WHERE finalized_at IS NULL ORDER BY season;
 

@@ -1,7 +1,7 @@
 -- apply.lua: apply a batch of completions of one season to every target
 -- version of its board, in order. For each completion the idempotency bit and
 -- the score change happen in this one script, so a crash can never mark a
--- completion without scoring it (DESIGN.md, invariant 3); one call carries a
+-- completion without scoring it (docs/design.md, invariant 3); one call carries a
 -- whole batch, so a batch costs one round trip whatever its size.
 --
 -- KEYS[1]  current marker of the season (version readers use)

@@ -1,5 +1,5 @@
 -- begin_build.lua: allocate a new board version and mark it as building, so
--- every apply from now on also goes to it (DESIGN.md, Rebuild).
+-- every apply from now on also goes to it (docs/design.md, Rebuild).
 --
 -- KEYS[1]  building marker, KEYS[2] version counter, KEYS[3] set of live versions
 -- KEYS[4]  current marker

@@ -6,7 +6,7 @@
 -- before this merge already counts on the building version: its bit is set
 -- in both, and the caller takes its points out of the aggregate. After the
 -- merge, a late apply of any snapshot completion finds its bit set and does
--- nothing. (DESIGN.md, Rebuild: mark building, then snapshot.)
+-- nothing. (docs/design.md, Rebuild: mark building, then snapshot.)
 --
 -- KEYS[1]  building marker, KEYS[2] the version's bitmap of this chunk,
 -- KEYS[3]  the version's chunks set, KEYS[4] and KEYS[5] scratch keys

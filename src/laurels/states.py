@@ -1,0 +1,11 @@
+"""The states the domain passes around, as types mypy checks (the tie policy
+lives with the ranking rules, `ranking.TiePolicy`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Visibility = Literal["public", "anonymous", "hidden"]
+ApplyResult = Literal["applied", "duplicate", "missing"]  # per event, board.apply
+OutcomeStatus = Literal["recorded", "duplicate", "rejected"]  # per completion, ingest
+RebuildStatus = Literal["running", "succeeded", "failed"]
