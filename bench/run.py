@@ -135,7 +135,7 @@ def cleanup_redis(redis_url: str, prefix: str) -> int:
     return removed
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_plan(argv: list[str] | None) -> Plan:
     parser = argparse.ArgumentParser(description="laurels benchmark (ratios against "
                                      "baselines measured in the same run)")
     group = parser.add_mutually_exclusive_group()
@@ -143,7 +143,40 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--full", action="store_true",
                        help="the scale curve: 10,000, 100,000 and 1,000,000 learners")
     args = parser.parse_args(argv)
-    plan = PLANS["quick" if args.quick else "full" if args.full else "default"]
+    return PLANS["quick" if args.quick else "full" if args.full else "default"]
+
+
+def create_databases(admin_url: str, names: list[str], created: list[str]) -> None:
+    """Create each database, noting it in `created` (for the cleanup) at once."""
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+        for name in names:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            created.append(name)
+
+
+def cleanup(admin_url: str, redis_url: str, prefix: str, procs: list[Any],
+            created: list[str], workdir: Path) -> None:
+    """Stop the servers, drop the databases, unlink the keys under `prefix`
+    (the projector-only service's prefix starts with it too), remove the
+    work dir; whatever failed before."""
+    for proc in procs:
+        stop_process(proc)
+    for name in created:
+        try:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                             .format(sql.Identifier(name)))
+        except psycopg.Error as exc:
+            log(f"WARNING: could not drop database {name}: {exc}")
+    try:
+        log(f"{cleanup_redis(redis_url, prefix)} Redis keys under {prefix}* unlinked")
+    except redis.RedisError as exc:
+        log(f"WARNING: could not remove Redis keys {prefix}*: {exc}")
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    plan = parse_plan(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("LAURELS_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     run_id = secrets.token_hex(4)
@@ -165,10 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
         loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
         log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis prefixes {prefix}*")
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-            for name in (dbname, dbname2):
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-                created.append(name)
+        create_databases(admin_url, [dbname, dbname2], created)
         database_url = with_database(admin_url, dbname)
         svc = start_service(database_url, redis_url, prefix, workdir)
         procs.append(svc.proc)
@@ -193,20 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         log("interrupted")
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
-        for proc in procs:
-            stop_process(proc)
-        for name in created:
-            try:
-                with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                                 .format(sql.Identifier(name)))
-            except psycopg.Error as exc:
-                log(f"WARNING: could not drop database {name}: {exc}")
-        try:
-            log(f"{cleanup_redis(redis_url, prefix)} Redis keys under {prefix}* unlinked")
-        except redis.RedisError as exc:
-            log(f"WARNING: could not remove Redis keys {prefix}*: {exc}")
-        shutil.rmtree(workdir, ignore_errors=True)
+        cleanup(admin_url, redis_url, prefix, procs, created, workdir)
     if not ok:
         return 1
     seconds = time.perf_counter() - started

@@ -294,18 +294,9 @@ def demo(
     rate: Annotated[float, typer.Option(help="completions per second")] = 4.0,
 ) -> None:
     """Start everything embedded with fresh demo data and simulate learners."""
-    import random
     import shutil
 
-    import uvicorn
-
-    from laurels import logs
-    from laurels.api import create_app, serving_app
-    from laurels.api import server as server_mod
-    from laurels.api.auth import mint
-    from laurels.db import migrate
-    from laurels.demo import Simulation, seed
-    from laurels.runtime import Runtime
+    from laurels.demo import run_demo
 
     if learners < 1 or rate <= 0:
         raise fail("--learners and --rate must be positive")
@@ -320,37 +311,10 @@ def demo(
     secrets = _secrets(settings, announce=False)
     servers = _start_servers(settings)
 
-    async def main() -> None:
-        await migrate(servers.database_url)
-        rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
-        api = serving_app(create_app(rt, migrate=False))
-        server_mod.configure(settings)
-        server_mod.EXIT_HOOKS.append(rt.hub.close_all_soon)
-        server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
-                                               log_level="warning",
-                                               **server_mod.options(settings)))
-        logs.protect()
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                return
-            await asyncio.sleep(0.05)
-        rnd = random.Random()  # noqa: S311 - a simulation, not cryptography
-        await seed(rt, learners, rnd)
-        simulation = Simulation(rt, learners, rnd)
-        await simulation.burst(400)
-        sim = asyncio.create_task(simulation.steady(rate))
-        url = f"http://{settings.host}:{settings.port}/"
-        token = mint(secrets.user_token_secret, 7, 7 * 86400)
-        typer.echo(f"laurels demo: the live board is at {url}")
-        typer.echo(f"laurels demo: learner 7 sees their rank at {url}#token={token}")
-        typer.echo("laurels demo: Ctrl-C stops it")
-        await serving
-        sim.cancel()
-
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
-        asyncio.run(main())
+        asyncio.run(run_demo(settings, secrets, servers.database_url, servers.redis_url,
+                             learners, rate, typer.echo))
     finally:
         servers.stop()
 

@@ -7,8 +7,10 @@ import itertools
 import logging
 import random
 import time
+from collections.abc import Callable
 
 from laurels.runtime import Runtime
+from laurels.settings import Secrets, Settings
 from laurels.validation import UserIn
 
 log = logging.getLogger("laurels.demo")
@@ -51,3 +53,42 @@ class Simulation:
         while True:
             await self.rt.ingestor.record([self.one()])
             await asyncio.sleep(self.rnd.expovariate(per_second))
+
+
+async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redis_url: str,
+                   learners: int, rate: float, say: Callable[[str], None]) -> None:
+    """Serve the app on uvicorn, seed named learners, then simulate them until
+    the server stops (Ctrl-C)."""
+    import uvicorn
+
+    from laurels import logs
+    from laurels.api import create_app, serving_app
+    from laurels.api import server as server_mod
+    from laurels.api.auth import mint
+    from laurels.db import migrate
+
+    await migrate(database_url)
+    rt = Runtime(settings, secrets, database_url, redis_url)
+    api = serving_app(create_app(rt, migrate=False))
+    server_mod.configure(settings)
+    server_mod.EXIT_HOOKS.append(rt.hub.close_all_soon)
+    server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
+                                           log_level="warning", **server_mod.options(settings)))
+    logs.protect()
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            return
+        await asyncio.sleep(0.05)
+    rnd = random.Random()  # noqa: S311 - a simulation, not cryptography
+    await seed(rt, learners, rnd)
+    simulation = Simulation(rt, learners, rnd)
+    await simulation.burst(400)
+    sim = asyncio.create_task(simulation.steady(rate))
+    url = f"http://{settings.host}:{settings.port}/"
+    token = mint(secrets.user_token_secret, 7, 7 * 86400)
+    say(f"laurels demo: the live board is at {url}")
+    say(f"laurels demo: learner 7 sees their rank at {url}#token={token}")
+    say("laurels demo: Ctrl-C stops it")
+    await serving
+    sim.cancel()

@@ -263,29 +263,8 @@ class Hub:
             try:
                 await pubsub.subscribe(keys.notification_channel())
                 while not stop.is_set():
-                    wanted = {keys.shard_hint_channel(s): s
-                              for s in [*self.boards, *self.watchers]}
-                    for channel in wanted.keys() - sharded.keys():
-                        sharded[channel] = wanted[channel]
-                        await pubsub.ssubscribe(channel)
-                    for channel in sharded.keys() - wanted.keys():
-                        await pubsub.sunsubscribe(channel)
-                        gone = sharded.pop(channel)
-                        if gone not in self.boards and gone not in self.watchers:
-                            self.shards.pop(gone, None)
-                    got = False
-                    if sharded:
-                        message = await pubsub.get_sharded_message(timeout=0.1)
-                        if message and message.get("type") == "smessage":
-                            self.dispatch(str(message["channel"]), message["data"])
-                            got = True
-                        elif message and message.get("type") == "ssubscribe":
-                            season = sharded.get(str(message["channel"]))
-                            if season is not None:
-                                self.shards.setdefault(season, asyncio.Event()).set()
-                                if season in missed:
-                                    missed.discard(season)
-                                    self._refetch_all({season})
+                    await self._follow_seasons(pubsub, sharded)
+                    got = bool(sharded) and await self._sharded_message(pubsub, sharded, missed)
                     message = await pubsub.get_message(timeout=0.0 if got or sharded else 0.1)
                     if message and message.get("type") == "message":
                         self.dispatch(str(message["channel"]), message["data"])
@@ -299,6 +278,38 @@ class Hub:
                     await pubsub.aclose()
                 except (RedisError, RedisClusterException, OSError):
                     pass
+
+    async def _follow_seasons(self, pubsub: Any, sharded: dict[str, str]) -> None:
+        """SSUBSCRIBE to the shard channel of each season with listeners here,
+        SUNSUBSCRIBE from those without (`sharded`: channel -> season)."""
+        keys = self.board.keys
+        wanted = {keys.shard_hint_channel(s): s for s in [*self.boards, *self.watchers]}
+        for channel in wanted.keys() - sharded.keys():
+            sharded[channel] = wanted[channel]
+            await pubsub.ssubscribe(channel)
+        for channel in sharded.keys() - wanted.keys():
+            await pubsub.sunsubscribe(channel)
+            gone = sharded.pop(channel)
+            if gone not in self.boards and gone not in self.watchers:
+                self.shards.pop(gone, None)
+
+    async def _sharded_message(self, pubsub: Any, sharded: dict[str, str],
+                               missed: set[str]) -> bool:
+        """Handle one sharded message, if any; True if it was a hint. A
+        confirmed SSUBSCRIBE marks its season hinted (and, after a lapse,
+        makes its listeners refetch)."""
+        message = await pubsub.get_sharded_message(timeout=0.1)
+        if message and message.get("type") == "smessage":
+            self.dispatch(str(message["channel"]), message["data"])
+            return True
+        if message and message.get("type") == "ssubscribe":
+            season = sharded.get(str(message["channel"]))
+            if season is not None:
+                self.shards.setdefault(season, asyncio.Event()).set()
+                if season in missed:
+                    missed.discard(season)
+                    self._refetch_all({season})
+        return False
 
     async def run(self, stop: asyncio.Event) -> None:
         self.loop = asyncio.get_running_loop()

@@ -132,6 +132,16 @@ def _parse_profile(text: str, user_id: int) -> tuple[str, str]:
     return profile.visibility, profile.name or default_name(user_id)
 
 
+def _season_batches(events: list[Event]) -> list[list[int]]:
+    """Indexes of `events`, in batches of at most APPLY_BATCH of one season
+    each, in the order they came."""
+    by_season: dict[str, list[int]] = {}
+    for i, ev in enumerate(events):
+        by_season.setdefault(ev.season, []).append(i)
+    return [idxs[k:k + APPLY_BATCH] for idxs in by_season.values()
+            for k in range(0, len(idxs), APPLY_BATCH)]
+
+
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
@@ -220,48 +230,14 @@ class Board:
         """
         results: list[ApplyResult | None] = [None] * len(events)
         visibility: dict[int, str] = {}
-        pending: list[list[int]] = []  # batches of event indexes, one season each
-        by_season: dict[str, list[int]] = {}
-        for i, ev in enumerate(events):
-            by_season.setdefault(ev.season, []).append(i)
-        for idxs in by_season.values():
-            pending += [idxs[k:k + APPLY_BATCH] for k in range(0, len(idxs), APPLY_BATCH)]
+        pending = _season_batches(events)
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
-            calls = []
-            for batch in pending:
-                season = events[batch[0]].season
-                versions = self.versions(season)
-                targets = [v for v in versions if v]
-                if only_version is not None:
-                    # A builder feeds only its own version, and only while
-                    # that version still holds the building marker.
-                    versions, targets = (versions[0], only_version), [only_version]
-                calls.append((season, self._apply_call(season, [events[i] for i in batch],
-                                                       versions, targets,
-                                                       hint=only_version is None)))
+            calls = [self._apply_batch_call(events, batch, only_version) for batch in pending]
             replies = await self._run_in_order("apply", calls)
-            retry = []
-            for batch, reply in zip(pending, replies, strict=True):
-                status = reply[0]
-                if status == "STALE":
-                    self._versions[events[batch[0]].season] = (reply[1], reply[2])
-                    if only_version is not None and reply[2] != only_version:
-                        for i in batch:
-                            results[i] = "missing"  # the version being built is gone
-                        continue
-                    retry.append(batch)
-                elif status == "MISSING":
-                    for i in batch:
-                        results[i] = "missing"
-                else:
-                    for k, i in enumerate(batch):
-                        applied, vis = reply[1 + 2 * k], reply[2 + 2 * k]
-                        results[i] = "applied" if int(applied) > 0 else "duplicate"
-                        if vis:
-                            visibility[i] = vis
-            pending = retry
+            pending = [batch for batch, reply in zip(pending, replies, strict=True)
+                       if self._settle(events, batch, reply, only_version, results, visibility)]
         if pending:
             raise RuntimeError("board versions kept changing during apply")
         if only_version is None and visibility:
@@ -270,6 +246,42 @@ class Board:
                 for local in self.on_hint:
                     local(hint)
         return [r or "missing" for r in results]
+
+    def _apply_batch_call(self, events: list[Event], batch: list[int], only_version: str | None
+                          ) -> tuple[str, tuple[list[str], list[Any]]]:
+        """The apply.lua call of one batch (one season), on the versions this
+        process believes current and building, or on `only_version` alone."""
+        season = events[batch[0]].season
+        versions = self.versions(season)
+        targets = [v for v in versions if v]
+        if only_version is not None:
+            # A builder feeds only its own version, and only while that
+            # version still holds the building marker.
+            versions, targets = (versions[0], only_version), [only_version]
+        return season, self._apply_call(season, [events[i] for i in batch], versions, targets,
+                                        hint=only_version is None)
+
+    def _settle(self, events: list[Event], batch: list[int], reply: Any,
+                only_version: str | None, results: list[ApplyResult | None],
+                visibility: dict[int, str]) -> bool:
+        """Record one batch's reply in `results` (and the visibility its hints
+        carry); True when the batch must be sent again (STALE versions)."""
+        status = reply[0]
+        if status == "STALE":
+            self._versions[events[batch[0]].season] = (reply[1], reply[2])
+            if only_version is None or reply[2] == only_version:
+                return True
+            status = "MISSING"  # the version being built is gone
+        if status == "MISSING":
+            for i in batch:
+                results[i] = "missing"
+            return False
+        for k, i in enumerate(batch):
+            applied, vis = reply[1 + 2 * k], reply[2 + 2 * k]
+            results[i] = "applied" if int(applied) > 0 else "duplicate"
+            if vis:
+                visibility[i] = vis
+        return False
 
     async def _run_in_order(self, script: str,
                             calls: list[tuple[str, tuple[list[str], list[Any]]]]) -> list[Any]:
