@@ -9,11 +9,14 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from laurels.settings import ConfigError, Secrets, Settings, load_settings, resolve_secrets
+
+if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
+    from laurels.runtime import Runtime
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="laurels: weekly leaderboards and live notifications.")
@@ -64,7 +67,7 @@ def _logging() -> None:
     logs.configure()
 
 
-def _with_runtime(settings: Settings, work: Callable[[Any], Awaitable[T]],
+def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
                   announce: bool = False) -> T:
     """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean up."""
     from laurels.runtime import Runtime

@@ -144,9 +144,7 @@ class Lifecycle:
         names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
                  sk.notify_stream]
         for v in await self.board.redis.smembers(sk.versions):
-            vk = sk.version(str(v))
-            names += [vk.public, vk.hidden, vk.users, vk.chunks]
-            names += [vk.applied(int(c)) for c in await self.board.redis.smembers(vk.chunks)]
+            names += await self.board.version_keys(season, str(v))
         at = self.expires_at(season)
         replies = await gather_bounded([self.board.redis.pexpireat(n, at) for n in names],
                                        CLUSTER_IN_FLIGHT)

@@ -20,13 +20,13 @@ import os
 import time
 from collections import deque
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from psycopg.types.json import Jsonb
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from laurels.board import Board, default_name
+from laurels.board import Board, Hint, default_name, hint_of
 from laurels.db import Database, Row
 from laurels.metrics import (
     HINTS_COALESCED,
@@ -54,6 +54,12 @@ def notification_body(row: Row) -> dict[str, Any]:
             "read": row["read"]}
 
 
+class HintWatcher(Protocol):
+    """A per-process cache of a season's board (api/fast.py), told of every hint."""
+
+    def offer(self, hint: Hint) -> None: ...
+
+
 class BoardListener:
     """One SSE client of a season: O(1) state whatever the hint rate."""
 
@@ -66,7 +72,7 @@ class BoardListener:
         self.closed = False  # the server shuts down: end the stream cleanly
         self.wake = asyncio.Event()
 
-    def offer(self, hint: dict[str, Any]) -> None:
+    def offer(self, hint: Hint) -> None:
         if hint.get("kind") == "rebuilt":
             self.rebuilt = True
         elif self.pending is None:
@@ -123,7 +129,7 @@ class Hub:
         self.connected = asyncio.Event()  # the (global) subscriptions are confirmed
         self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
         # Per-process caches of a season's board, dropped by its hints (api/fast.py).
-        self.watchers: dict[str, list[Any]] = {}
+        self.watchers: dict[str, list[HintWatcher]] = {}
         self._streams = 0
         self.loop: asyncio.AbstractEventLoop | None = None  # where the streams run
 
@@ -159,6 +165,13 @@ class Hub:
             if not group:
                 del self.users[listener.user_id]
 
+    def _fan_out(self, hint: Hint) -> None:
+        """A hint from Redis: to this process's caches first, then its streams."""
+        for watcher in self.watchers.get(hint["season"], ()):
+            watcher.offer(hint)
+        for listener in list(self.boards.get(hint["season"], ())):
+            listener.offer(hint)
+
     def dispatch(self, channel: str, data: bytes | str) -> None:
         try:
             message = orjson.loads(data)
@@ -168,11 +181,9 @@ class Hub:
             return
         if channel == self.board.keys.hint_channel() or channel.endswith("}:hints"):
             HINTS_RECEIVED.inc()
-            season = str(message.get("season"))
-            for watcher in self.watchers.get(season, ()):
-                watcher.offer(message)
-            for listener in list(self.boards.get(season, ())):
-                listener.offer(message)
+            hint = hint_of(message)
+            if hint is not None:
+                self._fan_out(hint)
         elif "season_final" in message:
             for group in self.users.values():
                 for user_listener in group:
@@ -183,12 +194,12 @@ class Hub:
                 for user_listener in list(self.users.get(uid, ())):
                     user_listener.offer(nid)
 
-    def watch_board(self, season: str, watcher: Any) -> None:
+    def watch_board(self, season: str, watcher: HintWatcher) -> None:
         """`watcher.offer(hint)` for every hint of `season`, before any stream
         hears of it (so a stream's refetch never meets a stale cache)."""
         self.watchers.setdefault(season, []).append(watcher)
 
-    def local_hint(self, hint: dict[str, Any]) -> None:
+    def local_hint(self, hint: Hint) -> None:
         """A hint this process publishes: its caches drop at once, before the
         writer's answer leaves (streams still hear it through Redis)."""
         for watcher in self.watchers.get(str(hint.get("season")), ()):

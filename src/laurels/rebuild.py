@@ -310,12 +310,9 @@ class Rebuilder:
 
     async def drop_version(self, season: str, version: str) -> None:
         """Free a version's keys without blocking Redis (UNLINK frees lazily)."""
-        vk = self.board.season_keys(season).version(version)
-        chunks = await self.board.redis.smembers(vk.chunks)
-        names = [vk.applied(int(c)) for c in chunks]
+        names = await self.board.version_keys(season, version)
         for i in range(0, len(names), 500):
             await self.board.redis.unlink(*names[i:i + 500])
-        await self.board.redis.unlink(vk.public, vk.hidden, vk.users, vk.chunks)
         await self.board.redis.srem(self.board.season_keys(season).versions, version)
 
     # -- self-healing ------------------------------------------------------

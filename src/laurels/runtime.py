@@ -10,7 +10,6 @@ use. A test that needs another tie policy, key prefix or clock calls
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +21,7 @@ from laurels.board import Board
 from laurels.board.connection import connect, require_supported
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
-from laurels.ingest import Ingestor
+from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
@@ -35,7 +34,6 @@ from laurels.settings import Secrets, Settings
 from laurels.supervisor import Loop, every
 from laurels.verify import Verifier
 
-Clock = Callable[[], datetime]
 log = logging.getLogger("laurels.runtime")
 
 

@@ -39,6 +39,7 @@ from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.problems import Problem, outcome_status
+from laurels.board import Hint
 from laurels.ingest import Ingestor
 from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
@@ -76,7 +77,7 @@ class _Watch:
         self.closed = False
         self.wake: Any = None
 
-    def offer(self, hint: dict[str, Any]) -> None:
+    def offer(self, hint: Hint) -> None:
         self.generation += 1
         self.cache.drop(self.season)
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Required, TypedDict, TypeVar
 
 import orjson
 from redis.asyncio import Redis, RedisCluster
@@ -105,6 +105,32 @@ class Around:
     neighbors: list[Entry]
 
 
+class Hint(TypedDict, total=False):
+    """A refresh hint (docs/contract.md, Live): which season changed, and
+    who, when a single public learner did (None for an anonymous or hidden
+    one, absent when several changes were coalesced); `kind` "rebuilt" after
+    a rebuild switched the board."""
+
+    season: Required[str]
+    user_id: int | None
+    kind: str
+
+
+def hint_of(message: dict[str, Any]) -> Hint | None:
+    """The hint a Pub/Sub message carries (published by apply.lua or
+    `Board.publish_hint`), or None if it is not one."""
+    season = message.get("season")
+    if not isinstance(season, str):
+        return None
+    hint: Hint = {"season": season}
+    if "user_id" in message:
+        uid = message["user_id"]
+        hint["user_id"] = uid if isinstance(uid, int) else None
+    if isinstance(message.get("kind"), str):
+        hint["kind"] = message["kind"]
+    return hint
+
+
 def default_name(user_id: int) -> str:
     return f"Learner {user_id}"
 
@@ -169,10 +195,19 @@ class Board:
         self.scripts = Scripts(redis)
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
-        self.on_hint: list[Callable[[dict[str, Any]], None]] = []
+        self.on_hint: list[Callable[[Hint], None]] = []
 
     def season_keys(self, season: str) -> SeasonKeys:
         return self.keys.season(season)
+
+    async def version_keys(self, season: str, version: str) -> list[str]:
+        """Every key of one version of a season's board: its idempotency
+        chunks, then its sets and hash, the chunk index last (so a cleanup
+        cut short still finds what is left)."""
+        vk = self.season_keys(season).version(version)
+        chunks = await self.redis.smembers(vk.chunks)
+        return [*(vk.applied(int(c)) for c in chunks), vk.public, vk.hidden, vk.users,
+                vk.chunks]
 
     def versions(self, season: str) -> tuple[str, str]:
         return self._versions.get(season, ("", ""))
@@ -320,7 +355,7 @@ class Board:
             return list(await pipe.execute())
 
     @staticmethod
-    def hints_of(changed: list[tuple[Event, str]]) -> list[dict[str, Any]]:
+    def hints_of(changed: list[tuple[Event, str]]) -> list[Hint]:
         """One hint per season: with the user id when a single public learner
         changed, null for an anonymous or hidden one, absent when coalesced
         (apply.lua builds the same in Redis)."""
@@ -329,14 +364,14 @@ class Board:
             by_season.setdefault(ev.season, set()).add((ev.user_id, vis))
         hints = []
         for season, users in by_season.items():
-            hint: dict[str, Any] = {"season": season}
+            hint: Hint = {"season": season}
             if len({u for u, _ in users}) == 1:
                 uid, vis = next(iter(users))
                 hint["user_id"] = uid if vis == "public" else None
             hints.append(hint)
         return hints
 
-    async def publish_hint(self, hint: dict[str, Any]) -> None:
+    async def publish_hint(self, hint: Hint) -> None:
         for local in self.on_hint:  # this process's caches hear of its own changes first
             local(hint)
         try:
