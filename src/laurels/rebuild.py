@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from laurels import db as dbmod
 from laurels import failpoints
@@ -27,9 +27,6 @@ from laurels.keys import CHUNK_BITS
 from laurels.ranking import pad_ts, pad_uid
 from laurels.seasons import parse_season, season_of
 from laurels.states import RebuildStatus
-
-if TYPE_CHECKING:
-    from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.rebuild")
 
@@ -43,6 +40,15 @@ CHUNK_MASK = (1 << CHUNK_BITS) - 1
 REQUEST_HEAL_WAIT_SECONDS = 2.0
 BACKGROUND_HEAL_WAIT_SECONDS = 30.0
 Progress = Callable[[int, int], None]
+
+
+class Seasons(Protocol):
+    """What a rebuild needs to know of seasons' lives (lifecycle.Lifecycle):
+    a finalized season is read from its archive and keeps its expiry."""
+
+    async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]: ...
+
+    async def expire(self, season: str) -> int: ...
 
 
 class RebuildRunning(Exception):
@@ -74,7 +80,7 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Seasons | None = None) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
