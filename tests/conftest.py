@@ -192,11 +192,10 @@ def database_url(pg_server_url: str, template_db: str) -> Iterator[str]:
 def key_prefix(redis_url: str) -> Iterator[str]:
     prefix = f"lt{uuid.uuid4().hex[:10]}"
     yield prefix
-    client = sync_redis(redis_url)
-    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    for key in keys:  # one at a time: on a cluster they live in many slots
-        client.unlink(key)
-    client.close()
+    with sync_redis(redis_url) as client:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        for key in keys:  # one at a time: on a cluster they live in many slots
+            client.unlink(key)
 
 
 @pytest.fixture

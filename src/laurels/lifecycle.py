@@ -49,6 +49,7 @@ class Lifecycle:
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
             await self.db.run("delete_user_notifications", conn, user_id=user_id)
+            await self.db.run("delete_user_memberships", conn, user_id=user_id)
             await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))
             await self.rerank(conn, sorted(archived))
             await self.db.run("record_erasure", conn, user_id=user_id,

@@ -74,7 +74,7 @@ class Reads:
                 "ends_at": iso(season.ends_at), "status": "closed" if closed else "open",
                 "tie_policy": self.settings.tie_policy}
 
-    async def _with_board(self, season: Season, read: Callable[[], Awaitable[T]],
+    async def with_board(self, season: Season, read: Callable[[], Awaitable[T]],
                           archived: Callable[[str], Awaitable[T]],
                           empty: Callable[[], T]) -> T:
         """Read Redis; when the board is missing, the archive of a finalized
@@ -110,7 +110,7 @@ class Reads:
             total = await self.db.fetch_one("archive_total", season=season.name)
             return int(total["total"]) if total else 0, [_archived_entry(r) for r in rows]
 
-        total, entries = await self._with_board(season, redis, archive, lambda: (0, []))
+        total, entries = await self.with_board(season, redis, archive, lambda: (0, []))
         body = self.season_info(season)
         body["tie_policy"] = policy
         body["total"] = total
@@ -118,7 +118,7 @@ class Reads:
         return body
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
-        around = await self._with_board(
+        around = await self.with_board(
             season, lambda: self.board.around(season.name, user_id, radius),
             lambda policy: self._archived_around(season, user_id, radius, policy),
             lambda: None)

@@ -21,6 +21,7 @@ from laurels.board import Board
 from laurels.board.connection import connect, require_supported
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
+from laurels.groups import Groups
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
@@ -65,6 +66,7 @@ class Services:
     learners: Learners
     verifier: Verifier
     reads: Reads
+    groups: Groups
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
@@ -88,13 +90,15 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
     privacy = Privacy(db)
     hub = Hub(board)
     board.on_hint.append(hub.local_hint)
+    reads = Reads(settings, db, board, rebuilder, lifecycle, privacy)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, clock or _now),
         learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle),
-        reads=Reads(settings, db, board, rebuilder, lifecycle, privacy),
+        reads=reads,
+        groups=Groups(db, reads, privacy),
         hub=hub,
         privacy=privacy,
         epoch=EpochWatch(db, board, rebuilder),

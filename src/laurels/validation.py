@@ -9,7 +9,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -17,11 +17,18 @@ from laurels.ranking import USER_ID_MAX as USER_ID_MAX
 from laurels.states import Visibility
 
 COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
+GROUP_ID_RE = r"^[A-Za-z0-9._:-]{1,64}$"
+MEMBER_IDS_MAX = 10_000  # ids in one membership change
+GROUP_MEMBERS_MAX = 100_000
+FRIENDS_MAX = 1_000
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 
 UserId = Annotated[StrictInt, Field(ge=1, le=USER_ID_MAX)]
 Points = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Invalid(ValueError):
@@ -76,10 +83,10 @@ class BatchIn(BaseModel):
     completions: Annotated[list[Any], Field(min_length=1, max_length=1000)]
 
 
-def _check_name(v: str) -> str:
+def _check_name(v: str, field: str = "display_name") -> str:
     """What `Field` cannot say of a name (its length it checks itself)."""
     if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in v):
-        raise Invalid("display_name must not contain control characters")
+        raise Invalid(f"{field} must not contain control characters")
     return v
 
 
@@ -151,3 +158,56 @@ def validate_user(raw: Any) -> UserIn:
     if body.display_name is not None:
         _check_name(body.display_name)
     return body
+
+
+def parse_group_id(text: str) -> str:
+    if not re.fullmatch(GROUP_ID_RE, text):
+        raise Invalid("group_id must match ^[A-Za-z0-9._:-]{1,64}$")
+    return text
+
+
+class GroupIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: StrictStr | None = Field(None, min_length=1, max_length=64)
+    access: Literal["members", "public"] | None = None
+
+
+class MembersIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    add: list[UserId] = Field(default_factory=list)
+    remove: list[UserId] = Field(default_factory=list)
+
+
+class RanksIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    user_ids: Annotated[list[UserId], Field(min_length=1, max_length=FRIENDS_MAX)]
+
+
+def _validated(model: type[M], raw: Any) -> M:
+    if not isinstance(raw, dict):
+        raise Invalid("body must be a JSON object")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise Invalid(describe(exc)) from None
+
+
+def validate_group(raw: Any) -> GroupIn:
+    body = _validated(GroupIn, raw)
+    if body.name is not None:
+        _check_name(body.name, "name")
+    return body
+
+
+def validate_members(raw: Any) -> MembersIn:
+    body = _validated(MembersIn, raw)
+    if len(body.add) + len(body.remove) > MEMBER_IDS_MAX:
+        raise Invalid(f"add and remove hold at most {MEMBER_IDS_MAX:,} ids in all")
+    return body
+
+
+def validate_ranks(raw: Any) -> RanksIn:
+    return _validated(RanksIn, raw)

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.fast import BoardCache, FastLane
+from laurels.api.group_routes import router as group_router
 from laurels.api.routes import board_stream, router
 from laurels.metrics import RequestMetrics
 from laurels.ratelimit import RateLimiter
@@ -47,6 +48,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)
+    app.include_router(group_router)
     return app
 
 

@@ -138,3 +138,47 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 __all__ = ["ReadIn", "UserIn"]
+
+
+class GroupOut(BaseModel):
+    group_id: str
+    name: str
+    access: Literal["members", "public"]
+    members: int
+
+
+class RefusedOut(BaseModel):
+    user_id: int
+    code: Literal["user_erased"]
+
+
+class MembersOut(BaseModel):
+    group_id: str
+    members: int
+    refused: list[RefusedOut]
+
+
+class GroupRefOut(BaseModel):
+    group_id: str
+    name: str
+    access: Literal["members", "public"]
+
+
+class UserGroupsOut(BaseModel):
+    groups: list[GroupRefOut]
+
+
+class GroupBoardOut(BoardOut):
+    group_id: str
+    next: str | None
+
+
+class FriendOut(EntryOut):
+    board_rank: int | None
+    self: bool | None = None
+
+
+class FriendsOut(BaseModel):
+    season: str
+    entries: list[FriendOut]
+

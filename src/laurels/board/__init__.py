@@ -31,6 +31,7 @@ MAX_STALE_RETRIES = 8
 # at most this many of one batch at a time (a rebuild streams 2,000 per
 # batch), so one caller never takes every connection of the client.
 CLUSTER_IN_FLIGHT = 32
+MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
 APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
 log = logging.getLogger("laurels.board")
 
@@ -81,6 +82,18 @@ class Event:
         return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
                    season or row["season"],
                    Profile(row["profile_version"], row["visibility"], row["display_name"]))
+
+
+class Scored(NamedTuple):
+    """A learner's standing on a season's board, read by id (group and
+    friends boards): `last_ts` orders ties under the `first` policy."""
+
+    user_id: int
+    score: int
+    visibility: str
+    name: str
+    last_ts: int
+    board_rank: int | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +184,7 @@ def _season_batches(events: list[Event]) -> list[list[int]]:
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
-    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
+    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores", "ranks",
              "begin_build", "switch", "abort_build", "merge_bits", "load_board")
 
     def __init__(self, redis: Redis) -> None:
@@ -473,6 +486,31 @@ class Board:
             pos = next(i for i, e in enumerate(neighbors) if e.user_id == user_id)
             neighbors[pos] = me
         return Around(me, pos, neighbors)
+
+    async def standings_of(self, season: str, user_ids: list[int], board_rank: bool = False
+                           ) -> list[Scored]:
+        """The learners among `user_ids` who have a score on the season's
+        current board, with their stored profile (and, with `board_rank`, their
+        rank on the whole public board): one script call per MEMBERS_PER_CALL
+        ids, none of which scans the board."""
+        script = "ranks" if board_rank else "scores"
+        width = 3 if board_rank else 2
+        out: list[Scored] = []
+        for i in range(0, len(user_ids), MEMBERS_PER_CALL):
+            chunk = user_ids[i:i + MEMBERS_PER_CALL]
+            reply = await self._read(script, season,
+                                     lambda vk: [vk.public, vk.hidden, vk.users],
+                                     [self.policy, *(pad_uid(u) for u in chunk)])
+            for k, uid in enumerate(chunk):
+                score, raw = reply[1 + width * k], reply[2 + width * k]
+                if score == "" or not raw:
+                    continue
+                profile = StoredProfile.parse(raw)
+                rank = int(reply[3 + width * k]) if board_rank else None
+                out.append(Scored(uid, -int(float(score)), profile.visibility,
+                                  profile.name or default_name(uid),
+                                  int(profile.last_ts or 0), rank))
+        return out
 
     async def scores(self, season: str,
                      user_ids: list[int]) -> dict[int, tuple[int | None, str, str]]:

@@ -359,3 +359,71 @@ LISTEN laurels_outbox;
 
 -- name: database_exists
 SELECT 1 FROM pg_database WHERE datname = %(name)s;
+
+-- name: put_group
+-- Create a group, or change the name and access given (NULL keeps them).
+INSERT INTO groups AS g (group_id, name, access)
+VALUES (%(group_id)s, coalesce(%(group_name)s, %(group_id)s), coalesce(%(access)s, 'members'))
+ON CONFLICT (group_id) DO UPDATE
+SET name = coalesce(%(group_name)s, g.name), access = coalesce(%(access)s, g.access)
+RETURNING group_id, name, access;
+
+-- name: get_group
+SELECT g.group_id, g.name, g.access,
+       (SELECT count(*) FROM group_members m WHERE m.group_id = g.group_id) AS members
+FROM groups g WHERE g.group_id = %(group_id)s;
+
+-- name: lock_group
+SELECT group_id FROM groups WHERE group_id = %(group_id)s FOR UPDATE;
+
+-- name: delete_group
+DELETE FROM groups WHERE group_id = %(group_id)s RETURNING group_id;
+
+-- name: erased_among
+-- Of these learners, the erased ones (they cannot join a group).
+SELECT user_id FROM users WHERE user_id = ANY(%(user_ids)s) AND erased_at IS NOT NULL;
+
+-- name: add_members
+INSERT INTO group_members (group_id, user_id)
+SELECT %(group_id)s, u FROM unnest(%(user_ids)s::bigint[]) AS u
+ON CONFLICT DO NOTHING;
+
+-- name: remove_members
+DELETE FROM group_members WHERE group_id = %(group_id)s AND user_id = ANY(%(user_ids)s);
+
+-- name: count_members
+SELECT count(*) AS members FROM group_members WHERE group_id = %(group_id)s;
+
+-- name: group_member_ids
+SELECT user_id FROM group_members WHERE group_id = %(group_id)s;
+
+-- name: is_member
+SELECT 1 AS member FROM group_members WHERE group_id = %(group_id)s AND user_id = %(user_id)s;
+
+-- name: user_groups
+SELECT g.group_id, g.name, g.access
+FROM group_members m JOIN groups g ON g.group_id = m.group_id
+WHERE m.user_id = %(user_id)s ORDER BY g.group_id;
+
+-- name: delete_user_memberships
+DELETE FROM group_members WHERE user_id = %(user_id)s;
+
+-- name: archive_of_users
+-- The archived standings of some learners in a finalized season, with their
+-- profile now (privacy applies as of the read).
+SELECT st.user_id, st.score, st.last_completed_at, st.rank,
+       coalesce(u.display_name, '') AS display_name,
+       coalesce(u.visibility, 'public') AS visibility
+FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
+WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s) AND u.erased_at IS NULL;
+
+-- name: ensure_users
+-- Learners a group is about to hold: a row each (the default profile), so
+-- they can be share-locked like an ingest's.
+INSERT INTO users (user_id) SELECT u FROM unnest(%(user_ids)s::bigint[]) AS u ORDER BY u
+ON CONFLICT DO NOTHING;
+
+-- name: share_lock_users
+-- Share-lock learners in ascending order (an erasure waits, docs/concurrency.md).
+SELECT user_id, erased_at IS NOT NULL AS erased FROM users
+WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;

@@ -1,0 +1,48 @@
+-- ranks.lua: some learners' scores and ranks on a season's current board, in
+-- one round trip (a friends board, docs/contract.md: POST .../ranks).
+--
+-- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash
+-- ARGV[1]  expected current version, ARGV[2] tie policy, ARGV[3..] padded user ids
+-- Returns {'MISSING'} | {'STALE', current} |
+--         {'OK', score1, profile1, rank1, score2, ...}: per learner the stored
+--         score ('' when they have none on this board), the stored profile,
+--         and their rank on the whole public board (for a hidden learner, the
+--         rank they would hold, pushing nobody down; '' when no score).
+local current_key, public, hidden, users = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local expected_current, policy = ARGV[1], ARGV[2]
+
+local current = redis.call('GET', current_key)
+if not current then return {'MISSING'} end
+if current ~= expected_current then return {'STALE', current} end
+
+local out = {'OK'}
+for i = 3, #ARGV do
+  local uid = ARGV[i]
+  local raw = redis.call('HGET', users, uid)
+  local p = parse_profile(raw)
+  local score, rank = false, ''
+  if p and p.ts ~= '' then
+    local member = member_of(policy, p.ts, uid)
+    score = redis.call('ZSCORE', zset_of(p.vis, public, hidden), member)
+    if score then
+      local better = redis.call('ZCOUNT', public, '-inf', '(' .. score)
+      if policy == 'shared' then
+        rank = better + 1
+      elseif p.vis ~= 'hidden' then
+        rank = redis.call('ZRANK', public, member) + 1
+      else
+        -- Among equal scores the member orders ties (ranking.py): count the
+        -- public learners tied with this one who come first.
+        local before = 0
+        for _, m in ipairs(redis.call('ZRANGEBYSCORE', public, score, score)) do
+          if m < member then before = before + 1 end
+        end
+        rank = better + before + 1
+      end
+    end
+  end
+  out[#out + 1] = score or ''
+  out[#out + 1] = raw or ''
+  out[#out + 1] = rank
+end
+return out

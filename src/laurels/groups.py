@@ -1,0 +1,267 @@
+"""Groups, and the boards of groups and of friends.
+
+A group (a class, a cohort, a team) is a set of learners kept in PostgreSQL.
+Its board is computed when it is read, from the season's board: the members'
+scores are read by id (`Board.standings_of`, one script call per 2,000 ids,
+never a scan of the season), then ranked among themselves in Python with the
+same tie policy and privacy rules as the whole board. Membership changes are
+therefore free and show on the next read, for past seasons too; writes cost
+nothing more. docs/groups.md says why, with the measurements.
+
+Lock order (docs/concurrency.md): a membership change share-locks the
+learners it adds (ascending), then the group's row; an erasure locks the
+learner's row, then deletes their memberships. An erased learner can never
+join a group, and is removed from every group in the erasure's transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from laurels.board import Entry, Scored, default_name
+from laurels.db import Database, Row
+from laurels.errors import DomainError
+from laurels.privacy import Privacy
+from laurels.ranking import Standing, TiePolicy, assign_ranks, sort_key
+from laurels.reads import HIDDEN, Reads, public_entry
+from laurels.seasons import Season
+from laurels.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
+
+CURSOR_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A member on a group (or friends) board: their rank among the members
+    shown, and what the whole board stores of them."""
+
+    rank: int
+    member: Scored
+
+    def entry(self) -> Entry:
+        m = self.member
+        return Entry(self.rank, m.user_id, m.name, m.visibility, m.score)
+
+
+def _key(m: Scored, policy: TiePolicy) -> tuple[int, int, int]:
+    return sort_key(Standing(m.user_id, m.score, m.last_ts), policy)
+
+
+def rank_members(members: Sequence[Scored], policy: TiePolicy) -> list[Ranked]:
+    """Order and rank members among themselves, as the whole board would."""
+    ordered = sorted(members, key=lambda m: _key(m, policy))
+    ranks = assign_ranks([m.score for m in ordered], 1, 0, policy)
+    return [Ranked(r, m) for r, m in zip(ranks, ordered, strict=True)]
+
+
+def visible(members: Sequence[Scored], privacy: Privacy) -> list[Scored]:
+    """The members a public board shows (the stricter of the store's and
+    PostgreSQL's visibility; hidden and erased ones left out)."""
+    out = []
+    for m in members:
+        vis = privacy.visibility(m.user_id, m.visibility)
+        if vis not in HIDDEN:
+            out.append(m._replace(visibility=vis))
+    return out
+
+
+def encode_cursor(board: str, key: tuple[int, int, int]) -> str:
+    raw = orjson.dumps([CURSOR_VERSION, board, *key])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(board: str, cursor: str) -> tuple[int, int, int]:
+    """The position a cursor names; 422 when it is malformed or was made for
+    another board."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        version, owner, score, last, uid = orjson.loads(raw)
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise DomainError("validation_error", "after: not a cursor of this board") from None
+    if version != CURSOR_VERSION or owner != board or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in (score, last, uid)):
+        raise DomainError("validation_error", "after: not a cursor of this board")
+    return score, last, uid
+
+
+def _archived(row: Row) -> Scored:
+    uid = int(row["user_id"])
+    at: datetime = row["last_completed_at"]
+    rank = row["rank"]
+    return Scored(uid, int(row["score"]), row["visibility"],
+                  row["display_name"] or default_name(uid), int(at.timestamp() * 1_000_000),
+                  int(rank) if rank is not None else None)
+
+
+class Groups:
+    def __init__(self, db: Database, reads: Reads, privacy: Privacy) -> None:
+        self.db = db
+        self.reads = reads
+        self.board = reads.board
+        self.privacy = privacy
+
+    # -- the groups themselves ----------------------------------------------
+
+    async def put(self, group_id: str, body: GroupIn) -> dict[str, Any]:
+        await self.db.run("put_group", group_id=group_id, group_name=body.name,
+                          access=body.access)
+        return await self.get(group_id)
+
+    async def get(self, group_id: str) -> dict[str, Any]:
+        row = await self.db.fetch_one("get_group", group_id=group_id)
+        if row is None:
+            raise DomainError("not_found", f"no group {group_id}")
+        return {"group_id": row["group_id"], "name": row["name"], "access": row["access"],
+                "members": int(row["members"])}
+
+    async def delete(self, group_id: str) -> None:
+        if await self.db.fetch_one("delete_group", group_id=group_id) is None:
+            raise DomainError("not_found", f"no group {group_id}")
+
+    async def change_members(self, group_id: str, body: MembersIn) -> dict[str, Any]:
+        """Add and remove members in one transaction; erased learners are
+        refused, the rest is idempotent; at most GROUP_MEMBERS_MAX members."""
+        add = sorted(set(body.add) - set(body.remove))
+        async with self.db.transaction() as conn:
+            erased: set[int] = set()
+            if add:
+                await self.db.run("ensure_users", conn, user_ids=add)
+                erased = {int(r["user_id"]) for r in await self.db.fetch(
+                    "share_lock_users", conn, user_ids=add) if r["erased"]}
+            if await self.db.fetch_one("lock_group", conn, group_id=group_id) is None:
+                raise DomainError("not_found", f"no group {group_id}")
+            await self.db.run("remove_members", conn, group_id=group_id,
+                              user_ids=sorted(set(body.remove)))
+            await self.db.run("add_members", conn, group_id=group_id,
+                              user_ids=[u for u in add if u not in erased])
+            row = await self.db.fetch_one("count_members", conn, group_id=group_id)
+            members = int(row["members"]) if row else 0
+            if members > GROUP_MEMBERS_MAX:
+                raise DomainError("validation_error",
+                                  f"a group holds at most {GROUP_MEMBERS_MAX:,} members")
+        return {"group_id": group_id, "members": members,
+                "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
+
+    async def of_user(self, user_id: int) -> dict[str, Any]:
+        rows = await self.db.fetch("user_groups", user_id=user_id)
+        return {"groups": [{"group_id": r["group_id"], "name": r["name"],
+                            "access": r["access"]} for r in rows]}
+
+    async def access(self, group_id: str) -> str:
+        row = await self.db.fetch_one("get_group", group_id=group_id)
+        if row is None:
+            raise DomainError("not_found", f"no group {group_id}")
+        return str(row["access"])
+
+    async def is_member(self, group_id: str, user_id: int) -> bool:
+        return await self.db.fetch_one("is_member", group_id=group_id,
+                                       user_id=user_id) is not None
+
+    # -- boards ---------------------------------------------------------------
+
+    async def _scored(self, season: Season, user_ids: list[int], board_rank: bool = False
+                      ) -> tuple[TiePolicy, list[Scored]]:
+        """The scores of these learners on the season's board (the archive's
+        for a finalized season), and the tie policy they were ranked by."""
+        policy: TiePolicy = self.reads.settings.tie_policy
+
+        async def redis() -> list[Scored]:
+            return await self.board.standings_of(season.name, user_ids, board_rank)
+
+        async def archive(archived_policy: str) -> list[Scored]:
+            nonlocal policy
+            policy = "first" if archived_policy == "first" else "shared"
+            rows = await self.db.fetch("archive_of_users", season=season.name,
+                                       user_ids=user_ids)
+            return [_archived(r) for r in rows]
+
+        found: list[Scored] = await self.reads.with_board(season, redis, archive, list)
+        return policy, found
+
+    async def _members(self, group_id: str) -> list[int]:
+        await self.access(group_id)  # 404 for an unknown group
+        return [int(r["user_id"]) for r in await self.db.fetch("group_member_ids",
+                                                               group_id=group_id)]
+
+    async def board_top(self, group_id: str, season: Season, limit: int,
+                        after: str | None) -> dict[str, Any]:
+        """A group's board: its members ranked among themselves, `limit`
+        entries after the cursor `after` (a position, not an offset)."""
+        members = await self._members(group_id)
+        policy, scored = await self._scored(season, members)
+        ranked = rank_members(visible(scored, self.privacy), policy)
+        owner = f"{group_id}/{season.name}"
+        page = ranked
+        if after is not None:
+            position = decode_cursor(owner, after)
+            page = [r for r in ranked if _key(r.member, policy) > position]
+        shown, rest = page[:limit], page[limit:]
+        body = self.reads.season_info(season)
+        body.update({"group_id": group_id, "tie_policy": policy, "total": len(ranked),
+                     "entries": [public_entry(r.entry()) for r in shown],
+                     "next": encode_cursor(owner, _key(shown[-1].member, policy))
+                     if rest and shown else None})
+        return body
+
+    async def board_around(self, group_id: str, season: Season, user_id: int,
+                           radius: int) -> dict[str, Any]:
+        """A member's neighbourhood within the group."""
+        members = await self._members(group_id)
+        if user_id not in members:
+            raise DomainError("not_found", f"learner {user_id} is not in group {group_id}")
+        policy, scored = await self._scored(season, members)
+        me = next((m for m in scored if m.user_id == user_id), None)
+        vis = self.privacy.visibility(user_id, me.visibility) if me else "erased"
+        if me is None or vis == "erased":
+            raise DomainError("not_ranked",
+                              f"learner {user_id} has no completions in {season.name}")
+        others = visible([m for m in scored if m.user_id != user_id], self.privacy)
+        if vis in HIDDEN:  # where they would stand, pushing nobody down
+            ranked = rank_members(others, policy)
+            index = sum(1 for r in ranked if _key(r.member, policy) < _key(me, policy))
+            better = sum(1 for r in ranked if r.member.score > me.score)
+            mine = Ranked(better + 1 if policy == "shared" else index + 1, me)
+            ranked.insert(index, mine)
+        else:
+            ranked = rank_members([*others, me._replace(visibility=vis)], policy)
+            index = next(i for i, r in enumerate(ranked) if r.member.user_id == user_id)
+            mine = ranked[index]
+        neighbors = []
+        for r in ranked[max(0, index - radius):index + radius + 1]:
+            if r is mine:
+                neighbors.append({"rank": mine.rank, "user_id": user_id,
+                                  "display_name": me.name, "score": me.score, "self": True})
+            else:
+                neighbors.append({**public_entry(r.entry()), "self": False})
+        return {"season": season.name, "group_id": group_id,
+                "user": {"rank": mine.rank, "user_id": user_id, "display_name": me.name,
+                         "score": me.score, "visibility": vis},
+                "neighbors": neighbors}
+
+    async def friends(self, season: Season, user_ids: list[int], caller: int | None
+                      ) -> dict[str, Any]:
+        """A friends board: the given learners ranked among themselves, each
+        with their rank on the whole board; hidden ones left out but the
+        caller, anonymous ones masked but the caller."""
+        ids = sorted(set(user_ids))
+        policy, scored = await self._scored(season, ids, board_rank=True)
+        shown = visible([m for m in scored if m.user_id != caller], self.privacy)
+        mine = [m for m in scored if m.user_id == caller
+                and self.privacy.visibility(m.user_id, m.visibility) != "erased"]
+        entries = []
+        for r in rank_members([*shown, *mine], policy):
+            m = r.member
+            if m.user_id == caller:
+                entries.append({"rank": r.rank, "board_rank": m.board_rank,
+                                "user_id": m.user_id, "display_name": m.name,
+                                "score": m.score, "self": True})
+            else:
+                entries.append({**public_entry(r.entry()), "board_rank": m.board_rank})
+        return {"season": season.name, "entries": entries}
