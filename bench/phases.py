@@ -4,6 +4,8 @@ baseline measured in the same run (bench/README.md says why)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -223,6 +225,58 @@ def reads(s: Setup, seconds: float) -> dict[str, Load]:
                higher_is_better=False),
     ]
     return best
+
+
+GROUP_SIZES = (30, 1_000, 100_000)
+
+
+async def groups(s: Setup, top: Load, seconds: float) -> None:
+    """Group boards (computed at read time from the season's board) of 30,
+    1,000 and 100,000 members against the whole board's top-100 of the same
+    run; a friends board of 1,000 ids."""
+    base, pid = s.svc.base_url, s.svc.proc.pid
+    headers = [f"Authorization: Bearer {s.svc.admin_token}"]
+    rnd = random.Random(s.learners)
+    async with httpx.AsyncClient(base_url=base, headers=s.auth, timeout=120) as c:
+        for size in GROUP_SIZES:
+            if size > s.learners:
+                continue
+            gid = f"bench-{size}"
+            await c.put(f"/v1/groups/{gid}", json={})
+            members = rnd.sample(range(1, s.learners + 1), size)
+            for i in range(0, size, 10_000):
+                resp = await c.post(f"/v1/groups/{gid}/members",
+                                    json={"add": members[i:i + 10_000]})
+                if resp.status_code != 200:
+                    raise BenchError(f"members answered {resp.status_code}: {resp.text[:200]}")
+            url = f"{base}/v1/groups/{gid}/leaderboards/{s.season}?limit=100"
+            log(f"group board of {size:,} members")
+            load = await asyncio.to_thread(wrk, url, pid, seconds, 32 if size < 10_000 else 4,
+                                           headers)
+            if load.errors:
+                raise BenchError(f"{load.errors} non-2xx answers from {url}")
+            s.figures.append(Figure(
+                f"group top-100, {size:,} members (req/s)", load.rps, top.rps,
+                "the whole board's top-100, same run", "req/s",
+                goal=">= 0.5" if size == 1_000 else "",
+                context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
+    friends = rnd.sample(range(1, s.learners + 1), min(1_000, s.learners))
+    script = s.svc.log_path.with_name(f"friends-{s.season}.lua")
+    body = json.dumps({"user_ids": friends})
+    script.write_text(
+        'request = function()\n'
+        '  return wrk.format("POST", nil, {["Content-Type"]="application/json", '
+        f'["Authorization"]="Bearer {s.svc.admin_token}"}}, \'{body}\')\n'
+        'end\n')
+    log("friends board of 1,000 ids")
+    load = await asyncio.to_thread(wrk, f"{base}/v1/leaderboards/{s.season}/ranks", pid,
+                                   seconds, 8, (), str(script))
+    if load.errors:
+        raise BenchError(f"{load.errors} non-2xx answers from the friends board")
+    s.figures.append(Figure(
+        "friends board of 1,000 ids (req/s)", load.rps, top.rps,
+        "the whole board's top-100, same run", "req/s",
+        context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
 
 
 async def sql_rank(s: Setup) -> None:

@@ -365,31 +365,39 @@ class Notifier:
         self._seasons_at = 0.0
 
     async def _open_seasons(self) -> list[str]:
-        """The open seasons (re-read every 10 s), and always this week's, so
-        the first notifications of a new week come at once."""
+        """The open seasons, re-read every 10 s (`consume` adds this week's,
+        so the first notifications of a new week come at once)."""
         if time.monotonic() - self._seasons_at > 10:
             self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")]
             self._seasons_at = time.monotonic()
-        this_week = season_of(datetime.now(UTC)).name
-        return self._seasons if this_week in self._seasons else [*self._seasons, this_week]
+        return self._seasons
 
-    async def _group(self, stream: str) -> None:
+    async def _group(self, stream: str, create: bool = True) -> bool:
+        """Make sure the consumer group exists; False when the stream does not
+        and `create` is off (this week before its first rank event: no key
+        is made for a season that may never have a board)."""
         if stream in self._groups:
-            return
+            return True
         try:
-            await self.board.redis.xgroup_create(stream, GROUP, id="0", mkstream=True)
+            await self.board.redis.xgroup_create(stream, GROUP, id="0", mkstream=create)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
+                if not create:
+                    return False  # no such stream (yet)
                 raise
         self._groups.add(stream)
+        return True
 
     async def consume(self, count: int = 200) -> int:
         """Process what the streams hold (and what dead consumers left); returns entries."""
         handled = 0
-        for season in await self._open_seasons():
+        known = await self._open_seasons()
+        this_week = season_of(datetime.now(UTC)).name
+        for season in known if this_week in known else [*known, this_week]:
             stream = self.board.season_keys(season).notify_stream
             try:
-                await self._group(stream)
+                if not await self._group(stream, create=season in known):
+                    continue
                 claim: Any = await self.board.redis.xautoclaim(
                     stream, GROUP, self.consumer, min_idle_time=30_000, count=count)
                 entries = list(claim[1])

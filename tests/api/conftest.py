@@ -31,9 +31,10 @@ BASE_URL = "http://laurels.test"
 class Api:
     """The app in this process, with the interface of a `Server` of the
     subprocess tier: `client(token)`, anonymous `get`/`delete`, and `env`
-    (for `token_for`)."""
+    (for `token_for`); `runtime` is the service graph behind it."""
 
     transport: httpx.ASGITransport
+    runtime: Runtime
     env: dict[str, str] = field(default_factory=lambda: {"LAURELS_USER_TOKEN_SECRET":
                                                             USER_SECRET})
     clients: list[httpx.AsyncClient] = field(default_factory=list)
@@ -68,7 +69,7 @@ async def serve(tmp_path: Path, database_url: str, redis_url: str,
                               redis_url)
             app = create_app(runtime, migrate=False)
             await stack.enter_async_context(app.router.lifespan_context(app))
-            api = Api(httpx.ASGITransport(app=serving_app(app)))
+            api = Api(httpx.ASGITransport(app=serving_app(app)), runtime)
 
             async def close_clients() -> None:
                 for client in api.clients:

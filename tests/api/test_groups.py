@@ -255,3 +255,67 @@ async def test_erasure_removes_a_learner_from_every_group(serve: ApiFactory) -> 
                            "refused": [{"user_id": 2, "code": "user_erased"}]}
     friends = await c.post("/v1/leaderboards/current/ranks", json={"user_ids": [1, 2]})
     assert [e["user_id"] for e in friends.json()["entries"]] == [1]
+
+
+async def test_a_finalized_season_s_group_board_reads_its_archive(serve: ApiFactory) -> None:
+    api = await serve(close_seasons=False)
+    c = api.client(INGEST)
+    await c.put("/v1/users/3", json={"visibility": "hidden"})
+    await post_all(c, {1: 5, 2: 9, 3: 7, 4: 9}, "2026-11-03T10:00:00Z")  # 2026-W45
+    await c.put("/v1/groups/g", json={"access": "public"})
+    await c.post("/v1/groups/g/members", json={"add": [2, 3, 4]})
+    live = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
+    assert await api.runtime.lifecycle.finalize("2026-W45")
+    for version in await api.runtime.redis.smembers(
+            api.runtime.keys.season("2026-W45").versions):
+        await api.runtime.rebuilder.drop_version("2026-W45", str(version))
+    await api.runtime.redis.delete(api.runtime.keys.season("2026-W45").current)
+    api.runtime.board.forget("2026-W45")
+    archived = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
+    assert archived["entries"] == live["entries"] == [
+        {"rank": 1, "user_id": 2, "display_name": "Learner 2", "score": 9},
+        {"rank": 1, "user_id": 4, "display_name": "Learner 4", "score": 9}]
+    # Membership changes show on past seasons too.
+    await c.post("/v1/groups/g/members", json={"add": [1], "remove": [4]})
+    again = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
+    assert [(e["rank"], e["user_id"]) for e in again["entries"]] == [(1, 2), (2, 1)]
+
+
+async def test_group_boards_through_a_rebuild_during_traffic(serve: ApiFactory) -> None:
+    """Completions arrive while an admin rebuild runs: afterwards each group's
+    board equals the reference of its members' sums, and verify agrees."""
+    api = await serve()
+    c = api.client(INGEST)
+    rnd = random.Random(3)
+    totals: dict[int, int] = {}
+    await c.put("/v1/groups/g", json={"access": "public"})
+    await c.post("/v1/groups/g/members", json={"add": list(range(1, 60, 2))})
+
+    async def send(batch: int) -> None:
+        items = []
+        for n in range(40):
+            uid, pts = rnd.randint(1, 60), rnd.randint(1, 9)
+            totals[uid] = totals.get(uid, 0) + pts
+            items.append(completion(f"r{batch}-{n}", uid, pts))
+        resp = await c.post("/v1/completions/batch", json={"completions": items})
+        assert resp.status_code == 200
+
+    await send(0)
+    admin = api.client(ADMIN)
+    started = await admin.post("/v1/admin/leaderboards/current/rebuild")
+    assert started.status_code == 202
+    for batch in range(1, 6):
+        await send(batch)
+    rid = started.json()["rebuild_id"]
+    for _ in range(200):
+        status = (await admin.get(f"/v1/admin/rebuilds/{rid}")).json()["status"]
+        if status != "running":
+            break
+        await send(100 + _)
+    assert status == "succeeded"
+    want = [(r, s.user_id, s.score) for r, s in rank_all(
+        [Standing(u, t) for u, t in totals.items() if u % 2 == 1], "shared")]
+    body = await board(api, "/v1/groups/g/leaderboards/current", None, limit=1000)
+    assert [(e["rank"], e["user_id"], e["score"]) for e in body["entries"]] == want
+    verify = (await admin.get("/v1/admin/leaderboards/current/verify")).json()
+    assert verify["consistent"] is True
