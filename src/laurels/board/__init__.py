@@ -184,7 +184,7 @@ def _season_batches(events: list[Event]) -> list[list[int]]:
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
-    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores", "ranks",
+    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
              "begin_build", "switch", "abort_build", "merge_bits", "load_board")
 
     def __init__(self, redis: Redis) -> None:
@@ -493,14 +493,14 @@ class Board:
         current board, with their stored profile (and, with `board_rank`, their
         rank on the whole public board): one script call per MEMBERS_PER_CALL
         ids, none of which scans the board."""
-        script = "ranks" if board_rank else "scores"
         width = 3 if board_rank else 2
         out: list[Scored] = []
         for i in range(0, len(user_ids), MEMBERS_PER_CALL):
             chunk = user_ids[i:i + MEMBERS_PER_CALL]
-            reply = await self._read(script, season,
+            reply = await self._read("scores", season,
                                      lambda vk: [vk.public, vk.hidden, vk.users],
-                                     [self.policy, *(pad_uid(u) for u in chunk)])
+                                     [self.policy, "rank" if board_rank else "",
+                                      *(pad_uid(u) for u in chunk)])
             for k, uid in enumerate(chunk):
                 score, raw = reply[1 + width * k], reply[2 + width * k]
                 if score == "" or not raw:
@@ -517,7 +517,7 @@ class Board:
         """Each learner's (total or None, visibility, name) on the current board."""
         reply = await self._read("scores", season,
                                  lambda vk: [vk.public, vk.hidden, vk.users],
-                                 [self.policy, *(pad_uid(u) for u in user_ids)])
+                                 [self.policy, "", *(pad_uid(u) for u in user_ids)])
         out: dict[int, tuple[int | None, str, str]] = {}
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
