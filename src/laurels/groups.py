@@ -16,14 +16,10 @@ join a group, and is removed from every group in the erasure's transaction.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-import orjson
 
 from laurels.board import Entry, Scored, default_name
 from laurels.db import Database, Row
@@ -34,7 +30,7 @@ from laurels.reads import HIDDEN, Reads, public_entry
 from laurels.seasons import Season
 from laurels.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
 
-CURSOR_VERSION = 1
+Position = tuple[int, int, int]  # (score, tie time, user id) in board order, negated score
 
 
 @dataclass(frozen=True)
@@ -70,25 +66,6 @@ def visible(members: Sequence[Scored], privacy: Privacy) -> list[Scored]:
         if vis not in HIDDEN:
             out.append(m._replace(visibility=vis))
     return out
-
-
-def encode_cursor(board: str, key: tuple[int, int, int]) -> str:
-    raw = orjson.dumps([CURSOR_VERSION, board, *key])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(board: str, cursor: str) -> tuple[int, int, int]:
-    """The position a cursor names; 422 when it is malformed or was made for
-    another board."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        version, owner, score, last, uid = orjson.loads(raw)
-    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
-        raise DomainError("validation_error", "after: not a cursor of this board") from None
-    if version != CURSOR_VERSION or owner != board or not all(
-            isinstance(x, int) and not isinstance(x, bool) for x in (score, last, uid)):
-        raise DomainError("validation_error", "after: not a cursor of this board")
-    return score, last, uid
 
 
 def _archived(row: Row) -> Scored:
@@ -191,24 +168,21 @@ class Groups:
                                                                group_id=group_id)]
 
     async def board_top(self, group_id: str, season: Season, limit: int,
-                        after: str | None) -> dict[str, Any]:
+                        after: Position | None) -> tuple[dict[str, Any], Position | None]:
         """A group's board: its members ranked among themselves, `limit`
-        entries after the cursor `after` (a position, not an offset)."""
+        entries after the position `after` (not an offset); and the position
+        of the page's last entry when more follow (the API seals it into the
+        `next` cursor)."""
         members = await self._members(group_id)
         policy, scored = await self._scored(season, members)
         ranked = rank_members(visible(scored, self.privacy), policy)
-        owner = f"{group_id}/{season.name}"
-        page = ranked
-        if after is not None:
-            position = decode_cursor(owner, after)
-            page = [r for r in ranked if _key(r.member, policy) > position]
+        page = ranked if after is None else [r for r in ranked
+                                             if _key(r.member, policy) > after]
         shown, rest = page[:limit], page[limit:]
         body = self.reads.season_info(season)
         body.update({"group_id": group_id, "tie_policy": policy, "total": len(ranked),
-                     "entries": [public_entry(r.entry()) for r in shown],
-                     "next": encode_cursor(owner, _key(shown[-1].member, policy))
-                     if rest and shown else None})
-        return body
+                     "entries": [public_entry(r.entry()) for r in shown], "next": None})
+        return body, (_key(shown[-1].member, policy) if rest and shown else None)
 
     async def board_around(self, group_id: str, season: Season, user_id: int,
                            radius: int) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 from typing import Any
 
@@ -319,3 +320,22 @@ async def test_group_boards_through_a_rebuild_during_traffic(serve: ApiFactory) 
     assert [(e["rank"], e["user_id"], e["score"]) for e in body["entries"]] == want
     verify = (await admin.get("/v1/admin/leaderboards/current/verify")).json()
     assert verify["consistent"] is True
+
+
+async def test_a_cursor_reveals_nobody(serve: ApiFactory) -> None:
+    """The last entry of a page may be an anonymous learner, whose id the
+    board masks: its cursor is sealed, so it shows nothing of them."""
+    api = await serve()
+    c = api.client(INGEST)
+    await c.put("/v1/users/987654", json={"visibility": "anonymous", "display_name": "Ann"})
+    await post_all(c, {987654: 9, 2: 5})
+    await c.put("/v1/groups/g", json={"access": "public"})
+    await c.post("/v1/groups/g/members", json={"add": [987654, 2]})
+    page = await board(api, "/v1/groups/g/leaderboards/current", None, limit=1)
+    assert page["entries"] == [{"rank": 1, "user_id": None, "display_name": "Anonymous",
+                                "score": 9}]
+    raw = base64.urlsafe_b64decode(page["next"] + "=" * (-len(page["next"]) % 4))
+    assert b"987654" not in raw and b"Ann" not in raw and b"[" not in raw
+    rest = await board(api, "/v1/groups/g/leaderboards/current", None, limit=1,
+                       after=page["next"])
+    assert [e["user_id"] for e in rest["entries"]] == [2] and rest["next"] is None

@@ -11,6 +11,7 @@ from starlette.types import ASGIApp
 
 from laurels.api import problems
 from laurels.api.auth import Auth
+from laurels.api.cursors import Cursors
 from laurels.api.fast import BoardCache, FastLane
 from laurels.api.group_routes import router as group_router
 from laurels.api.routes import board_stream, router
@@ -41,6 +42,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
+    app.state.cursors = Cursors(rt.secrets.user_token_secret)
     app.state.hub = rt.hub
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = rt.reads

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from laurels.api import schemas as s
+from laurels.api.cursors import Cursors
 from laurels.api.problems import Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -149,7 +150,14 @@ async def get_group_board(request: Request, season: SeasonPath,
                           after: str | None = CURSOR) -> Response:
     """A group's board: its members ranked among themselves (ranks from 1),
     with the whole board's tie policy and privacy; `next` pages on."""
-    return _json(await groups(request).board_top(gid, path_season(season), limit, after))
+    the_season = path_season(season)
+    cursors: Cursors = request.app.state.cursors
+    owner = f"group:{gid}:{the_season.name}"
+    position = cursors.decode(owner, after) if after is not None else None
+    body, last = await groups(request).board_top(gid, the_season, limit, position)
+    if last is not None:
+        body["next"] = cursors.encode(owner, last)
+    return _json(body)
 
 
 @router.get("/v1/groups/{group_id}/leaderboards/{season}/users/{user_id}", tags=["groups"],
