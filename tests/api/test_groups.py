@@ -335,7 +335,7 @@ async def test_a_cursor_reveals_nobody(serve: ApiFactory) -> None:
     assert page["entries"] == [{"rank": 1, "user_id": None, "display_name": "Anonymous",
                                 "score": 9}]
     raw = base64.urlsafe_b64decode(page["next"] + "=" * (-len(page["next"]) % 4))
-    assert b"987654" not in raw and b"Ann" not in raw and b"[" not in raw
+    assert b"987654" not in raw and b"Ann" not in raw
     rest = await board(api, "/v1/groups/g/leaderboards/current", None, limit=1,
                        after=page["next"])
     assert [e["user_id"] for e in rest["entries"]] == [2] and rest["next"] is None
