@@ -249,3 +249,25 @@ def test_a_change_right_after_ready_is_hinted(serve: Any) -> None:
             assert wait_until(lambda h=hints: h.named("changed"), seconds=5), season
         finally:
             hints.close()
+
+
+def test_a_group_board_streams_its_season_s_hints(serve: Any) -> None:
+    """GET /v1/groups/{id}/leaderboards/{season}/events: `ready`, then a
+    `changed` hint when a member scores; a members group's stream takes a
+    member's token."""
+    server = serve()
+    c = server.client(INGEST)
+    assert c.put("/v1/groups/team", json={}).status_code == 200
+    assert c.post("/v1/groups/team/members", json={"add": [1, 2]}).status_code == 200
+    token = token_for(server.env, 2)
+    stream = Events(f"{server.url}/v1/groups/team/leaderboards/current/events",
+                    {"Authorization": f"Bearer {token}"})
+    try:
+        assert stream.status == 200
+        assert c.post("/v1/completions", json=completion("g1", 1, 5)).status_code == 201
+        [hint] = wait_until(lambda: stream.named("changed"))
+        assert hint["user_id"] == 1
+        board = server.client(token).get("/v1/groups/team/leaderboards/current").json()
+        assert [(e["rank"], e["user_id"], e["score"]) for e in board["entries"]] == [(1, 1, 5)]
+    finally:
+        stream.close()

@@ -104,6 +104,13 @@ async def test_a_group_board_ranks_its_members_with_privacy(serve: ApiFactory) -
     assert_problem(await api.get("/v1/groups/team/leaderboards/current"), 401,
                    "unauthorized")
     assert_problem(await api.get("/v1/groups/nope/leaderboards/current"), 404, "not_found")
+    # Its event stream has the same access (refused before any stream opens).
+    assert_problem(await api.get("/v1/groups/team/leaderboards/current/events"), 401,
+                   "unauthorized")
+    assert_problem(await outsider.get("/v1/groups/team/leaderboards/current/events"), 403,
+                   "forbidden")
+    assert_problem(await api.get("/v1/groups/nope/leaderboards/current/events"), 404,
+                   "not_found")
     await c.put("/v1/groups/team", json={"access": "public"})
     assert (await api.get("/v1/groups/team/leaderboards/current")).status_code == 200
     assert "Hal" not in (await api.get("/v1/groups/team/leaderboards/current")).text
