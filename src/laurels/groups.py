@@ -25,12 +25,10 @@ from laurels.board import Entry, Scored, default_name
 from laurels.db import Database, Row
 from laurels.errors import DomainError
 from laurels.privacy import Privacy
-from laurels.ranking import Standing, TiePolicy, assign_ranks, sort_key
+from laurels.ranking import Position, Standing, TiePolicy, assign_ranks, sort_key
 from laurels.reads import HIDDEN, Reads, public_entry
 from laurels.seasons import Season
 from laurels.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
-
-Position = tuple[int, int, int]  # (score, tie time, user id) in board order, negated score
 
 
 @dataclass(frozen=True)

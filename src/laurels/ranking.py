@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 TiePolicy = Literal["shared", "first"]
+# A place on a board, in its order: (stored score, i.e. minus the total; the
+# tie time of the `first` policy, else 0; user id). Cursors name one.
+Position = tuple[int, int, int]
 USER_ID_MAX = 2**63 - 1
 UID_WIDTH = 19
 TS_WIDTH = 12

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from laurels.board import Around, Board, BoardMissing, Entry, default_name
@@ -19,6 +19,7 @@ from laurels.db import Database
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
+from laurels.ranking import Position
 from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS, Rebuilder
 from laurels.seasons import Season
 from laurels.settings import Settings
@@ -96,26 +97,48 @@ class Reads:
             raise DomainError("rebuilding", f"the board of {season.name} is being rebuilt; "
                           "retry shortly", retry_after=RETRY_AFTER_SECONDS) from None
 
-    async def top(self, season: Season, limit: int) -> dict[str, Any]:
+    async def top(self, season: Season, limit: int, after: Position | None = None
+                  ) -> dict[str, Any]:
+        """The public board from the top, or after a position; `next` is the
+        position of the page's last entry when more follow (the API seals it
+        into a cursor), else None."""
         policy: str = self.settings.tie_policy
 
-        async def redis() -> tuple[int, list[Entry]]:
-            top = await self.board.top(season.name, limit)
-            return top.total, top.entries
+        async def redis() -> tuple[int, list[Entry], Position | None]:
+            top = await self.board.top(season.name, limit, after)
+            return top.total, top.entries, top.next
 
-        async def archive(archived_policy: str) -> tuple[int, list[Entry]]:
+        async def archive(archived_policy: str) -> tuple[int, list[Entry], Position | None]:
             nonlocal policy
             policy = archived_policy
-            rows = await self.db.fetch("archive_top", season=season.name, limit=limit)
-            total = await self.db.fetch_one("archive_total", season=season.name)
-            return int(total["total"]) if total else 0, [_archived_entry(r) for r in rows]
+            return await self._archived_top(season, limit, after, archived_policy)
 
-        total, entries = await self.with_board(season, redis, archive, lambda: (0, []))
+        total, entries, last = await self.with_board(season, redis, archive,
+                                                     lambda: (0, [], None))
         body = self.season_info(season)
         body["tie_policy"] = policy
         body["total"] = total
         body["entries"] = [public_entry(e) for e in shown(entries, self.privacy)]
+        body["next"] = last
         return body
+
+    async def _archived_top(self, season: Season, limit: int, after: Position | None,
+                            policy: str) -> tuple[int, list[Entry], Position | None]:
+        where: dict[str, Any] = {"after_score": None, "after_at": None, "after_user": None}
+        if after is not None:
+            where = {"after_score": -after[0],
+                     "after_at": season.starts_at + timedelta(microseconds=after[1]),
+                     "after_user": after[2]}
+        rows = await self.db.fetch("archive_top", season=season.name, limit=limit + 1,
+                                   tie_policy=policy, **where)
+        total = await self.db.fetch_one("archive_total", season=season.name)
+        more, rows = len(rows) > limit, rows[:limit]
+        last: Position | None = None
+        if more and rows:
+            r = rows[-1]
+            last = (-int(r["score"]), season.offset_us(r["last_completed_at"])
+                    if policy == "first" else 0, int(r["user_id"]))
+        return (int(total["total"]) if total else 0, [_archived_entry(r) for r in rows], last)
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
         around = await self.with_board(

@@ -141,7 +141,8 @@ async def test_finalize_once_under_concurrency(rt: Runtime) -> None:
                                    rt.lifecycle.finalize_due(now))
     assert sorted(s for r in results for s in r) == [W47]
     assert SEASONS_FINALIZED._value.get() == before + 1
-    rows = await rt.db.fetch("archive_top", season=W47, limit=10)
+    rows = await rt.db.fetch("archive_top", season=W47, limit=10, tie_policy="shared",
+                             after_score=None, after_at=None, after_user=None)
     assert [(r["user_id"], r["score"], r["rank"]) for r in rows] == [(2, 9, 1), (1, 5, 2)]
     # Its Redis keys now expire, when KEEP_SEASONS more seasons have closed.
     sk = rt.board.season_keys(W47)
@@ -185,7 +186,8 @@ async def test_archive_ranks_follow_the_policy(rt: Runtime, policy: str) -> None
     lifecycle = rt.derive(tie_policy=policy).lifecycle
     await record(rt, W47, [("p1", 30, 10), ("p2", 20, 10), ("p3", 10, 10), ("p4", 40, 9)])
     assert await lifecycle.finalize(W47)
-    rows = await rt.db.fetch("archive_top", season=W47, limit=10)
+    rows = await rt.db.fetch("archive_top", season=W47, limit=10, tie_policy=policy,
+                             after_score=None, after_at=None, after_user=None)
     got = [(r["rank"], r["user_id"]) for r in rows]
     if policy == "shared":
         assert got == [(1, 10), (1, 20), (1, 30), (4, 40)]

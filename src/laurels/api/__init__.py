@@ -42,11 +42,11 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
                   description="Weekly leaderboards and live notifications.")
     app.state.runtime = rt
     app.state.auth = Auth(rt.secrets)
-    app.state.cursors = Cursors(rt.secrets.user_token_secret)
+    app.state.cursors = cursors = Cursors(rt.secrets.user_token_secret)
     app.state.hub = rt.hub
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = rt.reads
-    app.state.board_cache = BoardCache(rt.hub)
+    app.state.board_cache = BoardCache(rt.hub, cursors)
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)

@@ -19,8 +19,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from laurels.api.problems import Problem
+from laurels.ranking import Position
 
-Position = tuple[int, int, int]
 NONCE_BYTES = 12
 
 

@@ -38,13 +38,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
+from laurels.api.cursors import Cursors
 from laurels.api.problems import Problem, outcome_status
 from laurels.board import Hint
 from laurels.ingest import Ingestor
 from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
-from laurels.seasons import BadSeason, parse_season
+from laurels.seasons import BadSeason, Season, parse_season
 from laurels.validation import Invalid, parse_user_id
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
@@ -83,8 +84,9 @@ class _Watch:
 
 
 class BoardCache:
-    def __init__(self, hub: Hub, seconds: float = CACHE_SECONDS) -> None:
+    def __init__(self, hub: Hub, cursors: Cursors, seconds: float = CACHE_SECONDS) -> None:
         self.hub = hub
+        self.cursors = cursors
         self.seconds = seconds
         self.entries: dict[tuple[str, int], Cached] = {}
         self.watches: dict[str, _Watch] = {}
@@ -132,8 +134,19 @@ async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: i
     if hit is not None:
         return hit
     generation = cache.watch(season.name).generation  # before reading: see put()
-    body = orjson.dumps(await reads.top(season, limit))
-    return cache.put(season.name, limit, body, generation)
+    body = await reads.top(season, limit)
+    seal_next(body, cache.cursors, season)
+    return cache.put(season.name, limit, orjson.dumps(body), generation)
+
+
+def board_cursor_owner(season: Season) -> str:
+    return f"board:{season.name}"
+
+
+def seal_next(body: dict[str, Any], cursors: Cursors, season: Season) -> None:
+    """The page's `next` position, sealed into an opaque cursor (or null)."""
+    if body["next"] is not None:
+        body["next"] = cursors.encode(board_cursor_owner(season), body["next"])
 
 
 def not_modified(scope: Scope, etag: bytes) -> bool:

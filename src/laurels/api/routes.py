@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from laurels.api import schemas as s
 from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
-from laurels.api.fast import board_body, not_modified
+from laurels.api.cursors import Cursors
+from laurels.api.fast import board_body, board_cursor_owner, not_modified, seal_next
 from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
 from laurels.metrics import STREAMS_REFUSED
@@ -192,10 +193,21 @@ async def delete_user(request: Request, user_id: UserIdPath) -> Response:
 @router.get("/v1/leaderboards/{season}", tags=["reads"],
             responses={200: {"model": s.BoardOut}, **s.problems(422, 503)})
 async def get_board(request: Request, season: SeasonPath,
-                    limit: int = Query(100, ge=1, le=1000)) -> Response:
-    """The top of a season's public board (`current` = this week). The answer
-    carries an `ETag`; `If-None-Match` with it gets `304` while the board is
-    unchanged. (Served by the fast lane in `laurels serve`.)"""
+                    limit: int = Query(100, ge=1, le=1000),
+                    after: str | None = Query(None, max_length=512,
+                                              description="the `next` of the previous page")
+                    ) -> Response:
+    """A season's public board (`current` = this week), from the top or after
+    a cursor; `next` pages on (null after the last page). The answer carries
+    an `ETag`; `If-None-Match` with it gets `304` while the board is
+    unchanged. (The first page is served by the fast lane in `laurels serve`.)"""
+    if after is not None:
+        the_season = path_season(season)
+        cursors: Cursors = request.app.state.cursors
+        position = cursors.decode(board_cursor_owner(the_season), after)
+        body = await request.app.state.reads.top(the_season, limit, position)
+        seal_next(body, cursors, the_season)
+        return _json(body)
     cached = await board_body(request.app.state.reads, request.app.state.board_cache, season,
                               limit)
     headers = {"ETag": cached.etag.decode()}

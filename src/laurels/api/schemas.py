@@ -62,6 +62,7 @@ class BoardOut(BaseModel):
     tie_policy: TiePolicy
     total: int
     entries: list[EntryOut]
+    next: str | None
 
 
 class NeighborOut(EntryOut):
@@ -170,7 +171,6 @@ class UserGroupsOut(BaseModel):
 
 class GroupBoardOut(BoardOut):
     group_id: str
-    next: str | None
 
 
 class FriendOut(EntryOut):

@@ -21,7 +21,15 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.keys import Keys, SeasonKeys, chunk_of
-from laurels.ranking import TiePolicy, assign_ranks, member_uid, pad_ts, pad_uid
+from laurels.ranking import (
+    TS_WIDTH,
+    Position,
+    TiePolicy,
+    assign_ranks,
+    member_uid,
+    pad_ts,
+    pad_uid,
+)
 from laurels.seasons import parse_season
 from laurels.states import ApplyResult
 
@@ -109,6 +117,7 @@ class Entry:
 class Top:
     total: int
     entries: list[Entry]
+    next: Position | None = None  # where the next page starts after, if there is one
 
 
 @dataclass(frozen=True)
@@ -458,11 +467,26 @@ class Board:
             out.append(Entry(rank, uid, name, vis, score))
         return out
 
-    async def top(self, season: str, limit: int) -> Top:
+    async def top(self, season: str, limit: int, after: Position | None = None) -> Top:
+        """`limit` public entries from the top, or after the position `after`
+        (an entry's (stored score, tie time, user id), as `Top.next` gives)."""
         erased = self.season_keys(season).erased
+        where = ["", ""] if after is None else [str(after[0]), self._member(after)]
         reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users, erased],
-                                 [limit])
-        return Top(int(reply[1]), self._entries(reply[2:], 1, 0))
+                                 [limit, *where])
+        total, start, better = int(reply[1]), int(reply[2]), int(reply[3])
+        last_member, last_score = str(reply[4]), reply[5]
+        more = start + limit < total and last_member != ""
+        return Top(total, self._entries(reply[6:], better + 1, start),
+                   self._position(last_member, last_score) if more else None)
+
+    def _member(self, position: Position) -> str:
+        _score, ts, uid = position
+        return (pad_ts(ts) if self.policy == "first" else "") + pad_uid(uid)
+
+    def _position(self, member: str, score: Any) -> Position:
+        ts = int(member[:TS_WIDTH]) if self.policy == "first" else 0
+        return int(float(score)), ts, member_uid(member)
 
     async def around(self, season: str, user_id: int, radius: int) -> Around | None:
         """A learner's entry and neighbours, or None when they have no score this season."""

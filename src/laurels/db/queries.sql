@@ -193,11 +193,18 @@ FROM (
 WHERE st.season = %(season)s AND st.user_id = p.user_id;
 
 -- name: archive_top
-SELECT st.user_id, st.score, st.rank, coalesce(u.display_name, '') AS display_name,
+-- The archived board from the top, or after a position (after_score: a total;
+-- then the tie: the latest completion under `first`, the user id).
+SELECT st.user_id, st.score, st.rank, st.last_completed_at,
+       coalesce(u.display_name, '') AS display_name,
        coalesce(u.visibility, 'public') AS visibility
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s
   AND coalesce(u.visibility, 'public') <> 'hidden' AND u.erased_at IS NULL AND st.pos IS NOT NULL
+  AND (%(after_score)s::bigint IS NULL OR st.score < %(after_score)s
+       OR (st.score = %(after_score)s AND CASE WHEN %(tie_policy)s = 'first'
+           THEN (st.last_completed_at, st.user_id) > (%(after_at)s::timestamptz, %(after_user)s::bigint)
+           ELSE st.user_id > %(after_user)s::bigint END))
 ORDER BY st.pos LIMIT %(limit)s;
 
 -- name: archive_total

@@ -1,0 +1,109 @@
+"""Cursor paging of the whole board (docs/contract.md, Reads: `after`,
+`next`): positions, not offsets; an entry whose score does not change during
+a scan appears exactly once, whatever else scores meanwhile."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from laurels.ranking import Standing, rank_all
+from tests.api.conftest import Api, ApiFactory
+from tests.helpers import INGEST, assert_problem, completion
+
+
+async def scan(api: Api, path: str, limit: int, between: Any = None
+               ) -> tuple[list[tuple[int, int | None, int]], int]:
+    """Every entry of a board, page by page; `await between(page, seen)` runs
+    between pages."""
+    seen: list[tuple[int, int | None, int]] = []
+    params: dict[str, Any] = {"limit": limit}
+    pages = 0
+    while True:
+        resp = await api.get(path, params=params)
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        seen += [(e["rank"], e["user_id"], e["score"]) for e in body["entries"]]
+        pages += 1
+        if body["next"] is None:
+            return seen, pages
+        if between is not None:
+            await between(pages, seen)
+        params = {"limit": limit, "after": body["next"]}
+
+
+@pytest.mark.parametrize("policy", ["shared", "first"])
+async def test_paging_the_whole_board_under_writes(serve: ApiFactory, policy: str) -> None:
+    api = await serve(tie_policy=policy, close_seasons=False)
+    c = api.client(INGEST)
+    rnd = random.Random(11)
+    scores = {uid: rnd.randint(1, 6) for uid in range(1, 81)}
+    for uid in rnd.sample(sorted(scores), 8):
+        await c.put(f"/v1/users/{uid}", json={"visibility": "hidden"})
+    items = [completion(f"a{u}", u, p, f"2026-11-03T{u % 24:02d}:00:00Z")
+             for u, p in scores.items()]
+    resp = await c.post("/v1/completions/batch", json={"completions": items})
+    assert all(r["status"] == "recorded" for r in resp.json()["results"])
+    path = "/v1/leaderboards/2026-W45"
+    quiet, pages = await scan(api, path, 1000)
+    assert pages == 1 and len(quiet) == 72  # hidden learners take no place
+    # Quiet, pages of 7 are the whole board cut in pieces: same order, same ranks.
+    assert (await scan(api, path, 7))[0] == quiet
+    # Pages of 9 while, between pages, a learner not reached yet gains points
+    # and a newcomer arrives: every other learner appears exactly once, in order.
+    changed: set[int | None] = set()
+
+    async def write(page: int, seen: list[tuple[int, int | None, int]]) -> None:
+        done = {u for _, u, _ in seen}
+        ahead = [u for _, u, _ in quiet if u not in done and u not in changed]
+        extra = [completion(f"n{page}", 500 + page, 1, "2026-11-03T12:00:00Z")]
+        if ahead:
+            changed.add(ahead[-1])
+            extra.append(completion(f"b{page}", ahead[-1], 3, "2026-11-04T12:00:00Z"))
+        resp = await c.post("/v1/completions/batch", json={"completions": extra})
+        assert resp.status_code == 200
+
+    paged, _ = await scan(api, path, 9, write)
+    steady = [u for _, u, _ in quiet if u not in changed]
+    assert changed and [u for _, u, _ in paged if u in set(steady)] == steady
+
+
+async def test_cursor_errors(serve: ApiFactory) -> None:
+    api = await serve(close_seasons=False)
+    c = api.client(INGEST)
+    await c.post("/v1/completions/batch", json={"completions": [
+        completion(f"e{u}", u, u, "2026-11-03T10:00:00Z") for u in range(1, 6)]})
+    page = (await api.get("/v1/leaderboards/2026-W45", params={"limit": 2})).json()
+    other = (await api.get("/v1/leaderboards/2026-W45", params={"limit": 4})).json()
+    assert page["next"] and other["next"]
+    for bad in ("x", "", "e30", page["next"][:-2] + "AA"):
+        assert_problem(await api.get("/v1/leaderboards/2026-W45",
+                                     params={"after": bad}), 422, "validation_error")
+    # A cursor of another season is refused.
+    await c.post("/v1/completions", json=completion("w46", 1, 1, "2026-11-10T10:00:00Z"))
+    assert_problem(await api.get("/v1/leaderboards/2026-W46", params={"after": page["next"]}),
+                   422, "validation_error")
+    rest = (await api.get("/v1/leaderboards/2026-W45",
+                          params={"limit": 10, "after": page["next"]})).json()
+    assert [(e["rank"], e["user_id"]) for e in rest["entries"]] == [(3, 3), (4, 2), (5, 1)]
+    assert rest["next"] is None
+
+
+async def test_paging_an_archived_season(serve: ApiFactory) -> None:
+    api = await serve(close_seasons=False)
+    c = api.client(INGEST)
+    scores = {u: 1 + u % 4 for u in range(1, 26)}
+    await c.post("/v1/completions/batch", json={"completions": [
+        completion(f"z{u}", u, p, "2026-11-03T10:00:00Z") for u, p in scores.items()]})
+    assert await api.runtime.lifecycle.finalize("2026-W45")
+    sk = api.runtime.keys.season("2026-W45")
+    for version in await api.runtime.redis.smembers(sk.versions):
+        await api.runtime.rebuilder.drop_version("2026-W45", str(version))
+    await api.runtime.redis.delete(sk.current)
+    api.runtime.board.forget("2026-W45")
+    got, pages = await scan(api, "/v1/leaderboards/2026-W45", 4)
+    want = [(r, s.user_id, s.score) for r, s in rank_all(
+        [Standing(u, p) for u, p in scores.items()], "shared")]
+    assert got == want and pages == 7
