@@ -69,6 +69,26 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
             # Learner 2 entered the top 10 and passed others: durable notifications.
             expect(page.locator("#notifications li").first).to_be_visible(timeout=15_000)
             assert page.evaluate("window.__noReload") is True
+            # The learner's group is a tab next to the whole board, ranked
+            # among its members; #friends=... adds a friends board.
+            assert c.put("/v1/groups/team", json={"name": "Team"}).status_code == 200
+            assert c.post("/v1/groups/team/members",
+                          json={"add": [2, 3, 4]}).status_code == 200
+            page.goto(f"{server.url}/#token={token}&friends=1,2,5")
+            expect(rows).to_have_count(6)
+            page.get_by_role("button", name="Team").click()
+            expect(page.locator("#board-title")).to_have_text("Team: top 100")
+            expect(rows).to_have_count(3)
+            expect(rows.first).to_contain_text("Alan T.")
+            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+            page.get_by_role("button", name="Friends").click()
+            expect(page.locator("#board-title")).to_have_text("Friends")
+            expect(rows).to_have_count(3)
+            expect(rows.nth(1)).to_contain_text("Ada L.")
+            c.post("/v1/completions", json=completion("boost3", 5, 500))  # friends board is live
+            expect(rows.first).to_contain_text("Barbara L.", timeout=10_000)
+            page.get_by_role("button", name="Everyone").click()
+            expect(rows).to_have_count(6)
             # A phone can read it too.
             page.set_viewport_size({"width": 390, "height": 844})
             page.screenshot(path=str(screenshot), full_page=True)

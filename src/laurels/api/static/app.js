@@ -3,7 +3,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null };
+const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null,
+                board: { kind: "all" }, friends: [] };
 
 // ISO-8601 week of a date, in UTC (the same rule as the server's seasons).
 function isoWeek(date) {
@@ -51,8 +52,12 @@ function cell(tr, text) {
 
 function renderBoard(body) {
   $("season").textContent = body.season;
-  $("total").textContent = `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
-  $("range").textContent = `${body.starts_at} to ${body.ends_at}`;
+  const b = state.board;
+  $("board-title").textContent = b.kind === "group" ? `${b.name}: top 100`
+    : b.kind === "friends" ? "Friends" : "Top 100";
+  $("total").textContent = body.total === undefined ? `(${body.entries.length} learners)`
+    : `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
+  if (body.starts_at) $("range").textContent = `${body.starts_at} to ${body.ends_at}`;
   $("empty").hidden = body.entries.length > 0;
   const tbody = $("board").querySelector("tbody");
   const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
@@ -68,10 +73,11 @@ function renderBoard(body) {
     if (before.has(tr.dataset.key) && before.get(tr.dataset.key) !== tr.dataset.rank) {
       tr.classList.add("moved");
     }
-    if (state.me && state.me.rank === e.rank && state.me.score === e.score &&
-        (e.user_id === state.me.user_id || e.user_id === null)) {
-      tr.classList.add("me");
-    }
+    const mine = b.kind === "all"
+      ? state.me && state.me.rank === e.rank && state.me.score === e.score &&
+        (e.user_id === state.me.user_id || e.user_id === null)
+      : e.self === true || String(e.user_id) === state.userId;
+    if (mine) tr.classList.add("me");
     tbody.appendChild(tr);
   }
 }
@@ -123,12 +129,29 @@ function addNotification(n, atTop) {
   $("inbox").hidden = false;
 }
 
+// The board the selected tab shows: the whole board, a group's, or friends'.
+async function fetchBoard() {
+  const b = state.board;
+  if (b.kind === "group") {
+    return getJSON(`/v1/groups/${encodeURIComponent(b.id)}/leaderboards/${state.season}?limit=100`, true);
+  }
+  if (b.kind === "friends") {
+    const resp = await fetch(`/v1/leaderboards/${state.season}/ranks`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${state.token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ user_ids: state.friends }),
+    });
+    return resp.ok ? resp.json() : { problem: {}, status: resp.status };
+  }
+  return getJSON(`/v1/leaderboards/${state.season}?limit=100`, false);
+}
+
 async function refresh() {
   if (!state.season) return;
-  const body = await getJSON(`/v1/leaderboards/${state.season}?limit=100`, false);
+  const body = await fetchBoard();
   if (!body || body.problem) return;
   state.season = body.season;
-  state.startsAt = body.starts_at;
+  if (body.starts_at) state.startsAt = body.starts_at;
   if (state.userId) {
     renderMe(await getJSON(`/v1/leaderboards/${state.season}/users/${state.userId}?radius=5`, true));
   }
@@ -164,6 +187,34 @@ async function listenInbox() {
   });
 }
 
+function addTab(label, board) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = label;
+  button.setAttribute("aria-pressed", "false");
+  button.addEventListener("click", () => select(button, board));
+  $("tabs").appendChild(button);
+  $("tabs").hidden = false;
+  return button;
+}
+
+function select(button, board) {
+  for (const b of $("tabs").querySelectorAll("button")) b.setAttribute("aria-pressed", "false");
+  button.setAttribute("aria-pressed", "true");
+  state.board = board;
+  refresh();
+}
+
+// A learner's groups become tabs next to the whole board; `#friends=1,2,3`
+// adds a friends board. Every tab refetches on the season's hints.
+async function tabs() {
+  const everyone = $("tabs").querySelector("button");
+  everyone.addEventListener("click", () => select(everyone, { kind: "all" }));
+  const body = await getJSON(`/v1/users/${state.userId}/groups`, true);
+  for (const g of (body && body.groups) || []) addTab(g.name, { kind: "group", id: g.group_id, name: g.name });
+  if (state.friends.length) addTab("Friends", { kind: "friends" });
+}
+
 function go(season) {
   state.season = season;
   const url = new URL(location.href);
@@ -180,7 +231,12 @@ function start() {
   const wanted = new URLSearchParams(location.search).get("season");
   $("prev").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, -3)));
   $("next").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, 10)));
-  if (state.userId) listenInbox();
+  state.friends = (hash.get("friends") || "").split(",").filter((x) => /^[0-9]+$/.test(x)).map(Number)
+    .slice(0, 1000);
+  if (state.userId) {
+    listenInbox();
+    tabs();
+  }
   go(wanted && /^[0-9]{4}-W[0-9]{2}$/.test(wanted) ? wanted : isoWeek(new Date()));
 }
 
