@@ -69,26 +69,6 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
             # Learner 2 entered the top 10 and passed others: durable notifications.
             expect(page.locator("#notifications li").first).to_be_visible(timeout=15_000)
             assert page.evaluate("window.__noReload") is True
-            # The learner's group is a tab next to the whole board, ranked
-            # among its members; #friends=... adds a friends board.
-            assert c.put("/v1/groups/team", json={"name": "Team"}).status_code == 200
-            assert c.post("/v1/groups/team/members",
-                          json={"add": [2, 3, 4]}).status_code == 200
-            page.goto(f"{server.url}/#token={token}&friends=1,2,5")
-            expect(rows).to_have_count(6)
-            page.get_by_role("button", name="Team").click()
-            expect(page.locator("#board-title")).to_have_text("Team: top 100")
-            expect(rows).to_have_count(3)
-            expect(rows.first).to_contain_text("Alan T.")
-            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
-            page.get_by_role("button", name="Friends").click()
-            expect(page.locator("#board-title")).to_have_text("Friends")
-            expect(rows).to_have_count(3)
-            expect(rows.nth(1)).to_contain_text("Ada L.")
-            c.post("/v1/completions", json=completion("boost3", 5, 500))  # friends board is live
-            expect(rows.first).to_contain_text("Barbara L.", timeout=10_000)
-            page.get_by_role("button", name="Everyone").click()
-            expect(rows).to_have_count(6)
             # A phone can read it too.
             page.set_viewport_size({"width": 390, "height": 844})
             page.screenshot(path=str(screenshot), full_page=True)
@@ -98,3 +78,46 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
     headers = httpx.get(f"{server.url}/").headers
     assert "script-src 'self'" in headers["content-security-policy"]
     assert screenshot.stat().st_size > 10_000
+
+
+def test_groups_and_friends_are_tabs(serve: Any) -> None:
+    """A learner's groups are tabs next to the whole board, each ranked among
+    its members; `#friends=...` adds a friends board; both stay live."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = serve()
+    c = server.client(INGEST)
+    for uid, name in enumerate(["Ada L.", "Alan T.", "Grace H.", "Edsger D.", "Barbara L."],
+                               start=1):
+        assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
+        c.post("/v1/completions", json=completion(f"s{uid}", uid, 10 * uid))
+    assert c.put("/v1/groups/team", json={"name": "Team"}).status_code == 200
+    assert c.post("/v1/groups/team/members", json={"add": [2, 3, 4]}).status_code == 200
+    token = token_for(server.env, 2)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 720, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"{server.url}/#token={token}&friends=1,2,5")
+            rows = page.locator("#board tbody tr")
+            expect(rows).to_have_count(5)
+            page.get_by_role("button", name="Team").click()
+            expect(page.locator("#board-title")).to_have_text("Team: top 100")
+            expect(rows).to_have_count(3)
+            expect(rows.first).to_contain_text("Edsger D.")
+            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+            page.get_by_role("button", name="Friends").click()
+            expect(page.locator("#board-title")).to_have_text("Friends")
+            expect(rows).to_have_count(3)
+            expect(rows.first).to_contain_text("Barbara L.")
+            c.post("/v1/completions", json=completion("boost", 1, 500))  # live: Ada leads
+            expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
+            page.get_by_role("button", name="Everyone").click()
+            expect(rows).to_have_count(5)
+            assert errors == []
+        finally:
+            browser.close()
+
