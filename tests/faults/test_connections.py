@@ -120,19 +120,22 @@ def test_a_trickling_body_is_cut_off(serve: Any) -> None:
                            b"Content-Type: application/json\r\nContent-Length: 100000\r\n"
                            b"Authorization: Bearer " + INGEST.encode() + b"\r\n\r\n{")
         reader, writer = conns[0]
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:  # one byte a second: far below the minimum
-            try:
-                writer.write(b" ")
-                await writer.drain()
-                data = await asyncio.wait_for(reader.read(1024), 1)
-                if data == b"" or data.startswith(b"HTTP/1.1"):
+        try:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:  # one byte a second: far below the minimum
+                try:
+                    writer.write(b" ")
+                    await writer.drain()
+                    data = await asyncio.wait_for(reader.read(1024), 1)
+                    if data == b"" or data.startswith(b"HTTP/1.1"):
+                        return True
+                except TimeoutError:
+                    continue
+                except ConnectionError:
                     return True
-            except TimeoutError:
-                continue
-            except ConnectionError:
-                return True
-        return False
+            return False
+        finally:
+            writer.close()
 
     assert asyncio.run(run()), "the slow body was never cut off"
     served(server.url, "after-slow")

@@ -125,9 +125,9 @@ class Cluster:
 
     def _spawn(self, args: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
         self.restarts[name] += 1
-        log = (self.logs / f"{name}-{self.restarts[name]}.log").open("wb")
-        return subprocess.Popen([laurels_bin(), *args], env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
+        with (self.logs / f"{name}-{self.restarts[name]}.log").open("wb") as log:
+            return subprocess.Popen([laurels_bin(), *args], env=env, stdout=log,
+                                    stderr=subprocess.STDOUT)  # the child keeps its copy
 
     def start_api(self) -> None:
         deadline = time.monotonic() + 60
