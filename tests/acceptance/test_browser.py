@@ -7,8 +7,10 @@ work on these machines.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,27 @@ pytestmark = [pytest.mark.skipif(
     reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)")]
 
 
+@contextlib.contextmanager
+def browser_page(url: str) -> Iterator[tuple[Any, list[str]]]:
+    """A page of headless Chromium at `url`, and the errors it reports (any
+    is a failure: the test asserts the list empty)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 720, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(url)
+            yield page, errors
+        finally:
+            browser.close()
+
+
 def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     refresh = os.environ.get("LAURELS_REFRESH_SCREENSHOT") == "1"
     screenshot = DOCS_SCREENSHOT if refresh else tmp_path / "screenshot.png"
@@ -45,36 +66,27 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
         c.post("/v1/completions", json=completion(f"s{uid}", uid, 10 * uid))
     token = token_for(server.env, 2)
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 720, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(f"{server.url}/#token={token}")
-            rows = page.locator("#board tbody tr")
-            expect(rows).to_have_count(6)
-            expect(rows.first).to_contain_text("Anonymous")  # user 6 leads, masked
-            expect(page.locator("#me-summary")).to_contain_text("Alan T.: rank 5")
-            # The page is live: new completions move the rows, no reload.
-            page.evaluate("window.__noReload = true")
-            c.post("/v1/completions", json=completion("boost", 1, 100))
-            expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
-            expect(rows.first).to_contain_text("110")
-            c.post("/v1/completions", json=completion("boost2", 2, 200))
-            expect(rows.first).to_contain_text("Alan T.", timeout=10_000)
-            expect(page.locator("#me-summary")).to_contain_text("rank 1", timeout=10_000)
-            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
-            # Learner 2 entered the top 10 and passed others: durable notifications.
-            expect(page.locator("#notifications li").first).to_be_visible(timeout=15_000)
-            assert page.evaluate("window.__noReload") is True
-            # A phone can read it too.
-            page.set_viewport_size({"width": 390, "height": 844})
-            page.screenshot(path=str(screenshot), full_page=True)
-            assert errors == []
-        finally:
-            browser.close()
+    with browser_page(f"{server.url}/#token={token}") as (page, errors):
+        rows = page.locator("#board tbody tr")
+        expect(rows).to_have_count(6)
+        expect(rows.first).to_contain_text("Anonymous")  # user 6 leads, masked
+        expect(page.locator("#me-summary")).to_contain_text("Alan T.: rank 5")
+        # The page is live: new completions move the rows, no reload.
+        page.evaluate("window.__noReload = true")
+        c.post("/v1/completions", json=completion("boost", 1, 100))
+        expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
+        expect(rows.first).to_contain_text("110")
+        c.post("/v1/completions", json=completion("boost2", 2, 200))
+        expect(rows.first).to_contain_text("Alan T.", timeout=10_000)
+        expect(page.locator("#me-summary")).to_contain_text("rank 1", timeout=10_000)
+        expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+        # Learner 2 entered the top 10 and passed others: durable notifications.
+        expect(page.locator("#notifications li").first).to_be_visible(timeout=15_000)
+        assert page.evaluate("window.__noReload") is True
+        # A phone can read it too.
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.screenshot(path=str(screenshot), full_page=True)
+        assert errors == []
     headers = httpx.get(f"{server.url}/").headers
     assert "script-src 'self'" in headers["content-security-policy"]
     assert screenshot.stat().st_size > 10_000
@@ -83,7 +95,7 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
 def test_groups_and_friends_are_tabs(serve: Any) -> None:
     """A learner's groups are tabs next to the whole board, each ranked among
     its members; `#friends=...` adds a friends board; both stay live."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     server = serve()
     c = server.client(INGEST)
@@ -94,30 +106,21 @@ def test_groups_and_friends_are_tabs(serve: Any) -> None:
     assert c.put("/v1/groups/team", json={"name": "Team"}).status_code == 200
     assert c.post("/v1/groups/team/members", json={"add": [2, 3, 4]}).status_code == 200
     token = token_for(server.env, 2)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 720, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(f"{server.url}/#token={token}&friends=1,2,5")
-            rows = page.locator("#board tbody tr")
-            expect(rows).to_have_count(5)
-            page.get_by_role("button", name="Team").click()
-            expect(page.locator("#board-title")).to_have_text("Team: top 100")
-            expect(rows).to_have_count(3)
-            expect(rows.first).to_contain_text("Edsger D.")
-            expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
-            page.get_by_role("button", name="Friends").click()
-            expect(page.locator("#board-title")).to_have_text("Friends")
-            expect(rows).to_have_count(3)
-            expect(rows.first).to_contain_text("Barbara L.")
-            c.post("/v1/completions", json=completion("boost", 1, 500))  # live: Ada leads
-            expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
-            page.get_by_role("button", name="Everyone").click()
-            expect(rows).to_have_count(5)
-            assert errors == []
-        finally:
-            browser.close()
+    with browser_page(f"{server.url}/#token={token}&friends=1,2,5") as (page, errors):
+        rows = page.locator("#board tbody tr")
+        expect(rows).to_have_count(5)
+        page.get_by_role("button", name="Team").click()
+        expect(page.locator("#board-title")).to_have_text("Team: top 100")
+        expect(rows).to_have_count(3)
+        expect(rows.first).to_contain_text("Edsger D.")
+        expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+        page.get_by_role("button", name="Friends").click()
+        expect(page.locator("#board-title")).to_have_text("Friends")
+        expect(rows).to_have_count(3)
+        expect(rows.first).to_contain_text("Barbara L.")
+        c.post("/v1/completions", json=completion("boost", 1, 500))  # live: Ada leads
+        expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
+        page.get_by_role("button", name="Everyone").click()
+        expect(rows).to_have_count(5)
+        assert errors == []
 
