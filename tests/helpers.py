@@ -267,3 +267,12 @@ def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix:
         user_token_secret=USER_SECRET)
     values.update(overrides)
     return Settings(**values)
+
+
+# The seed's exercise, in 2026-W45: users 30, 10 and 20 tie on 10 points;
+# 30 reached it first, 10 and 20 at the same instant; 40 has 9.
+SEED_TIES = [("t1", 30, 10, "2026-11-03T09:00:00Z"), ("t2", 20, 10, "2026-11-03T10:00:00+00:00"),
+             ("t3", 10, 10, "2026-11-03T11:00:00+01:00"), ("t4", 40, 9, "2026-11-03T08:00:00Z")]
+SEED_TIE_RANKS = {"shared": [(1, 10), (1, 20), (1, 30), (4, 40)],
+                  "first": [(1, 30), (2, 10), (3, 20), (4, 40)]}
+

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from tests.api.conftest import ApiFactory
-from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    SEED_TIE_RANKS,
+    SEED_TIES,
+    assert_problem,
+    completion,
+    token_for,
+)
 
 
 async def test_writes_statuses_and_errors(serve: ApiFactory) -> None:
@@ -142,19 +150,11 @@ async def test_seed_exercise_top_three_ties(serve: ApiFactory, policy: str) -> N
     """The seed's exercise: top-three ties under both tie policies."""
     server = await serve(tie_policy=policy, close_seasons=False)
     c = server.client(INGEST)
-    # Users 30, 10, 20 tie on 10 points; 30 reached it first, 10 and 20 at the same instant.
-    items = [completion("t1", 30, 10, "2026-11-03T09:00:00Z"),
-             completion("t2", 20, 10, "2026-11-03T10:00:00+00:00"),
-             completion("t3", 10, 10, "2026-11-03T11:00:00+01:00"),
-             completion("t4", 40, 9, "2026-11-03T08:00:00Z")]
+    items = [completion(*item) for item in SEED_TIES]
     assert all(r["status"] == "recorded" for r in (await c.post(
         "/v1/completions/batch", json={"completions": items})).json()["results"])
     top = (await server.get("/v1/leaderboards/2026-W45")).json()
-    got = [(e["rank"], e["user_id"]) for e in top["entries"]]
-    if policy == "shared":
-        assert got == [(1, 10), (1, 20), (1, 30), (4, 40)]
-    else:
-        assert got == [(1, 30), (2, 10), (3, 20), (4, 40)]
+    assert [(e["rank"], e["user_id"]) for e in top["entries"]] == SEED_TIE_RANKS[policy]
     assert top["tie_policy"] == policy
 
 

@@ -12,7 +12,15 @@ import pytest
 
 from laurels.ranking import Standing, rank_all
 from tests.api.conftest import Api, ApiFactory
-from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    SEED_TIE_RANKS,
+    SEED_TIES,
+    assert_problem,
+    completion,
+    token_for,
+)
 
 
 async def board(api: Api, path: str, token: str | None = INGEST, **params: Any) -> Any:
@@ -146,20 +154,13 @@ async def test_a_group_neighbourhood(serve: ApiFactory) -> None:
 async def test_ties_inside_a_group(serve: ApiFactory, policy: str) -> None:
     api = await serve(tie_policy=policy, close_seasons=False)
     c = api.client(INGEST)
-    items = [completion("t1", 30, 10, "2026-11-03T09:00:00Z"),
-             completion("t2", 20, 10, "2026-11-03T10:00:00Z"),
-             completion("t3", 10, 10, "2026-11-03T10:00:00Z"),
-             completion("t4", 40, 9, "2026-11-03T08:00:00Z"),
-             completion("t5", 50, 12, "2026-11-03T08:00:00Z")]
+    items = [completion(*item) for item in SEED_TIES]
+    items.append(completion("t5", 50, 12, "2026-11-03T08:00:00Z"))  # not in the group
     await c.post("/v1/completions/batch", json={"completions": items})
     await c.put("/v1/groups/g", json={"access": "public"})
     await c.post("/v1/groups/g/members", json={"add": [10, 20, 30, 40]})
     body = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
-    got = [(e["rank"], e["user_id"]) for e in body["entries"]]
-    if policy == "shared":
-        assert got == [(1, 10), (1, 20), (1, 30), (4, 40)]
-    else:
-        assert got == [(1, 30), (2, 10), (3, 20), (4, 40)]
+    assert [(e["rank"], e["user_id"]) for e in body["entries"]] == SEED_TIE_RANKS[policy]
     assert body["tie_policy"] == policy
 
 
