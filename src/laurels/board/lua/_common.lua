@@ -12,6 +12,20 @@ local function format_profile(p)
   return p.ver .. '\t' .. p.vis .. '\t' .. p.ts .. '\t' .. p.name
 end
 
+-- A completion reaches a learner's stored profile: the profile it carries
+-- wins if it is newer (its version is higher), and the learner's tie time
+-- becomes the latest completion time. `p` is nil for a learner new to this
+-- version. Returns the updated profile.
+local function merge_profile(p, version, visibility, name, ts)
+  if p == nil then
+    p = {ver = version, vis = visibility, ts = '', name = name}
+  elseif tonumber(version) > tonumber(p.ver) then
+    p.ver, p.vis, p.name = version, visibility, name
+  end
+  if ts > p.ts then p.ts = ts end
+  return p
+end
+
 -- The sorted-set member of a learner (ranking.py explains the encoding).
 local function member_of(policy, ts, uid)
   if policy == 'first' then return ts .. uid end

@@ -57,27 +57,20 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   local old_index, old_rank = nil, nil
   local p = parse_profile(redis.call('HGET', users, uid))
   local score = 0
-  if p == nil then
-    p = {ver = profile_version, vis = visibility, ts = '', name = name}
-  else
-    if p.ts ~= '' then
-      local old_zset = zset_of(p.vis, public, hidden)
-      local old_member = member_of(policy, p.ts, uid)
-      score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
-      if ranked and old_zset == public then
-        old_index = redis.call('ZRANK', public, old_member)
-        old_rank = old_index + 1
-        if policy == 'shared' then  -- the board's rank: ties share it
-          old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
-        end
+  if p ~= nil and p.ts ~= '' then
+    local old_zset = zset_of(p.vis, public, hidden)
+    local old_member = member_of(policy, p.ts, uid)
+    score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
+    if ranked and old_zset == public then
+      old_index = redis.call('ZRANK', public, old_member)
+      old_rank = old_index + 1
+      if policy == 'shared' then  -- the board's rank: ties share it
+        old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
       end
-      redis.call('ZREM', old_zset, old_member)
     end
-    if tonumber(profile_version) > tonumber(p.ver) then
-      p.ver, p.vis, p.name = profile_version, visibility, name
-    end
+    redis.call('ZREM', old_zset, old_member)
   end
-  if ts > p.ts then p.ts = ts end
+  p = merge_profile(p, profile_version, visibility, name, ts)
   local new_score, new_member = score - points, member_of(policy, p.ts, uid)
   redis.call('ZADD', zset_of(p.vis, public, hidden), new_score, new_member)
   redis.call('HSET', users, uid, format_profile(p))

@@ -24,19 +24,12 @@ for i = 3, #ARGV, 6 do
   else
     local p = parse_profile(redis.call('HGET', users, uid))
     local score = 0
-    if p == nil then
-      p = {ver = profile_version, vis = visibility, ts = '', name = name}
-    else
-      if p.ts ~= '' then
-        local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
-        score = tonumber(redis.call('ZSCORE', zset, member) or '0')
-        redis.call('ZREM', zset, member)
-      end
-      if tonumber(profile_version) > tonumber(p.ver) then
-        p.ver, p.vis, p.name = profile_version, visibility, name
-      end
+    if p ~= nil and p.ts ~= '' then
+      local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
+      score = tonumber(redis.call('ZSCORE', zset, member) or '0')
+      redis.call('ZREM', zset, member)
     end
-    if ts > p.ts then p.ts = ts end
+    p = merge_profile(p, profile_version, visibility, name, ts)
     redis.call('ZADD', zset_of(p.vis, public, hidden), score - points, member_of(policy, p.ts, uid))
     redis.call('HSET', users, uid, format_profile(p))
     loaded = loaded + 1
