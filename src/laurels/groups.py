@@ -130,7 +130,7 @@ class Groups:
                             "access": r["access"]} for r in rows]}
 
     async def access(self, group_id: str) -> str:
-        row = await self.db.fetch_one("get_group", group_id=group_id)
+        row = await self.db.fetch_one("group_access", group_id=group_id)
         if row is None:
             raise DomainError("not_found", f"no group {group_id}")
         return str(row["access"])
@@ -161,9 +161,10 @@ class Groups:
         return policy, found
 
     async def _members(self, group_id: str) -> list[int]:
-        await self.access(group_id)  # 404 for an unknown group
-        return [int(r["user_id"]) for r in await self.db.fetch("group_member_ids",
-                                                               group_id=group_id)]
+        rows = await self.db.fetch("group_member_ids", group_id=group_id)
+        if not rows:
+            raise DomainError("not_found", f"no group {group_id}")
+        return [int(r["user_id"]) for r in rows if r["user_id"] is not None]
 
     async def board_top(self, group_id: str, season: Season, limit: int,
                         after: Position | None) -> tuple[dict[str, Any], Position | None]:

@@ -402,7 +402,13 @@ DELETE FROM group_members WHERE group_id = %(group_id)s AND user_id = ANY(%(user
 SELECT count(*) AS members FROM group_members WHERE group_id = %(group_id)s;
 
 -- name: group_member_ids
-SELECT user_id FROM group_members WHERE group_id = %(group_id)s;
+-- The group's members in one read: no row for an unknown group, one row with
+-- a NULL user_id for a group without members.
+SELECT m.user_id FROM groups g LEFT JOIN group_members m ON m.group_id = g.group_id
+WHERE g.group_id = %(group_id)s;
+
+-- name: group_access
+SELECT access FROM groups WHERE group_id = %(group_id)s;
 
 -- name: is_member
 SELECT 1 AS member FROM group_members WHERE group_id = %(group_id)s AND user_id = %(user_id)s;
