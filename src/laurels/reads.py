@@ -71,7 +71,7 @@ class Reads:
         now = now or datetime.now(UTC)
         closed = season.is_closed(now, self.settings.late_grace_seconds,
                                   self.settings.close_seasons)
-        return {"season": season.name, "starts_at": iso(season.starts_at),
+        return {"season": season.name, "period": "week", "starts_at": iso(season.starts_at),
                 "ends_at": iso(season.ends_at), "status": "closed" if closed else "open",
                 "tie_policy": self.settings.tie_policy}
 

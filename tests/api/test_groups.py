@@ -94,6 +94,7 @@ async def test_a_group_board_ranks_its_members_with_privacy(serve: ApiFactory) -
     await c.post("/v1/groups/team/members", json={"add": [2, 3, 4, 5, 7]})
     body = await board(api, "/v1/groups/team/leaderboards/current")
     assert body["group_id"] == "team" and body["tie_policy"] == "shared"
+    assert body["period"] == "week" and body["season"].count("-W") == 1
     assert body["total"] == 3 and body["next"] is None
     assert body["entries"] == [  # hidden 3 takes no rank; 7 has no completions
         {"rank": 1, "user_id": None, "display_name": "Anonymous", "score": 40},

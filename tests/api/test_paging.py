@@ -49,6 +49,9 @@ async def test_paging_the_whole_board_under_writes(serve: ApiFactory, policy: st
     path = "/v1/leaderboards/2026-W45"
     quiet, pages = await scan(api, path, 1000)
     assert pages == 1 and len(quiet) == 72  # hidden learners take no place
+    first = (await api.get(path, params={"limit": 10})).json()
+    assert first["period"] == "week" and first["next"] is not None
+    assert len(first["entries"]) == 10
     # Quiet, pages of 7 are the whole board cut in pieces: same order, same ranks.
     assert (await scan(api, path, 7))[0] == quiet
     # Pages of 9 while, between pages, a learner not reached yet gains points

@@ -56,6 +56,7 @@ class EntryOut(BaseModel):
 
 class BoardOut(BaseModel):
     season: str
+    period: Literal["week", "day", "month", "all"]
     starts_at: str
     ends_at: str
     status: Literal["open", "closed"]
