@@ -87,6 +87,7 @@ class Groups:
     async def put(self, group_id: str, body: GroupIn) -> dict[str, Any]:
         await self.db.run("put_group", group_id=group_id, group_name=body.name,
                           access=body.access)
+        await self.board.publish_group_change(group_id)  # its access may have changed
         return await self.get(group_id)
 
     async def get(self, group_id: str) -> dict[str, Any]:
@@ -99,6 +100,7 @@ class Groups:
     async def delete(self, group_id: str) -> None:
         if await self.db.fetch_one("delete_group", group_id=group_id) is None:
             raise DomainError("not_found", f"no group {group_id}")
+        await self.board.publish_group_change(group_id)
 
     async def change_members(self, group_id: str, body: MembersIn) -> dict[str, Any]:
         """Add and remove members in one transaction; erased learners are
@@ -121,6 +123,7 @@ class Groups:
             if members > GROUP_MEMBERS_MAX:
                 raise DomainError("validation_error",
                                   f"a group holds at most {GROUP_MEMBERS_MAX:,} members")
+        await self.board.publish_group_change(group_id)
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
 
@@ -160,19 +163,21 @@ class Groups:
         found: list[Scored] = await self.reads.with_board(season, redis, archive, list)
         return policy, found
 
-    async def _members(self, group_id: str) -> list[int]:
+    async def member_ids(self, group_id: str) -> list[int]:
         rows = await self.db.fetch("group_member_ids", group_id=group_id)
         if not rows:
             raise DomainError("not_found", f"no group {group_id}")
         return [int(r["user_id"]) for r in rows if r["user_id"] is not None]
 
     async def board_top(self, group_id: str, season: Season, limit: int,
-                        after: Position | None) -> tuple[dict[str, Any], Position | None]:
+                        after: Position | None
+                        ) -> tuple[dict[str, Any], Position | None, list[int]]:
         """A group's board: its members ranked among themselves, `limit`
-        entries after the position `after` (not an offset); and the position
-        of the page's last entry when more follow (the API seals it into the
-        `next` cursor)."""
-        members = await self._members(group_id)
+        entries after the position `after` (not an offset); the position of
+        the page's last entry when more follow (the API seals it into the
+        `next` cursor); and the members it was computed from (the API's
+        cache indexes them, group_index.py)."""
+        members = await self.member_ids(group_id)
         policy, scored = await self._scored(season, members)
         ranked = rank_members(visible(scored, self.privacy), policy)
         page = ranked if after is None else [r for r in ranked
@@ -181,12 +186,12 @@ class Groups:
         body = self.reads.season_info(season)
         body.update({"group_id": group_id, "tie_policy": policy, "total": len(ranked),
                      "entries": [public_entry(r.entry()) for r in shown], "next": None})
-        return body, (_key(shown[-1].member, policy) if rest and shown else None)
+        return body, (_key(shown[-1].member, policy) if rest and shown else None), members
 
     async def board_around(self, group_id: str, season: Season, user_id: int,
                            radius: int) -> dict[str, Any]:
         """A member's neighbourhood within the group."""
-        members = await self._members(group_id)
+        members = await self.member_ids(group_id)
         if user_id not in members:
             raise DomainError("not_found", f"learner {user_id} is not in group {group_id}")
         policy, scored = await self._scored(season, members)

@@ -49,7 +49,8 @@ class Lifecycle:
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
             await self.db.run("delete_user_notifications", conn, user_id=user_id)
-            await self.db.run("delete_user_memberships", conn, user_id=user_id)
+            groups = [r["group_id"] for r in await self.db.fetch(
+                "delete_user_memberships", conn, user_id=user_id)]
             await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))
             await self.rerank(conn, sorted(archived))
             await self.db.run("record_erasure", conn, user_id=user_id,
@@ -57,6 +58,8 @@ class Lifecycle:
         ERASURES.inc()
         if committed is not None:
             committed()
+        for group_id in groups:  # cached group boards and member indexes, every process
+            await self.board.publish_group_change(group_id)
         log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
         await failpoints.pause("erase_committed")
         await self.finish_erasure(user_id, sorted(seasons | archived))

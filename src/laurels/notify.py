@@ -28,6 +28,7 @@ from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from laurels.board import Board, Hint, default_name, hint_of
 from laurels.db import Database, Row
+from laurels.group_index import GroupIndex
 from laurels.metrics import (
     HINTS_COALESCED,
     HINTS_RECEIVED,
@@ -60,13 +61,21 @@ class HintWatcher(Protocol):
     def offer(self, hint: Hint) -> None: ...
 
 
+class GroupWatcher(Protocol):
+    """A per-process cache of group boards (api/fast.py), told of membership
+    changes (it hears hints as a `HintWatcher` of each season it caches)."""
+
+    def group_changed(self, group_id: str) -> None: ...
+
+
 class BoardListener:
     """One SSE client of a season: O(1) state whatever the hint rate."""
 
-    __slots__ = ("closed", "pending", "rebuilt", "season", "wake")
+    __slots__ = ("closed", "group", "pending", "rebuilt", "season", "wake")
 
-    def __init__(self, season: str) -> None:
+    def __init__(self, season: str, group: str | None = None) -> None:
         self.season = season
+        self.group = group  # a group board's stream: hints routed by member
         self.pending: dict[str, Any] | None = None
         self.rebuilt = False
         self.closed = False  # the server shuts down: end the stream cleanly
@@ -130,6 +139,11 @@ class Hub:
         self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
         # Per-process caches of a season's board, dropped by its hints (api/fast.py).
         self.watchers: dict[str, list[HintWatcher]] = {}
+        # Group boards: their streams by season and group, the members of the
+        # groups watched here by member (group_index.py), their body caches.
+        self.group_boards: dict[str, dict[str, set[BoardListener]]] = {}
+        self.index = GroupIndex()
+        self.group_watchers: list[GroupWatcher] = []
         self._streams = 0
         self.loop: asyncio.AbstractEventLoop | None = None  # where the streams run
 
@@ -148,6 +162,27 @@ class Hub:
             SSE_CONNECTIONS.labels("board").dec()
             if not group:
                 del self.boards[listener.season]
+
+    def listen_group(self, group_id: str, season: str) -> BoardListener:
+        listener = BoardListener(season, group_id)
+        self.group_boards.setdefault(season, {}).setdefault(group_id, set()).add(listener)
+        self.index.watch(group_id)
+        self._streams += 1
+        SSE_CONNECTIONS.labels("group").inc()
+        return listener
+
+    def unlisten_group(self, listener: BoardListener) -> None:
+        groups = self.group_boards.get(listener.season, {})
+        gid = listener.group or ""
+        if listener in groups.get(gid, ()):
+            groups[gid].discard(listener)
+            self.index.unwatch(gid)
+            self._streams -= 1
+            SSE_CONNECTIONS.labels("group").dec()
+            if not groups[gid]:
+                del groups[gid]
+            if not groups:
+                del self.group_boards[listener.season]
 
     def listen_user(self, user_id: int) -> UserListener:
         listener = UserListener(user_id)
@@ -171,6 +206,28 @@ class Hub:
             watcher.offer(hint)
         for listener in list(self.boards.get(hint["season"], ())):
             listener.offer(hint)
+        self._route_to_groups(hint)
+
+    def _route_to_groups(self, hint: Hint) -> None:
+        """A hint to the group streams and caches it concerns: by member
+        through the index, not by asking every listener."""
+        season = hint["season"]
+        groups = self.group_boards.get(season)
+        if groups:
+            concerned = self.index.concerned(hint)
+            for gid in list(groups) if concerned is None else concerned & groups.keys():
+                for listener in list(groups.get(gid, ())):
+                    listener.offer(hint)
+
+    def group_changed(self, group_id: str) -> None:
+        """A group's membership or access changed (here or in another
+        process): its caches drop, its streams refetch, its members reload."""
+        self.index.changed(group_id)
+        for watcher in self.group_watchers:
+            watcher.group_changed(group_id)
+        for season, groups in list(self.group_boards.items()):
+            for listener in list(groups.get(group_id, ())):
+                listener.offer({"season": season})
 
     def dispatch(self, channel: str, data: bytes | str) -> None:
         try:
@@ -184,6 +241,14 @@ class Hub:
             hint = hint_of(message)
             if hint is not None:
                 self._fan_out(hint)
+        else:
+            self._note(message)
+
+    def _note(self, message: dict[str, Any]) -> None:
+        """A message of the notification channel: a learner's notification,
+        a season's final ranks, or a group's membership change."""
+        if isinstance(message.get("group_changed"), str):
+            self.group_changed(message["group_changed"])
         elif "season_final" in message:
             for group in self.users.values():
                 for user_listener in group:
@@ -222,6 +287,9 @@ class Hub:
             listeners += boards
         for users in self.users.values():
             listeners += users
+        for groups in self.group_boards.values():
+            for group in groups.values():
+                listeners += group
         for listener in listeners:
             listener.closed = True
             listener.wake.set()
@@ -242,6 +310,11 @@ class Hub:
             if seasons is None or season in seasons:
                 for listener in list(group):
                     listener.offer({"season": season})
+        for season, groups in list(self.group_boards.items()):
+            if seasons is None or season in seasons:
+                for group in list(groups.values()):
+                    for listener in list(group):
+                        listener.offer({"season": season})
 
     async def hinted(self, season: str) -> None:
         """Return once every later change of `season` will be hinted to this
@@ -282,7 +355,7 @@ class Hub:
                     elif message and message.get("type") == "subscribe":
                         self.connected.set()
             except (RedisError, RedisClusterException, OSError) as exc:
-                missed |= set(self.boards)
+                missed |= {*self.boards, *self.group_boards}
                 await self._pause(stop, exc)
             finally:
                 try:
@@ -294,14 +367,16 @@ class Hub:
         """SSUBSCRIBE to the shard channel of each season with listeners here,
         SUNSUBSCRIBE from those without (`sharded`: channel -> season)."""
         keys = self.board.keys
-        wanted = {keys.shard_hint_channel(s): s for s in [*self.boards, *self.watchers]}
+        wanted = {keys.shard_hint_channel(s): s
+                  for s in [*self.boards, *self.watchers, *self.group_boards]}
         for channel in wanted.keys() - sharded.keys():
             sharded[channel] = wanted[channel]
             await pubsub.ssubscribe(channel)
         for channel in sharded.keys() - wanted.keys():
             await pubsub.sunsubscribe(channel)
             gone = sharded.pop(channel)
-            if gone not in self.boards and gone not in self.watchers:
+            if gone not in self.boards and gone not in self.watchers \
+                    and gone not in self.group_boards:
                 self.shards.pop(gone, None)
 
     async def _sharded_message(self, pubsub: Any, sharded: dict[str, str],

@@ -90,6 +90,7 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
     privacy = Privacy(db)
     hub = Hub(board)
     board.on_hint.append(hub.local_hint)
+    board.on_group_change.append(hub.group_changed)
     reads = Reads(settings, db, board, rebuilder, lifecycle, privacy)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,

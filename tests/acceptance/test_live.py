@@ -269,5 +269,20 @@ def test_a_group_board_streams_its_season_s_hints(serve: Any) -> None:
         assert hint["user_id"] == 1
         board = server.client(token).get("/v1/groups/team/leaderboards/current").json()
         assert [(e["rank"], e["user_id"], e["score"]) for e in board["entries"]] == [(1, 1, 5)]
+        # Hints are routed by member: a learner in no group wakes no group stream.
+        season = Events(f"{server.url}/v1/leaderboards/current/events")
+        try:
+            assert c.post("/v1/completions", json=completion("g3", 3, 5)).status_code == 201
+            wait_until(lambda: any(h.get("user_id") == 3 for h in season.named("changed")))
+            assert c.post("/v1/completions", json=completion("g2", 2, 5)).status_code == 201
+            wait_until(lambda: any(h.get("user_id") == 2 for h in stream.named("changed")))
+            assert [h.get("user_id") for h in stream.named("changed")] == [1, 2]
+            # A membership change is a change of the group's board.
+            assert c.post("/v1/groups/team/members", json={"add": [3]}).status_code == 200
+            wait_until(lambda: len(stream.named("changed")) == 3)
+            assert c.post("/v1/completions", json=completion("g3b", 3, 5)).status_code == 201
+            wait_until(lambda: stream.named("changed")[-1].get("user_id") == 3)
+        finally:
+            season.close()
     finally:
         stream.close()

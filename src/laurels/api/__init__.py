@@ -12,7 +12,7 @@ from starlette.types import ASGIApp
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.cursors import Cursors
-from laurels.api.fast import BoardCache, FastLane
+from laurels.api.fast import BoardCache, FastLane, GroupCache
 from laurels.api.group_routes import router as group_router
 from laurels.api.routes import board_stream, router
 from laurels.metrics import RequestMetrics
@@ -47,6 +47,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = rt.reads
     app.state.board_cache = BoardCache(rt.hub, cursors)
+    app.state.group_cache = GroupCache(rt.hub)
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)
@@ -57,9 +58,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
 def serving_app(app: FastAPI) -> ASGIApp:
     """What the server runs: the fast lane in front of the whole FastAPI app."""
     rt: Runtime = app.state.runtime
-    return FastLane(app, rt.reads, app.state.auth, app.state.board_cache,
-                    lambda season: board_stream(rt.hub, rt.settings, season), rt.ingestor,
-                    app.state.limiter)
+    return FastLane(app, app.state, lambda season: board_stream(rt.hub, rt.settings, season))
 
 
 def worker_app() -> ASGIApp:

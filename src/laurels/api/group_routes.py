@@ -4,29 +4,36 @@ Groups; `POST /v1/leaderboards/{season}/ranks`): parse, authorize, call
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request, Security
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
+from laurels.api.fast import GroupCache
 from laurels.api.problems import Problem
 from laurels.api.routes import (
     SeasonPath,
     UserIdPath,
     _bearer,
     auth,
-    board_stream,
     ingest_token,
     json_body,
     learner_token,
     path_season,
     runtime,
+    stream_budget,
     token,
 )
+from laurels.api.sse import EventStream, event
+from laurels.errors import DomainError
 from laurels.groups import Groups
+from laurels.notify import CHANGED_PER_SECOND, Hub
+from laurels.settings import Settings
 from laurels.validation import (
     GroupIn,
     Invalid,
@@ -44,6 +51,7 @@ GroupIdPath = Annotated[str, Path(
 CURSOR = Query(None, max_length=512, description="the `next` cursor of the previous page")
 
 router = APIRouter()
+log = logging.getLogger("laurels.api")
 
 
 def groups(request: Request) -> Groups:
@@ -70,7 +78,8 @@ async def group_reader(request: Request, group_id: GroupIdPath,
     """Who may read a group's boards: anyone for a `public` group; for a
     `members` one, a member's learner token, or the ingest or admin token."""
     gid = path_group(group_id)
-    if await groups(request).access(gid) == "public":
+    access = request.state.group_access = await groups(request).access(gid)
+    if access == "public":
         return gid
     tok = credentials.credentials if credentials and credentials.credentials else None
     if not tok:
@@ -153,11 +162,24 @@ async def get_group_board(request: Request, season: SeasonPath,
     the_season = path_season(season)
     cursors: Cursors = request.app.state.cursors
     owner = f"group:{gid}:{the_season.name}"
-    position = cursors.decode(owner, after) if after is not None else None
-    body, last = await groups(request).board_top(gid, the_season, limit, position)
+    if after is not None:  # later pages are not cached
+        body, last, _ = await groups(request).board_top(
+            gid, the_season, limit, cursors.decode(owner, after))
+        if last is not None:
+            body["next"] = cursors.encode(owner, last)
+        return _json(body)
+    cache: GroupCache = request.app.state.group_cache
+    fill = cache.begin(gid, the_season.name)
+    try:
+        body, last, members = await groups(request).board_top(gid, the_season, limit, None)
+    except BaseException:
+        cache.end(fill)
+        raise
     if last is not None:
         body["next"] = cursors.encode(owner, last)
-    return _json(body)
+    cached = cache.put(fill, limit, orjson.dumps(body), request.state.group_access, members)
+    return Response(cached.body, media_type="application/json",
+                    headers={"etag": cached.etag.decode()})
 
 
 @router.get("/v1/groups/{group_id}/leaderboards/{season}/users/{user_id}", tags=["groups"],
@@ -176,9 +198,46 @@ async def get_group_around(request: Request, group_id: GroupIdPath, season: Seas
                        **s.problems(401, 403, 404, 422, 503)})
 async def group_events(request: Request, season: SeasonPath,
                        gid: str = Depends(group_reader)) -> Response:
-    """The season's refresh hints, with the group board's access: refetch
-    the group's board on each."""
-    return board_stream(request.app.state.hub, runtime(request).settings, season)
+    """The season's refresh hints that concern the group's members, with the
+    group board's access: refetch the group's board on each."""
+    return group_stream(request.app.state.hub, groups(request), runtime(request).settings,
+                        gid, season)
+
+
+def group_stream(hub: Hub, the_groups: Groups, settings: Settings, gid: str,
+                 season: str) -> Response:
+    """A group board's event stream: the hub routes hints to it by member
+    (group_index.py); its members are (re)loaded into the index whenever they
+    are not loaded, before it says `ready` and after each change."""
+    name = path_season(season).name
+    stream_budget(hub, settings)
+    listener = hub.listen_group(gid, name)
+
+    async def load() -> None:
+        """Load the members if they are not; an unloaded group gets every hint."""
+        if hub.index.is_loaded(gid):
+            return
+        version = hub.index.version(gid)
+        try:
+            hub.index.load(gid, await the_groups.member_ids(gid), version)
+        except DomainError:  # the group was deleted: its boards are gone
+            listener.closed = True
+            listener.wake.set()
+        except Exception as exc:  # a store error: try again on the next wake
+            log.warning("members of group %s not loaded: %s", gid, exc)
+
+    async def ready() -> bytes:
+        await hub.hinted(name)
+        await load()
+        return event("ready", orjson.dumps({"season": name, "group_id": gid}))
+
+    async def due() -> list[bytes]:
+        out = [event(e["event"], e["data"]) for e in listener.take()]
+        await load()
+        return out
+
+    return EventStream(listener, ready, due, lambda: hub.unlisten_group(listener),
+                       min_gap_seconds=1 / CHANGED_PER_SECOND)
 
 
 @router.post("/v1/leaderboards/{season}/ranks", tags=["reads"],

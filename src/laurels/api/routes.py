@@ -239,7 +239,7 @@ async def board_events(request: Request, season: SeasonPath) -> Response:
 def board_stream(hub: Hub, settings: Settings, season: str) -> Response:
     """The response of a season's event stream (or a Problem)."""
     name = path_season(season).name
-    _stream_budget(hub, settings)
+    stream_budget(hub, settings)
     listener = hub.listen_board(name)
 
     async def ready() -> bytes:
@@ -253,7 +253,7 @@ def board_stream(hub: Hub, settings: Settings, season: str) -> Response:
                        min_gap_seconds=1 / CHANGED_PER_SECOND)
 
 
-def _stream_budget(hub: Hub, settings: Settings) -> None:
+def stream_budget(hub: Hub, settings: Settings) -> None:
     """Streams have a budget of their own (LAURELS_MAX_STREAMS per process), so
     live viewers never take every connection from ordinary requests."""
     if hub.stream_count() >= settings.max_streams:
@@ -296,7 +296,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
     """The learner's new notifications as server-sent events (`notification`)."""
     hub: Hub = request.app.state.hub
     db = runtime(request).db
-    _stream_budget(hub, runtime(request).settings)
+    stream_budget(hub, runtime(request).settings)
     listener = hub.listen_user(uid)
 
     async def ready() -> bytes:

@@ -41,6 +41,7 @@ MAX_STALE_RETRIES = 8
 CLUSTER_IN_FLIGHT = 32
 MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
 APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
+ROUTES_MAX = 100  # learners a hint may route by (apply.lua has the same)
 log = logging.getLogger("laurels.board")
 
 
@@ -131,11 +132,14 @@ class Hint(TypedDict, total=False):
     """A refresh hint (docs/contract.md, Live): which season changed, and
     who, when a single public learner did (None for an anonymous or hidden
     one, absent when several changes were coalesced); `kind` "rebuilt" after
-    a rebuild switched the board."""
+    a rebuild switched the board. `routes`: the learners who changed, when
+    all of them are public (group_index.py routes by them; never sent to a
+    client); absent when the change may concern anyone."""
 
     season: Required[str]
     user_id: int | None
     kind: str
+    routes: list[int]
 
 
 def hint_of(message: dict[str, Any]) -> Hint | None:
@@ -150,6 +154,11 @@ def hint_of(message: dict[str, Any]) -> Hint | None:
         hint["user_id"] = uid if isinstance(uid, int) else None
     if isinstance(message.get("kind"), str):
         hint["kind"] = message["kind"]
+    routes = message.get("routes")
+    if isinstance(routes, list) and all(isinstance(u, int) for u in routes):
+        hint["routes"] = routes
+    elif isinstance(hint.get("user_id"), int):
+        hint["routes"] = [hint["user_id"]]  # type: ignore[list-item]
     return hint
 
 
@@ -218,6 +227,7 @@ class Board:
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
         self.on_hint: list[Callable[[Hint], None]] = []
+        self.on_group_change: list[Callable[[str], None]] = []
 
     def season_keys(self, season: str) -> SeasonKeys:
         return self.keys.season(season)
@@ -379,8 +389,9 @@ class Board:
     @staticmethod
     def hints_of(changed: list[tuple[Event, str]]) -> list[Hint]:
         """One hint per season: with the user id when a single public learner
-        changed, null for an anonymous or hidden one, absent when coalesced
-        (apply.lua builds the same in Redis)."""
+        changed, null for an anonymous or hidden one, absent when coalesced;
+        `routes` when every learner who changed is public (apply.lua builds
+        the same in Redis)."""
         by_season: dict[str, set[tuple[int, str]]] = {}
         for ev, vis in changed:
             by_season.setdefault(ev.season, set()).add((ev.user_id, vis))
@@ -390,6 +401,8 @@ class Board:
             if len({u for u, _ in users}) == 1:
                 uid, vis = next(iter(users))
                 hint["user_id"] = uid if vis == "public" else None
+            if all(vis == "public" for _, vis in users) and len(users) <= ROUTES_MAX:
+                hint["routes"] = sorted({u for u, _ in users})
             hints.append(hint)
         return hints
 
@@ -404,6 +417,17 @@ class Board:
                 await self.redis.publish(self.keys.hint_channel(), orjson.dumps(hint))
         except (RedisError, RedisClusterException) as exc:  # a lost hint costs freshness
             log.warning("hint not published: %s", exc)
+
+    async def publish_group_change(self, group_id: str) -> None:
+        """Tell every process that a group's membership or access changed
+        (their group caches and member indexes, group_index.py), this one first."""
+        for local in self.on_group_change:
+            local(group_id)
+        try:
+            await self.redis.publish(self.keys.notification_channel(),
+                                     orjson.dumps({"group_changed": group_id}))
+        except (RedisError, RedisClusterException) as exc:  # caches expire; indexes reload
+            log.warning("group change not published: %s", exc)
 
     async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
                      args: list[Any]) -> bool:

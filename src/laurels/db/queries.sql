@@ -419,7 +419,7 @@ FROM group_members m JOIN groups g ON g.group_id = m.group_id
 WHERE m.user_id = %(user_id)s ORDER BY g.group_id;
 
 -- name: delete_user_memberships
-DELETE FROM group_members WHERE user_id = %(user_id)s;
+DELETE FROM group_members WHERE user_id = %(user_id)s RETURNING group_id;
 
 -- name: archive_of_users
 -- The archived standings of some learners in a finalized season, with their

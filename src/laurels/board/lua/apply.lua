@@ -30,13 +30,16 @@
 -- number of targets it was newly applied to and its visibility on the current
 -- version ('' when not applied there). When the current version changed, the
 -- refresh hint goes out from here, in the same round trip: {"season": S},
--- with "user_id" when a single learner changed (null unless public).
+-- with "user_id" when a single learner changed (null unless public), and,
+-- when several learners changed and all of them are public, "routes": their
+-- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
+-- of those learners only (group_index.py). No other learner is ever named.
 local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local policy, first_is_current = ARGV[3], ARGV[4] == '1'
 local T, C = tonumber(ARGV[5]), tonumber(ARGV[6])
 local hint_command, hint_channel, season = ARGV[7], ARGV[8], ARGV[9]
-local TOP, NOTIFY_MAX, OVERTAKEN_MAX = 100, 10, 10
+local TOP, NOTIFY_MAX, OVERTAKEN_MAX, ROUTES_MAX = 100, 10, 10, 100
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
@@ -109,6 +112,7 @@ end
 
 local out = {'OK'}
 local changed_uid, changed_vis, changed = nil, nil, 0
+local routes, routed, routable = {}, {}, true
 for i = 10 + C, #ARGV, 9 do
   local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
@@ -125,6 +129,13 @@ for i = 10 + C, #ARGV, 9 do
   if current_vis ~= '' and changed_uid ~= uid then
     changed = changed + 1
     changed_uid, changed_vis = uid, current_vis
+    if current_vis ~= 'public' then
+      routable = false
+    elseif routable and not routed[uid] then
+      routed[uid] = true
+      routes[#routes + 1] = string.gsub(uid, '^0+', '')
+      if #routes > ROUTES_MAX then routable = false end
+    end
   end
 end
 inherit_expiry(current_key, KEYS, 3)
@@ -134,6 +145,8 @@ if changed > 0 and hint_command ~= '' then
     local id = 'null'
     if changed_vis == 'public' then id = string.gsub(changed_uid, '^0+', '') end
     hint = hint .. ',"user_id":' .. id
+  elseif routable then
+    hint = hint .. ',"routes":[' .. table.concat(routes, ',') .. ']'
   end
   redis.call(hint_command, hint_channel, hint .. '}')
 end

@@ -1,0 +1,167 @@
+"""Group boards' per-process cache and the routing of hints by member
+(api/fast.py `GroupCache`, group_index.py, notify.py `Hub`), in process
+against the real stores: a hint drops only the cached bodies (and wakes only
+the streams) of the groups that hold a learner it names; a membership
+change, here or in another process, shows on the next read."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from laurels.api.fast import GroupCache
+from laurels.notify import BoardListener
+from tests.api.conftest import Api, ApiFactory
+from tests.api.test_groups import board, post_all
+from tests.helpers import INGEST, completion, token_for
+
+BOARD = "/v1/groups/{}/leaderboards/current"
+
+
+def group_cache(api: Api) -> GroupCache:
+    [cache] = api.runtime.hub.group_watchers
+    assert isinstance(cache, GroupCache)
+    return cache
+
+
+def cached_groups(api: Api) -> set[str]:
+    return {gid for gid, _, _ in group_cache(api).entries}
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], seconds: float = 10) -> Any:
+    async with asyncio.timeout(seconds):
+        while not (value := await check()):
+            await asyncio.sleep(0.02)
+        return value
+
+
+async def two_groups(api: Api) -> None:
+    c = api.client(INGEST)
+    await c.put("/v1/users/5", json={"visibility": "anonymous"})
+    await post_all(c, {1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 9: 90})
+    for gid, members in (("a", [1, 2, 5]), ("b", [3, 4])):
+        await c.put(f"/v1/groups/{gid}", json={})
+        await c.post(f"/v1/groups/{gid}/members", json={"add": members})
+
+
+async def test_a_hint_drops_only_the_groups_of_the_learners_it_names(
+        serve: ApiFactory) -> None:
+    api = await serve()
+    await two_groups(api)
+    c = api.client(INGEST)
+    for gid in ("a", "b"):
+        await board(api, BOARD.format(gid))
+    assert cached_groups(api) == {"a", "b"}
+    # Learner 3 (in b only) scores: a's body stays, b's is dropped and fresh.
+    assert (await c.post("/v1/completions", json=completion("x3", 3, 5))).status_code == 201
+    assert cached_groups(api) == {"a"}
+    body = await board(api, BOARD.format("b"))
+    assert [(e["user_id"], e["score"]) for e in body["entries"]] == [(4, 40), (3, 35)]
+    # A learner in no group: nothing dropped.
+    assert (await c.post("/v1/completions", json=completion("x9", 9, 5))).status_code == 201
+    assert cached_groups(api) == {"a", "b"}
+    # Several public learners in one batch: the groups of any of them.
+    await post_all(c, {1: 1, 9: 1})
+    assert cached_groups(api) == {"b"}
+    await board(api, BOARD.format("a"))
+    # An anonymous learner is never named, not even to route: every group drops.
+    assert (await c.post("/v1/completions", json=completion("x5", 5, 5))).status_code == 201
+    assert cached_groups(api) == set()
+    body = await board(api, BOARD.format("a"))
+    assert [(e["user_id"], e["score"]) for e in body["entries"]] == [
+        (None, 55), (2, 20), (1, 11)]
+
+
+async def test_a_cached_body_is_served_without_a_query_to_its_members(
+        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    api = await serve()
+    await two_groups(api)
+    member, outsider = token_for(api.env, 1), token_for(api.env, 3)
+    first = await api.client(member).get(BOARD.format("a"))
+    assert first.status_code == 200 and first.headers["etag"]
+    queries: list[str] = []
+    groups = api.runtime.groups
+    for name in ("access", "is_member", "member_ids"):
+        real = getattr(groups, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            queries.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(groups, name, counted)
+    again = await api.client(member).get(BOARD.format("a"))
+    assert again.content == first.content and queries == []
+    same = await api.client(member).get(BOARD.format("a"),
+                                        headers={"if-none-match": first.headers["etag"]})
+    assert same.status_code == 304 and queries == []
+    # Anyone the index cannot vouch for goes the full way, with its errors.
+    refused = await api.client(outsider).get(BOARD.format("a"))
+    assert refused.status_code == 403 and "access" in queries
+    assert (await api.get(BOARD.format("a"))).status_code == 401
+    # Leaving the group is seen at once, by the cache and by the index.
+    await api.client(INGEST).post("/v1/groups/a/members", json={"remove": [1]})
+    assert (await api.client(member).get(BOARD.format("a"))).status_code == 403
+
+
+async def test_a_membership_change_in_another_process_shows_on_the_next_read(
+        serve: ApiFactory) -> None:
+    here, there = await serve(), await serve()
+    await two_groups(here)
+    assert [e["user_id"] for e in (await board(here, BOARD.format("b")))["entries"]] == [4, 3]
+    assert "b" in cached_groups(here)
+    await there.client(INGEST).post("/v1/groups/b/members", json={"add": [9]})
+    await eventually(lambda: asyncio.sleep(0, "b" not in cached_groups(here)))
+    body = await board(here, BOARD.format("b"))
+    assert [e["user_id"] for e in body["entries"]] == [9, 4, 3]
+    # Deleting the group (there) ends its boards here too.
+    await there.client(INGEST).delete("/v1/groups/b")
+    await eventually(lambda: asyncio.sleep(0, "b" not in cached_groups(here)))
+    assert (await here.client(INGEST).get(BOARD.format("b"))).status_code == 404
+
+
+async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
+    """The hub routes a hint to the streams of the groups holding a learner
+    it names: a season stream, which hears every hint, is the sync point."""
+    api = await serve()
+    await two_groups(api)
+    hub, c = api.runtime.hub, api.client(INGEST)
+    season = (await board(api, BOARD.format("a")))["season"]
+    everything = hub.listen_board(season)
+    a, b = hub.listen_group("a", season), hub.listen_group("b", season)
+    members = api.runtime.groups.member_ids
+    for listener in (a, b):
+        gid = str(listener.group)
+        hub.index.load(gid, await members(gid), hub.index.version(gid))
+
+    async def after(*items: dict[str, Any]) -> tuple[bool, bool]:
+        for listener in (everything, a, b):
+            listener.take()
+        resp = await c.post("/v1/completions/batch", json={"completions": list(items)})
+        assert {r["status"] for r in resp.json()["results"]} == {"recorded"}
+        await eventually(lambda: asyncio.sleep(0, everything.pending is not None))
+        return a.pending is not None, b.pending is not None
+
+    try:
+        assert await after(completion("s1", 1, 1)) == (True, False)
+        assert await after(completion("s3", 3, 1)) == (False, True)
+        assert await after(completion("s9", 9, 1)) == (False, False)
+        # Several public learners in one apply: apply.lua names them all.
+        assert await after(completion("m1", 1, 1), completion("m9", 9, 1)) == (True, False)
+        assert everything.pending == {"season": season}  # coalesced for clients
+        assert await after(completion("s5", 5, 1)) == (True, True)  # anonymous: unrouted
+        # A membership change wakes the group's streams, and 9 now routes to b.
+        b.take()
+        await c.post("/v1/groups/b/members", json={"add": [9]})
+        assert b.pending == {"season": season}
+        assert not hub.index.is_loaded("b")  # until its stream loads it again
+        hub.index.load("b", await members("b"), hub.index.version("b"))
+        assert await after(completion("s9b", 9, 1)) == (False, True)
+        assert b.pending == {"season": season, "user_id": 9}  # never "routes"
+    finally:
+        for listener in (everything, a, b):
+            (hub.unlisten_board if listener.group is None else hub.unlisten_group)(listener)
+    assert "b" not in hub.index.watchers and "b" not in hub.index.members
+    assert isinstance(everything, BoardListener)
