@@ -259,7 +259,13 @@ async def groups(s: Setup, top: Load, seconds: float) -> None:
                 f"group top-100, {size:,} members (req/s)", load.rps, top.rps,
                 "the whole board's top-100, same run", "req/s",
                 goal=">= 0.5" if size == 1_000 else "",
-                context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
+                context=f"cached per process; p99 {load.p99:.1f} ms; {load.cpu}"))
+            group_ms = await _uncached_ms(c, f"/v1/groups/{gid}/leaderboards/{s.season}")
+            board_ms = await _uncached_ms(c, f"/v1/leaderboards/{s.season}")
+            s.figures.append(Figure(
+                f"group top-100, {size:,} members, one uncached read (ms)", group_ms,
+                board_ms, "one uncached read of the whole board's top-100", "ms",
+                higher_is_better=False))
     friends = rnd.sample(range(1, s.learners + 1), min(1_000, s.learners))
     script = s.svc.log_path.with_name(f"friends-{s.season}.lua")
     body = json.dumps({"user_ids": friends})
@@ -277,6 +283,18 @@ async def groups(s: Setup, top: Load, seconds: float) -> None:
         "friends board of 1,000 ids (req/s)", load.rps, top.rps,
         "the whole board's top-100, same run", "req/s",
         context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
+
+
+async def _uncached_ms(c: httpx.AsyncClient, path: str) -> float:
+    """The median of 15 reads, each with a limit of its own: each a cache miss."""
+    timings = []
+    for limit in range(140, 155):
+        started = time.perf_counter()
+        resp = await c.get(path, params={"limit": limit})
+        timings.append((time.perf_counter() - started) * 1000)
+        if resp.status_code != 200:
+            raise BenchError(f"{path} answered {resp.status_code}")
+    return statistics.median(timings)
 
 
 async def sql_rank(s: Setup) -> None:
@@ -309,27 +327,41 @@ async def sql_rank(s: Setup) -> None:
 # -- ingest -----------------------------------------------------------------------------
 
 
-async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> None:
-    """Durable batch ingest against the same rows inserted raw (a completions
-    table and an outbox, one transaction per batch), then single POSTs."""
+def _ingest_chunks(s: Setup, tag: str, count: int, batch: int
+                   ) -> list[list[tuple[str, int, int, datetime]]]:
     start = parse_season(s.season).starts_at
-    items = [(f"i{s.run_id}-{s.season}-{i}", 1 + (i * 104729) % s.learners, 1 + i % 10,
+    items = [(f"{tag}{s.run_id}-{s.season}-{i}", 1 + (i * 104729) % s.learners, 1 + i % 10,
               start + timedelta(seconds=i % 600_000)) for i in range(count)]
-    chunks = [items[i:i + batch] for i in range(0, count, batch)]
-    async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
-        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
-                        "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
-        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
-    raw_seconds = await raw_insert(s, chunks, clients)
-    bodies = [orjson.dumps({"completions": [
+    return [items[i:i + batch] for i in range(0, count, batch)]
+
+
+def _batch_bodies(chunks: list[list[tuple[str, int, int, datetime]]]) -> list[bytes]:
+    return [orjson.dumps({"completions": [
         {"completion_id": cid, "user_id": uid, "points": pts, "completed_at": at.isoformat()}
         for cid, uid, pts, at in chunk]}) for chunk in chunks]
+
+
+async def _timed_batches(s: Setup, bodies: list[bytes], clients: int) -> tuple[float, float]:
+    """Seconds to post these batches, and the server's cores meanwhile."""
     server = psutil.Process(s.svc.proc.pid)
     t0, started = server.cpu_times(), time.perf_counter()
     await api_batches(s, bodies, clients)
     seconds = time.perf_counter() - started
     t1 = server.cpu_times()
-    cores = (t1.user + t1.system - t0.user - t0.system) / seconds
+    return seconds, (t1.user + t1.system - t0.user - t0.system) / seconds
+
+
+async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> None:
+    """Durable batch ingest against the same rows inserted raw (a completions
+    table and an outbox, one transaction per batch), then single POSTs."""
+    start = parse_season(s.season).starts_at
+    chunks = _ingest_chunks(s, "i", count, batch)
+    async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
+        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
+                        "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
+        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
+    raw_seconds = await raw_insert(s, chunks, clients)
+    seconds, cores = await _timed_batches(s, _batch_bodies(chunks), clients)
     s.figures.append(Figure(
         "durable batch ingest (completions/s)", count / seconds, count / raw_seconds,
         "raw batched INSERT + outbox row, same rows", "completions/s", goal=">= 0.5",
@@ -352,6 +384,102 @@ async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> N
     s.figures.append(Figure(
         "single POST /v1/completions (req/s)", load.rps, health.rps, "GET /healthz, same server",
         "req/s", context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
+
+
+GROUPS_PER_LEARNER, CLASS_SIZE = 3, 30
+WATCHED_GROUPS = 200
+
+
+async def group_writes(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> None:
+    """The write cost of groups: the batch ingest with every learner in 3
+    classes of 30, 200 of them with a cached board (so this process indexes
+    their members), against the mean of the same ingest just before the
+    groups exist and just after their members are removed (A/B/A, so drift
+    within the run cancels). And what the materialized design would pay
+    instead: an apply script that also increments each learner's 3 group
+    sets, against the same script on the season's set alone (raw EVALSHA)."""
+    classes = s.learners * GROUPS_PER_LEARNER // CLASS_SIZE
+    before, _ = await _timed_batches(s, _batch_bodies(_ingest_chunks(s, "h", count, batch)),
+                                     clients)
+    async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
+        await c.execute("INSERT INTO groups (group_id, name, access) "
+                        "SELECT 'bench-' || %(l)s || '-c' || g, 'class ' || g, 'public' "
+                        "FROM generate_series(0, %(n)s - 1) g "
+                        "ON CONFLICT DO NOTHING", {"n": classes, "l": s.learners})
+        # Learner u sits in classes (u + k * n/3) mod n for k = 0, 1, 2: 30 each.
+        await c.execute("INSERT INTO group_members (group_id, user_id) "
+                        "SELECT 'bench-' || %(l)s || '-c' || ((u + k * %(n)s / 3) %% %(n)s), u "
+                        "FROM generate_series(1, %(l)s) u, "
+                        "generate_series(0, 2) k ON CONFLICT DO NOTHING",
+                        {"n": classes, "l": s.learners})
+    async with httpx.AsyncClient(base_url=s.svc.base_url, timeout=60, trust_env=False) as c:
+        for g in range(min(WATCHED_GROUPS, classes)):
+            resp = await c.get(f"/v1/groups/bench-{s.learners}-c{g}/leaderboards/{s.season}")
+            if resp.status_code != 200:
+                raise BenchError(f"class board answered {resp.status_code}")
+    chunks = _ingest_chunks(s, "g", count, batch)
+    seconds, cores = await _timed_batches(s, _batch_bodies(chunks), clients)
+    async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
+        await c.execute("DELETE FROM group_members WHERE group_id LIKE %s",
+                        (f"bench-{s.learners}-c%",))
+    after, _ = await _timed_batches(s, _batch_bodies(_ingest_chunks(s, "k", count, batch)),
+                                    clients)
+    s.figures.append(Figure(
+        f"batch ingest, every learner in {GROUPS_PER_LEARNER} groups (completions/s)",
+        count / seconds, 2 * count / (before + after),
+        "the same ingest without groups, just before and after (mean)",
+        "completions/s", goal=">= 0.9",
+        context=f"{classes:,} classes of {CLASS_SIZE}, {WATCHED_GROUPS} of them cached; "
+                f"server {cores:.2f} cores"))
+    season_only, materialized = await _materialized_apply(s, count, classes)
+    s.figures.append(Figure(
+        f"materialized alternative: apply + {GROUPS_PER_LEARNER} group sets "
+        "(increments/s)", materialized, season_only,
+        "the same script on the season's set alone (raw EVALSHA)", "increments/s",
+        context="the write amplification computing group boards at read time avoids"))
+
+
+MATERIALIZED = """
+local season = KEYS[1]
+for i = 1, #ARGV, 2 do
+  local uid, points = ARGV[i], tonumber(ARGV[i + 1])
+  redis.call('ZINCRBY', season, -points, uid)
+  if #KEYS > 1 then
+    for _, g in ipairs(redis.call('SMEMBERS', KEYS[2] .. uid)) do
+      redis.call('ZINCRBY', KEYS[2] .. 'g:' .. g, -points, uid)
+    end
+  end
+end
+return 1
+"""
+
+
+async def _materialized_apply(s: Setup, count: int, classes: int) -> tuple[float, float]:
+    """Increments/s of a batch apply script (500 per call) on the season's set
+    alone, and with each learner's groups kept materialized."""
+    r = aioredis.from_url(s.redis_url, socket_timeout=60)
+    base = f"bench{s.run_id}:{{mat}}:"
+    try:
+        pipe = r.pipeline(transaction=False)
+        for uid in range(1, s.learners + 1):
+            pipe.sadd(f"{base}{uid}", *((uid + k * classes // 3) % classes
+                                        for k in range(GROUPS_PER_LEARNER)))
+            if uid % 5000 == 0:
+                await pipe.execute()
+        await pipe.execute()
+        script = r.register_script(MATERIALIZED)
+        args = [v for i in range(count) for v in (1 + (i * 104729) % s.learners, 1 + i % 10)]
+        rates = []
+        for keys in ([f"{base}season"], [f"{base}season", base]):
+            started = time.perf_counter()
+            for i in range(0, len(args), 1000):
+                await script(keys=keys, args=args[i:i + 1000])
+            rates.append(count / (time.perf_counter() - started))
+        return rates[0], rates[1]
+    finally:
+        async for key in r.scan_iter(match=f"{base}*", count=1000):
+            await r.unlink(key)
+        await r.aclose()
 
 
 def _wrk_script(url: str, pid: int, script: str) -> Load:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import secrets
 import shutil
@@ -91,6 +92,9 @@ async def measure(plan: Plan, setups: list[Setup], projector_only: Service, pref
         await phases.groups(s, best["top"], plan.read_seconds)
         log(f"ingest: {plan.ingest:,} completions, raw and through the API; single POSTs")
         await phases.ingest(s, plan.ingest)
+        log("ingest without groups, with every learner in 3 groups, without again; "
+            "the materialized alternative")
+        await phases.group_writes(s, plan.ingest)
         log(f"{plan.viewers:,} live viewers refetching on a hint")
         await phases.viewers(s, plan.viewers)
     last = setups[-1]
@@ -143,8 +147,14 @@ def parse_plan(argv: list[str] | None) -> Plan:
     group.add_argument("--quick", action="store_true", help="one small board, about 1 minute")
     group.add_argument("--full", action="store_true",
                        help="the scale curve: 10,000, 100,000 and 1,000,000 learners")
+    parser.add_argument("--learners", type=int, metavar="N",
+                        help="one board of N learners instead of the mode's sizes "
+                             "(e.g. 100000 for the 100,000-member group line)")
     args = parser.parse_args(argv)
-    return PLANS["quick" if args.quick else "full" if args.full else "default"]
+    plan = PLANS["quick" if args.quick else "full" if args.full else "default"]
+    if args.learners:
+        plan = dataclasses.replace(plan, sizes=[args.learners])
+    return plan
 
 
 def create_databases(admin_url: str, names: list[str], created: list[str]) -> None:
