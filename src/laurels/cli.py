@@ -43,12 +43,18 @@ def _secrets(settings: Settings, announce: bool = True) -> Secrets:
         raise fail(f"cannot read or write secrets in {settings.data_dir}: {exc}") from None
 
 
-def _season(text: str) -> str:
-    from laurels.seasons import BadSeason, parse_season
+SEASON_HELP = ("a season of a configured period: 2026-W49, 2026-11-30, 2026-11, all; "
+               "or current, current-day, current-month")
+
+
+def _season(text: str, settings: Settings) -> str:
+    """Any period's season name or alias (current, current-day, current-month,
+    all), of a configured period."""
+    from laurels.seasons import BadSeason, PeriodOff, configured_season
 
     try:
-        return parse_season(text).name
-    except BadSeason as exc:
+        return configured_season(text, settings.periods).name
+    except (BadSeason, PeriodOff) as exc:
         raise fail(str(exc)) from None
 
 
@@ -234,14 +240,14 @@ def token(
 
 
 @app.command()
-def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
+def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) -> None:
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from laurels.rebuild import RebuildFailed, RebuildRunning
 
-    name = _season(season)
     settings = _settings()
+    name = _season(season, settings)
 
     async def work(rt: Any) -> Any:
         columns = (TextColumn("rebuild {task.description}"), BarColumn(),
@@ -269,10 +275,10 @@ def rebuild(season: Annotated[str, typer.Option("--season", help="YYYY-Www or cu
 
 
 @app.command()
-def verify(season: Annotated[str, typer.Option("--season", help="YYYY-Www or current")]) -> None:
+def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) -> None:
     """Compare the board in Redis with PostgreSQL: exit 0 if consistent, 1 if not."""
-    name = _season(season)
     settings = _settings()
+    name = _season(season, settings)
 
     async def work(rt: Any) -> Any:
         return await rt.verifier.verify(name)

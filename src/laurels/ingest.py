@@ -23,7 +23,7 @@ from laurels.errors import ErrorCode
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
-from laurels.seasons import season_of
+from laurels.seasons import seasons_of
 from laurels.settings import Settings
 from laurels.states import OutcomeStatus
 from laurels.validation import Completion, Invalid, validate_completion
@@ -56,8 +56,10 @@ class _Item:
     data: Completion
     completed_at: datetime
     given: bool  # completed_at was sent (else: the time of receipt)
-    season: str
-    closed: bool  # its season no longer takes new completions (by the clock)
+    season: str  # its week
+    closed: bool  # one of its seasons no longer takes new completions (by the clock)
+    others: str  # its seasons of the other configured periods, comma-joined
+    closing: str  # the season it is refused for when closed: the first closed one
 
 
 def _reject(cid: str | None, code: ErrorCode, detail: str) -> Outcome:
@@ -73,7 +75,7 @@ def _same(item: _Item, row: Row) -> bool:
 
 def _closed(item: _Item) -> Outcome:
     return _reject(item.data.completion_id, "season_closed",
-                   f"season {item.season} is closed to new completions")
+                   f"season {item.closing} is closed to new completions")
 
 
 REFUSALS: dict[str, tuple[ErrorCode, str]] = {
@@ -121,10 +123,14 @@ class Ingestor:
                                       "completed_at lies too far in the future")
                 continue
             completed_at = at or now
-            season = season_of(completed_at)
-            closed = season.is_closed(now, self.settings.late_grace_seconds,
-                                      self.settings.close_seasons)
-            items.append(_Item(i, data, completed_at, at is not None, season.name, closed))
+            # Every configured period's season (the week first); the item is
+            # recorded only while all of them are open.
+            seasons = seasons_of(completed_at, self.settings.periods)
+            closed = [s for s in seasons if s.is_closed(
+                now, self.settings.late_grace_seconds, self.settings.close_seasons)]
+            items.append(_Item(i, data, completed_at, at is not None, seasons[0].name,
+                               bool(closed), ",".join(s.name for s in seasons[1:]),
+                               (closed or seasons)[0].name))
         return items
 
     async def _record(self, items: list[_Item], now: datetime,
@@ -172,7 +178,7 @@ class Ingestor:
                     # PostgreSQL's timestamptz input only up to 15:59.
                     completed_ats=[it.completed_at.astimezone(UTC) for it in items],
                     received_at=now, seasons=[it.season for it in items],
-                    closed=[it.closed for it in items])
+                    closed=[it.closed for it in items], others=[it.others for it in items])
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 4:
                     raise

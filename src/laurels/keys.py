@@ -1,6 +1,7 @@
 """Every Redis key and channel name, built here and nowhere else.
 
-All keys of one season share the cluster hash tag `{weekly:YYYY-Www}`, so each
+All keys of one season share a cluster hash tag naming its period and season
+(`{weekly:2026-W49}`, `{day:2026-11-30}`, `{month:2026-11}`, `{all}`), so each
 script touches one slot and runs unchanged on Redis Cluster. The tie policy is
 part of the name because a board ordered under one policy is useless under the
 other: changing the policy finds no board, and the service rebuilds it.
@@ -9,6 +10,8 @@ other: changing the policy finds no board, and the service rebuilds it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from laurels.seasons import period_of
 
 CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
 
@@ -74,7 +77,7 @@ class Keys:
         self.policy = policy
 
     def season(self, season: str) -> SeasonKeys:
-        return SeasonKeys(f"{self.prefix}:{{weekly:{season}}}:{self.policy}")
+        return SeasonKeys(f"{self.prefix}:{tag(season)}:{self.policy}")
 
     def hint_channel(self) -> str:
         """Pub/Sub channel of refresh hints (season, maybe a user id: never a score)."""
@@ -82,11 +85,20 @@ class Keys:
 
     def shard_hint_channel(self, season: str) -> str:
         """On Redis Cluster: a season's hints, on the shard of its board (SPUBLISH)."""
-        return f"{self.prefix}:{{weekly:{season}}}:hints"
+        return f"{self.prefix}:{tag(season)}:hints"
 
     def notification_channel(self) -> str:
         """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"
+
+
+def tag(season: str) -> str:
+    """The cluster hash tag of a season's keys (weeks keep the name they had
+    before there were other periods)."""
+    period = period_of(season)
+    if period == "all":
+        return "{all}"
+    return f"{{{'weekly' if period == 'week' else period}:{season}}}"
 
 
 def chunk_of(seq: int) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -20,7 +20,7 @@ from laurels import failpoints
 from laurels.board import CLUSTER_IN_FLIGHT, Board, gather_bounded
 from laurels.db import Database
 from laurels.metrics import ERASURES, SEASONS_FINALIZED
-from laurels.seasons import WEEK, parse_season
+from laurels.seasons import parse_season
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.lifecycle")
@@ -42,9 +42,10 @@ class Lifecycle:
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
             await self.db.run("erase_user", conn, user_id=user_id)
-            await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
-            await failpoints.pause("erase_locked")
             seasons = {r["season"] for r in await self.db.fetch(
+                "lock_user_seasons", conn, user_id=user_id)}  # every period's
+            await failpoints.pause("erase_locked")
+            seasons |= {r["season"] for r in await self.db.fetch(
                 "delete_user_completions", conn, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
@@ -138,9 +139,10 @@ class Lifecycle:
         return True
 
     def expires_at(self, season: str) -> datetime:
-        """A closed season stays in Redis while it is among the KEEP most recent."""
-        closes = parse_season(season).closes_at(self.settings.late_grace_seconds)
-        return closes + timedelta(seconds=WEEK.total_seconds() * self.settings.keep_seasons)
+        """A closed season stays in Redis while it is among the KEEP most
+        recent of its period (`all` never closes, never expires)."""
+        later = parse_season(season).later(self.settings.keep_seasons)
+        return later.closes_at(self.settings.late_grace_seconds)
 
     async def expire(self, season: str) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""

@@ -37,7 +37,7 @@ from laurels.metrics import (
     NOTIFICATIONS_WRITTEN,
     SSE_CONNECTIONS,
 )
-from laurels.seasons import season_of
+from laurels.seasons import period_of, season_of
 
 log = logging.getLogger("laurels.notify")
 
@@ -440,10 +440,12 @@ class Notifier:
         self._seasons_at = 0.0
 
     async def _open_seasons(self) -> list[str]:
-        """The open seasons, re-read every 10 s (`consume` adds this week's,
-        so the first notifications of a new week come at once)."""
+        """The open weeks (rank events come from weekly boards only), re-read
+        every 10 s (`consume` adds this week's, so the first notifications of
+        a new week come at once)."""
         if time.monotonic() - self._seasons_at > 10:
-            self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")]
+            self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")
+                             if period_of(r["season"]) == "week"]
             self._seasons_at = time.monotonic()
         return self._seasons
 
@@ -536,11 +538,16 @@ class Notifier:
                                            orjson.dumps({"user_id": target, "id": nid}))
 
     async def season_final(self, season: str, conn: Any) -> None:
-        """In the finalizing transaction: everyone's final rank, once."""
+        """In the finalizing transaction: everyone's final rank, once (weeks
+        only: the contract's `season_final` is weekly)."""
+        if period_of(season) != "week":
+            return
         written = await self.db.run("notify_season_final", conn, season=season)
         NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
     async def announce_final(self, season: str) -> None:
+        if period_of(season) != "week":
+            return
         try:
             await self.board.redis.publish(self.board.keys.notification_channel(),
                                            orjson.dumps({"season_final": season}))

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -24,6 +25,7 @@ from laurels.db import Database
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
 from laurels.rebuild import BACKGROUND_HEAL_WAIT_SECONDS, Rebuilder
+from laurels.seasons import Period, season_of
 
 log = logging.getLogger("laurels.projector")
 
@@ -32,17 +34,32 @@ FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-appl
 FLUSH_MAX = 100_000
 
 
+def boards_of(events: list[Event], periods: tuple[Period, ...]) -> list[Event]:
+    """Each completion once per board it counts on: its week's (the row's
+    season), then the season of each other configured period. Each board
+    keeps its own idempotency record, so a completion is applied to each
+    exactly once; its outbox row goes only when every board has it."""
+    if len(periods) == 1:
+        return events
+    out = []
+    for ev in events:
+        out.append(ev)
+        out += [replace(ev, season=season_of(ev.completed_at, p).name) for p in periods[1:]]
+    return out
+
+
 class Projector:
+    batch_size = 500  # outbox rows per claim
+    poll_seconds = 0.5  # the wait for a NOTIFY before polling anyway
+    min_age_seconds = 0.25  # younger rows are left to the fast path
+
     def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
-                 lifecycle: Lifecycle, batch_size: int = 500, poll_seconds: float = 0.5,
-                 min_age_seconds: float = 0.25) -> None:
+                 lifecycle: Lifecycle, periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
+        self.periods = periods
         self.board = board
         self.rebuilder = rebuilder
         self.lifecycle = lifecycle
-        self.batch_size = batch_size
-        self.poll_seconds = poll_seconds
-        self.min_age_seconds = min_age_seconds
         self.applied_total = 0
         self.flushing = False  # a flush loop deletes the fast path's rows in bulk
         self._applied: list[int] = []
@@ -62,21 +79,21 @@ class Projector:
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            events = [Event.from_row(r) for r in rows]
-            results = await self.board.apply(events)
-            missing = {ev.season for ev, res in zip(events, results, strict=True)
+            boards = boards_of([Event.from_row(r) for r in rows], self.periods)
+            results = await self.board.apply(boards)
+            missing = {ev.season for ev, res in zip(boards, results, strict=True)
                        if res == "missing"}
             if missing:
                 # A finalized season is read from its archive (built from the
                 # completions themselves): nothing is left to apply.
                 archived = await self.lifecycle.finalized(sorted(missing), conn)
                 missing -= set(archived)
-            done = [ev.seq for ev, res in zip(events, results, strict=True)
-                    if ev.season not in missing]
+            blocked = {ev.seq for ev in boards if ev.season in missing}
+            done = [r["seq"] for r in rows if r["seq"] not in blocked]
             if done:
                 await self.db.run("delete_outbox", conn, seqs=done)
         for r in rows:
-            if r["season"] not in missing:
+            if r["seq"] not in blocked:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
         return len(done), missing
 
@@ -92,22 +109,21 @@ class Projector:
         memory onto the rebuilt board. If the heal is still running, the
         projector finishes the job from the outbox."""
         started = time.perf_counter()
-        results = await self.board.apply(events)
-        done = [ev.seq for ev, res in zip(events, results, strict=True) if res != "missing"]
-        missing = {ev.season for ev, res in zip(events, results, strict=True)
+        boards = boards_of(events, self.periods)
+        results = await self.board.apply(boards)
+        missing = {ev.season for ev, res in zip(boards, results, strict=True)
                    if res == "missing"}
         if missing:
-            archived = set(await self.lifecycle.finalized(sorted(missing)))
-            done += [ev.seq for ev in events if ev.season in archived]
-            missing -= archived
+            missing -= set(await self.lifecycle.finalized(sorted(missing)))
         if missing:
             await failpoints.pause("fast_missing")
             if await self.rebuilder.heal(missing, heal_wait_seconds):
-                done += [ev.seq for ev in events if ev.season in missing]
                 for season in sorted(missing):  # the board changed; name nobody
                     await self.board.publish_hint({"season": season})
+                missing = set()
+        blocked = {ev.seq for ev in boards if ev.season in missing}
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
-        await self.forget(done)
+        await self.forget([ev.seq for ev in events if ev.seq not in blocked])
 
     async def forget(self, seqs: list[int]) -> None:
         """Outbox rows of applied completions: deleted in bulk by the flush loop

@@ -71,8 +71,11 @@ class Reads:
         now = now or datetime.now(UTC)
         closed = season.is_closed(now, self.settings.late_grace_seconds,
                                   self.settings.close_seasons)
-        return {"season": season.name, "period": "week", "starts_at": iso(season.starts_at),
-                "ends_at": iso(season.ends_at), "status": "closed" if closed else "open",
+        bounded = season.bounded  # `all` has no boundaries (null)
+        return {"season": season.name, "period": season.period,
+                "starts_at": iso(season.starts_at) if bounded else None,
+                "ends_at": iso(season.ends_at) if bounded else None,
+                "status": "closed" if closed else "open",
                 "tie_policy": self.settings.tie_policy}
 
     async def with_board(self, season: Season, read: Callable[[], Awaitable[T]],

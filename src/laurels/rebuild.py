@@ -24,8 +24,8 @@ from laurels import failpoints
 from laurels.board import Board
 from laurels.db import Database
 from laurels.keys import CHUNK_BITS
-from laurels.ranking import pad_ts, pad_uid
-from laurels.seasons import parse_season, season_of
+from laurels.ranking import pad_uid
+from laurels.seasons import Period, parse_season, seasons_of
 from laurels.states import RebuildStatus
 
 log = logging.getLogger("laurels.rebuild")
@@ -80,10 +80,12 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Seasons | None = None) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Seasons | None = None,
+                 periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
+        self.periods = periods  # the boards `prepare` creates ahead
         self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
         self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
 
@@ -92,6 +94,10 @@ class Rebuilder:
 
     async def start_record(self, season: str) -> str:
         rebuild_id = str(uuid.uuid4())
+        # A board built for the first time (a period switched on later, for
+        # a past season) gets its season row: the lifecycle finalizes,
+        # archives and expires it like any other.
+        await self.db.run("ensure_seasons", seasons=[season])
         await self.db.run("insert_rebuild", rebuild_id=rebuild_id, season=season,
                           tie_policy=self.board.policy)
         return rebuild_id
@@ -304,7 +310,7 @@ class Rebuilder:
             for r in rows:
                 points = int(r["score"]) - live.get(r["user_id"], 0)
                 args += [pad_uid(r["user_id"]), points,
-                         pad_ts(start.offset_us(r["last_at"])), r["profile_version"],
+                         start.pad_ts(r["last_at"]), r["profile_version"],
                          r["visibility"], r["display_name"]]
             reply = await self.board.scripts["load_board"](keys=keys, args=args)
             if reply[0] != "OK":
@@ -354,14 +360,17 @@ class Rebuilder:
         return present
 
     async def prepare(self, now: datetime | None = None) -> None:
-        """Create this week's board ahead of its first completion (and next week's
-        in the last day of this one), so first completions are applied live, with
-        their hints and rank events, rather than absorbed by a first build."""
+        """Create the current board of every configured period ahead of its
+        first completion (and the next one near the end of this one), so
+        first completions are applied live, with their hints and rank events,
+        rather than absorbed by a first build."""
         now = now or datetime.now(UTC)
-        this = season_of(now)
-        seasons = [this]
-        if this.ends_at - now < timedelta(days=1):
-            seasons.append(this.next())
+        seasons = []
+        for this in seasons_of(now, self.periods):
+            seasons.append(this)
+            lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
+            if this.bounded and this.ends_at - now < lead:
+                seasons.append(this.next())
         await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
 
     async def _heal(self, season: str) -> RebuildResult | None:

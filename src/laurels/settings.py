@@ -7,12 +7,14 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
 import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from laurels.ranking import TiePolicy
+from laurels.seasons import Period, parse_periods
 
 
 class ConfigError(Exception):
@@ -44,6 +46,9 @@ class Settings(BaseSettings):
     close_seasons: bool = True
     max_future_skew_seconds: int = Field(300, ge=0)
     keep_seasons: int = Field(8, ge=0)
+    # The boards every completion counts on (seasons.py): a comma list; week
+    # is always on.
+    periods: Annotated[tuple[Period, ...], NoDecode] = ("week",)
     # Not in the contract's table: writes (POST, PUT, DELETE) per second per
     # token in each process, with bursts of twice that; 0 turns it off.
     write_rate_limit: float = Field(2000.0, ge=0)
@@ -70,6 +75,11 @@ class Settings(BaseSettings):
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)
     min_body_rate: int = Field(1024, ge=1)
+
+    @field_validator("periods", mode="before")
+    @classmethod
+    def _periods(cls, v: Any) -> tuple[Period, ...]:
+        return parse_periods(v if isinstance(v, str) else ",".join(v))
 
     @field_validator("database_url")
     @classmethod

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from laurels.seasons import BadSeason, Season, parse_season, season_of
+from laurels.seasons import BadSeason, parse_season, season_of, week
 
 WEEK_US = 7 * 86400 * 1_000_000
 
@@ -19,7 +19,7 @@ def utc(*args: int) -> datetime:
 
 def test_last_microsecond_of_sunday_is_still_the_old_week() -> None:
     s = season_of(datetime(2026, 12, 6, 23, 59, 59, 999000, tzinfo=UTC))
-    assert s == Season(2026, 49)
+    assert s == week(2026, 49)
     assert s.name == "2026-W49"
     assert str(s) == "2026-W49"
 
@@ -66,13 +66,13 @@ def test_start_of_week_53() -> None:
 # --- parse_season ------------------------------------------------------------
 
 def test_parse_roundtrips_name() -> None:
-    assert parse_season("2026-W49") == Season(2026, 49)
-    assert parse_season("2027-W01") == Season(2027, 1)
+    assert parse_season("2026-W49") == week(2026, 49)
+    assert parse_season("2027-W01") == week(2027, 1)
     assert parse_season("2026-W49").name == "2026-W49"
 
 
 def test_week_53_exists_in_2026() -> None:
-    assert parse_season("2026-W53") == Season(2026, 53)
+    assert parse_season("2026-W53") == week(2026, 53)
 
 
 def test_week_53_does_not_exist_in_2027() -> None:
@@ -111,10 +111,10 @@ def test_bad_season_is_a_value_error() -> None:
 
 
 def test_current_uses_given_clock() -> None:
-    assert parse_season("current", now=utc(2026, 12, 7, 0, 0)) == Season(2026, 50)
-    assert parse_season("current", now=utc(2027, 1, 2)) == Season(2026, 53)
+    assert parse_season("current", now=utc(2026, 12, 7, 0, 0)) == week(2026, 50)
+    assert parse_season("current", now=utc(2027, 1, 2)) == week(2026, 53)
     at = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
-    assert parse_season("current", now=at) == Season(2026, 50)
+    assert parse_season("current", now=at) == week(2026, 50)
 
 
 def test_current_defaults_to_the_real_clock() -> None:
@@ -127,7 +127,7 @@ def test_current_defaults_to_the_real_clock() -> None:
 # --- starts_at / ends_at / closing ---------------------------------------------
 
 def test_starts_and_ends() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     assert s.starts_at == utc(2026, 11, 30)
     assert s.ends_at == utc(2026, 12, 7)
     assert s.starts_at.utcoffset() == timedelta(0)
@@ -135,13 +135,13 @@ def test_starts_and_ends() -> None:
 
 
 def test_week_53_bounds_and_neighbours() -> None:
-    s = Season(2026, 53)
+    s = week(2026, 53)
     assert s.starts_at == utc(2026, 12, 28)
     assert s.ends_at == utc(2027, 1, 4)
-    assert s.next() == Season(2027, 1)
-    assert Season(2027, 1).previous() == s
-    assert Season(2026, 49).next() == Season(2026, 50)
-    assert Season(2026, 50).previous() == Season(2026, 49)
+    assert s.next() == week(2027, 1)
+    assert week(2027, 1).previous() == s
+    assert week(2026, 49).next() == week(2026, 50)
+    assert week(2026, 50).previous() == week(2026, 49)
 
 
 def test_every_instant_of_a_week_maps_back_to_it() -> None:
@@ -153,7 +153,7 @@ def test_every_instant_of_a_week_maps_back_to_it() -> None:
 
 
 def test_is_closed_respects_grace() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     grace = 172800
     closes = utc(2026, 12, 9)
     assert s.closes_at(grace) == closes
@@ -165,20 +165,20 @@ def test_is_closed_respects_grace() -> None:
 
 
 def test_is_closed_without_grace() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     assert not s.is_closed(s.ends_at - timedelta(microseconds=1), 0)
     assert s.is_closed(s.ends_at, 0)
 
 
 def test_is_closed_with_offset_clock() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     # 2026-12-08T23:30-01:00 == 2026-12-09T00:30Z: past the 2-day grace.
     now = datetime(2026, 12, 8, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
     assert s.is_closed(now, 172800)
 
 
 def test_seasons_never_close_when_disabled() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     assert not s.is_closed(utc(2030, 1, 1), 0, close_seasons=False)
     assert not s.is_closed(utc(2030, 1, 1), 172800, close_seasons=False)
     assert s.is_closed(utc(2030, 1, 1), 0, close_seasons=True)
@@ -187,7 +187,7 @@ def test_seasons_never_close_when_disabled() -> None:
 # --- offset_us -----------------------------------------------------------------
 
 def test_offset_us() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     assert s.offset_us(s.starts_at) == 0
     assert s.offset_us(s.starts_at + timedelta(microseconds=1)) == 1
     assert s.offset_us(utc(2026, 11, 30, 0, 0, 1)) == 1_000_000
@@ -197,7 +197,7 @@ def test_offset_us() -> None:
 
 
 def test_offset_us_is_offset_independent() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     plus1 = datetime(2026, 11, 30, 1, 0, tzinfo=timezone(timedelta(hours=1)))
     assert s.offset_us(plus1) == 0
     minus530 = datetime(2026, 11, 30, 5, 0, 0, 7, tzinfo=timezone(timedelta(hours=-5, minutes=-30)))
@@ -205,11 +205,11 @@ def test_offset_us_is_offset_independent() -> None:
 
 
 def test_offset_us_before_start_is_negative() -> None:
-    s = Season(2026, 49)
+    s = week(2026, 49)
     assert s.offset_us(s.starts_at - timedelta(microseconds=1)) == -1
 
 
 def test_season_ordering() -> None:
-    assert Season(2026, 53) < Season(2027, 1) < Season(2027, 2)
-    assert sorted([Season(2027, 1), Season(2026, 49), Season(2026, 53)]) == [
-        Season(2026, 49), Season(2026, 53), Season(2027, 1)]
+    assert week(2026, 53) < week(2027, 1) < week(2027, 2)
+    assert sorted([week(2027, 1), week(2026, 49), week(2026, 53)]) == [
+        week(2026, 49), week(2026, 53), week(2027, 1)]

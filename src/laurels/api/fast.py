@@ -43,13 +43,14 @@ from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.cursors import Cursors
+from laurels.api.params import path_season
 from laurels.api.problems import Problem, outcome_status
 from laurels.board import Hint
 from laurels.ingest import Ingestor
 from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
-from laurels.seasons import BadSeason, Season, parse_season
+from laurels.seasons import Season
 from laurels.validation import Invalid, parse_user_id
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
@@ -260,10 +261,7 @@ def etag_of(body: bytes) -> bytes:
 async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: int
                      ) -> Cached:
     """The top of a season's board, serialized, from the cache when it may be."""
-    try:
-        season = parse_season(season_text)
-    except BadSeason as exc:
-        raise Problem("validation_error", str(exc)) from None
+    season = path_season(season_text, reads.settings.periods)
     hit = cache.get(season.name, limit)
     if hit is not None:
         return hit
@@ -321,10 +319,7 @@ async def around_body(reads: Reads, auth: Auth, scope: Scope, season_text: str,
     except Invalid as exc:
         raise Problem("validation_error", str(exc)) from None
     auth.require_learner(bearer(scope), user_id)
-    try:
-        season = parse_season(season_text)
-    except BadSeason as exc:
-        raise Problem("validation_error", str(exc)) from None
+    season = path_season(season_text, reads.settings.periods)
     radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)
     return orjson.dumps(await reads.around(season, user_id, radius))
 
@@ -413,9 +408,9 @@ class FastLane:
         if b"after=" in query:
             return False
         try:
-            season = parse_season(match.group(2))
+            season = path_season(match.group(2), self.reads.settings.periods)
             limit = query_int(query, "limit", 100, 1, 1000)
-        except (BadSeason, Problem):
+        except Problem:
             return False  # the full route answers the error
         hit = self.group_cache.get(match.group(1), season.name, limit)
         if hit is None or not may_read_group(self.auth, self.group_cache, scope,

@@ -15,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
 from laurels.api.fast import GroupCache
+from laurels.api.params import path_season
 from laurels.api.problems import Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -24,7 +25,7 @@ from laurels.api.routes import (
     ingest_token,
     json_body,
     learner_token,
-    path_season,
+    periods,
     runtime,
     stream_budget,
     token,
@@ -159,7 +160,7 @@ async def get_group_board(request: Request, season: SeasonPath,
                           after: str | None = CURSOR) -> Response:
     """A group's board: its members ranked among themselves (ranks from 1),
     with the whole board's tie policy and privacy; `next` pages on."""
-    the_season = path_season(season)
+    the_season = path_season(season, periods(request))
     cursors: Cursors = request.app.state.cursors
     owner = f"group:{gid}:{the_season.name}"
     if after is not None:  # later pages are not cached
@@ -188,8 +189,9 @@ async def get_group_around(request: Request, group_id: GroupIdPath, season: Seas
                            user_id: UserIdPath, uid: int = Depends(learner_token),
                            radius: int = Query(5, ge=0, le=50)) -> Response:
     """A member's neighbourhood within the group (that member's token, or admin)."""
-    return _json(await groups(request).board_around(path_group(group_id),
-                                                    path_season(season), uid, radius))
+    the_season = path_season(season, periods(request))
+    return _json(await groups(request).board_around(path_group(group_id), the_season, uid,
+                                                    radius))
 
 
 @router.get("/v1/groups/{group_id}/leaderboards/{season}/events", tags=["groups"],
@@ -209,7 +211,7 @@ def group_stream(hub: Hub, the_groups: Groups, settings: Settings, gid: str,
     """A group board's event stream: the hub routes hints to it by member
     (group_index.py); its members are (re)loaded into the index whenever they
     are not loaded, before it says `ready` and after each change."""
-    name = path_season(season).name
+    name = path_season(season, settings.periods).name
     stream_budget(hub, settings)
     listener = hub.listen_group(gid, name)
 
@@ -254,4 +256,5 @@ async def post_ranks(request: Request, season: SeasonPath,
         if caller is None:
             raise Problem("unauthorized", "invalid or expired token")
     body = _valid(validate_ranks, await json_body(request))
-    return _json(await groups(request).friends(path_season(season), body.user_ids, caller))
+    the_season = path_season(season, periods(request))
+    return _json(await groups(request).friends(the_season, body.user_ids, caller))

@@ -18,13 +18,14 @@ from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.cursors import Cursors
 from laurels.api.fast import board_body, board_cursor_owner, not_modified, seal_next
+from laurels.api.params import path_season
 from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
 from laurels.metrics import STREAMS_REFUSED
 from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
-from laurels.seasons import BadSeason, Season, parse_season
+from laurels.seasons import Period
 from laurels.settings import Settings
 from laurels.validation import (
     USER_ID_MAX,
@@ -114,11 +115,8 @@ def path_user_id(text: str) -> int:
         raise Problem("validation_error", str(exc)) from None
 
 
-def path_season(text: str) -> Season:
-    try:
-        return parse_season(text)
-    except BadSeason as exc:
-        raise Problem("validation_error", str(exc)) from None
+def periods(request: Request) -> tuple[Period, ...]:
+    return runtime(request).settings.periods
 
 
 async def json_body(request: Request) -> Any:
@@ -202,7 +200,7 @@ async def get_board(request: Request, season: SeasonPath,
     an `ETag`; `If-None-Match` with it gets `304` while the board is
     unchanged. (The first page is served by the fast lane in `laurels serve`.)"""
     if after is not None:
-        the_season = path_season(season)
+        the_season = path_season(season, periods(request))
         cursors: Cursors = request.app.state.cursors
         position = cursors.decode(board_cursor_owner(the_season), after)
         body = await request.app.state.reads.top(the_season, limit, position)
@@ -222,7 +220,8 @@ async def get_around(request: Request, season: SeasonPath, user_id: UserIdPath,
                      uid: int = Depends(learner_token),
                      radius: int = Query(5, ge=0, le=50)) -> Response:
     """A learner's rank and neighbourhood (learner token of that user, or admin)."""
-    return _json(await request.app.state.reads.around(path_season(season), uid, radius))
+    the_season = path_season(season, periods(request))
+    return _json(await request.app.state.reads.around(the_season, uid, radius))
 
 
 @router.get("/v1/leaderboards/{season}/events", tags=["reads"],
@@ -238,7 +237,7 @@ async def board_events(request: Request, season: SeasonPath) -> Response:
 
 def board_stream(hub: Hub, settings: Settings, season: str) -> Response:
     """The response of a season's event stream (or a Problem)."""
-    name = path_season(season).name
+    name = path_season(season, settings.periods).name
     stream_budget(hub, settings)
     listener = hub.listen_board(name)
 
@@ -324,7 +323,7 @@ async def post_rebuild(request: Request, season: SeasonPath) -> Response:
     """Rebuild a season's board from PostgreSQL in the background, then switch.
     While one runs (in any process), a second request joins it: the answer
     names the running rebuild, so two builders never race."""
-    name = path_season(season).name
+    name = path_season(season, periods(request)).name
     rebuild_id = await runtime(request).rebuilder.start_or_join(name)
     if rebuild_id is None:
         raise Problem("rebuilding", f"a rebuild of {name} is starting; retry shortly",
@@ -352,7 +351,7 @@ async def get_rebuild(request: Request, rebuild_id: RebuildIdPath) -> Response:
             responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 422, 503)})
 async def get_verify(request: Request, season: SeasonPath) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
-    result = await runtime(request).verifier.verify(path_season(season).name)
+    result = await runtime(request).verifier.verify(path_season(season, periods(request)).name)
     return _json(result.body())
 
 

@@ -57,8 +57,8 @@ class EntryOut(BaseModel):
 class BoardOut(BaseModel):
     season: str
     period: Literal["week", "day", "month", "all"]
-    starts_at: str
-    ends_at: str
+    starts_at: str | None
+    ends_at: str | None
     status: Literal["open", "closed"]
     tie_policy: TiePolicy
     total: int

@@ -22,12 +22,11 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.keys import Keys, SeasonKeys, chunk_of
 from laurels.ranking import (
-    TS_WIDTH,
+    UID_WIDTH,
     Position,
     TiePolicy,
     assign_ranks,
     member_uid,
-    pad_ts,
     pad_uid,
 )
 from laurels.seasons import parse_season
@@ -264,7 +263,7 @@ class Board:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
             per_event += [ev.seq, index[chunk], offset, pad_uid(ev.user_id), ev.points,
-                          pad_ts(start.offset_us(ev.completed_at)), ev.profile.version,
+                          start.pad_ts(ev.completed_at), ev.profile.version,
                           ev.profile.visibility, ev.profile.display_name]
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream]
         for v in targets:
@@ -278,8 +277,9 @@ class Board:
             command, channel = "SPUBLISH", self.keys.shard_hint_channel(season)
         else:
             command, channel = "PUBLISH", self.keys.hint_channel()
+        on_current = bool(targets) and targets[0] == versions[0]
         args: list[Any] = [versions[0], versions[1], self.policy,
-                           "1" if targets and targets[0] == versions[0] else "0",
+                           ("1" if start.period == "week" else "h") if on_current else "0",
                            len(targets), len(chunks), command, channel, season,
                            *chunks, *per_event]
         return keys, args
@@ -495,7 +495,7 @@ class Board:
         """`limit` public entries from the top, or after the position `after`
         (an entry's (stored score, tie time, user id), as `Top.next` gives)."""
         erased = self.season_keys(season).erased
-        where = ["", ""] if after is None else [str(after[0]), self._member(after)]
+        where = ["", ""] if after is None else [str(after[0]), self._member(season, after)]
         reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users, erased],
                                  [limit, *where])
         total, start, better = int(reply[1]), int(reply[2]), int(reply[3])
@@ -504,12 +504,13 @@ class Board:
         return Top(total, self._entries(reply[6:], better + 1, start),
                    self._position(last_member, last_score) if more else None)
 
-    def _member(self, position: Position) -> str:
+    def _member(self, season: str, position: Position) -> str:
         _score, ts, uid = position
-        return (pad_ts(ts) if self.policy == "first" else "") + pad_uid(uid)
+        width = parse_season(season).ts_width
+        return (f"{ts:0{width}d}" if self.policy == "first" else "") + pad_uid(uid)
 
     def _position(self, member: str, score: Any) -> Position:
-        ts = int(member[:TS_WIDTH]) if self.policy == "first" else 0
+        ts = int(member[:-UID_WIDTH]) if self.policy == "first" else 0
         return int(float(score)), ts, member_uid(member)
 
     async def around(self, season: str, user_id: int, radius: int) -> Around | None:

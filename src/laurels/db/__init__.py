@@ -21,6 +21,7 @@ from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from laurels.metrics import POOL_WAIT
+from laurels.seasons import parse_season
 
 Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[DictRow]
@@ -44,6 +45,38 @@ QUERIES = _load_queries()
 
 def q(name: str) -> LiteralString:
     return QUERIES[name]  # loaded from our own file, never from input
+
+
+# `SEASON_FILTER(c)` in a query selects the completions of the season named by
+# the `season` parameter (on table alias `c`), by the season's period: the
+# week's indexed column; a day's or a month's range of `completed_at`
+# (indexed, migration 006); everything for `all`.
+_SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
+_VARIANTS: dict[tuple[str, str], str] = {}
+
+
+def _filter(period: str, alias: str) -> str:
+    col = f"{alias}." if alias else ""
+    if period == "week":
+        return f"{col}season = %(season)s"
+    if period == "all":
+        return "true"
+    return f"{col}completed_at >= %(season_starts)s AND {col}completed_at < %(season_ends)s"
+
+
+def statement(name: str, params: dict[str, Any]) -> LiteralString:
+    """The text of a named query for these parameters (its season's variant)."""
+    text = q(name)
+    if "SEASON_FILTER(" not in text:
+        return text
+    season = parse_season(str(params["season"]))
+    params["season_starts"], params["season_ends"] = season.starts_at, season.ends_at
+    key = (name, season.period)
+    variant = _VARIANTS.get(key)
+    if variant is None:
+        variant = _VARIANTS[key] = _SEASON_FILTER.sub(
+            lambda m: _filter(season.period, m.group(1)), text)
+    return variant  # built from our own file only
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -103,7 +136,7 @@ class Database:
         if conn is None:
             async with self.connection() as c:
                 return await self.fetch(name, c, **params)
-        cur = await conn.execute(q(name), params)
+        cur = await conn.execute(statement(name, params), params)
         return await cur.fetchall() if cur.description else []
 
     async def fetch_one(self, name: str, conn: Conn | None = None, **params: Any) -> Row | None:
@@ -115,7 +148,7 @@ class Database:
         if conn is None:
             async with self.connection() as c:
                 return await self.run(name, c, **params)
-        cur = await conn.execute(q(name), params)
+        cur = await conn.execute(statement(name, params), params)
         return cur.rowcount
 
     async def stream(self, name: str, conn: Conn, batch: int, **params: Any
@@ -124,7 +157,7 @@ class Database:
         cursor (bounded memory); `conn` must be inside a transaction."""
         async with conn.cursor(name=f"{name}_{next(_cursor_ids)}") as named:
             named.itersize = batch
-            await named.execute(q(name), params)
+            await named.execute(statement(name, params), params)
             while rows := await named.fetchmany(batch):
                 yield rows
 
@@ -135,7 +168,7 @@ class Database:
         async with conn.cursor(name=f"{name}_{next(_cursor_ids)}",
                                row_factory=tuple_row) as named:
             named.itersize = batch
-            await named.execute(q(name), params)
+            await named.execute(statement(name, params), params)
             while rows := await named.fetchmany(batch):
                 yield [row[0] for row in rows]
 

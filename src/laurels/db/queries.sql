@@ -13,10 +13,12 @@ SELECT completion_id, seq, user_id, points, completed_at, received_at, season
 FROM completions WHERE completion_id = ANY(%(completion_ids)s);
 
 -- name: ingest_batch
--- One round trip for a whole batch (migrations/004_ingest_function.sql).
+-- One round trip for a whole batch (migrations/004_ingest_function.sql, as
+-- changed by 006_periods.sql).
 SELECT * FROM laurels_ingest(%(completion_ids)s::text[], %(user_ids)s::bigint[],
                              %(points)s::int[], %(completed_ats)s::timestamptz[],
-                             %(received_at)s, %(seasons)s::text[], %(closed)s::boolean[]);
+                             %(received_at)s, %(seasons)s::text[], %(closed)s::boolean[],
+                             %(others)s::text[]);
 
 -- name: insert_completions
 INSERT INTO completions (completion_id, user_id, points, completed_at, received_at, season)
@@ -55,7 +57,7 @@ SELECT count(*) AS depth, coalesce(extract(epoch FROM now() - min(created_at)), 
 FROM outbox;
 
 -- name: season_has_completions
-SELECT EXISTS (SELECT 1 FROM completions WHERE season = %(season)s) AS present;
+SELECT EXISTS (SELECT 1 FROM completions WHERE SEASON_FILTER()) AS present;
 
 -- name: season_events
 SELECT c.seq, c.user_id, c.points, c.completed_at,
@@ -63,12 +65,12 @@ SELECT c.seq, c.user_id, c.points, c.completed_at,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE c.season = %(season)s
+WHERE SEASON_FILTER(c)
 ORDER BY c.seq;
 
 -- name: season_seqs
 -- A rebuild's idempotency bits: every completion of the season, in seq order.
-SELECT seq FROM completions WHERE season = %(season)s ORDER BY seq;
+SELECT seq FROM completions WHERE SEASON_FILTER() ORDER BY seq;
 
 -- name: season_aggregates
 -- A rebuild's board: one row per learner (the sum, the latest completion and
@@ -78,21 +80,21 @@ SELECT c.user_id, sum(c.points)::bigint AS score, max(c.completed_at) AS last_at
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE c.season = %(season)s
+WHERE SEASON_FILTER(c)
 GROUP BY c.user_id, u.profile_version, u.visibility, u.display_name;
 
 -- name: completions_by_seq
 SELECT seq, user_id, points FROM completions WHERE seq = ANY(%(seqs)s);
 
 -- name: season_event_count
-SELECT count(*) AS n FROM completions WHERE season = %(season)s;
+SELECT count(*) AS n FROM completions WHERE SEASON_FILTER();
 
 -- name: season_sums
 SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
        min(coalesce(u.display_name, '')) AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE c.season = %(season)s
+WHERE SEASON_FILTER(c)
 GROUP BY c.user_id ORDER BY c.user_id;
 
 -- name: erased_users
@@ -119,8 +121,15 @@ RETURNING user_id, display_name, visibility, profile_version, erased_at IS NOT N
 -- Finalizing takes FOR UPDATE on its season, so a profile change or an
 -- erasure either commits before the archive is built (which then sees it) or
 -- waits for the archive to commit (and then re-ranks or deletes it).
+-- Every period's seasons: the week in `season`, the day, the month and `all`
+-- from `completed_at` (a period that is not configured has no rows here).
 SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
 WHERE season IN (SELECT season FROM completions WHERE user_id = %(user_id)s
+                 UNION SELECT to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+                       FROM completions WHERE user_id = %(user_id)s
+                 UNION SELECT to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM')
+                       FROM completions WHERE user_id = %(user_id)s
+                 UNION SELECT 'all' FROM completions WHERE user_id = %(user_id)s
                  UNION SELECT season FROM season_standings WHERE user_id = %(user_id)s)
 ORDER BY season FOR SHARE;
 
@@ -141,7 +150,7 @@ SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
        min(coalesce(u.display_name, '')) AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE c.season = %(season)s AND c.user_id = ANY(%(user_ids)s)
+WHERE SEASON_FILTER(c) AND c.user_id = ANY(%(user_ids)s)
 GROUP BY c.user_id;
 
 -- name: ensure_seasons
@@ -162,8 +171,8 @@ SELECT finalized_at IS NOT NULL AS finalized FROM seasons WHERE season = %(seaso
 
 -- name: archive_standings
 INSERT INTO season_standings (season, user_id, score, last_completed_at)
-SELECT season, user_id, sum(points), max(completed_at)
-FROM completions WHERE season = %(season)s GROUP BY season, user_id;
+SELECT %(season)s, user_id, sum(points), max(completed_at)
+FROM completions WHERE SEASON_FILTER() GROUP BY user_id;
 
 -- name: mark_finalized
 UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;

@@ -15,7 +15,9 @@
 -- ARGV[2]  expected building version ('' when none)
 -- ARGV[3]  tie policy
 -- ARGV[4]  '1' when target 0 is the current version (then rank events are
---          computed on it: entering the top 10, passing learners in the top 100)
+--          computed on it: entering the top 10, passing learners in the top 100);
+--          'h' when it is, on a board without rank events (periods other than
+--          the week: contract, Domain); '0' when it is not
 -- ARGV[5]  T, the number of target versions; ARGV[6] C, the number of chunks
 -- ARGV[7]  how to hint the change: 'PUBLISH' (one node), 'SPUBLISH' (a cluster:
 --          the season's shard channel, in this script's slot) or '' (none)
@@ -36,7 +38,7 @@
 -- of those learners only (group_index.py). No other learner is ever named.
 local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local expected_current, expected_building = ARGV[1], ARGV[2]
-local policy, first_is_current = ARGV[3], ARGV[4] == '1'
+local policy, first_is_current, rank_events = ARGV[3], ARGV[4] ~= '0', ARGV[4] == '1'
 local T, C = tonumber(ARGV[5]), tonumber(ARGV[6])
 local hint_command, hint_channel, season = ARGV[7], ARGV[8], ARGV[9]
 local TOP, NOTIFY_MAX, OVERTAKEN_MAX, ROUTES_MAX = 100, 10, 10, 100
@@ -78,6 +80,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   redis.call('ZADD', zset_of(p.vis, public, hidden), new_score, new_member)
   redis.call('HSET', users, uid, format_profile(p))
   if not ranked then return 1, '' end
+  if not rank_events then return 1, p.vis end
   if p.vis ~= 'hidden' then
     local new_index = redis.call('ZRANK', public, new_member)
     local new_rank = new_index + 1
