@@ -25,7 +25,7 @@ from laurels.board import Entry, Scored, default_name
 from laurels.db import Database, Row
 from laurels.errors import DomainError
 from laurels.privacy import Privacy
-from laurels.ranking import Position, Standing, TiePolicy, assign_ranks, sort_key
+from laurels.ranking import Position, TiePolicy, assign_ranks
 from laurels.reads import HIDDEN, Reads, public_entry
 from laurels.seasons import Season
 from laurels.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
@@ -45,7 +45,8 @@ class Ranked:
 
 
 def _key(m: Scored, policy: TiePolicy) -> tuple[int, int, int]:
-    return sort_key(Standing(m.user_id, m.score, m.last_ts), policy)
+    """`ranking.sort_key` of a member (inlined: a group holds up to 100,000)."""
+    return (-m.score, m.last_ts if policy == "first" else 0, m.user_id)
 
 
 def rank_members(members: Sequence[Scored], policy: TiePolicy) -> list[Ranked]:
@@ -62,7 +63,7 @@ def visible(members: Sequence[Scored], privacy: Privacy) -> list[Scored]:
     for m in members:
         vis = privacy.visibility(m.user_id, m.visibility)
         if vis not in HIDDEN:
-            out.append(m._replace(visibility=vis))
+            out.append(m if vis == m.visibility else m._replace(visibility=vis))
     return out
 
 
