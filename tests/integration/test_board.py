@@ -13,10 +13,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Event, Profile
 from laurels.keys import Keys, chunk_of
+from laurels.projector import boards_of
 from laurels.ranking import Standing, rank_all
 from laurels.rebuild import Rebuilder
 from laurels.runtime import Runtime, redis_client
-from laurels.seasons import parse_season
+from laurels.seasons import PERIODS, parse_season, season_of
 
 SEASON = "2026-W49"
 START = parse_season(SEASON).starts_at
@@ -175,3 +176,50 @@ async def test_redis_connection_error_surfaces(rt: Runtime) -> None:
     with pytest.raises(RedisConnectionError):
         await board.top(SEASON, 10)
     await dead.aclose()
+
+
+# Instants around a month's, a year's (in week 53) and a leap day's ends.
+INSTANTS = [datetime(2025, 11, 30, 23, 59, 59, 999999, tzinfo=UTC),
+            datetime(2025, 12, 1, tzinfo=UTC), datetime(2025, 12, 1, 0, 0, 1, tzinfo=UTC),
+            datetime(2020, 12, 31, 23, 59, tzinfo=UTC), datetime(2021, 1, 1, tzinfo=UTC),
+            datetime(2024, 2, 29, 12, tzinfo=UTC)]
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+async def test_every_period_s_board_is_independent_of_arrival_order(
+        rt: Runtime, data: st.DataObject) -> None:
+    """Issue 14: each completion applied to the season of every period (as the
+    projector does), in any order, with re-deliveries: every board equals
+    the reference ranking of its own completions."""
+    policy = data.draw(st.sampled_from(["shared", "first"]))
+    raw = data.draw(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 4),
+                                       st.integers(0, len(INSTANTS) - 1)),
+                             min_size=1, max_size=15))
+    evs = [Event(next(_seq), uid, pts, INSTANTS[k], season_of(INSTANTS[k]).name, PUBLIC)
+           for uid, pts, k in raw]
+    boards = boards_of(evs, PERIODS)
+    order = data.draw(st.permutations(range(len(boards))))
+    dup = data.draw(st.lists(st.sampled_from(range(len(boards))), max_size=5))
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
+    seasons = sorted({b.season for b in boards})
+    for name in seasons:
+        await Rebuilder(rt.db, board).run(name)  # empty: nothing in PostgreSQL
+    assert set(await board.apply([boards[i] for i in order] + [boards[i] for i in dup])) <= {
+        "applied", "duplicate"}
+    for name in seasons:
+        season = parse_season(name)
+        standings: dict[int, Standing] = {}
+        for e in evs:
+            if season.contains(e.completed_at):
+                old = standings.get(e.user_id, Standing(e.user_id, 0, 0))
+                standings[e.user_id] = Standing(
+                    e.user_id, old.score + e.points,
+                    max(old.last_offset_us, season.offset_us(e.completed_at)))
+        want = [(r, s.user_id, s.score) for r, s in rank_all(standings.values(), policy)]  # type: ignore[arg-type]
+        got = [(e.rank, e.user_id, e.score) for e in (await board.top(name, 100)).entries]
+        assert got == want, name
+    for name in seasons:
+        sk = board.season_keys(name)
+        await rt.redis.delete(sk.current, sk.building)

@@ -86,3 +86,14 @@ def test_chunk_of_property(seq: int) -> None:
     chunk, bit = chunk_of(seq)
     assert 0 <= bit < 2**CHUNK_BITS
     assert chunk * 2**CHUNK_BITS + bit == seq
+
+
+@pytest.mark.parametrize(("season", "tag"), [
+    ("2026-W49", "weekly:2026-W49"), ("2026-11-30", "day:2026-11-30"),
+    ("2026-11", "month:2026-11"), ("all", "all")])
+def test_each_period_has_its_own_hash_tag(season: str, tag: str) -> None:
+    """Every key of one season in one slot, whatever its period; no two
+    periods' seasons share keys."""
+    keys = Keys("laurels", "first")
+    assert {_hash_tag(k) for k in [*_all_keys(keys, season),
+                                    keys.shard_hint_channel(season)]} == {tag}

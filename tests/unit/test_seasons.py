@@ -213,3 +213,111 @@ def test_season_ordering() -> None:
     assert week(2026, 53) < week(2027, 1) < week(2027, 2)
     assert sorted([week(2027, 1), week(2026, 49), week(2026, 53)]) == [
         week(2026, 49), week(2026, 53), week(2027, 1)]
+
+
+# --- periods (issue 14): day, month, all ----------------------------------------
+
+from laurels.seasons import (  # noqa: E402
+    PERIODS,
+    PeriodOff,
+    configured_season,
+    parse_periods,
+    period_of,
+    seasons_of,
+)
+
+
+def names(at: datetime) -> list[str]:
+    return [s.name for s in seasons_of(at, PERIODS)]
+
+
+@pytest.mark.parametrize(("at", "want"), [
+    # the last microsecond of a month, and the first of the next
+    (utc(2026, 11, 30, 23, 59, 59, 999999), ["2026-W49", "2026-11-30", "2026-11", "all"]),
+    (utc(2026, 12, 1), ["2026-W49", "2026-12-01", "2026-12", "all"]),
+    # year change inside week 53
+    (utc(2026, 12, 31, 23, 59, 59, 999999), ["2026-W53", "2026-12-31", "2026-12", "all"]),
+    (utc(2027, 1, 1), ["2026-W53", "2027-01-01", "2027-01", "all"]),
+    # leap day
+    (utc(2028, 2, 29, 12), ["2028-W09", "2028-02-29", "2028-02", "all"]),
+    (utc(2028, 3, 1), ["2028-W09", "2028-03-01", "2028-03", "all"]),
+])
+def test_a_completion_lands_on_the_right_season_of_every_period(at: datetime,
+                                                                 want: list[str]) -> None:
+    assert names(at) == want
+
+
+def test_offsets_move_the_instant_into_utc_for_every_period() -> None:
+    at = datetime(2026, 12, 1, 0, 30, tzinfo=timezone(timedelta(hours=1)))  # 23:30 UTC Nov 30
+    assert names(at) == ["2026-W49", "2026-11-30", "2026-11", "all"]
+    at = datetime(2026, 11, 30, 23, 30, tzinfo=timezone(timedelta(hours=-1)))  # Dec 1 UTC
+    assert names(at) == ["2026-W49", "2026-12-01", "2026-12", "all"]
+
+
+@pytest.mark.parametrize("name", ["2026-11-30", "2028-02-29", "2026-11", "2026-12", "2028-02",
+                                  "all", "2026-W53"])
+def test_every_period_parses_its_names_and_its_instants_map_back(name: str) -> None:
+    s = parse_season(name)
+    assert s.name == name and period_of(name) == s.period
+    assert season_of(s.starts_at, s.period) == s
+    if s.bounded:
+        assert season_of(s.ends_at - timedelta(microseconds=1), s.period) == s
+        assert season_of(s.ends_at, s.period) == s.next() and s.next().previous() == s
+
+
+def test_boundaries_and_closing() -> None:
+    day, month, every = parse_season("2028-02-29"), parse_season("2028-02"), parse_season("all")
+    assert (day.starts_at, day.ends_at) == (utc(2028, 2, 29), utc(2028, 3, 1))
+    assert (month.starts_at, month.ends_at) == (utc(2028, 2, 1), utc(2028, 3, 1))
+    assert parse_season("2026-12").next().name == "2027-01"
+    assert parse_season("2027-01").previous().name == "2026-12"
+    assert parse_season("2026-12-31").next().name == "2027-01-01"
+    grace = 172800
+    assert day.closes_at(grace) == utc(2028, 3, 3)  # the end, then 48 hours
+    assert not day.is_closed(utc(2028, 3, 2, 23, 59), grace)
+    assert day.is_closed(utc(2028, 3, 3), grace)
+    assert not every.bounded and not every.is_closed(utc(9999, 12, 31), 0)
+
+
+def test_the_tie_time_keeps_its_order_over_every_period() -> None:
+    """The `first` policy's member prefix: fixed width per period, so string
+    order is time order over a whole month and over all time."""
+    month = parse_season("2026-12")
+    first, last = month.starts_at, month.ends_at - timedelta(microseconds=1)
+    assert len(month.pad_ts(first)) == len(month.pad_ts(last)) == 13
+    second = first + timedelta(microseconds=1)
+    assert month.pad_ts(first) < month.pad_ts(second) < month.pad_ts(last)
+    every = parse_season("all")
+    earliest = datetime(1, 1, 1, tzinfo=UTC)
+    latest = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    stamps = [every.pad_ts(t) for t in (earliest, utc(2026, 11, 30), utc(2026, 11, 30, 0, 0, 1),
+                                         latest)]
+    assert len({len(s) for s in stamps}) == 1 and stamps == sorted(stamps)
+    for name in ("2026-W53", "2026-11-30"):
+        s = parse_season(name)
+        assert len(s.pad_ts(s.ends_at - timedelta(microseconds=1))) == 12
+
+
+@pytest.mark.parametrize("text", ["2026-13", "2026-02-30", "2027-02-29", "2026-00", "2026-1",
+                                  "2026-11-1", "ALL", "current-week", "2026-11-30T00"])
+def test_malformed_names_of_other_periods(text: str) -> None:
+    with pytest.raises(BadSeason):
+        parse_season(text)
+
+
+def test_aliases_by_the_clock() -> None:
+    now = utc(2026, 11, 30, 15)
+    assert parse_season("current-day", now).name == "2026-11-30"
+    assert parse_season("current-month", now).name == "2026-11"
+    assert parse_season("all", now).name == "all"
+
+
+def test_periods_setting() -> None:
+    assert parse_periods("week") == ("week",)
+    assert parse_periods("all, day") == ("week", "day", "all")
+    assert parse_periods("") == ("week",)
+    with pytest.raises(ValueError, match="year"):
+        parse_periods("week,year")
+    assert configured_season("2026-W49", ("week",)).name == "2026-W49"
+    with pytest.raises(PeriodOff):
+        configured_season("2026-11", ("week", "day"))
