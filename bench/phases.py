@@ -8,7 +8,7 @@ import json
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -437,6 +437,44 @@ async def group_writes(s: Setup, count: int, clients: int = 4, batch: int = 1000
         "(increments/s)", materialized, season_only,
         "the same script on the season's set alone (raw EVALSHA)", "increments/s",
         context="the write amplification computing group boards at read time avoids"))
+
+
+async def periods(s: Setup, count: int, one: Service, four: Service, prefix4: str) -> None:
+    """Ingest with LAURELS_PERIODS=week,day,month,all against week alone: two
+    fresh services of their own (databases and key prefixes), the same
+    batches to each, alternating (one, four, one, four) so drift cancels.
+    Then the all-time board's Redis memory per learner."""
+    rates: dict[str, list[float]] = {"one": [], "four": []}
+    cores: list[float] = []
+    for tag in ("q", "r"):
+        bodies = _batch_bodies(_ingest_chunks(s, tag, count // 2, 1000))
+        for name, svc in (("one", one), ("four", four)):
+            seconds, used = await _timed_batches(replace(s, svc=svc), bodies, 4)
+            rates[name].append(count // 2 / seconds)
+            if name == "four":
+                cores.append(used)
+    four_rate, one_rate = statistics.mean(rates["four"]), statistics.mean(rates["one"])
+    s.figures.append(Figure(
+        "batch ingest, 4 periods (completions/s)", four_rate, one_rate,
+        "the same ingest with the week alone (fresh services, alternating)", "completions/s",
+        context=f"each completion on 4 boards: week, day, month, all; "
+                f"server {statistics.mean(cores):.2f} cores"))
+    r = aioredis.from_url(s.redis_url, decode_responses=True)
+    try:
+        base = f"{prefix4}:{{all}}:shared"
+        v = f"{base}:v{await r.get(f'{base}:current')}"
+        learners = int(await r.zcard(f"{v}:public"))
+        zset = int(await r.memory_usage(f"{v}:public", samples=0) or 0)
+        users = int(await r.memory_usage(f"{v}:users", samples=0) or 0)
+    finally:
+        await r.aclose()
+    if not learners:
+        raise BenchError("the all-time board is empty")
+    s.figures.append(Figure(
+        "all-time board, Redis memory per learner (bytes)", (zset + users) / learners, 100,
+        "the goal: 100 bytes", "bytes", higher_is_better=False, goal="<= 1.0",
+        context=f"{learners:,} learners; zset {zset / learners:.0f} B + profile "
+                f"{users / learners:.0f} B (an 18-digit tie time)"))
 
 
 MATERIALIZED = """

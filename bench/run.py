@@ -74,7 +74,7 @@ PLANS = {
 
 
 async def measure(plan: Plan, setups: list[Setup], projector_only: Service, prefix: str,
-                  prefix2: str, once: list[Figure]) -> None:
+                  prefix2: str, once: list[Figure], periods: tuple[Service, Service]) -> None:
     first = setups[0]
     log(f"memory: {plan.idle_viewers:,} idle event streams on laurels, then on the bare app "
         "(first, on a fresh process)")
@@ -98,6 +98,8 @@ async def measure(plan: Plan, setups: list[Setup], projector_only: Service, pref
         log(f"{plan.viewers:,} live viewers refetching on a hint")
         await phases.viewers(s, plan.viewers)
     last = setups[-1]
+    log(f"ingest with four periods against one: {plan.ingest:,} completions each")
+    await phases.periods(last, plan.ingest, *periods, f"{prefix}p4")
     log("sent to applied: with the fast path, and the projector alone")
     await phases.apply_latency(last, projector_only, prefix, prefix2, plan.latency_samples)
     once += last.figures[-2:]
@@ -186,6 +188,19 @@ def cleanup(admin_url: str, redis_url: str, prefix: str, procs: list[Any],
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def start_period_services(admin_url: str, redis_url: str, dbname: str, prefix: str,
+                          workdir: Path, procs: list[Any]) -> tuple[Service, Service]:
+    """Two fresh services of their own for the periods line: the week alone,
+    and all four periods."""
+    one = start_service(with_database(admin_url, f"{dbname}_p1"), redis_url, f"{prefix}p1",
+                        workdir, name="week-only")
+    procs.append(one.proc)
+    four = start_service(with_database(admin_url, f"{dbname}_p4"), redis_url, f"{prefix}p4",
+                         workdir, name="four-periods", LAURELS_PERIODS="week,day,month,all")
+    procs.append(four.proc)
+    return one, four
+
+
 def main(argv: list[str] | None = None) -> int:
     plan = parse_plan(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
@@ -209,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
         loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
         log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis prefixes {prefix}*")
-        create_databases(admin_url, [dbname, dbname2], created)
+        create_databases(admin_url, [dbname, dbname2, f"{dbname}_p1", f"{dbname}_p4"], created)
         database_url = with_database(admin_url, dbname)
         svc = start_service(database_url, redis_url, prefix, workdir)
         procs.append(svc.proc)
@@ -217,12 +232,14 @@ def main(argv: list[str] | None = None) -> int:
                                        workdir, name="projector-only",
                                        LAURELS_FAILPOINTS="skip:fast_path")
         procs.append(projector_only.proc)
+        one, four = start_period_services(admin_url, redis_url, dbname, prefix, workdir, procs)
         bare, bare_url = start_bare(workdir)
         procs.append(bare)
         setups = [Setup(admin_url, database_url, redis_url, svc, bare_url, bare.pid, n, 5 * n,
                         f"2026-W{40 + k}", run_id) for k, n in enumerate(plan.sizes)]
         asyncio.run(asyncio.wait_for(
-            measure(plan, setups, projector_only, prefix, prefix2, once), plan.budget_seconds))
+            measure(plan, setups, projector_only, prefix, prefix2, once, (one, four)),
+            plan.budget_seconds))
         ok = True
     except TimeoutError:
         log(f"ERROR: measuring took longer than its budget of {plan.budget_seconds:.0f} s")

@@ -124,3 +124,35 @@ def test_groups_and_friends_are_tabs(serve: Any) -> None:
         expect(rows).to_have_count(5)
         assert errors == []
 
+
+
+def test_the_period_switch(serve: Any) -> None:
+    """With day, month and all-time boards configured, the page offers them
+    next to the week; each shows its own board and stays live."""
+    from playwright.sync_api import expect
+
+    server = serve(LAURELS_PERIODS="week,day,month,all", LAURELS_CLOSE_SEASONS="false")
+    c = server.client(INGEST)
+    assert c.put("/v1/users/1", json={"display_name": "Ada L."}).status_code == 200
+    assert c.put("/v1/users/2", json={"display_name": "Alan T."}).status_code == 200
+    c.post("/v1/completions", json=completion("now", 1, 10))
+    c.post("/v1/completions", json=completion("old", 2, 50, "2025-06-01T10:00:00Z"))
+    with browser_page(server.url) as (page, errors):
+        rows = page.locator("#board tbody tr")
+        expect(rows).to_have_count(1)
+        period = page.get_by_label("period")
+        expect(period.locator("option")).to_have_count(4)
+        period.select_option("all")
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_contain_text("Alan T.")
+        expect(page.locator("#range")).to_have_text("all time")
+        assert "season=all" in page.url
+        c.post("/v1/completions", json=completion("more", 1, 100))  # live: Ada leads
+        expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
+        period.select_option("month")
+        expect(rows).to_have_count(1)
+        page.locator("#prev").click()  # last month: nobody
+        expect(page.locator("#empty")).to_be_visible()
+        period.select_option("day")
+        expect(rows.first).to_contain_text("Ada L.")
+        assert errors == []

@@ -371,9 +371,13 @@ _ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; c
 
 
 @router.get("/", tags=["page"], response_class=HTMLResponse)
-async def page() -> Response:
-    """The live board of the current season (`#token=<learner token>` shows your rank)."""
-    return HTMLResponse(_STATIC.joinpath("index.html").read_text(), headers=PAGE_HEADERS)
+async def page(request: Request) -> Response:
+    """The live board of the current season (`#token=<learner token>` shows your
+    rank); the configured periods are named in the page, for its switch."""
+    html = _STATIC.joinpath("index.html").read_text().replace(
+        '<meta name="laurels-periods" content="week">',
+        f'<meta name="laurels-periods" content="{",".join(periods(request))}">')
+    return HTMLResponse(html, headers=PAGE_HEADERS)
 
 
 @router.get("/favicon.ico", tags=["page"], include_in_schema=False)

@@ -4,7 +4,17 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null,
-                board: { kind: "all" }, friends: [] };
+                board: { kind: "all" }, friends: [], period: "week" };
+// Each period's board of "now" (docs/contract.md, Domain), and its label.
+const PERIODS = { week: ["current", "This week"], day: ["current-day", "Today"],
+                  month: ["current-month", "This month"], all: ["all", "All time"] };
+const SEASON_NAME = /^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{2}|all)$/;
+
+function periodOf(season) {
+  if (season === "all") return "all";
+  if (season.includes("-W")) return "week";
+  return season.length === 10 ? "day" : "month";
+}
 
 // ISO-8601 week of a date, in UTC (the same rule as the server's seasons).
 function isoWeek(date) {
@@ -16,8 +26,14 @@ function isoWeek(date) {
   return `${d.getUTCFullYear()}-W${String(week).padStart(2, "0")}`;
 }
 
-function shiftSeason(startsAt, days) {
-  return isoWeek(new Date(Date.parse(startsAt) + days * 86400000));
+// The season before (dir -1) or after (dir 1) the one starting at `startsAt`.
+function shiftSeason(startsAt, dir) {
+  const d = new Date(Date.parse(startsAt));
+  if (state.period === "day") return new Date(d.getTime() + dir * 86400000).toISOString().slice(0, 10);
+  if (state.period === "month") {
+    return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + dir, 1)).toISOString().slice(0, 7);
+  }
+  return isoWeek(new Date(d.getTime() + (dir < 0 ? -3 : 10) * 86400000));
 }
 
 function learnerFromToken(token) {
@@ -57,7 +73,8 @@ function renderBoard(body) {
     : b.kind === "friends" ? "Friends" : "Top 100";
   $("total").textContent = body.total === undefined ? `(${body.entries.length} learners)`
     : `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
-  if (body.starts_at) $("range").textContent = `${body.starts_at} to ${body.ends_at}`;
+  $("range").textContent = body.starts_at ? `${body.starts_at} to ${body.ends_at}` : "all time";
+  $("prev").hidden = $("next").hidden = body.period === "all";
   $("empty").hidden = body.entries.length > 0;
   const tbody = $("board").querySelector("tbody");
   const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
@@ -215,8 +232,27 @@ async function tabs() {
   if (state.friends.length) addTab("Friends", { kind: "friends" });
 }
 
+// The periods this server counts (named by the page) join the switch.
+function periods() {
+  const select = $("period");
+  const meta = document.querySelector('meta[name="laurels-periods"]');
+  const configured = (meta ? meta.content : "week").split(",");
+  for (const p of ["day", "month", "all"]) {
+    if (!configured.includes(p)) continue;
+    const option = document.createElement("option");
+    option.value = p;
+    option.textContent = PERIODS[p][1];
+    select.appendChild(option);
+    select.hidden = false;
+  }
+  select.value = state.period;
+  select.addEventListener("change", () => go(PERIODS[select.value][0]));
+}
+
 function go(season) {
   state.season = season;
+  state.period = season === "current" ? "week"
+    : season === "current-day" ? "day" : season === "current-month" ? "month" : periodOf(season);
   const url = new URL(location.href);
   url.searchParams.set("season", season);
   history.replaceState(null, "", url);
@@ -229,15 +265,16 @@ function start() {
   state.token = hash.get("token");
   state.userId = state.token ? learnerFromToken(state.token) : null;
   const wanted = new URLSearchParams(location.search).get("season");
-  $("prev").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, -3)));
-  $("next").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, 10)));
+  $("prev").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, -1)));
+  $("next").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, 1)));
   state.friends = (hash.get("friends") || "").split(",").filter((x) => /^[0-9]+$/.test(x)).map(Number)
     .slice(0, 1000);
   if (state.userId) {
     listenInbox();
     tabs();
   }
-  go(wanted && /^[0-9]{4}-W[0-9]{2}$/.test(wanted) ? wanted : isoWeek(new Date()));
+  go(wanted && SEASON_NAME.test(wanted) ? wanted : isoWeek(new Date()));
+  periods();
 }
 
 start();
