@@ -39,6 +39,7 @@ CHUNK_MASK = (1 << CHUNK_BITS) - 1
 # rest to the projector; background work (projector, prepare) longer.
 REQUEST_HEAL_WAIT_SECONDS = 2.0
 BACKGROUND_HEAL_WAIT_SECONDS = 30.0
+HEALS_AT_ONCE = 2  # boards a process builds at once when healing
 Progress = Callable[[int, int], None]
 
 
@@ -87,6 +88,10 @@ class Rebuilder:
         self.lifecycle = lifecycle
         self.periods = periods  # the boards `prepare` creates ahead
         self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
+        # Heals build at most this many boards at once in a process (each
+        # holds a pooled connection for its snapshot): with several periods,
+        # a start-up or a Redis restart finds many boards missing at once.
+        self._heal_slots = asyncio.Semaphore(HEALS_AT_ONCE)
         self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
 
     def _lock(self, season: str) -> int:
@@ -378,9 +383,12 @@ class Rebuilder:
             return None
         if self.lifecycle and await self.lifecycle.finalized([season]):
             return None  # a finalized season is read from its archive
-        try:
-            return await self.run(season)
-        except RebuildRunning:
-            return None  # another process is building it
+        async with self._heal_slots:
+            if await self.board.present(season):
+                return None  # built meanwhile (by another process)
+            try:
+                return await self.run(season)
+            except RebuildRunning:
+                return None  # another process is building it
 
 

@@ -99,6 +99,18 @@ def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url:
     bad = subprocess.run([laurels_bin(), "rebuild", "--season", "2026-W99"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    # Every period's season names, once the period is configured (issue 14).
+    periods = {**env, "LAURELS_PERIODS": "week,month,all", "LAURELS_CLOSE_SEASONS": "false"}
+    for season, events in (("2026-11", 1), ("all", 1), ("2026-10", 0)):
+        out = subprocess.run([laurels_bin(), "rebuild", "--season", season], env=periods,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and f"rebuilt from {events} events" in out.stdout, out.stderr
+        out = subprocess.run([laurels_bin(), "verify", "--season", season], env=periods,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "consistent" in out.stdout, out.stderr
+    off = subprocess.run([laurels_bin(), "verify", "--season", "current-day"], env=periods,
+                         capture_output=True, text=True, timeout=60)
+    assert off.returncode != 0 and "not configured" in off.stderr, off.stderr
 
 
 def test_erasure_over_http(serve: Any, tmp_path: Path) -> None:

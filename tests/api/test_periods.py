@@ -208,3 +208,20 @@ async def test_day_seasons_close_and_are_archived_without_season_final(
     assert mine.status_code == 200
     assert {n["season"] for n in mine.json()["notifications"]
             if n["kind"] == "season_final"} == {"2025-W48"}  # weeks only
+
+
+async def test_a_neighbourhood_on_every_period_and_keep_seasons_per_period(
+        serve: ApiFactory) -> None:
+    api = await serve(periods=ALL, close_seasons=False, keep_seasons=2)
+    await post(api.client(INGEST), ITEMS)
+    me = api.client(token_for(api.env, 2))
+    for season, rank in (("2020-12", 1), ("all", 1), ("2021-01-01", 1), ("2020-W53", 1)):
+        resp = await me.get(f"/v1/leaderboards/{season}/users/2", params={"radius": 1})
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["user"]["rank"] == rank
+    assert_problem(await me.get("/v1/leaderboards/2024-02/users/2"), 404, "not_ranked")
+    lifecycle = api.runtime.lifecycle  # closed seasons stay 2 of their period, then expire
+    assert lifecycle.expires_at("2020-12-31") == datetime(2021, 1, 5, tzinfo=UTC)
+    assert lifecycle.expires_at("2020-12") == datetime(2021, 3, 3, tzinfo=UTC)
+    assert lifecycle.expires_at("2020-W53") == datetime(2021, 1, 20, tzinfo=UTC)
+    assert lifecycle.expires_at("all").year == 9999
