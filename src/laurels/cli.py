@@ -262,7 +262,7 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) 
                 rate = f"{done / elapsed:,.0f}" if elapsed > 0 and done else "-"
                 bar.update(task, completed=done, total=total, rate=rate)
 
-            return await rt.rebuilder.run(name, progress=progress)
+            return await rt.rebuilder.run(name, progress=progress, audited=True)
 
     try:
         result = _with_runtime(settings, work)
@@ -293,6 +293,48 @@ def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) -
     for m in result.mismatches:
         typer.echo(f"{m.user_id}\t{m.difference}")
     raise typer.Exit(1)
+
+
+def _correct(completion_id: str, reason: str | None, voided: bool) -> None:
+    """`void` and `restore`: as the admin endpoints (audited, projected at once)."""
+    from laurels.errors import DomainError
+    from laurels.validation import Invalid, parse_completion_id, validate_reason
+
+    try:
+        cid = parse_completion_id(completion_id)
+        why = validate_reason({"reason": reason} if reason is not None else None,
+                              required=voided).reason
+    except Invalid as exc:
+        raise fail(str(exc)) from None
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        if voided:
+            return await rt.corrections.void(cid, why or "")
+        return await rt.corrections.restore(cid, why)
+
+    try:
+        body = _with_runtime(settings, work)
+    except DomainError as exc:
+        raise fail(exc.detail, 1) from None
+    typer.echo(f"laurels: {body['completion_id']} (seq {body['seq']}, {body['season']}) "
+               f"is {body['status']}")
+
+
+@app.command()
+def void(completion_id: Annotated[str, typer.Argument(help="the completion to void")],
+         reason: Annotated[str, typer.Option("--reason", help="why (1 to 500 characters)")]
+         ) -> None:
+    """Void a completion: it stops counting on every board (audited)."""
+    _correct(completion_id, reason, voided=True)
+
+
+@app.command()
+def restore(completion_id: Annotated[str, typer.Argument(help="the completion to restore")],
+            reason: Annotated[str | None, typer.Option("--reason", help="why (optional)")]
+            = None) -> None:
+    """Restore a voided completion: it counts again (audited)."""
+    _correct(completion_id, reason, voided=False)
 
 
 @app.command()

@@ -99,8 +99,11 @@ class Groups:
                 "members": int(row["members"])}
 
     async def delete(self, group_id: str) -> None:
-        if await self.db.fetch_one("delete_group", group_id=group_id) is None:
-            raise DomainError("not_found", f"no group {group_id}")
+        async with self.db.transaction() as conn:
+            if await self.db.fetch_one("delete_group", conn, group_id=group_id) is None:
+                raise DomainError("not_found", f"no group {group_id}")
+            await self.db.run("insert_audit", conn, action="group_delete", target=group_id,
+                              reason=None, details=None)
         await self.board.publish_group_change(group_id)
 
     async def change_members(self, group_id: str, body: MembersIn) -> dict[str, Any]:

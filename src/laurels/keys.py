@@ -24,6 +24,7 @@ class VersionKeys:
     users: str  # hash: padded user_id -> "profile_version\tvisibility\tlast_ts\tname"
     chunks: str  # set: ids of the idempotency bitmaps this version uses
     applied_prefix: str  # + chunk id: bitmap, bit (seq mod 2^16) set once applied
+    corrections: str  # hash: seq -> "correction:1|0" of voided/restored completions
 
     def applied(self, chunk: int) -> str:
         return f"{self.applied_prefix}{chunk}"
@@ -68,7 +69,7 @@ class SeasonKeys:
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"
         return VersionKeys(v, f"{b}:public", f"{b}:hidden", f"{b}:users", f"{b}:chunks",
-                           f"{b}:applied:")
+                           f"{b}:applied:", f"{b}:corrections")
 
 
 class Keys:

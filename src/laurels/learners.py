@@ -55,13 +55,41 @@ class Learners:
             if body.visibility is not None:
                 await self.lifecycle.rerank(conn, [r["season"] for r in seasons
                                                    if r["finalized"]])
+        await self._project(row, [r["season"] for r in seasons])
+        # Their own choice (while suspended, they stay hidden on every board).
+        return Learner(user_id, row["display_name"] or default_name(user_id),
+                       row["own_visibility"])
+
+    async def _project(self, row: Any, seasons: list[str]) -> None:
+        """A committed profile change onto every board of the learner."""
+        user_id = row["user_id"]
         profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
         self.privacy.note(user_id, row["visibility"])
         await failpoints.pause("profile_committed")
-        for r in seasons:
+        for season in seasons:
             # A season without a board needs nothing: its rebuild reads PostgreSQL.
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
-            if await self.board.set_profile(r["season"], user_id, profile):
-                await self.board.publish_hint({"season": r["season"]})
-        return Learner(user_id, row["display_name"] or default_name(user_id), row["visibility"])
+            if await self.board.set_profile(season, user_id, profile):
+                await self.board.publish_hint({"season": season})
+
+    async def suspend(self, user_id: int, suspended: bool, reason: str | None
+                      ) -> dict[str, Any]:
+        """Suspend (off every public board and hint, like a hidden learner,
+        whatever their own visibility) or unsuspend; their completions still
+        count, and they still read their own would-be rank. Moved between the
+        sets atomically on every board, like a visibility change; audited in
+        the same transaction."""
+        async with self.db.transaction() as conn:
+            await self.db.run("ensure_users", conn, user_ids=[user_id])
+            row = await self.db.fetch_one("suspend_user", conn, user_id=user_id,
+                                          suspended=suspended)
+            if row is None:
+                raise DomainError("user_erased", "this learner was erased")
+            seasons = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            await self.lifecycle.rerank(conn, [r["season"] for r in seasons if r["finalized"]])
+            await self.db.run("insert_audit", conn,
+                              action="suspend" if suspended else "unsuspend",
+                              target=str(user_id), reason=reason, details=None)
+        await self._project(row, [r["season"] for r in seasons])
+        return {"user_id": user_id, "suspended": bool(row["suspended"])}

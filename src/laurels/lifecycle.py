@@ -56,6 +56,9 @@ class Lifecycle:
             await self.rerank(conn, sorted(archived))
             await self.db.run("record_erasure", conn, user_id=user_id,
                               seasons=sorted(seasons | archived))
+            # The audit keeps the user id and nothing else about the learner.
+            await self.db.run("insert_audit", conn, action="erase", target=str(user_id),
+                              reason=None, details=None)
         ERASURES.inc()
         if committed is not None:
             committed()

@@ -79,7 +79,8 @@ class Projector:
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            boards = boards_of([Event.from_row(r) for r in rows], self.periods)
+            boards = await self._with_resets(
+                boards_of([Event.from_row(r) for r in rows], self.periods), conn)
             results = await self.board.apply(boards)
             missing = {ev.season for ev, res in zip(boards, results, strict=True)
                        if res == "missing"}
@@ -109,7 +110,7 @@ class Projector:
         memory onto the rebuilt board. If the heal is still running, the
         projector finishes the job from the outbox."""
         started = time.perf_counter()
-        boards = boards_of(events, self.periods)
+        boards = await self._with_resets(boards_of(events, self.periods))
         results = await self.board.apply(boards)
         missing = {ev.season for ev, res in zip(boards, results, strict=True)
                    if res == "missing"}
@@ -124,6 +125,19 @@ class Projector:
         blocked = {ev.seq for ev in boards if ev.season in missing}
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([ev.seq for ev in events if ev.seq not in blocked])
+
+    async def _with_resets(self, boards: list[Event], conn: Any = None) -> list[Event]:
+        """A void carries, for each board, the learner's latest completion
+        that still counts in that board's season (the `first` policy's tie
+        time falls back to it): read from PostgreSQL, as it is now."""
+        out = []
+        for ev in boards:
+            if ev.correction and not ev.counted:
+                row = await self.db.fetch_one("latest_counted", conn, season=ev.season,
+                                              user_id=ev.user_id)
+                ev = replace(ev, reset_at=row["last_at"] if row else None)
+            out.append(ev)
+        return out
 
     async def forget(self, seqs: list[int]) -> None:
         """Outbox rows of applied completions: deleted in bulk by the flush loop

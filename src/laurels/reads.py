@@ -201,3 +201,34 @@ def _archived_entry(row: Any) -> Entry:
     rank = int(row["rank"]) if row["rank"] is not None else 0
     return Entry(rank, uid, row["display_name"] or default_name(uid), row["visibility"],
                  int(row["score"]))
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _us(at: datetime) -> int:
+    delta = at - EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+async def completions_of(db: Database, season: Season, user_id: int, limit: int,
+                         after: Position | None) -> tuple[dict[str, Any], Position | None]:
+    """"Why is my score X": a learner's completions in a season, newest first
+    (`limit` after the position of the previous page's last one), each counted
+    or voided; the counted points add up to `score`, their score on the board.
+    Returns the body and the position of the page's last entry when more follow."""
+    after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
+    rows = await db.fetch("user_completions", season=season.name, user_id=user_id,
+                          limit=limit + 1, after_at=after_at,
+                          after_seq=after[1] if after else None)
+    total = await db.fetch_one("user_season_score", season=season.name, user_id=user_id)
+    shown = rows[:limit]
+    body = {"season": season.name, "user_id": user_id,
+            "score": int(total["score"]) if total else 0,
+            "completions": [{"completion_id": r["completion_id"], "points": r["points"],
+                             "completed_at": iso(r["completed_at"]),
+                             "status": "counted" if r["counted"] else "voided"}
+                            for r in shown],
+            "next": None}
+    last = shown[-1] if len(rows) > limit else None
+    return body, (_us(last["completed_at"]), int(last["seq"]), 0) if last else None

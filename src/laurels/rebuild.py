@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from psycopg.types.json import Jsonb
+
 from laurels import db as dbmod
 from laurels import failpoints
 from laurels.board import Board
@@ -97,18 +99,24 @@ class Rebuilder:
     def _lock(self, season: str) -> int:
         return lock_key(self.board.keys.prefix, self.board.policy, season)
 
-    async def start_record(self, season: str) -> str:
+    async def start_record(self, season: str, audited: bool = False) -> str:
+        """The rebuild's row (and, for one an operator asked for, its audit
+        entry, in the same transaction)."""
         rebuild_id = str(uuid.uuid4())
-        # A board built for the first time (a period switched on later, for
-        # a past season) gets its season row: the lifecycle finalizes,
-        # archives and expires it like any other.
-        await self.db.run("ensure_seasons", seasons=[season])
-        await self.db.run("insert_rebuild", rebuild_id=rebuild_id, season=season,
-                          tie_policy=self.board.policy)
+        async with self.db.transaction() as conn:
+            # A board built for the first time (a period switched on later,
+            # for a past season) gets its season row: the lifecycle
+            # finalizes, archives and expires it like any other.
+            await self.db.run("ensure_seasons", conn, seasons=[season])
+            await self.db.run("insert_rebuild", conn, rebuild_id=rebuild_id, season=season,
+                              tie_policy=self.board.policy)
+            if audited:
+                await self.db.run("insert_audit", conn, action="rebuild", target=season,
+                                  reason=None, details=Jsonb({"rebuild_id": rebuild_id}))
         return rebuild_id
 
-    async def start(self, season: str, progress: Progress | None = None
-                    ) -> tuple[str, asyncio.Task[RebuildResult]]:
+    async def start(self, season: str, progress: Progress | None = None,
+                    audited: bool = False) -> tuple[str, asyncio.Task[RebuildResult]]:
         """Take the season's rebuild lock, then build in the background.
 
         Raises RebuildRunning at once when another builder (in any process)
@@ -124,7 +132,7 @@ class Rebuilder:
             if not locked:
                 raise RebuildRunning(season)
             await failpoints.pause("rebuild_locked")
-            rebuild_id = await self.start_record(season)
+            rebuild_id = await self.start_record(season, audited)
         except BaseException:
             await self._release(conn, season, locked=locked, discard=locked)
             raise
@@ -134,9 +142,10 @@ class Rebuilder:
         task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
         return rebuild_id, task
 
-    async def run(self, season: str, progress: Progress | None = None) -> RebuildResult:
+    async def run(self, season: str, progress: Progress | None = None,
+                  audited: bool = False) -> RebuildResult:
         """Build, verify and switch in the foreground."""
-        _, task = await self.start(season, progress)
+        _, task = await self.start(season, progress, audited)
         return await task
 
     async def _locked_build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
@@ -164,11 +173,12 @@ class Rebuilder:
             await self.db.putconn(conn)
 
     async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
-        """Start a rebuild in the background, or name the one already running
-        (in any process). None only if neither could be seen for a while."""
+        """Start a rebuild in the background (an operator's: audited), or name
+        the one already running (in any process). None only if neither could
+        be seen for a while."""
         for _ in range(attempts):
             try:
-                rebuild_id, _task = await self.start(season)
+                rebuild_id, _task = await self.start(season, audited=True)
                 return rebuild_id
             except RebuildRunning:
                 running = await self.running(season)
@@ -230,6 +240,7 @@ class Rebuilder:
                 live = await self._merge_bits(conn, season, version, total, progress)
                 events = total
                 await self._load(conn, season, version, live)
+                await self._load_corrections(conn, season, version)
             await failpoints.pause("rebuild_before_switch")
             reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
                                                       args=[version])
@@ -297,8 +308,22 @@ class Rebuilder:
             await flush(chunk, bits)
         live: dict[int, int] = {}
         for r in await self.db.fetch("completions_by_seq", conn, seqs=already):
-            live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
+            if r["counted"]:  # what the snapshot's aggregate holds of it
+                live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
         return live
+
+    async def _load_corrections(self, conn: dbmod.Conn, season: str, version: str) -> None:
+        """The snapshot's state of each corrected completion (void, restore),
+        unless a newer one reached the version live (HSETNX): a correction
+        projected later converges from there (apply.lua)."""
+        vk = self.board.season_keys(season).version(version)
+        rows = await self.db.fetch("season_corrections", conn, season=season)
+        for i in range(0, len(rows), LOAD_BATCH):
+            async with self.board.redis.pipeline(transaction=False) as pipe:
+                for r in rows[i:i + LOAD_BATCH]:
+                    pipe.hsetnx(vk.corrections, str(r["seq"]),
+                                f"{r['correction']}:{'1' if r['counted'] else '0'}")
+                await pipe.execute()
 
     async def _load(self, conn: dbmod.Conn, season: str, version: str,
                     live: dict[int, int]) -> None:

@@ -19,6 +19,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board import Board
 from laurels.board.connection import connect, require_supported
+from laurels.corrections import Corrections
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
 from laurels.groups import Groups
@@ -67,6 +68,7 @@ class Services:
     verifier: Verifier
     reads: Reads
     groups: Groups
+    corrections: Corrections
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
@@ -100,6 +102,7 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
         verifier=Verifier(db, board, projector, lifecycle),
         reads=reads,
         groups=Groups(db, reads, privacy),
+        corrections=Corrections(db, projector, lifecycle, settings.periods),
         hub=hub,
         privacy=privacy,
         epoch=EpochWatch(db, board, rebuilder),

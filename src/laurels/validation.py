@@ -211,3 +211,33 @@ def validate_members(raw: Any) -> MembersIn:
 
 def validate_ranks(raw: Any) -> RanksIn:
     return _validated(RanksIn, raw)
+
+
+COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
+class ReasonIn(BaseModel):
+    """An admin action's reason: required for void and suspend, optional for
+    restore and unsuspend (`required` below)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reason: StrictStr | None = Field(None, min_length=1, max_length=500)
+
+
+def validate_reason(raw: Any, required: bool) -> ReasonIn:
+    if raw is None and not required:
+        return ReasonIn()
+    body = _validated(ReasonIn, raw)
+    if body.reason is None:
+        if required:
+            raise Invalid("reason: required, 1 to 500 characters")
+        return body
+    _check_name(body.reason, "reason")
+    return body
+
+
+def parse_completion_id(text: str) -> str:
+    if not re.fullmatch(COMPLETION_ID_RE, text):
+        raise Invalid("completion_id must match ^[A-Za-z0-9._:-]{1,128}$")
+    return text

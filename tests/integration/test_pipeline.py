@@ -177,7 +177,7 @@ async def test_a_failed_start_releases_the_rebuild_lock(rt: Runtime, monkeypatch
                                                         database_url: str) -> None:
     key = lock_key(rt.keys.prefix, rt.keys.policy, W49)
 
-    async def no_record(_season: str) -> str:
+    async def no_record(_season: str, _audited: bool = False) -> str:
         raise psycopg.OperationalError("pool timeout")
 
     monkeypatch.setattr(rt.rebuilder, "start_record", no_record)

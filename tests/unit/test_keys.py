@@ -16,7 +16,7 @@ def _all_keys(keys: Keys, season: str) -> list[str]:
     v = sk.version("7")
     return [sk.current, sk.building, sk.next_version, sk.versions, sk.erased, sk.notify_stream,
             v.public, v.hidden, v.users, v.chunks, v.applied(0), v.applied(12345),
-            v.applied_prefix]
+            v.applied_prefix, v.corrections]
 
 
 def _hash_tag(key: str) -> str:

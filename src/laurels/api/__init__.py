@@ -11,6 +11,7 @@ from starlette.types import ASGIApp
 
 from laurels.api import problems
 from laurels.api.auth import Auth
+from laurels.api.correction_routes import router as correction_router
 from laurels.api.cursors import Cursors
 from laurels.api.fast import BoardCache, FastLane, GroupCache
 from laurels.api.group_routes import router as group_router
@@ -52,6 +53,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.add_middleware(RequestMetrics)
     app.include_router(router)
     app.include_router(group_router)
+    app.include_router(correction_router)
     return app
 
 

@@ -183,3 +183,45 @@ class FriendsOut(BaseModel):
     season: str
     entries: list[FriendOut]
 
+
+
+class CorrectionOut(BaseModel):
+    completion_id: str
+    seq: int
+    season: str
+    status: Literal["voided", "recorded"]
+
+
+class SuspendOut(BaseModel):
+    user_id: int
+    suspended: bool
+
+
+class AuditEntryOut(BaseModel):
+    id: int
+    at: str
+    action: Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
+                    "group_delete"]
+    target: str
+    reason: str | None
+    details: dict[str, Any] | None = None
+
+
+class AuditOut(BaseModel):
+    entries: list[AuditEntryOut]
+    next: str | None
+
+
+class CompletionItemOut(BaseModel):
+    completion_id: str
+    points: int
+    completed_at: str
+    status: Literal["counted", "voided"]
+
+
+class CompletionsOut(BaseModel):
+    season: str
+    user_id: int
+    score: int
+    completions: list[CompletionItemOut]
+    next: str | None

@@ -83,13 +83,21 @@ class Event:
     completed_at: datetime
     season: str
     profile: Profile
+    # A correction (void, restore): the completion's correction number (0: as
+    # recorded), whether it counts, and the learner's latest counted
+    # completion in this board's season (the `first` policy's tie time after
+    # a void; None when none counts). apply.lua converges to the newest.
+    correction: int = 0
+    counted: bool = True
+    reset_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Event:
         """A completion row joined with its learner's profile (queries.sql)."""
         return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
                    season or row["season"],
-                   Profile(row["profile_version"], row["visibility"], row["display_name"]))
+                   Profile(row["profile_version"], row["visibility"], row["display_name"]),
+                   int(row.get("correction") or 0), bool(row.get("counted", True)))
 
 
 class Scored(NamedTuple):
@@ -238,7 +246,7 @@ class Board:
         vk = self.season_keys(season).version(version)
         chunks = await self.redis.smembers(vk.chunks)
         return [*(vk.applied(int(c)) for c in chunks), vk.public, vk.hidden, vk.users,
-                vk.chunks]
+                vk.corrections, vk.chunks]
 
     def versions(self, season: str) -> tuple[str, str]:
         return self._versions.get(season, ("", ""))
@@ -264,11 +272,13 @@ class Board:
                 chunks.append(chunk)
             per_event += [ev.seq, index[chunk], offset, pad_uid(ev.user_id), ev.points,
                           start.pad_ts(ev.completed_at), ev.profile.version,
-                          ev.profile.visibility, ev.profile.display_name]
+                          ev.profile.visibility, ev.profile.display_name, ev.correction,
+                          "1" if ev.counted else "0",
+                          start.pad_ts(ev.reset_at) if ev.reset_at else ""]
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream]
         for v in targets:
             vk = sk.version(v)
-            keys += [vk.public, vk.hidden, vk.users, vk.chunks]
+            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections]
         for v in targets:
             keys += [sk.version(v).applied(chunk) for chunk in chunks]
         if not hint:

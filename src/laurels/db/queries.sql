@@ -39,7 +39,10 @@ DELETE FROM outbox WHERE seq = ANY(%(seqs)s);
 -- them. Locked until applied and deleted, so an erasure (whose cascade
 -- deletes these rows) waits for the apply, and a re-apply never reads a
 -- completion or profile that is already gone.
-SELECT c.seq, c.user_id, c.points, c.completed_at, c.season,
+-- A completion's row says its state now (counted or voided, and how many
+-- corrections it has had): the board converges to it (apply.lua).
+SELECT c.seq, c.user_id, c.points, c.completed_at, c.season, c.correction,
+       c.voided_at IS NULL AS counted,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name,
@@ -75,16 +78,24 @@ SELECT seq FROM completions WHERE SEASON_FILTER() ORDER BY seq;
 -- name: season_aggregates
 -- A rebuild's board: one row per learner (the sum, the latest completion and
 -- the profile), so a lost board is back in seconds per million completions.
+-- Voided completions count nowhere.
 SELECT c.user_id, sum(c.points)::bigint AS score, max(c.completed_at) AS last_at,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE SEASON_FILTER(c)
+WHERE SEASON_FILTER(c) AND c.voided_at IS NULL
 GROUP BY c.user_id, u.profile_version, u.visibility, u.display_name;
 
 -- name: completions_by_seq
-SELECT seq, user_id, points FROM completions WHERE seq = ANY(%(seqs)s);
+SELECT seq, user_id, points, voided_at IS NULL AS counted
+FROM completions WHERE seq = ANY(%(seqs)s);
+
+-- name: season_corrections
+-- A rebuild's record of corrected completions (their state and correction
+-- number), so an older correction projected later changes nothing.
+SELECT seq, correction, voided_at IS NULL AS counted FROM completions
+WHERE SEASON_FILTER() AND correction > 0;
 
 -- name: season_event_count
 SELECT count(*) AS n FROM completions WHERE SEASON_FILTER();
@@ -94,7 +105,7 @@ SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
        min(coalesce(u.display_name, '')) AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE SEASON_FILTER(c)
+WHERE SEASON_FILTER(c) AND c.voided_at IS NULL
 GROUP BY c.user_id ORDER BY c.user_id;
 
 -- name: erased_users
@@ -105,15 +116,21 @@ SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL
 FROM users WHERE user_id = %(user_id)s;
 
 -- name: upsert_user
+-- While a learner is suspended their own choice of visibility is kept aside
+-- (own_visibility) and they stay hidden: the platform cannot undo a suspension.
 INSERT INTO users AS u (user_id, display_name, visibility, profile_version)
 VALUES (%(user_id)s, %(display_name)s, coalesce(%(visibility)s, 'public'), 1)
 ON CONFLICT (user_id) DO UPDATE SET
     display_name = coalesce(%(display_name)s, u.display_name),
-    visibility = coalesce(%(visibility)s, u.visibility),
+    visibility = CASE WHEN u.suspended_at IS NULL THEN coalesce(%(visibility)s, u.visibility)
+                      ELSE 'hidden' END,
+    own_visibility = CASE WHEN u.suspended_at IS NULL THEN NULL
+                          ELSE coalesce(%(visibility)s, u.own_visibility) END,
     profile_version = u.profile_version + 1,
     updated_at = now()
 WHERE u.erased_at IS NULL
-RETURNING user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased;
+RETURNING user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased,
+          coalesce(own_visibility, visibility) AS own_visibility;
 
 -- name: lock_user_seasons
 -- The seasons a learner has completions or standings in, share-locked (after
@@ -150,7 +167,7 @@ SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
        min(coalesce(u.display_name, '')) AS display_name
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE SEASON_FILTER(c) AND c.user_id = ANY(%(user_ids)s)
+WHERE SEASON_FILTER(c) AND c.voided_at IS NULL AND c.user_id = ANY(%(user_ids)s)
 GROUP BY c.user_id;
 
 -- name: ensure_seasons
@@ -172,7 +189,7 @@ SELECT finalized_at IS NOT NULL AS finalized FROM seasons WHERE season = %(seaso
 -- name: archive_standings
 INSERT INTO season_standings (season, user_id, score, last_completed_at)
 SELECT %(season)s, user_id, sum(points), max(completed_at)
-FROM completions WHERE SEASON_FILTER() GROUP BY user_id;
+FROM completions WHERE SEASON_FILTER() AND voided_at IS NULL GROUP BY user_id;
 
 -- name: mark_finalized
 UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;
@@ -449,3 +466,78 @@ ON CONFLICT DO NOTHING;
 -- Share-lock learners in ascending order (an erasure waits, docs/concurrency.md).
 SELECT user_id, erased_at IS NOT NULL AS erased FROM users
 WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
+
+-- name: lock_completion
+-- A correction's completion, locked (after its learner and seasons: the lock
+-- order of docs/concurrency.md), with its state.
+SELECT c.seq, c.completion_id, c.user_id, c.points, c.completed_at, c.season,
+       c.voided_at IS NULL AS counted, c.correction
+FROM completions c WHERE c.completion_id = %(completion_id)s FOR UPDATE;
+
+-- name: find_completion
+SELECT seq, user_id, completed_at FROM completions WHERE completion_id = %(completion_id)s;
+
+-- name: set_voided
+-- Void (voided = true) or restore a completion: its correction number goes
+-- up. The caller then replaces its outbox row (delete_outbox, which waits for
+-- a projector that holds the old one, then insert_outbox), so the new state
+-- is projected and never lost.
+UPDATE completions SET voided_at = CASE WHEN %(voided)s THEN now() END,
+                       correction = correction + 1
+WHERE seq = %(seq)s RETURNING correction;
+
+-- name: latest_counted
+-- A learner's latest counted completion in a season (the `first` policy's
+-- tie time after a void); NULL when none counts.
+SELECT max(completed_at) AS last_at FROM completions
+WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL;
+
+-- name: delete_standing
+DELETE FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: insert_standing
+-- A finalized season's standing of one learner, from the completions that
+-- count (none: no standing), after delete_standing; the caller re-ranks.
+INSERT INTO season_standings (season, user_id, score, last_completed_at)
+SELECT %(season)s, %(user_id)s, sum(points), max(completed_at) FROM completions
+WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL
+HAVING count(*) > 0;
+
+-- name: archived_rank
+SELECT rank FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: user_completions
+-- "Why is my score X": a learner's completions in a season, newest first,
+-- after the position (completed_at, seq) of the previous page's last one.
+SELECT seq, completion_id, points, completed_at, voided_at IS NULL AS counted
+FROM completions
+WHERE SEASON_FILTER() AND user_id = %(user_id)s
+  AND (%(after_at)s::timestamptz IS NULL OR (completed_at, seq) < (%(after_at)s, %(after_seq)s))
+ORDER BY completed_at DESC, seq DESC
+LIMIT %(limit)s;
+
+-- name: user_season_score
+SELECT coalesce(sum(points), 0)::bigint AS score, count(*) AS completions FROM completions
+WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL;
+
+-- name: suspend_user
+-- Suspend (hidden whatever they chose, their choice kept aside) or unsuspend
+-- (their choice back); a new profile version projects it on every board.
+UPDATE users AS u SET
+    suspended_at = CASE WHEN %(suspended)s THEN coalesce(u.suspended_at, now()) END,
+    own_visibility = CASE WHEN %(suspended)s THEN coalesce(u.own_visibility, u.visibility) END,
+    visibility = CASE WHEN %(suspended)s THEN 'hidden'
+                      ELSE coalesce(u.own_visibility, u.visibility) END,
+    profile_version = u.profile_version + 1,
+    updated_at = now()
+WHERE u.user_id = %(user_id)s AND u.erased_at IS NULL
+RETURNING user_id, display_name, visibility, profile_version, suspended_at IS NOT NULL AS suspended;
+
+-- name: insert_audit
+INSERT INTO audit (action, target, reason, details)
+VALUES (%(action)s, %(target)s, %(reason)s, %(details)s) RETURNING id;
+
+-- name: audit_page
+SELECT id, at, action, target, reason, details FROM audit
+WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
+ORDER BY id DESC LIMIT %(limit)s;

@@ -8,9 +8,9 @@
 -- KEYS[2]  building marker (version being rebuilt, if any)
 -- KEYS[3]  the season's set of erased learners (never scored again)
 -- KEYS[4]  the season's notification stream (rank events for the projector)
--- KEYS[5+4t .. 8+4t], for each target version t (T of them):
---          public zset, hidden zset, users hash, chunks set
--- KEYS[5+4T + t*C + c], for target t and chunk c (C of them): applied bitmap
+-- KEYS[5+5t .. 9+5t], for each target version t (T of them):
+--          public zset, hidden zset, users hash, chunks set, corrections hash
+-- KEYS[5+5T + t*C + c], for target t and chunk c (C of them): applied bitmap
 -- ARGV[1]  expected current version ('' when none)
 -- ARGV[2]  expected building version ('' when none)
 -- ARGV[3]  tie policy
@@ -23,9 +23,21 @@
 --          the season's shard channel, in this script's slot) or '' (none)
 -- ARGV[8]  the hint channel, ARGV[9] the season's name
 -- ARGV[10 .. 9+C]  the chunk (bitmap) ids, in the order of their KEYS
--- then 9 values per completion: seq, chunk index (0-based), bit offset,
+-- then 12 values per completion: seq, chunk index (0-based), bit offset,
 --          padded user id, points, padded completed_at offset (microseconds),
---          profile version, visibility, display name ('' = none)
+--          profile version, visibility, display name ('' = none),
+--          correction number (0: the completion as recorded), '1' if it
+--          counts ('0': voided), and for a correction the learner's latest
+--          counted completion time in this season ('' when none counts)
+--
+-- Corrections (void, restore) converge: each carries its completion's
+-- correction number, the version records the highest it applied per seq in
+-- its corrections hash ("n:1" counted, "n:0" voided), and a projection of an
+-- older state (a late fast path, a re-delivery) changes nothing. A
+-- correction sets the completion's bit too, so the completion itself applied
+-- later (its outbox row re-delivered) is a duplicate. A learner none of whose
+-- completions counts any more leaves the sets (their tie time is cleared).
+-- Corrections make no rank events: correcting a cheater notifies nobody.
 -- Returns {'STALE', current, building} when the caller's versions are out of
 -- date, {'MISSING'} when the season has no board (never write a partial one),
 -- else {'OK', applied_1, visibility_1, applied_2, ...}: per completion, the
@@ -46,13 +58,62 @@ local TOP, NOTIFY_MAX, OVERTAKEN_MAX, ROUTES_MAX = 100, 10, 10, 100
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
 
+-- Apply a correction to target t (see above); returns 1 if its state is newly
+-- recorded there, and (on the current version, when the score changed) the
+-- learner's visibility after it.
+local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
+                           name, erased, correction, counts, reset_ts)
+  local base = 5 + 5 * t
+  local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
+  local corrections = KEYS[base + 4]
+  local bitmap = KEYS[5 + 5 * T + t * C + c]
+  local stored = redis.call('HGET', corrections, seq)
+  local stored_n, stored_counts = nil, nil
+  if stored then
+    stored_n, stored_counts = string.match(stored, '^(%d+):(%d)$')
+    if tonumber(stored_n) >= correction then return 0, '' end
+  end
+  local was_applied = redis.call('SETBIT', bitmap, offset, 1) == 1
+  redis.call('SADD', chunks, ARGV[10 + c])
+  redis.call('HSET', corrections, seq, correction .. ':' .. (counts and '1' or '0'))
+  local counted = (stored_counts == '1') or (not stored and was_applied)
+  if erased or counted == counts then return 1, '' end
+  local p = parse_profile(redis.call('HGET', users, uid))
+  local score = 0
+  if p ~= nil and p.ts ~= '' then
+    local old_zset = zset_of(p.vis, public, hidden)
+    local old_member = member_of(policy, p.ts, uid)
+    score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
+    redis.call('ZREM', old_zset, old_member)
+  end
+  if counts then  -- restored: it counts again, and may be the latest again
+    p = merge_profile(p, profile_version, visibility, name, ts)
+    score = score - points
+  else  -- voided: the tie time falls back when it was this completion's
+    p = merge_profile(p, profile_version, visibility, name, '')
+    if p.ts == ts then p.ts = reset_ts end
+    score = score + points
+  end
+  if score >= 0 then
+    p.ts = ''  -- nothing counts: off the board
+  elseif p.ts == '' then
+    p.ts = ts  -- (PostgreSQL said none counts, yet points remain: keep them shown)
+  end
+  if p.ts ~= '' then
+    redis.call('ZADD', zset_of(p.vis, public, hidden), score, member_of(policy, p.ts, uid))
+  end
+  redis.call('HSET', users, uid, format_profile(p))
+  if first_is_current and t == 0 then return 1, p.vis end
+  return 1, ''
+end
+
 -- Apply one completion to target t; returns 1 if newly applied there, and
 -- (on the current version) the learner's visibility after it.
 local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility, name,
                          erased)
-  local base = 5 + 4 * t
+  local base = 5 + 5 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
-  local bitmap = KEYS[5 + 4 * T + t * C + c]
+  local bitmap = KEYS[5 + 5 * T + t * C + c]
   local ranked = first_is_current and t == 0
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
@@ -116,14 +177,21 @@ end
 local out = {'OK'}
 local changed_uid, changed_vis, changed = nil, nil, 0
 local routes, routed, routable = {}, {}, true
-for i = 10 + C, #ARGV, 9 do
+for i = 10 + C, #ARGV, 12 do
   local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
+  local correction, counts = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1'
   local erased = redis.call('SISMEMBER', erased_key, uid) == 1
   local applied, current_vis = 0, ''
   for t = 0, T - 1 do
-    local n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                             ARGV[i + 8], erased)
+    local n, vis
+    if correction > 0 then
+      n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
+                           ARGV[i + 8], erased, correction, counts, ARGV[i + 11])
+    else
+      n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
+                         ARGV[i + 8], erased)
+    end
     applied = applied + n
     if vis ~= '' then current_vis = vis end
   end

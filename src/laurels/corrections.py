@@ -1,0 +1,125 @@
+"""Corrections an operator can trust: void and restore, with an audit trail.
+
+A void (or a restore) is a durable fact in PostgreSQL: the completion's
+`voided_at` and its `correction` number, changed in one transaction with the
+audit entry and a fresh outbox row. It is projected like a completion, by
+the same outbox and projector (and at once by this call's fast path), onto
+every board the completion counts on (each configured period; group and
+friends boards follow from those), converging by correction number
+(apply.lua): applying it twice, or an older state after a newer, changes
+nothing. Boards are never rebuilt to apply it.
+
+In a finalized season the archive is corrected in the same transaction (the
+learner's standing recomputed from what counts, ranks closed up); the
+learner's final rank before and after is kept in the audit entry. Old
+`season_final` notifications stay as they were.
+
+Lock order (docs/concurrency.md): the learner's row (FOR SHARE), the
+completion's seasons of every period (FOR SHARE: a finalize waits), the
+completion's row (FOR UPDATE), the archive's lock (re-rank), the outbox row.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from laurels.board import Event, Profile
+from laurels.db import Conn, Database
+from laurels.errors import DomainError
+from laurels.lifecycle import Lifecycle
+from laurels.projector import Projector
+from laurels.reads import iso
+from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
+from laurels.seasons import Period, seasons_of
+
+log = logging.getLogger("laurels.corrections")
+
+
+class Corrections:
+    def __init__(self, db: Database, projector: Projector, lifecycle: Lifecycle,
+                 periods: tuple[Period, ...]) -> None:
+        self.db = db
+        self.projector = projector
+        self.lifecycle = lifecycle
+        self.periods = periods
+
+    async def void(self, completion_id: str, reason: str) -> dict[str, Any]:
+        return await self._set(completion_id, voided=True, reason=reason)
+
+    async def restore(self, completion_id: str, reason: str | None = None) -> dict[str, Any]:
+        return await self._set(completion_id, voided=False, reason=reason)
+
+    async def _set(self, completion_id: str, voided: bool, reason: str | None
+                   ) -> dict[str, Any]:
+        found = await self.db.fetch_one("find_completion", completion_id=completion_id)
+        if found is None:
+            raise DomainError("not_found", f"no completion {completion_id}")
+        seasons = [s.name for s in seasons_of(found["completed_at"], self.periods)]
+        async with self.db.transaction() as conn:
+            await self.db.fetch("share_lock_users", conn, user_ids=[found["user_id"]])
+            locked = await self.db.fetch("lock_seasons", conn, seasons=sorted(seasons))
+            row = await self.db.fetch_one("lock_completion", conn, completion_id=completion_id)
+            if row is None:  # erased meanwhile
+                raise DomainError("not_found", f"no completion {completion_id}")
+            changed = row["counted"] == voided
+            if changed:
+                await self.db.fetch_one("set_voided", conn, seq=row["seq"], voided=voided)
+                await self.db.run("delete_outbox", conn, seqs=[row["seq"]])
+                await self.db.run("insert_outbox", conn, seqs=[row["seq"]])
+                finals = await self._correct_archives(
+                    conn, [r["season"] for r in locked if r["finalized"]], row["user_id"])
+                await self.db.run("insert_audit", conn, action="void" if voided else "restore",
+                                  target=completion_id, reason=reason,
+                                  details=Jsonb({"seq": row["seq"], "user_id": row["user_id"],
+                                                 "points": row["points"],
+                                                 "final_ranks": finals}))
+            user = await self.db.fetch_one("get_user", conn, user_id=row["user_id"])
+            state = await self.db.fetch_one("lock_completion", conn,
+                                            completion_id=completion_id)
+        if changed and state is not None and user is not None:
+            # The fast path: every board at once; the outbox row covers a failure.
+            profile = Profile(user["profile_version"], user["visibility"],
+                              user["display_name"] or "")
+            event = Event(state["seq"], state["user_id"], state["points"],
+                          state["completed_at"], state["season"], profile,
+                          int(state["correction"]), bool(state["counted"]))
+            try:
+                await self.projector.apply_now([event], REQUEST_HEAL_WAIT_SECONDS)
+            except Exception as exc:  # committed: the projector applies it from the outbox
+                log.warning("correction of %s not applied at once (the projector will): "
+                            "%s: %s", completion_id, type(exc).__name__, exc)
+        return {"completion_id": completion_id, "seq": row["seq"], "season": row["season"],
+                "status": "voided" if voided else "recorded"}
+
+    async def _correct_archives(self, conn: Conn, seasons: list[str], user_id: int
+                                ) -> list[dict[str, Any]]:
+        """Finalized seasons: the learner's standing from what counts now,
+        ranks closed up; their final rank before and after, per season."""
+        out = []
+        for season in seasons:
+            before = await self.db.fetch_one("archived_rank", conn, season=season,
+                                             user_id=user_id)
+            await self.db.run("delete_standing", conn, season=season, user_id=user_id)
+            await self.db.run("insert_standing", conn, season=season, user_id=user_id)
+            await self.lifecycle.rerank(conn, [season])
+            after = await self.db.fetch_one("archived_rank", conn, season=season,
+                                            user_id=user_id)
+            out.append({"season": season, "user_id": user_id,
+                        "rank_before": before["rank"] if before else None,
+                        "rank_after": after["rank"] if after else None})
+        return out
+
+
+async def audit_page(db: Database, limit: int, after_id: int | None
+                     ) -> tuple[dict[str, Any], int | None]:
+    """The audit log, newest first: `limit` entries older than `after_id`,
+    and the id to continue from when more follow."""
+    rows = await db.fetch("audit_page", limit=limit + 1, after_id=after_id)
+    shown = rows[:limit]
+    entries = [{"id": r["id"], "at": iso(r["at"]), "action": r["action"],
+                "target": r["target"], "reason": r["reason"], "details": r["details"]}
+               for r in shown]
+    return {"entries": entries, "next": None}, (shown[-1]["id"] if len(rows) > limit else None)
