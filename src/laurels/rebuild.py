@@ -27,7 +27,7 @@ from laurels.board import Board
 from laurels.db import Database
 from laurels.keys import CHUNK_BITS
 from laurels.ranking import pad_uid
-from laurels.seasons import Period, parse_season, seasons_of
+from laurels.seasons import Period, parse_season, period_of, seasons_of
 from laurels.states import RebuildStatus
 
 log = logging.getLogger("laurels.rebuild")
@@ -104,10 +104,12 @@ class Rebuilder:
         entry, in the same transaction)."""
         rebuild_id = str(uuid.uuid4())
         async with self.db.transaction() as conn:
-            # A board built for the first time (a period switched on later,
-            # for a past season) gets its season row: the lifecycle
-            # finalizes, archives and expires it like any other.
-            await self.db.run("ensure_seasons", conn, seasons=[season])
+            # A board of another period built for the first time (switched on
+            # later, for a past season) gets its season row: the lifecycle
+            # finalizes, archives and expires it like any other. (A week's
+            # row comes with its first completion, as before periods.)
+            if period_of(season) != "week":
+                await self.db.run("ensure_seasons", conn, seasons=[season])
             await self.db.run("insert_rebuild", conn, rebuild_id=rebuild_id, season=season,
                               tie_policy=self.board.policy)
             if audited:
