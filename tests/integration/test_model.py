@@ -62,13 +62,15 @@ class Comp:
     points: int
     at: datetime
     seq: int
+    voided: bool = False
 
 
 @dataclass
 class User:
     name: str | None = None
-    vis: str = "public"
+    vis: str = "public"  # their own choice
     erased: bool = False
+    suspended: bool = False  # then hidden, whatever they chose
 
 
 @dataclass
@@ -87,11 +89,15 @@ class Model:
     def name(self, uid: int) -> str:
         return self.user(uid).name or f"Learner {uid}"
 
+    def vis(self, uid: int) -> str:
+        u = self.user(uid)
+        return "hidden" if u.suspended else u.vis
+
     # ranking (docs/contract.md, Ranking)
     def standings(self) -> dict[int, tuple[int, datetime]]:
         out: dict[int, tuple[int, datetime]] = {}
         for c in self.comps.values():
-            if self.user(c.uid).erased:
+            if self.user(c.uid).erased or c.voided:
                 continue
             score, last = out.get(c.uid, (0, c.at))
             out[c.uid] = (score + c.points, max(last, c.at))
@@ -102,7 +108,7 @@ class Model:
         return (-score, last if self.policy == "first" else START, uid)
 
     def order(self, st_: dict[int, tuple[int, datetime]]) -> list[int]:
-        public = [u for u in st_ if self.user(u).vis != "hidden"]
+        public = [u for u in st_ if self.vis(u) != "hidden"]
         return sorted(public, key=lambda u: self.key(st_, u))
 
     def rank(self, st_: dict[int, tuple[int, datetime]], order: list[int], index: int,
@@ -112,7 +118,7 @@ class Model:
         return 1 + sum(1 for u in order if st_[u][0] > score)
 
     def public_entry(self, uid: int, rank: int, score: int) -> dict[str, Any]:
-        if self.user(uid).vis == "anonymous":
+        if self.vis(uid) == "anonymous":
             return {"rank": rank, "user_id": None, "display_name": "Anonymous", "score": score}
         return {"rank": rank, "user_id": uid, "display_name": self.name(uid), "score": score}
 
@@ -128,7 +134,7 @@ class Model:
             return None
         order = self.order(st_)
         score = st_[uid][0]
-        vis = self.user(uid).vis
+        vis = self.vis(uid)
         if vis != "hidden":
             index = order.index(uid)
             around = order[max(0, index - radius):index + radius + 1]
@@ -164,7 +170,7 @@ class Model:
         self.comps[cid] = comp
         self.season_row = True
         uid = comp.uid
-        if not live or self.user(uid).vis == "hidden":
+        if not live or self.vis(uid) == "hidden":
             return
         after_st = self.standings()
         after = self.order(after_st)
@@ -184,7 +190,7 @@ class Model:
         frm = old if old is not None else 100  # a newcomer comes from below the top 100
         if frm > new:
             last = min(frm, new + 10, 99)
-            if self.user(uid).vis == "public":
+            if self.vis(uid) == "public":
                 by: dict[str, Any] = {"by_user_id": uid, "by_display_name": self.name(uid)}
             else:
                 by = {"by_user_id": None, "by_display_name": "Anonymous"}
@@ -261,6 +267,7 @@ class System:
         self.board, self.lifecycle, self.rebuilder = svc.board, svc.lifecycle, svc.rebuilder
         self.notifier, self.projector, self.verifier = svc.notifier, svc.projector, svc.verifier
         self.learners, self.reads, self.ingestor = svc.learners, svc.reads, svc.ingestor
+        self.corrections = svc.corrections
 
     async def keys(self) -> list[str]:
         return [k async for k in self.rt.redis.scan_iter(match=f"{self.prefix}:*", count=1000)]
@@ -301,13 +308,17 @@ OPERATIONS: dict[str, st.SearchStrategy[tuple[Any, ...]]] = {
     "profile": st.tuples(st.just("profile"), uid_index, st.none() | st.sampled_from(NAMES),
                          st.none() | st.sampled_from(VISIBILITIES)),
     "erase": st.tuples(st.just("erase"), uid_index),
+    # Corrections (issue 15): void or restore a recorded completion (by its
+    # place among them), suspend or unsuspend a learner.
+    "void": st.tuples(st.just("void"), st.integers(0, 999), st.booleans()),
+    "suspend": st.tuples(st.just("suspend"), uid_index, st.booleans()),
     "rebuild": st.just(("rebuild",)),
     "redeliver": st.just(("redeliver",)),
     "finalize": st.just(("finalize",)),
     "lose_redis": st.just(("lose_redis",)),
 }
 WEIGHTS = {"new": 10, "batch": 4, "crowd": 2, "profile": 4, "erase": 1, "rebuild": 1,
-           "redeliver": 1, "finalize": 1, "lose_redis": 1}
+           "redeliver": 1, "finalize": 1, "lose_redis": 1, "void": 3, "suspend": 2}
 operation = st.sampled_from([k for k, w in WEIGHTS.items() for _ in range(w)]).flatmap(
     lambda kind: OPERATIONS[kind])
 
@@ -424,6 +435,10 @@ class Run:
             await self.ingest(op[1])
         elif kind == "profile":
             await self.profile(*op[1:])
+        elif kind == "void":
+            await self.correct(op[1], op[2])
+        elif kind == "suspend":
+            await self.suspend(POOL[op[1]], op[2])
         elif kind == "erase":
             uid = POOL[op[1]]
             self.log.append(f"erase {uid}")
@@ -462,6 +477,41 @@ class Run:
             self.model.board_live = False
         else:  # pragma: no cover
             raise AssertionError(op)
+
+    async def correct(self, index: int, voided: bool) -> None:
+        """Void (or restore) the index-th recorded completion: it counts (or
+        not) on the board at once, notifies nobody; an erased learner's is
+        gone (404)."""
+        if not self.model.comps:
+            return
+        cid = sorted(self.model.comps)[index % len(self.model.comps)]
+        comp = self.model.comps[cid]
+        self.log.append(f"{'void' if voided else 'restore'} {cid}")
+        corrections = self.sys.corrections
+        act = corrections.void(cid, "model") if voided else corrections.restore(cid)
+        if self.model.user(comp.uid).erased:
+            with pytest.raises(DomainError) as info:
+                await act
+            assert info.value.code == "not_found"
+            return
+        body = await act
+        assert body == {"completion_id": cid, "seq": comp.seq, "season": SEASON,
+                        "status": "voided" if voided else "recorded"}
+        comp.voided = voided
+
+    async def suspend(self, uid: int, suspended: bool) -> None:
+        """Suspend or unsuspend: hidden on every board (their own visibility
+        kept for afterwards); an erased learner is refused."""
+        self.log.append(f"{'suspend' if suspended else 'unsuspend'} {uid}")
+        u = self.model.user(uid)
+        if u.erased:
+            with pytest.raises(DomainError) as info:
+                await self.sys.learners.suspend(uid, suspended, "model")
+            assert info.value.code == "user_erased"
+            return
+        body = await self.sys.learners.suspend(uid, suspended, "model")
+        assert body == {"user_id": uid, "suspended": suspended}
+        u.suspended = suspended
 
     def keys_live(self) -> bool:
         """Whether a finalized season's Redis keys outlive now (Redis expires them by
@@ -577,6 +627,14 @@ class ModelMachine(RuleBasedStateMachine):
 
     @rule(op=OPERATIONS["erase"])
     def erase(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["void"])
+    def void(self, op: tuple[Any, ...]) -> None:
+        self._do(op)
+
+    @rule(op=OPERATIONS["suspend"])
+    def suspend(self, op: tuple[Any, ...]) -> None:
         self._do(op)
 
     @rule()
