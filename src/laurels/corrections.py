@@ -26,6 +26,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from laurels import failpoints
 from laurels.board import Event, Profile
 from laurels.db import Conn, Database
 from laurels.errors import DomainError
@@ -64,6 +65,7 @@ class Corrections:
             row = await self.db.fetch_one("lock_completion", conn, completion_id=completion_id)
             if row is None:  # erased meanwhile
                 raise DomainError("not_found", f"no completion {completion_id}")
+            await failpoints.pause("correction_locked")
             changed = row["counted"] == voided
             if changed:
                 await self.db.fetch_one("set_voided", conn, seq=row["seq"], voided=voided)
@@ -79,6 +81,7 @@ class Corrections:
             user = await self.db.fetch_one("get_user", conn, user_id=row["user_id"])
             state = await self.db.fetch_one("lock_completion", conn,
                                             completion_id=completion_id)
+        await failpoints.pause("correction_committed")
         if changed and state is not None and user is not None:
             # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],

@@ -1,7 +1,8 @@
 """Model-based test of interleavings: long operations split at their pause points.
 
 A hypothesis state machine starts operations (ingest with its fast path,
-erasure, profile change, finalize, rebuild, losing Redis) as tasks. An
+erasure, profile change, finalize, rebuild, void and restore, suspend and
+unsuspend, losing Redis) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
 while later rules start other operations, which run to their own pause point,
@@ -59,6 +60,8 @@ POINTS = {  # where each operation can be held (None: run it through)
     "erase": [None, "erase_locked", "erase_committed"],
     "finalize": [None, "finalize_before_commit"],
     "rebuild": [None, "rebuild_snapshot_taken", "rebuild_before_switch"],
+    "correct": [None, "correction_locked", "correction_committed"],
+    "suspend": [None, "profile_committed"],
 }
 # What an operation may legitimately answer in some interleaving.
 EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
@@ -204,6 +207,23 @@ class InterleavingMachine(RuleBasedStateMachine):
     def erase(self, uid: int, point: str | None) -> None:
         assert self.svc is not None
         self.run(self._launch("erase", uid, point, self.svc.learners.erase(uid)))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(n=st.integers(1, 10), voided=st.booleans(), point=st.sampled_from(POINTS["correct"]))
+    def correct(self, n: int, voided: bool, point: str | None) -> None:
+        """Void or restore completion `c<n>` (404 if there is none, or no more)."""
+        assert self.svc is not None
+        fix = self.svc.corrections
+        work = fix.void(f"c{n}", "model") if voided else fix.restore(f"c{n}")
+        self.run(self._launch("void" if voided else "restore", None, point, work))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(uid=st.sampled_from(USERS), suspended=st.booleans(),
+          point=st.sampled_from(POINTS["suspend"]))
+    def suspend(self, uid: int, suspended: bool, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("suspend" if suspended else "unsuspend", uid, point,
+                              self.svc.learners.suspend(uid, suspended, "model")))
 
     @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["finalize"]))
