@@ -4,8 +4,9 @@ Several clients post completions, each retrying until it gets 200/201, while a
 fault injector, at random points of that stream: kills the API (SIGKILL),
 kills the projector (SIGKILL), restarts Redis empty, restarts PostgreSQL, and
 stalls or cuts the Redis connection (a TCP proxy between laurels and Redis).
-Afterwards every learner's score must equal the sum of what the clients were
-told was recorded, on every board of every period (LAURELS_PERIODS=week,day,
+Meanwhile an operator voids and restores recorded completions. Afterwards
+every learner's score must equal the sum of what the clients were told was
+recorded and is not voided at the end, on every board of every period (LAURELS_PERIODS=week,day,
 month,all): zero lost, zero doubled. Everything runs on loopback ports
 of this test's own servers, bounded in count and time.
 
@@ -212,10 +213,15 @@ class Client:
     transport_errors: int = 0
 
     def run(self, url: str, deadline: float) -> None:
+        """Post items one by one until `deadline`; an item already sent is
+        settled (retried until answered, a minute more at most): its first
+        attempt may have been committed before the API died."""
         with httpx.Client(base_url=url, timeout=10,
                           headers={"Authorization": f"Bearer {INGEST}"}) as c:
             for it in self.items:
-                while time.monotonic() < deadline:
+                if time.monotonic() >= deadline:
+                    break
+                while time.monotonic() < deadline + 60:
                     try:
                         resp = c.post("/v1/completions", json=it)
                     except httpx.HTTPError:
@@ -229,6 +235,47 @@ class Client:
                     assert resp.status_code in (503, 429), resp.text  # never a 500
                     assert resp.json()["code"] in ("unavailable", "rebuilding", "rate_limited")
                     time.sleep(0.05)
+
+
+@dataclass
+class Corrector:
+    """An operator voiding and restoring recorded completions during the
+    faults (admin API, retried until answered: both are idempotent)."""
+
+    clients: list[Client]
+    voided: set[str] = field(default_factory=set)
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def run(self, url: str, deadline: float) -> None:
+        rnd = random.Random(7)
+        with httpx.Client(base_url=url, timeout=10,
+                          headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+            while time.monotonic() < deadline:
+                time.sleep(rnd.uniform(0.1, 0.4))
+                if self.voided and rnd.random() < 0.3:
+                    cid, action = rnd.choice(sorted(self.voided)), "restore"
+                else:
+                    recorded = [cid for cl in self.clients for cid in list(cl.recorded)]
+                    if not recorded:
+                        continue
+                    cid, action = rnd.choice(recorded), "void"
+                if self._send(c, cid, action, deadline + 60):
+                    (self.voided.add if action == "void" else self.voided.discard)(cid)
+                    self.calls[action] += 1
+
+    def _send(self, c: httpx.Client, cid: str, action: str, until: float) -> bool:
+        while time.monotonic() < until:
+            try:
+                resp = c.post(f"/v1/admin/completions/{cid}/{action}",
+                              json={"reason": "fault suite"})
+            except httpx.HTTPError:
+                time.sleep(0.05)
+                continue
+            if resp.status_code == 200:
+                return True
+            assert resp.status_code in (503, 429), resp.text  # never a 500
+            time.sleep(0.05)
+        raise AssertionError(f"{action} {cid} never answered")
 
 
 def items_for(k: int, n: int) -> list[dict[str, Any]]:
@@ -270,7 +317,9 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
     rnd = random.Random(os.getpid())
     clients = [Client(k, items_for(k, 100_000)) for k in range(CLIENTS)]
     stop_at = time.monotonic() + FAULT_SECONDS
+    corrector = Corrector(clients)
     threads = [threading.Thread(target=cl.run, args=(c.url, stop_at)) for cl in clients]
+    threads.append(threading.Thread(target=corrector.run, args=(c.url, stop_at)))
     for t in threads:
         t.start()
     faults: Counter[str] = Counter()
@@ -311,18 +360,18 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
     sent = 0
     for cl in clients:
         for it in cl.items:
-            if it["completion_id"] in cl.recorded:
+            if it["completion_id"] in cl.recorded and it["completion_id"] not in corrector.voided:
                 sent += 1
                 at = datetime.fromisoformat(it["completed_at"])
                 for season in seasons_of(at, PERIODS):
                     board = boards.setdefault(season.name, {})
                     board[it["user_id"]] = board.get(it["user_id"], 0) + it["points"]
     expected = boards[SEASON]
-    assert sent > 200 and len(boards) >= 4
+    assert sent > 200 and len(boards) >= 4 and corrector.calls["void"] > 0
 
     with psycopg.connect(str(c.pg.get_uri())) as conn:
         rows = conn.execute("SELECT user_id, sum(points) FROM completions WHERE season = %s"
-                            " GROUP BY user_id", (SEASON,)).fetchall()
+                            " AND voided_at IS NULL GROUP BY user_id", (SEASON,)).fetchall()
     assert {int(u): int(s) for u, s in rows} == expected  # the source of truth is exact
 
     found = {name: board_of(c, name, want) for name, want in boards.items()}
@@ -343,7 +392,8 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
                "doubled_points": doubled, "http_statuses": dict(statuses),
                "transport_errors": sum(cl.transport_errors for cl in clients),
                "pg_outage_probes": len(probes), "verify_consistent": verdicts,
-               "boards": len(boards),
+               "boards": len(boards), "corrections": dict(corrector.calls),
+               "voided_at_end": len(corrector.voided),
                "process_starts": dict(c.restarts)}
     print("\nFAULT FIGURES " + json.dumps(figures, sort_keys=True))
     assert set(faults) == set(kinds), faults
