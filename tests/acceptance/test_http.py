@@ -111,6 +111,23 @@ def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url:
     off = subprocess.run([laurels_bin(), "verify", "--season", "current-day"], env=periods,
                          capture_output=True, text=True, timeout=60)
     assert off.returncode != 0 and "not configured" in off.stderr, off.stderr
+    # void and restore (issue 15): as the admin endpoints, audited.
+    out = subprocess.run([laurels_bin(), "void", "r1", "--reason", "copied answers"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "r1 (seq 1, 2026-W48) is voided" in out.stdout, out.stderr
+    assert httpx.get(f"{server.url}/v1/leaderboards/2026-W48").json()["entries"] == []
+    out = subprocess.run([laurels_bin(), "restore", "r1"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "is recorded" in out.stdout, out.stderr
+    top = httpx.get(f"{server.url}/v1/leaderboards/2026-W48").json()
+    assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(3, 4)]
+    audit = server.client(ADMIN).get("/v1/admin/audit").json()["entries"]
+    assert [(e["action"], e["target"]) for e in audit][:2] == [("restore", "r1"), ("void", "r1")]
+    for args in (["void", "nope", "--reason", "x"], ["void", "r1"],
+                 ["void", "bad id", "--reason", "x"]):
+        bad = subprocess.run([laurels_bin(), *args], env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode != 0 and "Traceback" not in bad.stderr, bad.stderr
 
 
 def test_erasure_over_http(serve: Any, tmp_path: Path) -> None:
