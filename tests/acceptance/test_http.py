@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.helpers import (
     ADMIN,
@@ -19,6 +20,7 @@ from tests.helpers import (
     laurels_bin,
     server_env,
     start_server,
+    token_for,
 )
 
 
@@ -213,3 +215,20 @@ def test_several_workers_share_one_port(serve: Any) -> None:
     log = server.log.read_text()
     assert log.count("Application startup complete") == 2, log[-2000:]
     assert "ERROR" not in log and "Traceback" not in log, log[-2000:]
+
+
+def test_the_sync_client_against_a_server(serve: Any) -> None:
+    """laurels.client.Client over a real socket: the README's hook, paging,
+    typed problems."""
+    from laurels.client import Client, Forbidden, NotRanked
+
+    server = serve()
+    with Client(server.url, INGEST) as laurels:
+        for user in (1, 2, 3):  # the platform's "on tutorial completed" hook
+            laurels.post_completion(f"lesson-7:user-{user}", user_id=user, points=10 * user)
+        assert [e["user_id"] for e in laurels.pages("board", "current", limit=2)] == [3, 2, 1]
+        with pytest.raises(Forbidden) as info:
+            laurels.void("lesson-7:user-1", "no")  # the ingest token is not an admin's
+        assert info.value.code == "forbidden"
+    with Client(server.url, token_for(server.env, 9)) as learner, pytest.raises(NotRanked):
+        learner.around("current", 9)
