@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,16 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("laurels"))
 
 
+def parse_origins(text: str) -> tuple[str, ...]:
+    """`*`, or a comma list of origins (`https://platform.example`)."""
+    origins = tuple(o.strip().rstrip("/") for o in text.split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+", origin):
+            raise ValueError(f"{origin!r} is not an origin (scheme://host[:port])")
+    return origins
+
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LAURELS_", extra="ignore")
 
@@ -49,6 +60,9 @@ class Settings(BaseSettings):
     # The boards every completion counts on (seasons.py): a comma list; week
     # is always on.
     periods: Annotated[tuple[Period, ...], NoDecode] = ("week",)
+    # Origins whose pages may read boards from a browser (api/cors.py): a
+    # comma list, or `*`; none by default.
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
     # Not in the contract's table: writes (POST, PUT, DELETE) per second per
     # token in each process, with bursts of twice that; 0 turns it off.
     write_rate_limit: float = Field(2000.0, ge=0)
@@ -80,6 +94,11 @@ class Settings(BaseSettings):
     @classmethod
     def _periods(cls, v: Any) -> tuple[Period, ...]:
         return parse_periods(v if isinstance(v, str) else ",".join(v))
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _cors(cls, v: Any) -> tuple[str, ...]:
+        return parse_origins(v if isinstance(v, str) else ",".join(v))
 
     @field_validator("database_url")
     @classmethod

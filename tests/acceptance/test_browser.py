@@ -156,3 +156,69 @@ def test_the_period_switch(serve: Any) -> None:
         period.select_option("day")
         expect(rows.first).to_contain_text("Ada L.")
         assert errors == []
+
+
+@contextlib.contextmanager
+def host_page(port: int, html: str, csp: str) -> Iterator[str]:
+    """A platform's page on another loopback port (another origin), served
+    with its own strict Content-Security-Policy."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Security-Policy", csp)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
+    """`/embed.js` on a page of another origin, under a strict CSP: the board
+    renders in a shadow root, moves on hints, shows the learner's own row."""
+    from playwright.sync_api import expect
+
+    from tests.helpers import free_port
+
+    host_port = free_port()
+    server = serve(LAURELS_CORS_ORIGINS=f"http://127.0.0.1:{host_port}")
+    c = server.client(INGEST)
+    for uid in range(1, 8):
+        assert c.put(f"/v1/users/{uid}", json={"display_name": f"L{uid}"}).status_code == 200
+        c.post("/v1/completions", json=completion(f"e{uid}", uid, 10 * uid))
+    assert c.put("/v1/groups/team", json={"name": "Team", "access": "public"}).status_code == 200
+    assert c.post("/v1/groups/team/members", json={"add": [1, 2]}).status_code == 200
+    token = token_for(server.env, 1)
+    html = (f'<!doctype html><title>platform</title>'
+            f'<laurels-board id="mine" season="current" limit="3" token="{token}">'
+            f'</laurels-board>'
+            f'<laurels-board id="team" group="team" limit="5"></laurels-board>'
+            f'<script src="{server.url}/embed.js" defer></script>')
+    csp = (f"default-src 'none'; script-src {server.url}; connect-src {server.url}; "
+           "style-src 'self'; base-uri 'none'")
+    with host_page(host_port, html, csp) as url, browser_page(url) as (page, errors):
+        mine = page.locator("#mine tbody tr")
+        expect(mine).to_have_count(4)  # the top 3, then the learner's own row
+        expect(mine.first).to_contain_text("L7")
+        expect(page.locator("#mine tr.me")).to_contain_text("L1")
+        team = page.locator("#team tbody tr")
+        expect(team).to_have_count(2)
+        c.post("/v1/completions", json=completion("boost", 1, 500))  # live: L1 leads
+        expect(mine.first).to_contain_text("L1", timeout=10_000)
+        expect(team.first).to_contain_text("L1", timeout=10_000)
+        assert errors == []

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.correction_routes import router as correction_router
+from laurels.api.cors import ReadCors
 from laurels.api.cursors import Cursors
 from laurels.api.fast import BoardCache, FastLane, GroupCache
 from laurels.api.group_routes import router as group_router
@@ -60,7 +61,10 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
 def serving_app(app: FastAPI) -> ASGIApp:
     """What the server runs: the fast lane in front of the whole FastAPI app."""
     rt: Runtime = app.state.runtime
-    return FastLane(app, app.state, lambda season: board_stream(rt.hub, rt.settings, season))
+    lane = FastLane(app, app.state, lambda season: board_stream(rt.hub, rt.settings, season))
+    if rt.settings.cors_origins:
+        return ReadCors(lane, rt.settings.cors_origins)
+    return lane
 
 
 def worker_app() -> ASGIApp:

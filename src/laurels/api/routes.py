@@ -367,7 +367,7 @@ PAGE_HEADERS = {
 }
 _STATIC = resources.files("laurels.api").joinpath("static")
 _ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
-           "icon.svg": "image/svg+xml"}
+           "icon.svg": "image/svg+xml", "embed.js": "text/javascript; charset=utf-8"}
 
 
 @router.get("/", tags=["page"], response_class=HTMLResponse)
@@ -383,6 +383,14 @@ async def page(request: Request) -> Response:
 @router.get("/favicon.ico", tags=["page"], include_in_schema=False)
 async def favicon() -> Response:
     return await asset("icon.svg")
+
+
+@router.get("/embed.js", tags=["page"])
+async def embed() -> Response:
+    """The embeddable board: a `<laurels-board>` custom element for a
+    platform's own pages (docs/integrating.md); reads need
+    `LAURELS_CORS_ORIGINS` to name the page's origin."""
+    return await asset("embed.js")
 
 
 @router.get("/static/{name}", tags=["page"], include_in_schema=False)

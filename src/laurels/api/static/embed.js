@@ -1,0 +1,149 @@
+// <laurels-board>: the board on a platform's own pages, from another origin
+// (docs/integrating.md). No framework, no build step, no inline style (the
+// styles are a constructed stylesheet, allowed under a strict CSP).
+//
+//   <script src="https://laurels.example/embed.js" defer></script>
+//   <laurels-board season="current" group="class-7b" limit="10"
+//                  token="LEARNER_JWT"></laurels-board>
+//
+// Attributes: season (default "current"; any period's name or alias), group
+// (a public group's board, or a members group's with a member's token),
+// limit (1 to 100, default 10), token (a learner token: their own row is
+// shown under the board), src (the laurels server; default: where this
+// script came from). It listens to the board's hints and refetches on each.
+"use strict";
+
+(() => {
+  const ORIGIN = new URL(document.currentScript ? document.currentScript.src : location.href).origin;
+  const CSS = `
+    :host { display: block; font: 14px/1.4 system-ui, sans-serif; color: #1b1f24; }
+    table { width: 100%; border-collapse: collapse; }
+    th, td { padding: 4px 8px; text-align: left; border-bottom: 1px solid #e3e6ea; }
+    td.score, th.score { text-align: right; font-variant-numeric: tabular-nums; }
+    tr.me td { font-weight: 600; background: #fff6d6; }
+    caption { text-align: left; font-weight: 600; padding: 4px 8px; }
+    p.note { color: #5b6470; margin: 4px 8px; }
+  `;
+
+  function subject(token) {
+    try {
+      const payload = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+      return /^[0-9]+$/.test(payload.sub) ? payload.sub : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  class LaurelsBoard extends HTMLElement {
+    static get observedAttributes() { return ["season", "group", "limit", "token", "src"]; }
+
+    constructor() {
+      super();
+      this.root = this.attachShadow({ mode: "open" });
+      if ("adoptedStyleSheets" in this.root) {
+        const sheet = new CSSStyleSheet();
+        sheet.replaceSync(CSS);
+        this.root.adoptedStyleSheets = [sheet];
+      }
+      this.table = document.createElement("table");
+      this.note = document.createElement("p");
+      this.note.className = "note";
+      this.root.append(this.table, this.note);
+      this.timer = null;
+      this.source = null;
+    }
+
+    connectedCallback() { this.restart(); }
+
+    disconnectedCallback() {
+      if (this.source) this.source.close();
+      this.source = null;
+    }
+
+    attributeChangedCallback() { if (this.isConnected) this.restart(); }
+
+    get base() { return (this.getAttribute("src") || ORIGIN).replace(/\/$/, ""); }
+    get season() { return encodeURIComponent(this.getAttribute("season") || "current"); }
+    get group() { return this.getAttribute("group"); }
+    get limit() { return Math.min(100, Math.max(1, Number(this.getAttribute("limit")) || 10)); }
+    get token() { return this.getAttribute("token"); }
+
+    boardPath() {
+      const g = this.group;
+      return g ? `/v1/groups/${encodeURIComponent(g)}/leaderboards/${this.season}`
+        : `/v1/leaderboards/${this.season}`;
+    }
+
+    restart() {
+      if (this.source) this.source.close();
+      // EventSource sends no headers: a members group's hints come from its season's stream.
+      const events = this.group && !this.token ? `${this.boardPath()}/events`
+        : `/v1/leaderboards/${this.season}/events`;
+      this.source = new EventSource(this.base + events);
+      this.source.addEventListener("ready", () => this.schedule());
+      this.source.addEventListener("changed", () => this.schedule());
+      this.source.addEventListener("rebuilt", () => this.schedule());
+      this.refresh();
+    }
+
+    schedule() {
+      if (this.timer) return;
+      this.timer = setTimeout(() => { this.timer = null; this.refresh(); }, 100);
+    }
+
+    async get(path) {
+      const headers = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+      const resp = await fetch(this.base + path, { headers, mode: "cors" });
+      if (!resp.ok) return null;
+      return resp.json();
+    }
+
+    async refresh() {
+      const body = await this.get(`${this.boardPath()}?limit=${this.limit}`);
+      if (!body) {
+        this.note.textContent = "The board is not available right now.";
+        return;
+      }
+      const uid = this.token ? subject(this.token) : null;
+      const me = uid ? await this.get(`${this.boardPath()}/users/${uid}?radius=0`) : null;
+      this.render(body, me && me.user ? me.user : null);
+    }
+
+    render(body, me) {
+      const table = document.createElement("table");
+      const caption = table.createCaption();
+      caption.textContent = this.group ? `${this.group}: ${body.season}` : body.season;
+      const head = table.createTHead().insertRow();
+      for (const [text, cls] of [["#", ""], ["Learner", ""], ["Points", "score"]]) {
+        const th = document.createElement("th");
+        th.textContent = text;
+        if (cls) th.className = cls;
+        head.appendChild(th);
+      }
+      const rows = table.createTBody();
+      let shown = false;
+      for (const e of body.entries) {
+        const mine = me && e.user_id !== null && String(e.user_id) === String(me.user_id);
+        shown = shown || mine;
+        this.row(rows, e.rank, e.display_name, e.score, mine);
+      }
+      if (me && !shown) this.row(rows, me.rank, me.display_name, me.score, true);
+      this.note.textContent = body.entries.length ? "" : "No completions yet.";
+      this.table.replaceWith(table);
+      this.table = table;
+      this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);
+    }
+
+    row(body, rank, name, score, mine) {
+      const tr = body.insertRow();
+      if (mine) tr.className = "me";
+      for (const [text, cls] of [[rank, ""], [name, ""], [score, "score"]]) {
+        const td = tr.insertCell();
+        td.textContent = String(text);
+        if (cls) td.className = cls;
+      }
+    }
+  }
+
+  if (!customElements.get("laurels-board")) customElements.define("laurels-board", LaurelsBoard);
+})();
