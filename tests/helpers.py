@@ -55,6 +55,7 @@ def sync_redis(url: str, **options: Any) -> Iterator[Any]:
 INGEST = "test-ingest-token"
 ADMIN = "test-admin-token"
 USER_SECRET = "test-user-token-secret-0123456789abcdef"
+WEBHOOK_SECRET = "test-webhook-secret"
 
 
 def with_database(url: str, name: str) -> str:

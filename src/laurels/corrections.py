@@ -73,6 +73,13 @@ class Corrections:
                 await self.db.run("insert_outbox", conn, seqs=[row["seq"]])
                 finals = await self._correct_archives(
                     conn, [r["season"] for r in locked if r["finalized"]], row["user_id"])
+                await self.db.run("enqueue_webhook", conn,
+                                  type="completion.voided" if voided else "completion.restored",
+                                  user_id=row["user_id"], data=Jsonb({
+                                      "completion_id": completion_id, "seq": row["seq"],
+                                      "season": row["season"], "user_id": row["user_id"],
+                                      "points": row["points"],
+                                      "status": "voided" if voided else "recorded"}))
                 await self.db.run("insert_audit", conn, action="void" if voided else "restore",
                                   target=completion_id, reason=reason,
                                   details=Jsonb({"seq": row["seq"], "user_id": row["user_id"],

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from psycopg.types.json import Jsonb
 from redis.exceptions import RedisError
 
 from laurels import failpoints
@@ -56,9 +57,13 @@ class Lifecycle:
             await self.rerank(conn, sorted(archived))
             await self.db.run("record_erasure", conn, user_id=user_id,
                               seasons=sorted(seasons | archived))
-            # The audit keeps the user id and nothing else about the learner.
+            # The audit keeps the user id and nothing else about the learner,
+            # and so does the webhook; events not yet sent forget them.
             await self.db.run("insert_audit", conn, action="erase", target=str(user_id),
                               reason=None, details=None)
+            await self.db.run("scrub_deliveries_of", conn, user_id=user_id)
+            await self.db.run("enqueue_webhook", conn, type="user.erased", user_id=None,
+                              data=Jsonb({"user_id": user_id}))
         ERASURES.inc()
         if committed is not None:
             committed()
@@ -127,6 +132,9 @@ class Lifecycle:
             await self.db.run("archive_standings", conn, season=season)
             await self.db.run("mark_finalized", conn, season=season,
                               tie_policy=self.settings.tie_policy)
+            await self.db.run("enqueue_webhook", conn, type="season.finalized", user_id=None,
+                              data=Jsonb({"season": season,
+                                          "period": parse_season(season).period}))
             await self._rerank(conn, season)
             for callback in self.on_finalized:
                 await callback(season, conn)

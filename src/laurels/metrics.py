@@ -48,6 +48,12 @@ NOTIFICATIONS_WRITTEN = Counter("laurels_notifications_written_total",
                                 "Durable notifications written", ["kind"])
 NOTIFICATIONS_DROPPED = Counter("laurels_notifications_dropped_total",
                                 "Live notification pushes dropped for a slow client")
+WEBHOOK_DELIVERIES = Gauge("laurels_webhook_deliveries",
+                           "Webhook deliveries in PostgreSQL by status", ["status"])
+WEBHOOK_ATTEMPTS = Counter("laurels_webhook_attempts_total",
+                           "Webhook delivery attempts by result", ["result"])
+WEBHOOK_ATTEMPT_SECONDS = Histogram("laurels_webhook_attempt_seconds",
+                                    "Time of one webhook delivery attempt")
 
 class RequestMetrics:
     """Pure ASGI middleware: latency to the response start (streams stay open)."""

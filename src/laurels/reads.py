@@ -206,7 +206,7 @@ def _archived_entry(row: Any) -> Entry:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _us(at: datetime) -> int:
+def micros(at: datetime) -> int:
     delta = at - EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -231,4 +231,4 @@ async def completions_of(db: Database, season: Season, user_id: int, limit: int,
                             for r in shown],
             "next": None}
     last = shown[-1] if len(rows) > limit else None
-    return body, (_us(last["completed_at"]), int(last["seq"]), 0) if last else None
+    return body, (micros(last["completed_at"]), int(last["seq"]), 0) if last else None

@@ -35,6 +35,7 @@ from laurels.rebuild import Rebuilder
 from laurels.settings import Secrets, Settings
 from laurels.supervisor import Loop, every
 from laurels.verify import Verifier
+from laurels.webhooks import Webhooks
 
 log = logging.getLogger("laurels.runtime")
 
@@ -72,6 +73,7 @@ class Services:
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
+    webhooks: Webhooks | None = None  # with LAURELS_WEBHOOK_URL (Runtime sets it)
 
     def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
         """The same graph with other settings (or clock), on the same connections."""
@@ -131,6 +133,9 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
+        if svc.webhooks is not None:
+            loops["webhooks"] = svc.webhooks.run
+            loops["webhook-metrics"] = every(5, svc.webhooks.measure)
     return loops
 
 
@@ -140,10 +145,14 @@ class Runtime(Services):
     def __init__(self, settings: Settings, secrets: Secrets, database_url: str,
                  redis_url: str) -> None:
         db = Database(database_url, max_size=settings.database_pool_size,
-                      timeout_seconds=settings.pool_timeout_seconds)
+                      timeout_seconds=settings.pool_timeout_seconds,
+                      webhooks=settings.webhook_url is not None)
         redis = redis_client(redis_url, settings.redis_cluster, settings)
         super().__init__(**vars(wire(settings, db, redis)))
         self.secrets = secrets
+        if settings.webhook_url is not None:
+            self.webhooks = Webhooks(db, settings.webhook_url, secrets.webhook_secret,
+                                     settings.webhook_timeout_seconds)
         self.database_url = database_url
         self.redis_url = redis_url
 

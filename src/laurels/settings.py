@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     # Origins whose pages may read boards from a browser (api/cors.py): a
     # comma list, or `*`; none by default.
     cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    # Where events are POSTed (webhooks.py); unset: no webhooks.
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    # Not in the contract's table: how long a receiver may take (the
+    # contract's 10 s; tests shorten it).
+    webhook_timeout_seconds: float = Field(10.0, gt=0, le=60)
     # Not in the contract's table: writes (POST, PUT, DELETE) per second per
     # token in each process, with bursts of twice that; 0 turns it off.
     write_rate_limit: float = Field(2000.0, ge=0)
@@ -100,6 +106,13 @@ class Settings(BaseSettings):
     def _cors(cls, v: Any) -> tuple[str, ...]:
         return parse_origins(v if isinstance(v, str) else ",".join(v))
 
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s]*)?", v):
+            raise ValueError("must be an http:// or https:// URL")
+        return v
+
     @field_validator("database_url")
     @classmethod
     def _pg_url(cls, v: str | None) -> str | None:
@@ -130,6 +143,7 @@ class Secrets:
     ingest_token: str
     admin_token: str
     user_token_secret: str
+    webhook_secret: str = ""  # only when LAURELS_WEBHOOK_URL is set
 
 
 def resolve_secrets(settings: Settings, announce: bool = True) -> Secrets:
@@ -140,7 +154,10 @@ def resolve_secrets(settings: Settings, announce: bool = True) -> Secrets:
         stored = json.loads(path.read_text())
     generated: list[str] = []
     values: dict[str, str] = {}
-    for name in ("ingest_token", "admin_token", "user_token_secret"):
+    names = ["ingest_token", "admin_token", "user_token_secret"]
+    if settings.webhook_url is not None:
+        names.append("webhook_secret")
+    for name in names:
         env = getattr(settings, name)
         if env is not None:
             values[name] = env.get_secret_value()

@@ -22,7 +22,7 @@ import pytest
 from laurels.api import create_app, serving_app
 from laurels.runtime import Runtime
 from laurels.settings import Secrets
-from tests.helpers import ADMIN, INGEST, USER_SECRET, make_settings
+from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, make_settings
 
 BASE_URL = "http://laurels.test"
 
@@ -65,7 +65,8 @@ async def serve(tmp_path: Path, database_url: str, redis_url: str,
         async def start(**overrides: Any) -> Api:
             settings = make_settings(tmp_path, database_url, redis_url, key_prefix,
                                      **overrides)
-            runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), database_url,
+            runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET, WEBHOOK_SECRET),
+                              database_url,
                               redis_url)
             app = create_app(runtime, migrate=False)
             await stack.enter_async_context(app.router.lifespan_context(app))

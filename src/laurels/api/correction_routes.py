@@ -1,11 +1,14 @@
 """HTTP routes of corrections (docs/contract.md, Admin: void, restore,
-suspend, unsuspend, the audit log) and of a learner's "why is my score"
-view (`GET /v1/leaderboards/{season}/users/{user_id}/completions`): parse,
+suspend, unsuspend, the audit log), of webhook deliveries (Webhooks), and
+of a learner's "why is my score" view
+(`GET /v1/leaderboards/{season}/users/{user_id}/completions`): parse,
 authorize, call the domain, answer."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import uuid
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
@@ -25,8 +28,10 @@ from laurels.api.routes import (
     runtime,
 )
 from laurels.corrections import audit_page
-from laurels.reads import completions_of
+from laurels.ranking import Position
+from laurels.reads import EPOCH, completions_of, micros
 from laurels.validation import Invalid, ReasonIn, parse_completion_id, validate_reason
+from laurels.webhooks import deliveries_page
 
 CompletionIdPath = Annotated[str, Path(
     description="the completion's id", examples=["c-123"],
@@ -137,3 +142,51 @@ async def completions(request: Request, season: SeasonPath, user_id: UserIdPath,
     if last is not None:
         body["next"] = cursors.encode(owner, last)
     return _json(body)
+
+
+# -- webhook deliveries ---------------------------------------------------------------------
+
+DELIVERIES_CURSOR = "webhook-deliveries"
+HALF = 1 << 63
+
+
+def _delivery_position(created_at: datetime, delivery_id: str) -> Position:
+    n = uuid.UUID(delivery_id).int
+    return (micros(created_at), (n >> 64) - HALF, (n & (2 ** 64 - 1)) - HALF)
+
+
+def _delivery_after(position: Position) -> tuple[datetime, str]:
+    at = EPOCH + timedelta(microseconds=position[0])
+    n = ((position[1] + HALF) << 64) | (position[2] + HALF)
+    return at, str(uuid.UUID(int=n))
+
+
+@router.get("/v1/admin/webhooks/deliveries", tags=["admin"],
+            dependencies=[Depends(admin_token)],
+            responses={200: {"model": s.DeliveriesOut}, **s.problems(401, 403, 422, 503)})
+async def deliveries(request: Request,
+                     status: Literal["pending", "delivered", "failed"] | None = Query(None),
+                     limit: int = Query(100, ge=1, le=1000),
+                     after: str | None = CURSOR) -> Response:
+    """Webhook deliveries, newest first (`next` pages on)."""
+    cursors: Cursors = request.app.state.cursors
+    owner = f"{DELIVERIES_CURSOR}:{status or ''}"
+    position = _delivery_after(cursors.decode(owner, after)) if after is not None else None
+    body, last = await deliveries_page(runtime(request).db, status, limit, position)
+    if last is not None:
+        body["next"] = cursors.encode(owner, _delivery_position(*last))
+    return _json(body)
+
+
+@router.post("/v1/admin/webhooks/deliveries/{delivery_id}/retry", tags=["admin"],
+             status_code=202, dependencies=[Depends(admin_token)],
+             responses={202: {}, **s.problems(401, 403, 404, 422, 503)})
+async def retry_delivery(request: Request, delivery_id: str) -> Response:
+    """Send a delivery again at once (a failed one gets another 24 hours)."""
+    try:
+        uuid.UUID(delivery_id)
+    except ValueError:
+        raise Problem("validation_error", "not a delivery id") from None
+    if await runtime(request).db.fetch_one("retry_delivery", id=delivery_id) is None:
+        raise Problem("not_found", f"no delivery {delivery_id}")
+    return JSONResponse({"id": delivery_id, "status": "pending"}, status_code=202)

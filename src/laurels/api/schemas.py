@@ -225,3 +225,17 @@ class CompletionsOut(BaseModel):
     score: int
     completions: list[CompletionItemOut]
     next: str | None
+
+
+class DeliveryOut(BaseModel):
+    id: str
+    type: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    last_error: str | None
+    next_attempt_at: str | None
+
+
+class DeliveriesOut(BaseModel):
+    deliveries: list[DeliveryOut]
+    next: str | None

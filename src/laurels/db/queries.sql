@@ -541,3 +541,65 @@ VALUES (%(action)s, %(target)s, %(reason)s, %(details)s) RETURNING id;
 SELECT id, at, action, target, reason, details FROM audit
 WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
 ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: enqueue_webhook
+-- An event for the webhook (migration 008), in the caller's transaction;
+-- nothing unless this connection has webhooks on.
+SELECT laurels_enqueue_webhook(%(type)s, %(user_id)s, %(data)s);
+
+-- name: claim_deliveries
+-- Due deliveries, leased for `lease_seconds` (a process that dies while
+-- sending leaves them to be sent again once the lease runs out: at least
+-- once), their attempt counted.
+UPDATE webhook_deliveries d
+SET next_attempt_at = now() + make_interval(secs => %(lease_seconds)s),
+    attempts = d.attempts + 1
+WHERE d.id IN (SELECT id FROM webhook_deliveries
+               WHERE status = 'pending' AND next_attempt_at <= now()
+               ORDER BY next_attempt_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING d.id, d.type, d.body, d.attempts, d.give_up_at;
+
+-- name: delivery_done
+UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_error = NULL
+WHERE id = %(id)s AND status = 'pending';
+
+-- name: delivery_failed_attempt
+-- Another attempt later, or `failed` once the next would come after give_up_at.
+UPDATE webhook_deliveries
+SET last_error = %(error)s,
+    status = CASE WHEN now() + make_interval(secs => %(delay)s) > give_up_at
+                  THEN 'failed' ELSE 'pending' END,
+    next_attempt_at = now() + make_interval(secs => %(delay)s)
+WHERE id = %(id)s AND status = 'pending'
+RETURNING status;
+
+-- name: retry_delivery
+-- An operator's retry: pending again, at once, for another 24 hours.
+UPDATE webhook_deliveries
+SET status = 'pending', next_attempt_at = now(), give_up_at = now() + interval '24 hours'
+WHERE id = %(id)s RETURNING id;
+
+-- name: list_deliveries
+SELECT id, type, status, attempts, last_error, next_attempt_at, created_at
+FROM webhook_deliveries
+WHERE (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (created_at, id) < (%(after_at)s, %(after_id)s::uuid))
+ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
+
+-- name: delivery_counts
+SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status;
+
+-- name: scrub_deliveries_of
+-- An erasure: undelivered events of the learner go, and others' undelivered
+-- notifications name them no more.
+WITH gone AS (DELETE FROM webhook_deliveries
+              WHERE user_id = %(user_id)s AND status <> 'delivered')
+UPDATE webhook_deliveries
+SET body = jsonb_set(body, '{data,notification,data}',
+                     (body #> '{data,notification,data}') - 'by_user_id' - 'by_display_name')
+WHERE status <> 'delivered' AND type = 'notification.created'
+  AND body #>> '{data,notification,data,by_user_id}' = %(user_id)s::text;
+
+-- name: webhooks_on
+SET laurels.webhooks = 'on';

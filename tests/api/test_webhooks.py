@@ -1,0 +1,181 @@
+"""Signed webhooks (issue 16; docs/contract.md, Webhooks), in process against
+the real stores, to a test receiver on a loopback port that fails, times
+out and answers 500 in turn before it takes each event."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from tests.api.conftest import Api, ApiFactory
+from tests.api.test_corrections import audit, restore, void
+from tests.api.test_periods import post
+from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, free_port
+
+ITEMS = [("h1", 1, 10, "2025-12-01T10:00:00Z"), ("h2", 2, 12, "2025-12-01T11:00:00Z")]
+
+
+def verify(secret: str, header: str, body: bytes, tolerance: float = 300) -> bool:
+    """What a receiver does (docs/webhooks.md)."""
+    parts = dict(p.split("=", 1) for p in header.split(","))
+    t = int(parts["t"])
+    want = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return abs(time.time() - t) <= tolerance and hmac.compare_digest(want, parts["v1"])
+
+
+class Receiver:
+    """Answers each event 500, then nothing (past the timeout), then a broken
+    connection... as `script` says per attempt, then 204."""
+
+    def __init__(self, script: list[str]) -> None:
+        self.script = script
+        self.attempts: Counter[str] = Counter()
+        self.received: dict[str, dict[str, Any]] = {}
+        self.bad_signatures = 0
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks"
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        event_id = request.headers["Laurels-Event-Id"]
+        if not verify(WEBHOOK_SECRET, request.headers["Laurels-Signature"], body):
+            self.bad_signatures += 1
+        n = self.attempts[event_id]
+        self.attempts[event_id] += 1
+        step = self.script[n] if n < len(self.script) else "ok"
+        if step == "500":
+            return web.Response(status=500)
+        if step == "timeout":
+            await asyncio.sleep(2)
+            return web.Response(status=204)
+        if step == "redirect":
+            return web.Response(status=302, headers={"Location": f"{self.url}/elsewhere"})
+        event = orjson.loads(body)
+        assert event["id"] == event_id
+        self.received[event_id] = event
+        return web.Response(status=204)
+
+    async def elsewhere(self, request: web.Request) -> web.Response:
+        self.attempts["followed a redirect"] += 1
+        return web.Response(status=204)
+
+
+async def running(receiver: Receiver) -> AsyncIterator[None]:
+    app = web.Application()
+    app.router.add_post("/hooks", receiver.handle)
+    app.router.add_post("/hooks/elsewhere", receiver.elsewhere)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", receiver.port)
+    await site.start()
+    try:
+        yield
+    finally:
+        await runner.cleanup()
+
+
+async def deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
+    resp = await api.client(ADMIN).get("/v1/admin/webhooks/deliveries", params=params)
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["deliveries"])
+
+
+async def settled(api: Api, seconds: float = 30) -> list[dict[str, Any]]:
+    async with asyncio.timeout(seconds):
+        while True:
+            if not await deliveries(api, status="pending"):
+                return await deliveries(api)
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    r = Receiver(["500", "timeout", "redirect"])
+    async for _ in running(r):
+        yield r
+
+
+async def test_every_event_arrives_signed_after_failures(serve: ApiFactory,
+                                                         receiver: Receiver) -> None:
+    api = await serve(close_seasons=False, webhook_url=receiver.url,
+                      webhook_timeout_seconds=0.5)
+    c, admin = api.client(INGEST), api.client(ADMIN)
+    await post(c, ITEMS)
+    await void(api, "h1")
+    await restore(api, "h1")
+    assert (await admin.delete("/v1/users/2")).status_code == 204
+    api.runtime.settings.close_seasons = True
+    assert "2025-W49" in await api.runtime.lifecycle.finalize_due(
+        datetime(2025, 12, 20, tzinfo=UTC))
+    await api.runtime.notifier.consume()
+    done = await settled(api)
+    types = Counter(d["type"] for d in done)
+    assert types["completion.voided"] == types["completion.restored"] == 1
+    assert types["user.erased"] == types["season.finalized"] == 1
+    assert types["notification.created"] >= 1  # learner 1's season_final
+    assert {d["status"] for d in done} == {"delivered"}
+    assert all(d["attempts"] == 4 for d in done), done  # 500, timeout, redirect, then 204
+    assert receiver.bad_signatures == 0 and receiver.attempts["followed a redirect"] == 0
+    assert set(receiver.received) == {d["id"] for d in done}
+    events = {e["type"]: e for e in receiver.received.values()}
+    assert events["user.erased"]["data"] == {"user_id": 2}
+    assert events["completion.voided"]["data"]["completion_id"] == "h1"
+    assert events["season.finalized"]["data"] == {"season": "2025-W49", "period": "week"}
+    final = [e for e in receiver.received.values() if e["type"] == "notification.created"]
+    assert {e["data"]["user_id"] for e in final} == {1}  # erased 2 got none sent
+    assert final[0]["data"]["notification"]["kind"] == "season_final"
+    assert set(events["user.erased"]) == {"id", "type", "created_at", "data"}
+    # The audit and the deliveries agree; paging walks every delivery once.
+    assert [e["action"] for e in (await audit(api))["entries"]][:3] == [
+        "erase", "restore", "void"]
+    paged, after = [], None
+    while True:
+        resp = (await admin.get("/v1/admin/webhooks/deliveries",
+                                params={"limit": 2, **({"after": after} if after else {})}
+                                )).json()
+        paged += resp["deliveries"]
+        after = resp["next"]
+        if after is None:
+            break
+    assert [d["id"] for d in paged] == [d["id"] for d in done]
+
+
+async def test_a_failed_delivery_and_its_retry(serve: ApiFactory) -> None:
+    receiver = Receiver(["500"] * 3)
+    async for _ in running(receiver):
+        api = await serve(close_seasons=False, webhook_url=receiver.url,
+                          webhook_timeout_seconds=0.5)
+        await post(api.client(INGEST), ITEMS)
+        await void(api, "h2")
+        # Its 24 hours are over: the next failure is final.
+        async with api.runtime.db.connection() as conn:
+            await conn.execute("UPDATE webhook_deliveries SET give_up_at = now()")
+        [failed] = await settled(api)
+        assert failed["status"] == "failed" and failed["last_error"] == "HTTP 500"
+        assert failed["next_attempt_at"] is None
+        admin = api.client(ADMIN)
+        resp = await admin.post(f"/v1/admin/webhooks/deliveries/{failed['id']}/retry")
+        assert resp.status_code == 202
+        [again] = await settled(api)
+        assert again["status"] == "delivered" and again["attempts"] >= 3
+        assert (await admin.post("/v1/admin/webhooks/deliveries/"
+                                 "00000000-0000-0000-0000-000000000000/retry")).status_code == 404
+        assert (await admin.post("/v1/admin/webhooks/deliveries/nope/retry")).status_code == 422
+        assert (await api.client(INGEST).get("/v1/admin/webhooks/deliveries")).status_code == 403
+
+
+async def test_no_webhooks_without_a_url(serve: ApiFactory) -> None:
+    api = await serve(close_seasons=False)
+    await post(api.client(INGEST), ITEMS)
+    await void(api, "h1")
+    assert await deliveries(api) == []
