@@ -371,10 +371,26 @@ def demo(
 
 
 def main() -> None:
+    try:  # typer vendors its click (0.29); older ones use the package
+        from typer._click import exceptions as click
+    except ImportError:  # pragma: no cover
+        from click import exceptions as click  # type: ignore[no-redef]
+
     try:
-        app()
+        code = app(standalone_mode=False)
     except KeyboardInterrupt:
         sys.exit(130)
+    except click.UsageError as exc:  # a missing or bad argument: one line, like every error
+        where = exc.ctx.command_path if exc.ctx else "laurels"
+        typer.echo(f"laurels: {' '.join(exc.format_message().split())} (see {where} --help)",
+                   err=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        typer.echo(f"laurels: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -82,8 +82,7 @@ class Corrections:
                                       "status": "voided" if voided else "recorded"}))
                 await self.db.run("insert_audit", conn, action="void" if voided else "restore",
                                   target=completion_id, reason=reason,
-                                  details=Jsonb({"seq": row["seq"], "user_id": row["user_id"],
-                                                 "points": row["points"],
+                                  details=Jsonb({"seq": row["seq"], "points": row["points"],
                                                  "final_ranks": finals}))
             user = await self.db.fetch_one("get_user", conn, user_id=row["user_id"])
             state = await self.db.fetch_one("lock_completion", conn,
@@ -117,7 +116,7 @@ class Corrections:
             await self.lifecycle.rerank(conn, [season])
             after = await self.db.fetch_one("archived_rank", conn, season=season,
                                             user_id=user_id)
-            out.append({"season": season, "user_id": user_id,
+            out.append({"season": season,  # the completion's learner's final rank
                         "rank_before": before["rank"] if before else None,
                         "rank_after": after["rank"] if after else None})
         return out

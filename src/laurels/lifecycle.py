@@ -58,10 +58,12 @@ class Lifecycle:
             await self.db.run("record_erasure", conn, user_id=user_id,
                               seasons=sorted(seasons | archived))
             # The audit keeps the user id and nothing else about the learner,
-            # and so does the webhook; events not yet sent forget them.
+            # and so does the webhook; the learner's events (sent or not) go,
+            # and others' stop naming them.
             await self.db.run("insert_audit", conn, action="erase", target=str(user_id),
                               reason=None, details=None)
-            await self.db.run("scrub_deliveries_of", conn, user_id=user_id)
+            await self.db.run("delete_deliveries_of", conn, user_id=user_id)
+            await self.db.run("scrub_deliveries_about", conn, user_id=str(user_id))
             await self.db.run("enqueue_webhook", conn, type="user.erased", user_id=None,
                               data=Jsonb({"user_id": user_id}))
         ERASURES.inc()

@@ -106,6 +106,18 @@ class Settings(BaseSettings):
     def _cors(cls, v: Any) -> tuple[str, ...]:
         return parse_origins(v if isinstance(v, str) else ",".join(v))
 
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_secret(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and len(v.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters (an empty key signs nothing)")
+        return v
+
+    @field_validator("webhook_url", mode="before")
+    @classmethod
+    def _no_url(cls, v: Any) -> Any:
+        return None if v == "" else v  # set but empty: no webhooks, as unset
+
     @field_validator("webhook_url")
     @classmethod
     def _webhook_url(cls, v: str | None) -> str | None:

@@ -157,7 +157,7 @@ async def test_a_void_in_a_finalized_season_reranks_its_archive(serve: ApiFactor
     await void(api, "v2")  # 1 falls from 15 to 10: 2 (12) leads now
     [entry] = (await audit(api))["entries"]
     assert entry["details"]["final_ranks"] == [
-        {"season": "2025-W49", "user_id": 1, "rank_before": 1, "rank_after": 2}]
+        {"season": "2025-W49", "rank_before": 1, "rank_after": 2}]
     rows = await api.runtime.db.fetch("archive_of_users", season="2025-W49",
                                       user_ids=[1, 2, 3])
     assert sorted((r["user_id"], r["score"], r["rank"]) for r in rows) == [

@@ -29,7 +29,16 @@ async def test_reads_get_cors_headers_writes_never(serve: ApiFactory) -> None:
         "Access-Control-Request-Headers": "authorization"})
     assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == SITE
     assert "authorization" in pre.headers["access-control-allow-headers"].lower()
-    # ...one for a write or an admin call is not.
+    # The friends board is a read with a body.
+    pre = await api.client().options("/v1/leaderboards/current/ranks", headers={
+        **origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == SITE
+    friends = await c.post("/v1/leaderboards/current/ranks", json={"user_ids": [1]},
+                           headers=origin)
+    assert friends.status_code == 200
+    assert friends.headers["access-control-allow-origin"] == SITE
+        # ...one for a write or an admin call is not.
     for path in ("/v1/completions", "/v1/admin/audit", "/v1/users/1"):
         pre = await api.client().options(path, headers={
             **origin, "Access-Control-Request-Method": "POST"})

@@ -148,6 +148,14 @@ async def test_every_event_arrives_signed_after_failures(serve: ApiFactory,
         if after is None:
             break
     assert [d["id"] for d in paged] == [d["id"] for d in done]
+    # Erasing learner 1 takes their events along, sent or not: PostgreSQL
+    # keeps nothing of theirs but the erasure's own event.
+    assert (await admin.delete("/v1/users/1")).status_code == 204
+    async with api.runtime.db.connection() as conn:
+        rows = await (await conn.execute(
+            "SELECT type, body FROM webhook_deliveries WHERE body::text LIKE '%%\"user_id\": 1%%'"
+            " OR body::text LIKE '%%by_user_id\": 1%%'")).fetchall()
+    assert [(r["type"], r["body"]["data"]) for r in rows] == [("user.erased", {"user_id": 1})]
 
 
 async def test_a_failed_delivery_and_its_retry(serve: ApiFactory) -> None:

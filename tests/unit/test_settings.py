@@ -176,3 +176,18 @@ def test_announce_prints_generated_tokens(tmp_path: Path,
     assert f"LAURELS_USER_TOKEN_SECRET={sec.user_token_secret}" in out
     resolve_secrets(settings_in(tmp_path))
     assert capsys.readouterr().out == "", "nothing new generated, nothing printed"
+
+
+def test_webhook_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAURELS_WEBHOOK_URL", "")  # set but empty: no webhooks
+    assert load_settings().webhook_url is None
+    config_error(monkeypatch, "LAURELS_WEBHOOK_URL", "ftp://hooks.test/x")
+    monkeypatch.setenv("LAURELS_WEBHOOK_URL", "https://hooks.test/x")
+    # An empty key would sign nothing.
+    config_error(monkeypatch, "LAURELS_WEBHOOK_SECRET", "")
+    monkeypatch.setenv("LAURELS_WEBHOOK_SECRET", "s" * 32)
+    assert load_settings().webhook_url == "https://hooks.test/x"
+    config_error(monkeypatch, "LAURELS_PERIODS", "week,fortnight")
+    monkeypatch.setenv("LAURELS_PERIODS", "all,day")
+    assert load_settings().periods == ("week", "day", "all")
+    config_error(monkeypatch, "LAURELS_CORS_ORIGINS", "not an origin")

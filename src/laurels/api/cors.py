@@ -3,7 +3,8 @@
 A platform embeds the board on its own pages (`/embed.js`): their browsers
 read boards, neighbourhoods and hint streams from another origin. Starlette's
 `CORSMiddleware` answers for the read paths below (GET and its preflight,
-the `Authorization` header allowed, `ETag` exposed); every other path
+the `Authorization` header allowed, `ETag` exposed; and the friends board,
+`POST /v1/leaderboards/{season}/ranks`, a read with a body); every other path
 (writes, admin calls, the page itself) goes straight to the app and never
 gets a CORS header, so a browser refuses it cross-origin.
 """
@@ -16,7 +17,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 READS = re.compile(
-    r"/v1/leaderboards/[^/]+(/events|/users/[^/]+(/completions)?)?"
+    r"/v1/leaderboards/[^/]+(/events|/ranks|/users/[^/]+(/completions)?)?"
     r"|/v1/groups/[^/]+/leaderboards/[^/]+(/events|/users/[^/]+)?"
     r"|/v1/users/[^/]+/(groups|notifications|notifications/events)")
 
@@ -24,13 +25,17 @@ READS = re.compile(
 class ReadCors:
     def __init__(self, app: ASGIApp, origins: tuple[str, ...]) -> None:
         self.app = app
-        self.cors = CORSMiddleware(app, allow_origins=list(origins), allow_methods=["GET"],
-                                   allow_headers=["Authorization"], expose_headers=["ETag"],
-                                   max_age=600)
+        self.cors = CORSMiddleware(app, allow_origins=list(origins),
+                                   allow_methods=["GET", "POST"],
+                                   allow_headers=["Authorization", "Content-Type"],
+                                   expose_headers=["ETag"], max_age=600)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD", "OPTIONS") \
-                and READS.fullmatch(scope["path"]):
+        path = scope.get("path", "")
+        method = scope.get("method")
+        read = method in ("GET", "HEAD", "OPTIONS") or (method == "POST"
+                                                         and path.endswith("/ranks"))
+        if scope["type"] == "http" and read and READS.fullmatch(path):
             await self.cors(scope, receive, send)
         else:
             await self.app(scope, receive, send)

@@ -41,8 +41,12 @@ from laurels.validation import (
 
 # Documented in /openapi.json; checked by the handlers, which word the errors.
 SeasonPath = Annotated[str, Path(
-    description="ISO week `YYYY-Www` in UTC, or `current`", examples=["current", "2026-W49"],
-    json_schema_extra={"pattern": "^([0-9]{4}-W[0-9]{2}|current)$"})]
+    description="a season of a configured period, in UTC: a week `YYYY-Www`, a day "
+                "`YYYY-MM-DD`, a month `YYYY-MM`, `all`; or `current` (this week), "
+                "`current-day`, `current-month`",
+    examples=["current", "2026-W49", "2026-11-30", "2026-11", "all"],
+    json_schema_extra={"pattern": "^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}(-[0-9]{2})?|all|"
+                                  "current|current-day|current-month)$"})]
 UserIdPath = Annotated[str, Path(
     description=f"learner id, 1 to {USER_ID_MAX}", examples=["42"],
     json_schema_extra={"pattern": "^[1-9][0-9]{0,18}$"})]

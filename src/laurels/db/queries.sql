@@ -590,15 +590,17 @@ ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
 -- name: delivery_counts
 SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status;
 
--- name: scrub_deliveries_of
--- An erasure: undelivered events of the learner go, and others' undelivered
--- notifications name them no more.
-WITH gone AS (DELETE FROM webhook_deliveries
-              WHERE user_id = %(user_id)s AND status <> 'delivered')
+-- name: delete_deliveries_of
+-- An erasure: the learner's events go, sent or not (PostgreSQL keeps
+-- nothing of theirs).
+DELETE FROM webhook_deliveries WHERE user_id = %(user_id)s;
+
+-- name: scrub_deliveries_about
+-- An erasure: others' notifications, sent or not, name them no more.
 UPDATE webhook_deliveries
 SET body = jsonb_set(body, '{data,notification,data}',
                      (body #> '{data,notification,data}') - 'by_user_id' - 'by_display_name')
-WHERE status <> 'delivered' AND type = 'notification.created'
+WHERE type = 'notification.created'
   AND body #>> '{data,notification,data,by_user_id}' = %(user_id)s::text;
 
 -- name: webhooks_on
