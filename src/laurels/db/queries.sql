@@ -598,10 +598,10 @@ DELETE FROM webhook_deliveries WHERE user_id = %(user_id)s;
 -- name: scrub_deliveries_about
 -- An erasure: others' notifications, sent or not, name them no more.
 UPDATE webhook_deliveries
-SET body = jsonb_set(body, '{data,notification,data}',
-                     (body #> '{data,notification,data}') - 'by_user_id' - 'by_display_name')
+SET body = jsonb_set(body, '{data,data}',
+                     (body #> '{data,data}') - 'by_user_id' - 'by_display_name')
 WHERE type = 'notification.created'
-  AND body #>> '{data,notification,data,by_user_id}' = %(user_id)s::text;
+  AND body #>> '{data,data,by_user_id}' = %(user_id)s::text;
 
 -- name: webhooks_on
 SET laurels.webhooks = 'on';

@@ -46,12 +46,10 @@ END $$;
 -- Every notification written (or an `overtaken` one refreshed) is an event.
 CREATE FUNCTION laurels_notification_webhook() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- data: the notification as the API shows it, and its user_id
     PERFORM laurels_enqueue_webhook('notification.created', NEW.user_id, jsonb_build_object(
-        'user_id', NEW.user_id,
-        'notification', jsonb_build_object('id', NEW.id, 'kind', NEW.kind,
-                                           'season', NEW.season, 'data', NEW.data,
-                                           'created_at', laurels_utc(NEW.created_at),
-                                           'read', NEW.read)));
+        'id', NEW.id, 'user_id', NEW.user_id, 'kind', NEW.kind, 'season', NEW.season,
+        'data', NEW.data, 'created_at', laurels_utc(NEW.created_at), 'read', NEW.read));
     RETURN NULL;
 END $$;
 
