@@ -248,7 +248,8 @@ class Hub:
         """A message of the notification channel: a learner's notification,
         a season's final ranks, or a group's membership change."""
         if isinstance(message.get("group_changed"), str):
-            self.group_changed(message["group_changed"])
+            if message.get("origin") != self.board.origin:  # ours was handled at once
+                self.group_changed(message["group_changed"])
         elif "season_final" in message:
             for group in self.users.values():
                 for user_listener in group:

@@ -31,6 +31,15 @@ def cached_groups(api: Api) -> set[str]:
     return {gid for gid, _, _ in group_cache(api).entries}
 
 
+async def fill(api: Api, *groups: str, token: str = INGEST) -> None:
+    """Read the groups' boards until this process caches them (on a cluster
+    a body is kept once the season's shard channel is subscribed)."""
+    async with asyncio.timeout(10):
+        while not set(groups) <= cached_groups(api):
+            for gid in groups:
+                await board(api, BOARD.format(gid), token)
+
+
 async def eventually(check: Callable[[], Awaitable[Any]], seconds: float = 10) -> Any:
     async with asyncio.timeout(seconds):
         while not (value := await check()):
@@ -52,9 +61,7 @@ async def test_a_hint_drops_only_the_groups_of_the_learners_it_names(
     api = await serve()
     await two_groups(api)
     c = api.client(INGEST)
-    for gid in ("a", "b"):
-        await board(api, BOARD.format(gid))
-    assert cached_groups(api) == {"a", "b"}
+    await fill(api, "a", "b")
     # Learner 3 (in b only) scores: a's body stays, b's is dropped and fresh.
     assert (await c.post("/v1/completions", json=completion("x3", 3, 5))).status_code == 201
     assert cached_groups(api) == {"a"}
@@ -66,7 +73,7 @@ async def test_a_hint_drops_only_the_groups_of_the_learners_it_names(
     # Several public learners in one batch: the groups of any of them.
     await post_all(c, {1: 1, 9: 1})
     assert cached_groups(api) == {"b"}
-    await board(api, BOARD.format("a"))
+    await fill(api, "a")
     # An anonymous learner is never named, not even to route: every group drops.
     assert (await c.post("/v1/completions", json=completion("x5", 5, 5))).status_code == 201
     assert cached_groups(api) == set()
@@ -80,6 +87,7 @@ async def test_a_cached_body_is_served_without_a_query_to_its_members(
     api = await serve()
     await two_groups(api)
     member, outsider = token_for(api.env, 1), token_for(api.env, 3)
+    await fill(api, "a", token=member)
     first = await api.client(member).get(BOARD.format("a"))
     assert first.status_code == 200 and first.headers["etag"]
     queries: list[str] = []
@@ -111,7 +119,7 @@ async def test_a_membership_change_in_another_process_shows_on_the_next_read(
     here, there = await serve(), await serve()
     await two_groups(here)
     assert [e["user_id"] for e in (await board(here, BOARD.format("b")))["entries"]] == [4, 3]
-    assert "b" in cached_groups(here)
+    await fill(here, "b")
     await there.client(INGEST).post("/v1/groups/b/members", json={"add": [9]})
     await eventually(lambda: asyncio.sleep(0, "b" not in cached_groups(here)))
     body = await board(here, BOARD.format("b"))
@@ -131,6 +139,7 @@ async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
     season = (await board(api, BOARD.format("a")))["season"]
     everything = hub.listen_board(season)
     a, b = hub.listen_group("a", season), hub.listen_group("b", season)
+    await hub.hinted(season)  # on a cluster: the season's shard channel is subscribed
     members = api.runtime.groups.member_ids
     for listener in (a, b):
         gid = str(listener.group)

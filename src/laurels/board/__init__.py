@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -235,6 +236,8 @@ class Board:
         self._versions: dict[str, tuple[str, str]] = {}
         self.on_hint: list[Callable[[Hint], None]] = []
         self.on_group_change: list[Callable[[str], None]] = []
+        # Names this process in what it publishes, so it skips its own echo.
+        self.origin = uuid.uuid4().hex
 
     def season_keys(self, season: str) -> SeasonKeys:
         return self.keys.season(season)
@@ -434,8 +437,8 @@ class Board:
         for local in self.on_group_change:
             local(group_id)
         try:
-            await self.redis.publish(self.keys.notification_channel(),
-                                     orjson.dumps({"group_changed": group_id}))
+            await self.redis.publish(self.keys.notification_channel(), orjson.dumps(
+                {"group_changed": group_id, "origin": self.origin}))
         except (RedisError, RedisClusterException) as exc:  # caches expire; indexes reload
             log.warning("group change not published: %s", exc)
 
