@@ -244,7 +244,8 @@ def group_stream(hub: Hub, the_groups: Groups, settings: Settings, gid: str,
 
 @router.post("/v1/leaderboards/{season}/ranks", tags=["reads"],
              openapi_extra=s.body_schema(RanksIn),
-             responses={200: {"model": s.FriendsOut}, **s.problems(401, 403, 415, 422, 503)})
+             responses={200: {"model": s.FriendsOut},
+                        **s.problems(401, 403, 404, 415, 422, 503)})
 async def post_ranks(request: Request, season: SeasonPath,
                      tok: str = Depends(token)) -> Response:
     """A friends board: up to 1,000 learners ranked among themselves, each

@@ -193,7 +193,7 @@ async def delete_user(request: Request, user_id: UserIdPath) -> Response:
 # -- reads --------------------------------------------------------------------
 
 @router.get("/v1/leaderboards/{season}", tags=["reads"],
-            responses={200: {"model": s.BoardOut}, **s.problems(422, 503)})
+            responses={200: {"model": s.BoardOut}, **s.problems(404, 422, 503)})
 async def get_board(request: Request, season: SeasonPath,
                     limit: int = Query(100, ge=1, le=1000),
                     after: str | None = Query(None, max_length=512,
@@ -230,7 +230,8 @@ async def get_around(request: Request, season: SeasonPath, user_id: UserIdPath,
 
 @router.get("/v1/leaderboards/{season}/events", tags=["reads"],
             response_class=Response,
-            responses={200: {"content": {"text/event-stream": {}}}, **s.problems(422, 503)})
+            responses={200: {"content": {"text/event-stream": {}}},
+                       **s.problems(404, 422, 503)})
 async def board_events(request: Request, season: SeasonPath) -> Response:
     """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
     second) and `rebuilt`; a comment line at least every 15 s. Refetch on each.
@@ -322,7 +323,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
 
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
              dependencies=[Depends(admin_token)],
-             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 422, 503)})
+             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 404, 422, 503)})
 async def post_rebuild(request: Request, season: SeasonPath) -> Response:
     """Rebuild a season's board from PostgreSQL in the background, then switch.
     While one runs (in any process), a second request joins it: the answer
@@ -352,7 +353,7 @@ async def get_rebuild(request: Request, rebuild_id: RebuildIdPath) -> Response:
 
 @router.get("/v1/admin/leaderboards/{season}/verify", tags=["admin"],
             dependencies=[Depends(admin_token)],
-            responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 422, 503)})
+            responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 404, 422, 503)})
 async def get_verify(request: Request, season: SeasonPath) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
     result = await runtime(request).verifier.verify(path_season(season, periods(request)).name)
@@ -389,7 +390,8 @@ async def favicon() -> Response:
     return await asset("icon.svg")
 
 
-@router.get("/embed.js", tags=["page"])
+@router.get("/embed.js", tags=["page"], response_class=Response,
+            responses={200: {"content": {"text/javascript": {}}}})
 async def embed() -> Response:
     """The embeddable board: a `<laurels-board>` custom element for a
     platform's own pages (docs/integrating.md); reads need
