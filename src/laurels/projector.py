@@ -89,7 +89,8 @@ class Projector:
                 # completions themselves): nothing is left to apply.
                 archived = await self.lifecycle.finalized(sorted(missing), conn)
                 missing -= set(archived)
-            blocked = {ev.seq for ev in boards if ev.season in missing}
+            blocked = {ev.seq for ev, res in zip(boards, results, strict=True)
+                       if ev.season in missing or res == "deferred"}
             done = [r["seq"] for r in rows if r["seq"] not in blocked]
             if done:
                 await self.db.run("delete_outbox", conn, seqs=done)
@@ -122,7 +123,8 @@ class Projector:
                 for season in sorted(missing):  # the board changed; name nobody
                     await self.board.publish_hint({"season": season})
                 missing = set()
-        blocked = {ev.seq for ev in boards if ev.season in missing}
+        blocked = {ev.seq for ev, res in zip(boards, results, strict=True)
+                   if ev.season in missing or res == "deferred"}  # the projector retries
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([ev.seq for ev in events if ev.seq not in blocked])
 

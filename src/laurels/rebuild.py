@@ -308,10 +308,13 @@ class Rebuilder:
                 progress(seen, total)
         if chunk >= 0:
             await flush(chunk, bits)
+        # Only completions reach a version being built live (corrections wait
+        # until it is current: apply.lua), each once: its points are in the
+        # new version already, so the snapshot's aggregate gives them back
+        # (a completion voided in the snapshot then counts nothing).
         live: dict[int, int] = {}
         for r in await self.db.fetch("completions_by_seq", conn, seqs=already):
-            if r["counted"]:  # what the snapshot's aggregate holds of it
-                live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
+            live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
         return live
 
     async def _load_corrections(self, conn: dbmod.Conn, season: str, version: str) -> None:
@@ -337,9 +340,11 @@ class Rebuilder:
         start = parse_season(season)
         keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
         expected = loaded = 0
+        seen: set[int] = set()
         async for rows in self.db.stream("season_aggregates", conn, LOAD_BATCH, season=season):
             args: list[Any] = [version, self.board.policy]
             for r in rows:
+                seen.add(r["user_id"])
                 points = int(r["score"]) - live.get(r["user_id"], 0)
                 args += [pad_uid(r["user_id"]), points,
                          start.pad_ts(r["last_at"]), r["profile_version"],
@@ -351,6 +356,16 @@ class Rebuilder:
             loaded += int(reply[1]) + int(reply[2])
         if loaded != expected:
             raise RebuildFailed(f"{expected - loaded} learners missing from the new board")
+        # Learners whose only completions reached the version live but count
+        # nothing in the snapshot (voided since): take those points back.
+        back = [(u, pts) for u, pts in live.items() if u not in seen and pts]
+        for i in range(0, len(back), LOAD_BATCH):
+            args = [version, self.board.policy]
+            for uid, pts in back[i:i + LOAD_BATCH]:
+                args += [pad_uid(uid), -pts, "", 0, "public", ""]
+            reply = await self.board.scripts["load_board"](keys=keys, args=args)
+            if reply[0] != "OK":
+                raise RebuildFailed("the building board vanished from Redis")
 
     async def drop_version(self, season: str, version: str) -> None:
         """Free a version's keys without blocking Redis (UNLINK frees lazily)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 Visibility = Literal["public", "anonymous", "hidden"]
-ApplyResult = Literal["applied", "duplicate", "missing"]  # per event, board.apply
+# per event, board.apply ("deferred": a correction while its board is rebuilt)
+ApplyResult = Literal["applied", "duplicate", "missing", "deferred"]
 OutcomeStatus = Literal["recorded", "duplicate", "rejected"]  # per completion, ingest
 RebuildStatus = Literal["running", "succeeded", "failed"]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from laurels import failpoints
+from laurels.board import Event, Profile
 from laurels.keys import chunk_of
 from laurels.ranking import pad_uid
 from laurels.runtime import Runtime, Services
@@ -248,3 +249,43 @@ async def test_a_snapshot_completion_applied_live_counts_once(rt: Runtime) -> No
     assert {u: s for u, _, s in await top(svc, W49)} == {1: 10, 2: 1}
     await consistent(svc, W49)
     await check_all(svc, [W49])
+
+
+# -- corrections during a rebuild (issue 15) ------------------------------------------------
+
+
+@pytest.mark.parametrize("stale", [True, False])
+async def test_a_correction_during_a_rebuild_waits_for_the_new_version(rt: Runtime,
+                                                                     stale: bool) -> None:
+    """A version being built takes no correction (its snapshot has the states):
+    a late, older one (a restore overtaken by a void, projected after it) and
+    a new one made during the build are both "deferred", answered by the
+    current version, and taken by the new one once it is current. Found by
+    the fault suite: a stale restore landing on the building version counted
+    a voided completion twice."""
+    svc = services(rt, close_seasons=False)
+    await svc.ingestor.record([item("x", 1, 10), item("y", 2, 7)])
+    for act in ("void", "restore", "void"):
+        await getattr(svc.corrections, act)("x", *(["test"] if act == "void" else []))
+    assert [u for u, _, _ in await top(svc, W49)] == [2]
+    assert await svc.db.fetch("claim_outbox", min_age_seconds=0, limit=100) == []
+    with failpoints.hold("rebuild_snapshot_taken") as held:
+        rebuild = asyncio.create_task(svc.rebuilder.run(W49))
+        await held.reached()
+        if stale:  # the restore (correction 2) projected again, late
+            user = await svc.db.fetch_one("get_user", user_id=1)
+            assert user is not None
+            x = await svc.db.fetch_one("lock_completion", completion_id="x")
+            assert x is not None
+            event = Event(x["seq"], 1, 10, x["completed_at"], W49,
+                          Profile(user["profile_version"], "public", ""), 2, True)
+            assert await svc.board.apply([event]) == ["deferred"]
+        else:  # a new correction while the board is rebuilt: restore x again
+            await svc.corrections.restore("x")
+        depth = await svc.db.fetch_one("outbox_depth")
+        assert depth is not None and depth["depth"] == (0 if stale else 1)  # kept: deferred
+    await rebuild
+    await svc.projector.drain(min_age_seconds=0)
+    want = [1, 2] if not stale else [2]
+    assert [u for u, _, _ in await top(svc, W49)] == want
+    await consistent(svc, W49)

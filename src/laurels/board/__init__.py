@@ -357,8 +357,8 @@ class Board:
                 results[i] = "missing"
             return False
         for k, i in enumerate(batch):
-            applied, vis = reply[1 + 2 * k], reply[2 + 2 * k]
-            results[i] = "applied" if int(applied) > 0 else "duplicate"
+            applied, vis = int(reply[1 + 2 * k]), reply[2 + 2 * k]
+            results[i] = "deferred" if applied < 0 else "applied" if applied else "duplicate"
             if vis:
                 visibility[i] = vis
         return False

@@ -38,6 +38,11 @@
 -- later (its outbox row re-delivered) is a duplicate. A learner none of whose
 -- completions counts any more leaves the sets (their tie time is cleared).
 -- Corrections make no rank events: correcting a cheater notifies nobody.
+-- A version being built does not take corrections (its rebuild loads the
+-- corrected states of its snapshot): a correction applies to the current
+-- version and answers -1, "deferred", and its outbox row stays until the
+-- new version is current, which then takes it (a rebuild never has to tell
+-- a correction that reached it live from one its snapshot holds).
 -- Returns {'STALE', current, building} when the caller's versions are out of
 -- date, {'MISSING'} when the season has no board (never write a partial one),
 -- else {'OK', applied_1, visibility_1, applied_2, ...}: per completion, the
@@ -182,10 +187,12 @@ for i = 10 + C, #ARGV, 12 do
   local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
   local correction, counts = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1'
   local erased = redis.call('SISMEMBER', erased_key, uid) == 1
-  local applied, current_vis = 0, ''
+  local applied, current_vis, deferred = 0, '', false
   for t = 0, T - 1 do
-    local n, vis
-    if correction > 0 then
+    local n, vis = 0, ''
+    if correction > 0 and not (first_is_current and t == 0) then
+      deferred = true  -- a version being built takes corrections once it is current
+    elseif correction > 0 then
       n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
                            ARGV[i + 8], erased, correction, counts, ARGV[i + 11])
     else
@@ -195,7 +202,7 @@ for i = 10 + C, #ARGV, 12 do
     applied = applied + n
     if vis ~= '' then current_vis = vis end
   end
-  out[#out + 1] = applied
+  out[#out + 1] = deferred and -1 or applied
   out[#out + 1] = current_vis
   if current_vis ~= '' and changed_uid ~= uid then
     changed = changed + 1

@@ -9,6 +9,8 @@
 -- ARGV[1]  the version being built, ARGV[2] tie policy,
 -- then 6 values per learner: padded user id, points, padded latest
 --          completed_at offset, profile version, visibility, display name
+--          (points below zero take back what reached the version live but
+--          counts nothing in the snapshot; such a learner may leave the sets)
 -- Returns {'LOST'} | {'OK', learners loaded, learners skipped as erased}.
 local building_key, erased_key = KEYS[1], KEYS[2]
 local public, hidden, users = KEYS[3], KEYS[4], KEYS[5]
@@ -30,7 +32,12 @@ for i = 3, #ARGV, 6 do
       redis.call('ZREM', zset, member)
     end
     p = merge_profile(p, profile_version, visibility, name, ts)
-    redis.call('ZADD', zset_of(p.vis, public, hidden), score - points, member_of(policy, p.ts, uid))
+    if score - points >= 0 then
+      p.ts = ''  -- nothing of theirs counts (a completion voided in the snapshot)
+    else
+      redis.call('ZADD', zset_of(p.vis, public, hidden), score - points,
+                 member_of(policy, p.ts, uid))
+    end
     redis.call('HSET', users, uid, format_profile(p))
     loaded = loaded + 1
   end
