@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,11 +168,12 @@ class _Retry:
         return base / 2 + random.uniform(0, base / 2)  # noqa: S311 (jitter, not secrecy)
 
 
-class _Endpoints:
+class _Endpoints(ABC):
     """Every call of the API, written once; `_run` sends it."""
 
+    @abstractmethod
     def _run(self, req: _Request) -> Any:
-        raise NotImplementedError
+        """Send the request: the body (`Client`) or an awaitable of it."""
 
     # -- writes (the ingest token) ----------------------------------------------------------
 

@@ -67,8 +67,11 @@ class Corrections:
                 raise DomainError("not_found", f"no completion {completion_id}")
             await failpoints.pause("correction_locked")
             changed = row["counted"] == voided
+            correction = int(row["correction"])
             if changed:
-                await self.db.fetch_one("set_voided", conn, seq=row["seq"], voided=voided)
+                done = await self.db.fetch_one("set_voided", conn, seq=row["seq"],
+                                               voided=voided)
+                correction = int(done["correction"]) if done else correction + 1
                 await self.db.run("delete_outbox", conn, seqs=[row["seq"]])
                 await self.db.run("insert_outbox", conn, seqs=[row["seq"]])
                 finals = await self._correct_archives(
@@ -85,16 +88,13 @@ class Corrections:
                                   details=Jsonb({"seq": row["seq"], "points": row["points"],
                                                  "final_ranks": finals}))
             user = await self.db.fetch_one("get_user", conn, user_id=row["user_id"])
-            state = await self.db.fetch_one("lock_completion", conn,
-                                            completion_id=completion_id)
         await failpoints.pause("correction_committed")
-        if changed and state is not None and user is not None:
+        if changed and user is not None:
             # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
-            event = Event(state["seq"], state["user_id"], state["points"],
-                          state["completed_at"], state["season"], profile,
-                          int(state["correction"]), bool(state["counted"]))
+            event = Event(row["seq"], row["user_id"], row["points"], row["completed_at"],
+                          row["season"], profile, correction, not voided)
             try:
                 await self.projector.apply_now([event], REQUEST_HEAL_WAIT_SECONDS)
             except Exception as exc:  # committed: the projector applies it from the outbox

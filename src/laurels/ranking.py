@@ -24,15 +24,15 @@ TiePolicy = Literal["shared", "first"]
 Position = tuple[int, int, int]
 USER_ID_MAX = 2**63 - 1
 UID_WIDTH = 19
-TS_WIDTH = 12
+TS_WIDTH = 12  # a week's and a day's tie times (seasons.py: each period's width)
 
 
 def pad_uid(user_id: int) -> str:
     return f"{user_id:0{UID_WIDTH}d}"
 
 
-def pad_ts(offset_us: int) -> str:
-    return f"{offset_us:0{TS_WIDTH}d}"
+def pad_ts(offset_us: int, width: int = TS_WIDTH) -> str:
+    return f"{offset_us:0{width}d}"
 
 
 def member_uid(member: str) -> int:

@@ -25,6 +25,8 @@ from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
 from typing import Literal, get_args
 
+from laurels.ranking import pad_ts
+
 Period = Literal["week", "day", "month", "all"]
 PERIODS: tuple[Period, ...] = get_args(Period)
 WEEK = timedelta(days=7)
@@ -114,7 +116,7 @@ class Season:
 
     def pad_ts(self, at: datetime) -> str:
         """The `first` policy's tie time of a completion at `at` on this board."""
-        return f"{self.offset_us(at):0{self.ts_width}d}"
+        return pad_ts(self.offset_us(at), self.ts_width)
 
     def later(self, n: int) -> Season:
         """The season n periods later (earlier for n < 0); `all` is itself."""

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
-from laurels.api.params import path_season
+from laurels.api.params import path_season, valid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -30,7 +30,7 @@ from laurels.api.routes import (
 from laurels.corrections import audit_page
 from laurels.ranking import Position
 from laurels.reads import EPOCH, completions_of, micros
-from laurels.validation import Invalid, ReasonIn, parse_completion_id, validate_reason
+from laurels.validation import ReasonIn, parse_completion_id, validate_reason
 from laurels.webhooks import deliveries_page
 
 CompletionIdPath = Annotated[str, Path(
@@ -47,17 +47,11 @@ async def reason(request: Request, required: bool) -> str | None:
     if not required and not request.headers.get("content-type") \
             and request.headers.get("content-length", "0") == "0":
         return None
-    try:
-        return validate_reason(await json_body(request), required).reason
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
+    return valid(validate_reason, await json_body(request), required).reason
 
 
 def path_completion_id(text: str) -> str:
-    try:
-        return parse_completion_id(text)
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
+    return valid(parse_completion_id, text)
 
 
 def _json(body: Any) -> Response:

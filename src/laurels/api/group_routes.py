@@ -15,7 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
 from laurels.api.fast import GroupCache
-from laurels.api.params import path_season
+from laurels.api.params import path_season, valid
 from laurels.api.problems import Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -37,7 +37,6 @@ from laurels.notify import CHANGED_PER_SECOND, Hub
 from laurels.settings import Settings
 from laurels.validation import (
     GroupIn,
-    Invalid,
     MembersIn,
     RanksIn,
     parse_group_id,
@@ -60,17 +59,7 @@ def groups(request: Request) -> Groups:
 
 
 def path_group(text: str) -> str:
-    try:
-        return parse_group_id(text)
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
-
-
-def _valid(check: Any, raw: Any) -> Any:
-    try:
-        return check(raw)
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
+    return valid(parse_group_id, text)
 
 
 async def group_reader(request: Request, group_id: GroupIdPath,
@@ -110,7 +99,7 @@ def _json(body: Any, status: int = 200) -> Response:
 async def put_group(request: Request, group_id: GroupIdPath) -> Response:
     """Create a group, or change its name or access."""
     gid = path_group(group_id)
-    body = _valid(validate_group, await json_body(request))
+    body = valid(validate_group, await json_body(request))
     return _json(await groups(request).put(gid, body))
 
 
@@ -137,7 +126,7 @@ async def post_members(request: Request, group_id: GroupIdPath) -> Response:
     """Add and remove members (up to 10,000 ids in all; idempotent; erased
     learners are refused)."""
     gid = path_group(group_id)
-    body = _valid(validate_members, await json_body(request))
+    body = valid(validate_members, await json_body(request))
     return _json(await groups(request).change_members(gid, body))
 
 
@@ -256,6 +245,6 @@ async def post_ranks(request: Request, season: SeasonPath,
         caller = a.learner_sub(tok)
         if caller is None:
             raise Problem("unauthorized", "invalid or expired token")
-    body = _valid(validate_ranks, await json_body(request))
+    body = valid(validate_ranks, await json_body(request))
     the_season = path_season(season, periods(request))
     return _json(await groups(request).friends(the_season, body.user_ids, caller))

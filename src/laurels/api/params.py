@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from laurels.api.problems import Problem
 from laurels.seasons import BadSeason, Period, PeriodOff, Season, configured_season
+from laurels.validation import Invalid
+
+T = TypeVar("T")
+
+
+def valid(check: Callable[..., T], *raw: object) -> T:
+    """`check(*raw)`, its `Invalid` answered as 422 `validation_error`."""
+    try:
+        return check(*raw)
+    except Invalid as exc:
+        raise Problem("validation_error", str(exc)) from None
 
 
 def path_season(text: str, periods: tuple[Period, ...]) -> Season:

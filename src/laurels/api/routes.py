@@ -18,7 +18,7 @@ from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.cursors import Cursors
 from laurels.api.fast import board_body, board_cursor_owner, not_modified, seal_next
-from laurels.api.params import path_season
+from laurels.api.params import path_season, valid
 from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
 from laurels.metrics import STREAMS_REFUSED
@@ -113,10 +113,7 @@ async def learner_token_or_query(request: Request,
 
 
 def path_user_id(text: str) -> int:
-    try:
-        return parse_user_id(text)
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
+    return valid(parse_user_id, text)
 
 
 def periods(request: Request) -> tuple[Period, ...]:

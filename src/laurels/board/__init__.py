@@ -28,6 +28,7 @@ from laurels.ranking import (
     TiePolicy,
     assign_ranks,
     member_uid,
+    pad_ts,
     pad_uid,
 )
 from laurels.seasons import parse_season
@@ -520,7 +521,7 @@ class Board:
     def _member(self, season: str, position: Position) -> str:
         _score, ts, uid = position
         width = parse_season(season).ts_width
-        return (f"{ts:0{width}d}" if self.policy == "first" else "") + pad_uid(uid)
+        return (pad_ts(ts, width) if self.policy == "first" else "") + pad_uid(uid)
 
     def _position(self, member: str, score: Any) -> Position:
         ts = int(member[:-UID_WIDTH]) if self.policy == "first" else 0
