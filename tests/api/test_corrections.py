@@ -174,14 +174,16 @@ async def test_corrections_notify_nobody(serve: ApiFactory) -> None:
     await void(api, "n5")  # everyone moves up a place: no `overtaken`, no `top10`
     await restore(api, "n5")
     await api.runtime.notifier.consume()
-    async with await psycopg.AsyncConnection.connect(api.runtime.database_url) as conn:
-        before = (await (await conn.execute("SELECT count(*) FROM notifications")).fetchone())
+
+    async def notes() -> list[Any]:
+        return [await api.runtime.db.fetch("list_notifications", user_id=u, limit=1000)
+                for u in range(1, 6)]
+
+    before = await notes()
     await void(api, "n4")
     await restore(api, "n4")
     await api.runtime.notifier.consume()
-    async with await psycopg.AsyncConnection.connect(api.runtime.database_url) as conn:
-        after = (await (await conn.execute("SELECT count(*) FROM notifications")).fetchone())
-    assert after == before
+    assert await notes() == before
 
 
 async def test_suspension(serve: ApiFactory) -> None:

@@ -183,9 +183,9 @@ async def test_an_outbox_row_goes_only_when_every_board_has_it(serve: ApiFactory
         while (await rt.db.fetch_one("outbox_depth") or {})["depth"]:
             await asyncio.sleep(0.05)
     # The projector re-applies from the outbox: recreate the row the crash left.
-    async with rt.db.transaction() as conn:
-        await conn.execute("INSERT INTO outbox (seq) SELECT seq FROM completions "
-                           "WHERE completion_id = 'x1'")
+    x1 = await rt.db.fetch_one("find_completion", completion_id="x1")
+    assert x1 is not None
+    await rt.db.run("insert_outbox", seqs=[x1["seq"]])
     await rt.projector.drain(min_age_seconds=0)
     assert await scores(api, "2025-W50") == [(5, 3)]  # not twice
     assert await scores(api, "2025-12") == [(5, 3)]
