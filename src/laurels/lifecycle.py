@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -156,6 +156,17 @@ class Lifecycle:
         recent of its period (`all` never closes, never expires)."""
         later = parse_season(season).later(self.settings.keep_seasons)
         return later.closes_at(self.settings.late_grace_seconds)
+
+    def erasures_since(self, season: str) -> datetime | None:
+        """The earliest erasure that may concern a season (None: any). A
+        completion in it commits no earlier than its start less the allowed
+        clock skew, and an erasure commits after the learner's completions;
+        a day more covers clocks that disagree."""
+        start = parse_season(season)
+        if not start.bounded:
+            return None
+        return start.starts_at - timedelta(seconds=self.settings.max_future_skew_seconds,
+                                           days=1)
 
     async def expire(self, season: str) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""

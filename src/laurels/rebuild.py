@@ -4,7 +4,9 @@ Order matters (docs/design.md, Rebuild): mark the new version as *building* firs
 so every apply from then on also reaches it; only then take the PostgreSQL
 snapshot. An event committed before the snapshot is in the stream; one
 committed after it is applied live to the building version; one in both is
-deduplicated by the version's own idempotency bitmap.
+deduplicated by the version's own idempotency bitmap. The season's tombstones
+are put back from the snapshot first (a board lost from Redis took them
+along; docs/concurrency.md).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Seasons(Protocol):
     async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]: ...
 
     async def expire(self, season: str) -> int: ...
+
+    def erasures_since(self, season: str) -> datetime | None: ...
 
 
 class RebuildRunning(Exception):
@@ -239,6 +243,7 @@ class Rebuilder:
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
+                await self._load_erased(conn, season, version)
                 live = await self._merge_bits(conn, season, version, total, progress)
                 events = total
                 await self._load(conn, season, version, live)
@@ -316,6 +321,21 @@ class Rebuilder:
         for r in await self.db.fetch("completions_by_seq", conn, seqs=already):
             live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
         return live
+
+    async def _load_erased(self, conn: dbmod.Conn, season: str, version: str) -> None:
+        """The season's tombstones, as of the snapshot, on the version being
+        built (load_erased.lua): the erased set lives in Redis only and may
+        have been lost with the board, while a fast path still holds an
+        erased learner's completion in memory."""
+        sk = self.board.season_keys(season)
+        vk = sk.version(version)
+        keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
+        since = self.lifecycle.erasures_since(season) if self.lifecycle else None
+        async for ids in self.db.stream_column("erased_since", conn, LOAD_BATCH, since=since):
+            reply = await self.board.scripts["load_erased"](
+                keys=keys, args=[version, self.board.policy, *map(pad_uid, ids)])
+            if reply[0] != "OK":
+                raise RebuildFailed("the building board vanished from Redis")
 
     async def _load_corrections(self, conn: dbmod.Conn, season: str, version: str) -> None:
         """The snapshot's state of each corrected completion (void, restore),

@@ -289,3 +289,88 @@ async def test_a_correction_during_a_rebuild_waits_for_the_new_version(rt: Runti
     want = [1, 2] if not stale else [2]
     assert [u for u, _, _ in await top(svc, W49)] == want
     await consistent(svc, W49)
+
+
+# -- tombstones lost with the board (issue 15's model test found it) --------------------
+
+
+async def lose_board(svc: Services, season: str) -> None:
+    """Redis forgets every key of a season, its erased set too (a flush, a
+    failover to a replica that had nothing)."""
+    base = svc.board.season_keys(season).base
+    keys = [k async for k in svc.redis.scan_iter(match=f"{base}:*", count=1000)]
+    if keys:
+        await svc.redis.unlink(*keys)
+    svc.board.forget(season)
+
+
+@pytest.mark.parametrize("when", ["after_the_rebuild", "during_the_rebuild"])
+async def test_a_rebuild_puts_back_the_tombstones_a_lost_board_took(rt: Runtime,
+                                                                   when: str) -> None:
+    """A completion commits; before its fast path applies it from memory,
+    the learner is erased (the tombstone is written), then Redis loses the
+    season with its tombstone and a rebuild builds it again from PostgreSQL.
+    The fast path then applies its copy of the event: onto the new board
+    (`after_the_rebuild`), or onto the version being built, between the
+    rebuild's snapshot and its loading (`during_the_rebuild`). Either way
+    the rebuild must have put the tombstone back, and the learner stays off."""
+    svc = services(rt)
+    await svc.ingestor.record([item("l1", 1, 3)])
+    with failpoints.hold("ingest_after_commit") as ingest_held:
+        ingest = asyncio.create_task(svc.ingestor.record([item("l2", 2, 7)]))
+        await ingest_held.reached()
+        await svc.learners.erase(2)
+        await lose_board(svc, W49)
+        if when == "after_the_rebuild":
+            await svc.rebuilder.run(W49)
+        else:
+            with failpoints.hold("rebuild_snapshot_taken") as rebuild_held:
+                rebuild = asyncio.create_task(svc.rebuilder.run(W49))
+                await rebuild_held.reached()
+                ingest_held.release()
+                [outcome] = await ingest  # applied to the building version
+                assert outcome.status == "recorded"
+            await rebuild
+    await ingest
+    assert await top(svc, W49) == [(1, "Learner 1", 3)]
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+async def test_a_profile_of_an_erased_learner_stays_off_a_rebuilt_board(rt: Runtime) -> None:
+    """The same for a profile change projected late: its name must not come
+    back onto a board rebuilt after the tombstone was lost."""
+    svc = services(rt)
+    await svc.ingestor.record([item("p1", 2, 5), item("p2", 1, 1)])
+    with failpoints.hold("profile_committed") as held:
+        rename = asyncio.create_task(svc.learners.update(2, UserIn(display_name="Bea")))
+        await held.reached()
+        await svc.learners.erase(2)
+        await lose_board(svc, W49)
+        await svc.rebuilder.run(W49)
+    await rename
+    sk = svc.board.season_keys(W49)
+    current = await svc.redis.get(sk.current)
+    assert await svc.redis.hget(sk.version(current).users, pad_uid(2)) is None
+    assert await svc.redis.sismember(sk.erased, pad_uid(2))
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
+        rt: Runtime) -> None:
+    """Learners erased long before a season began had nothing in it: its
+    rebuild does not carry them (the all-time board carries every one)."""
+    svc = services(rt, periods=("week", "all"))
+    await svc.learners.erase(5)
+    async with svc.db.connection() as conn:  # erased two weeks before W49
+        await conn.execute("UPDATE users SET erased_at = %s WHERE user_id = 5",
+                           (NOW - timedelta(days=14),))
+    await svc.learners.erase(6)
+    await svc.ingestor.record([item("q1", 1, 3)])
+    for season in (W49, "all"):
+        await lose_board(svc, season)
+        await svc.rebuilder.run(season)
+    erased = {s: {int(u) for u in await svc.redis.smembers(svc.board.season_keys(s).erased)}
+              for s in (W49, "all")}
+    assert erased == {W49: {6}, "all": {5, 6}}

@@ -212,7 +212,8 @@ class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
     NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
-             "begin_build", "switch", "abort_build", "merge_bits", "load_board")
+             "begin_build", "switch", "abort_build", "merge_bits", "load_board",
+             "load_erased")
 
     def __init__(self, redis: Redis) -> None:
         folder = resources.files(__package__).joinpath("lua")

@@ -292,6 +292,13 @@ WHERE created_at <= now() - make_interval(secs => %(min_age_seconds)s);
 -- name: finish_erasure
 DELETE FROM erasures WHERE user_id = %(user_id)s AND seasons <@ %(seasons)s;
 
+-- name: erased_since
+-- Learners erased at or after a time (every one when it is null): the
+-- tombstones a rebuild puts back (rebuild.py). Indexed by migration 009.
+SELECT user_id FROM users
+WHERE erased_at >= coalesce(%(since)s::timestamptz, '-infinity'::timestamptz)
+ORDER BY user_id;
+
 -- name: season_policies
 SELECT season, coalesce(tie_policy, %(tie_policy)s) AS tie_policy FROM seasons
 WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;

@@ -37,6 +37,18 @@ local function zset_of(vis, public, hidden)
   return public
 end
 
+-- Take a learner off one version of a board (both sets and the users hash);
+-- true if they were on it.
+local function remove_learner(public, hidden, users, policy, uid)
+  local p = parse_profile(redis.call('HGET', users, uid))
+  if not p then return false end
+  if p.ts ~= '' then
+    redis.call('ZREM', zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid))
+  end
+  redis.call('HDEL', users, uid)
+  return true
+end
+
 -- The versions a write script may touch, or a reply that refuses it: STALE when
 -- the caller's view of the current/building versions is out of date, MISSING
 -- when the season has no board (never write a partial one).

@@ -24,13 +24,7 @@ if refused then return refused end
 redis.call('SADD', erased_key, uid)
 local changed = 0
 for i = 0, (#KEYS - 3) / 3 - 1 do
-  local public, hidden, users = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
-  local p = parse_profile(redis.call('HGET', users, uid))
-  if p then
-    if p.ts ~= '' then
-      redis.call('ZREM', zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid))
-    end
-    redis.call('HDEL', users, uid)
+  if remove_learner(KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i], policy, uid) then
     changed = changed + 1
   end
 end
