@@ -374,3 +374,83 @@ async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
     erased = {s: {int(u) for u in await svc.redis.smembers(svc.board.season_keys(s).erased)}
               for s in (W49, "all")}
     assert erased == {W49: {6}, "all": {5, 6}}
+
+
+# -- corrections among the other writers (issue 15) --------------------------------------
+
+
+async def test_a_void_before_the_completions_own_fast_path_counts_nothing(rt: Runtime) -> None:
+    """The completion commits; its fast path has not applied it when an
+    operator voids it (projected at once). The completion's copy applied
+    afterwards is a duplicate: the void set its bit."""
+    svc = services(rt)
+    await svc.ingestor.record([item("v0", 1, 2)])
+    with failpoints.hold("ingest_after_commit") as held:
+        ingest = asyncio.create_task(svc.ingestor.record([item("v1", 1, 9), item("v2", 2, 4)]))
+        await held.reached()
+        await svc.corrections.void("v1", "copied")
+    await ingest
+    await svc.projector.drain(min_age_seconds=0)
+    assert await top(svc, W49) == [(2, "Learner 2", 4), (1, "Learner 1", 2)]
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
+
+
+async def test_a_late_void_projected_after_a_restore_changes_nothing(rt: Runtime) -> None:
+    """A void commits, then waits before its fast path; a restore commits and
+    is projected; the void's projection comes last, with an older correction
+    number, and changes nothing (and so does the projector's re-delivery)."""
+    svc = services(rt)
+    await svc.ingestor.record([item("w1", 1, 9), item("w2", 2, 4)])
+    with failpoints.hold("correction_committed") as held:
+        late = asyncio.create_task(svc.corrections.void("w1", "suspected"))
+        await held.reached()
+        await svc.corrections.restore("w1", "cleared")
+        assert await top(svc, W49) == [(1, "Learner 1", 9), (2, "Learner 2", 4)]
+    assert (await late)["status"] == "voided"  # what it did, in its time
+    await svc.projector.drain(min_age_seconds=0)
+    assert await top(svc, W49) == [(1, "Learner 1", 9), (2, "Learner 2", 4)]
+    row = await svc.db.fetch_one("lock_completion", completion_id="w1")
+    assert row is not None and (row["counted"], row["correction"]) == (True, 2)
+    await consistent(svc, W49)
+
+
+async def test_a_replay_racing_a_void_is_a_duplicate(rt: Runtime) -> None:
+    """A void holds the completion's row; a replay of the same completion
+    meanwhile answers duplicate and counts nowhere, then the void lands."""
+    svc = services(rt)
+    await svc.ingestor.record([item("r1", 1, 9), item("r2", 2, 4)])
+    with failpoints.hold("correction_locked") as held:
+        void = asyncio.create_task(svc.corrections.void("r1", "copied"))
+        await held.reached()
+        [replay] = await svc.ingestor.record([item("r1", 1, 9)])
+        assert replay.status == "duplicate"
+    await void
+    await svc.projector.drain(min_age_seconds=0)
+    assert await top(svc, W49) == [(2, "Learner 2", 4)]
+    await consistent(svc, W49)
+
+
+@pytest.mark.parametrize("point", ["correction_locked", "correction_committed"])
+async def test_an_erasure_racing_a_correction_keeps_the_learner_off(rt: Runtime,
+                                                                   point: str) -> None:
+    """A restore of an erased-to-be learner's completion is held with its
+    locks (the erasure waits for the learner's row) or after its commit,
+    holding the event in memory (the erasure runs through): either way the
+    restore's projection must not bring the learner back."""
+    svc = services(rt)
+    await svc.ingestor.record([item("e1", 1, 3), item("e2", 2, 7), item("e3", 2, 1)])
+    await svc.corrections.void("e2", "copied")
+    with failpoints.hold(point) as held:
+        restore = asyncio.create_task(svc.corrections.restore("e2", "cleared"))
+        await held.reached()
+        erase = asyncio.create_task(svc.learners.erase(2))
+        await blocked_or_done(svc, erase)
+        if point == "correction_committed":
+            await erase
+    await restore
+    await erase
+    await svc.projector.drain(min_age_seconds=0)
+    assert await top(svc, W49) == [(1, "Learner 1", 3)]
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
