@@ -230,7 +230,7 @@ class Rebuilder:
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
         sk = self.board.season_keys(season)
-        version, _current, *stale = await self.board.scripts["begin_build"](
+        version, current, *stale = await self.board.scripts["begin_build"](
             keys=[sk.building, sk.next_version, sk.versions, sk.current])
         log.info("rebuild %s of %s: building version %s", rebuild_id, season, version)
         for old in stale:
@@ -243,7 +243,7 @@ class Rebuilder:
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
-                await self._load_erased(conn, season, version)
+                await self._load_erased(conn, season, version, current)
                 live = await self._merge_bits(conn, season, version, total, progress)
                 events = total
                 await self._load(conn, season, version, live)
@@ -322,18 +322,22 @@ class Rebuilder:
             live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
         return live
 
-    async def _load_erased(self, conn: dbmod.Conn, season: str, version: str) -> None:
-        """The season's tombstones, as of the snapshot, on the version being
-        built (load_erased.lua): the erased set lives in Redis only and may
-        have been lost with the board, while a fast path still holds an
+    async def _load_erased(self, conn: dbmod.Conn, season: str, version: str,
+                           current: str) -> None:
+        """The season's tombstones, as of the snapshot, and those learners
+        off the version being built and the current one (load_erased.lua):
+        the erased set lives in Redis only and may have been lost with the
+        board (or rolled back with it), while a fast path still holds an
         erased learner's completion in memory."""
         sk = self.board.season_keys(season)
-        vk = sk.version(version)
-        keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
+        keys = [sk.building, sk.current, sk.erased]
+        for v in (version, current) if current else (version,):
+            vk = sk.version(v)
+            keys += [vk.public, vk.hidden, vk.users]
         since = self.lifecycle.erasures_since(season) if self.lifecycle else None
         async for ids in self.db.stream_column("erased_since", conn, LOAD_BATCH, since=since):
             reply = await self.board.scripts["load_erased"](
-                keys=keys, args=[version, self.board.policy, *map(pad_uid, ids)])
+                keys=keys, args=[version, current, self.board.policy, *map(pad_uid, ids)])
             if reply[0] != "OK":
                 raise RebuildFailed("the building board vanished from Redis")
 

@@ -18,7 +18,7 @@ import pytest
 from laurels import failpoints
 from laurels.board import Event, Profile
 from laurels.keys import chunk_of
-from laurels.ranking import pad_uid
+from laurels.ranking import member_uid, pad_uid
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.validation import UserIn
@@ -304,6 +304,16 @@ async def lose_board(svc: Services, season: str) -> None:
     svc.board.forget(season)
 
 
+async def on_board(svc: Services, season: str) -> set[int]:
+    """Who the current version holds, in Redis itself (reads also filter
+    erased learners at the boundary, which would hide a leak from `top`)."""
+    sk = svc.board.season_keys(season)
+    vk = sk.version(await svc.redis.get(sk.current))
+    members = [*await svc.redis.zrange(vk.public, 0, -1),
+               *await svc.redis.zrange(vk.hidden, 0, -1)]
+    return {member_uid(m) for m in members} | {int(u) for u in await svc.redis.hkeys(vk.users)}
+
+
 @pytest.mark.parametrize("when", ["after_the_rebuild", "during_the_rebuild"])
 async def test_a_rebuild_puts_back_the_tombstones_a_lost_board_took(rt: Runtime,
                                                                    when: str) -> None:
@@ -328,10 +338,14 @@ async def test_a_rebuild_puts_back_the_tombstones_a_lost_board_took(rt: Runtime,
                 rebuild = asyncio.create_task(svc.rebuilder.run(W49))
                 await rebuild_held.reached()
                 ingest_held.release()
-                [outcome] = await ingest  # applied to the building version
-                assert outcome.status == "recorded"
+                await ingest
+                sk = svc.board.season_keys(W49)
+                building = sk.version(await svc.redis.get(sk.building))
+                # The copy reached the version being built (no tombstone yet).
+                assert await svc.redis.hget(building.users, pad_uid(2)) is not None
             await rebuild
     await ingest
+    assert await on_board(svc, W49) == {1}
     assert await top(svc, W49) == [(1, "Learner 1", 3)]
     await consistent(svc, W49)
     await check_all(svc, [W49])
@@ -359,21 +373,54 @@ async def test_a_profile_of_an_erased_learner_stays_off_a_rebuilt_board(rt: Runt
 
 async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
         rt: Runtime) -> None:
-    """Learners erased long before a season began had nothing in it: its
-    rebuild does not carry them (the all-time board carries every one)."""
-    svc = services(rt, periods=("week", "all"))
-    await svc.learners.erase(5)
-    async with svc.db.connection() as conn:  # erased two weeks before W49
-        await conn.execute("UPDATE users SET erased_at = %s WHERE user_id = 5",
-                           (NOW - timedelta(days=14),))
-    await svc.learners.erase(6)
+    """A completion in a season commits no earlier than its start less the
+    allowed clock skew (a day more for clocks that disagree), and its
+    learner's erasure after it: a learner erased before that had nothing in
+    the season, and its rebuild does not carry them (the all-time board,
+    which has no start, carries every one)."""
+    svc = services(rt, periods=("week", "all"), max_future_skew_seconds=300)
+    since = parse_season(W49).starts_at - timedelta(days=1, seconds=300)
+    erased_at = {5: since - timedelta(minutes=1), 6: since + timedelta(minutes=1), 7: NOW}
+    for uid, at in erased_at.items():
+        await svc.learners.erase(uid)
+        async with svc.db.connection() as conn:  # when PostgreSQL says it happened
+            await conn.execute("UPDATE users SET erased_at = %s WHERE user_id = %s",
+                               (at, uid))
     await svc.ingestor.record([item("q1", 1, 3)])
     for season in (W49, "all"):
         await lose_board(svc, season)
         await svc.rebuilder.run(season)
     erased = {s: {int(u) for u in await svc.redis.smembers(svc.board.season_keys(s).erased)}
               for s in (W49, "all")}
-    assert erased == {W49: {6}, "all": {5, 6}}
+    assert erased == {W49: {6, 7}, "all": {5, 6, 7}}
+
+
+async def test_a_rebuild_after_a_rollback_takes_erased_learners_off_the_current_board(
+        rt: Runtime) -> None:
+    """Redis rolls back to a copy from before an erasure (an older snapshot,
+    a lagging replica): the board holds the learner again, without the
+    tombstone. The rebuild that repairs it puts the tombstone back and takes
+    them off the current version as well as the new one, from its snapshot
+    on, not only at the switch."""
+    svc = services(rt)
+    await svc.ingestor.record([item("b1", 1, 3), item("b2", 2, 7)])
+    sk = svc.board.season_keys(W49)
+    names = [k async for k in svc.redis.scan_iter(match=f"{sk.base}:*", count=1000)]
+    saved = {k: await svc.redis.dump(k) for k in names}
+    await svc.learners.erase(2)
+    await lose_board(svc, W49)
+    for k, value in saved.items():  # the copy from before the erasure
+        await svc.redis.restore(k, 0, value)
+    assert await on_board(svc, W49) == {1, 2}
+    with failpoints.hold("rebuild_before_switch") as held:
+        rebuild = asyncio.create_task(svc.rebuilder.run(W49))
+        await held.reached()
+        assert await on_board(svc, W49) == {1}  # the current version, before the switch
+        assert await svc.redis.sismember(sk.erased, pad_uid(2))
+    await rebuild
+    assert await on_board(svc, W49) == {1}
+    await consistent(svc, W49)
+    await check_all(svc, [W49])
 
 
 # -- corrections among the other writers (issue 15) --------------------------------------
