@@ -108,11 +108,15 @@ class Corrections:
         """Finalized seasons: the learner's standing from what counts now,
         ranks closed up; their final rank before and after, per season."""
         out = []
+        # The archives' locks before any standing is written (the lock order:
+        # a re-rank holding one waits for no row this transaction holds).
+        await self.lifecycle.lock_archives(conn, seasons)
         for season in seasons:
             before = await self.db.fetch_one("archived_rank", conn, season=season,
                                              user_id=user_id)
             await self.db.run("delete_standing", conn, season=season, user_id=user_id)
             await self.db.run("insert_standing", conn, season=season, user_id=user_id)
+            await failpoints.pause("correction_restanded")
             await self.lifecycle.rerank(conn, [season])
             after = await self.db.fetch_one("archived_rank", conn, season=season,
                                             user_id=user_id)

@@ -43,8 +43,11 @@ class Lifecycle:
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
             await self.db.run("erase_user", conn, user_id=user_id)
-            seasons = {r["season"] for r in await self.db.fetch(
-                "lock_user_seasons", conn, user_id=user_id)}  # every period's
+            locked = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            seasons = {r["season"] for r in locked}  # every period's
+            # The archives' locks before their standings are deleted (a
+            # re-rank holding one must not wait for a row deleted here).
+            await self.lock_archives(conn, [r["season"] for r in locked if r["finalized"]])
             await failpoints.pause("erase_locked")
             seasons |= {r["season"] for r in await self.db.fetch(
                 "delete_user_completions", conn, user_id=user_id)}
@@ -99,6 +102,13 @@ class Lifecycle:
         transaction): after a visibility change or an erasure, ranks close up."""
         for season in seasons:
             await self._rerank(conn, season)
+
+    async def lock_archives(self, conn: Any, seasons: list[str]) -> None:
+        """The re-rank locks of archived seasons, in name order, held to the
+        end of the caller's transaction: taken before any standing row is
+        written, so a re-rank never waits for a row while holding one."""
+        for season in sorted(seasons):
+            await self.db.run("lock_archive", conn, season=season)
 
     async def _rerank(self, conn: Any, season: str) -> None:
         row = await self.db.fetch_one("season_policies", conn, seasons=[season],

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from laurels import failpoints
 from laurels.board import Around, Board, BoardMissing, Entry, default_name
 from laurels.db import Database
 from laurels.errors import DomainError
@@ -170,23 +171,29 @@ class Reads:
 
     async def _archived_around(self, season: Season, user_id: int, radius: int,
                                policy: str) -> Around | None:
-        row = await self.db.fetch_one("archive_user", season=season.name, user_id=user_id)
-        if row is None:
-            return None
-        me = _archived_entry(row)
-        if row["pos"] is not None:
-            index = int(row["pos"])
-            first, last = max(0, index - radius), index + radius
-        else:  # hidden: where they would stand, pushing nobody down
-            place = await self.db.fetch_one(
-                "archive_would_be", season=season.name, score=row["score"],
-                last=row["last_completed_at"], user_id=user_id, tie_policy=policy)
-            index = int(place["before"]) if place else 0
-            better = int(place["better"]) if place else 0
-            rank = better + 1 if policy == "shared" else index + 1
-            me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
-            first, last = max(0, index - radius), index + radius - 1
-        rows = await self.db.fetch("archive_slice", season=season.name, first=first, last=last)
+        # One snapshot: a re-rank committing between the learner's place and
+        # the slice around it would move both.
+        async with self.db.connection() as conn, self.db.snapshot(conn):
+            row = await self.db.fetch_one("archive_user", conn, season=season.name,
+                                          user_id=user_id)
+            if row is None:
+                return None
+            me = _archived_entry(row)
+            if row["pos"] is not None:
+                index = int(row["pos"])
+                first, last = max(0, index - radius), index + radius
+            else:  # hidden: where they would stand, pushing nobody down
+                place = await self.db.fetch_one(
+                    "archive_would_be", conn, season=season.name, score=row["score"],
+                    last=row["last_completed_at"], user_id=user_id, tie_policy=policy)
+                index = int(place["before"]) if place else 0
+                better = int(place["better"]) if place else 0
+                rank = better + 1 if policy == "shared" else index + 1
+                me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
+                first, last = max(0, index - radius), index + radius - 1
+            await failpoints.pause("archive_around_placed")
+            rows = await self.db.fetch("archive_slice", conn, season=season.name,
+                                       first=first, last=last)
         neighbors = [_archived_entry(r) for r in rows]
         pos = index - first
         if row["pos"] is None:

@@ -501,3 +501,50 @@ async def test_an_erasure_racing_a_correction_keeps_the_learner_off(rt: Runtime,
     assert await top(svc, W49) == [(1, "Learner 1", 3)]
     await consistent(svc, W49)
     await check_all(svc, [W49])
+
+
+# -- archives: one lock order, one snapshot (found by the model machine) -------------------
+
+
+async def test_a_correction_and_a_visibility_change_rerank_one_archive_in_turn(
+        rt: Runtime) -> None:
+    """A void in a finalized season rewrites its learner's standing, then
+    re-ranks; a visibility change of another learner re-ranks the same
+    archive. The void takes the archive's lock before it writes the
+    standing, so the re-rank waits for it instead of holding the lock while
+    waiting for the void's row (a deadlock, which PostgreSQL broke by
+    failing one of them)."""
+    svc = services(rt, LATE_W47)
+    await svc.ingestor.record([item("d1", 1, 5, W47), item("d2", 2, 9, W47),
+                               item("d3", 1, 7, W47, hour=2)])
+    assert await svc.lifecycle.finalize(W47)
+    with failpoints.hold("correction_restanded") as held:
+        void = asyncio.create_task(svc.corrections.void("d3", "copied"))
+        await held.reached()  # learner 1's standing rewritten, archive not re-ranked
+        hide = asyncio.create_task(svc.learners.update(2, UserIn(visibility="hidden")))
+        await blocked_or_done(svc, hide)
+    await void
+    await hide
+    assert await top(svc, W47) == [(1, "Learner 1", 5)]  # from the archive
+    await check_all(svc, [W47])
+
+
+async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) -> None:
+    """A re-rank commits between the read of a learner's archived place and
+    the slice around it: the read answers from one snapshot, not from two
+    states (the learner's old place in the new slice was out of range)."""
+    svc = services(rt, LATE_W47)
+    await svc.ingestor.record([item("n1", 1, 9, W47), item("n2", 2, 5, W47),
+                               item("n3", 3, 1, W47)])
+    assert await svc.lifecycle.finalize(W47)
+    await lose_board(svc, W47)  # its keys expired: read from the archive
+    with failpoints.hold("archive_around_placed") as held:
+        read = asyncio.create_task(svc.reads.around(parse_season(W47), 3, 1))
+        await held.reached()  # learner 3 is third
+        await svc.learners.update(1, UserIn(visibility="hidden"))  # now second
+    me = await read
+    assert me["user"]["rank"] == 3
+    assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
+    me = await svc.reads.around(parse_season(W47), 3, 1)
+    assert me["user"]["rank"] == 2
+    assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
