@@ -62,6 +62,14 @@ class SeasonKeys:
         return f"{self.base}:erased"
 
     @property
+    def ties(self) -> str:
+        """Hash: padded user id -> apply count, for learners a void is being
+        projected for under the `first` policy (apply.lua: the void's fallback
+        tie time, read from PostgreSQL, is written only if no apply touched
+        the learner since it was read). Short-lived: it expires by itself."""
+        return f"{self.base}:ties"
+
+    @property
     def versions(self) -> str:
         """Set of the versions whose keys exist (so none is ever leaked)."""
         return f"{self.base}:versions"

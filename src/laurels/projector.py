@@ -26,12 +26,14 @@ from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
 from laurels.rebuild import BACKGROUND_HEAL_WAIT_SECONDS, Rebuilder
 from laurels.seasons import Period, season_of
+from laurels.states import ApplyResult
 
 log = logging.getLogger("laurels.projector")
 
 STORE_ERRORS = (psycopg.Error, RedisError, RedisClusterException, OSError)
 FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-applies
 FLUSH_MAX = 100_000
+MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
 
 
 def boards_of(events: list[Event], periods: tuple[Period, ...]) -> list[Event]:
@@ -79,9 +81,8 @@ class Projector:
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            boards = await self._with_resets(
-                boards_of([Event.from_row(r) for r in rows], self.periods), conn)
-            results = await self.board.apply(boards)
+            boards = boards_of([Event.from_row(r) for r in rows], self.periods)
+            results = await self._apply(boards, conn)
             missing = {ev.season for ev, res in zip(boards, results, strict=True)
                        if res == "missing"}
             if missing:
@@ -111,8 +112,8 @@ class Projector:
         memory onto the rebuilt board. If the heal is still running, the
         projector finishes the job from the outbox."""
         started = time.perf_counter()
-        boards = await self._with_resets(boards_of(events, self.periods))
-        results = await self.board.apply(boards)
+        boards = boards_of(events, self.periods)
+        results = await self._apply(boards)
         missing = {ev.season for ev, res in zip(boards, results, strict=True)
                    if res == "missing"}
         if missing:
@@ -128,17 +129,54 @@ class Projector:
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([ev.seq for ev in events if ev.seq not in blocked])
 
+    async def _apply(self, boards: list[Event], conn: Any = None) -> list[ApplyResult]:
+        """Apply events to their boards. A void carries its fallback tie time,
+        read for it here; when an apply of the same learner came between that
+        read and the void's own apply (apply.lua, "Ties"), it is read and
+        applied again. A void still refused after MAX_TIE_ROUNDS stays
+        'deferred': its outbox row stays, and a later pass takes it."""
+        results: list[ApplyResult] = ["deferred"] * len(boards)
+        todo = list(range(len(boards)))
+        for _ in range(MAX_TIE_ROUNDS):
+            answers = await self.board.apply(
+                await self._with_resets([boards[i] for i in todo], conn))
+            again = []
+            for i, answer in zip(todo, answers, strict=True):
+                if answer == "retry":
+                    again.append(i)
+                else:
+                    results[i] = answer
+            if not again:
+                break
+            todo = again
+        return results
+
     async def _with_resets(self, boards: list[Event], conn: Any = None) -> list[Event]:
         """A void carries, for each board, the learner's latest completion
         that still counts in that board's season (the `first` policy's tie
-        time falls back to it): read from PostgreSQL, as it is now."""
-        out = []
-        for ev in boards:
-            if ev.correction and not ev.counted:
-                row = await self.db.fetch_one("latest_counted", conn, season=ev.season,
-                                              user_id=ev.user_id)
-                ev = replace(ev, reset_at=row["last_at"] if row else None)
-            out.append(ev)
+        time falls back to it): read from PostgreSQL, as it is now, after
+        the learner is marked in the season's ties hash (under `first`), so
+        that an apply coming between the read and the void's own apply makes
+        the void read again instead of writing a stale tie time."""
+        voids = [i for i, ev in enumerate(boards) if ev.correction and not ev.counted]
+        if not voids:
+            return boards
+        tokens: dict[int, str] = {}
+        if self.board.policy == "first":
+            by_season: dict[str, list[int]] = {}
+            for i in voids:
+                by_season.setdefault(boards[i].season, []).append(i)
+            for season, idxs in by_season.items():
+                marks = await self.board.mark_ties(season, [boards[i].user_id for i in idxs])
+                tokens.update(zip(idxs, marks, strict=True))
+        out = list(boards)
+        for i in voids:
+            ev = boards[i]
+            row = await self.db.fetch_one("latest_counted", conn, season=ev.season,
+                                          user_id=ev.user_id)
+            out[i] = replace(ev, reset_at=row["last_at"] if row else None,
+                             tie_token=tokens.get(i, ""))
+        await failpoints.pause("void_tie_read")
         return out
 
     async def forget(self, seqs: list[int]) -> None:

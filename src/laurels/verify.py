@@ -1,11 +1,13 @@
 """Compare a season's board in Redis with the sums in PostgreSQL.
 
 Scores are compared, and so are the names and visibility the board holds
-(they are a projection of the users table too). Bounded memory: PostgreSQL
-sums are streamed through a server-side cursor and Redis learners are walked
-with HSCAN, a batch at a time. Tolerant of
-completions in flight: the outbox is settled first, and every difference seen
-is checked again after settling once more, so only lasting ones are reported.
+(they are a projection of the users table too), and under the `first` policy
+each learner's tie time (their latest counted completion), which orders
+ties. Bounded memory: PostgreSQL sums are streamed through a server-side
+cursor and Redis learners are walked with HSCAN, a batch at a time. Tolerant
+of completions in flight: the outbox is settled first, and every difference
+seen is checked again after settling once more, so only lasting ones are
+reported.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from laurels.board import Board, BoardMissing
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
+from laurels.seasons import parse_season
 
 BATCH = 2000
 MAX_CANDIDATES = 10_000
 MAX_LISTED = 100
 
 
-State = tuple[int | None, str, str]  # (score, visibility, display name)
+# (score, visibility, display name, tie time: the latest counted completion's
+# offset in the season, in microseconds; None under `shared`, where it orders nothing)
+State = tuple[int | None, str, str, int | None]
+NONE: State = (None, "public", "", None)
 
 
 @dataclass
@@ -32,7 +38,7 @@ class Mismatch:
     user_id: int
     redis: int | None
     postgres: int | None
-    field: str = "score"  # or "profile": same score, stale name or visibility
+    field: str = "score"  # or "profile": same score, stale name or visibility; or "tie"
     difference: str = ""  # what differs, in words
 
 
@@ -40,6 +46,9 @@ def describe(redis: State, postgres: State) -> tuple[str, str]:
     """(field, what differs) between a learner's state in Redis and in PostgreSQL."""
     if redis[0] != postgres[0]:
         return "score", f"score: Redis {redis[0]}, PostgreSQL {postgres[0]}"
+    if redis[1:3] == postgres[1:3]:
+        return "tie", (f"tie time (microseconds into the season): Redis {redis[3]}, "
+                       f"PostgreSQL {postgres[3]}")
     parts = []
     if redis[1] != postgres[1]:
         parts.append(f"visibility: Redis {redis[1]}, PostgreSQL {postgres[1]}")
@@ -78,20 +87,29 @@ class Verifier:
 
     async def _redis_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         try:
-            return await self.board.scores(season, user_ids)
+            stored = await self.board.scores(season, user_ids)
+            return {u: (*s[:3], s[3] if self._ties else None) for u, s in stored.items()}
         except BoardMissing:
             pass
         if self.lifecycle and await self.lifecycle.finalized([season]):
             # Its Redis keys expired: the archive is what readers see; check that.
             rows = await self.db.fetch("archived_states", season=season, user_ids=user_ids)
-            found = {r["user_id"]: _state(r) for r in rows}
-            return {u: found.get(u, (None, "public", "")) for u in user_ids}
-        return dict.fromkeys(user_ids, (None, "public", ""))
+            found = {r["user_id"]: self._state(season, r) for r in rows}
+            return {u: found.get(u, NONE) for u in user_ids}
+        return dict.fromkeys(user_ids, NONE)
 
     async def _pg_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
         rows = await self.db.fetch("season_sums_for", season=season, user_ids=user_ids)
-        found = {r["user_id"]: _state(r) for r in rows}
-        return {u: found.get(u, (None, "public", "")) for u in user_ids}
+        found = {r["user_id"]: self._state(season, r) for r in rows}
+        return {u: found.get(u, NONE) for u in user_ids}
+
+    @property
+    def _ties(self) -> bool:
+        return self.board.policy == "first"
+
+    def _state(self, season: str, row: Any) -> State:
+        tie = parse_season(season).offset_us(row["last_at"]) if self._ties else None
+        return (int(row["score"]), row["visibility"], row["display_name"], tie)
 
     async def _settle(self) -> None:
         await self.projector.drain(min_age_seconds=0)
@@ -106,7 +124,7 @@ class Verifier:
                 seen_in_pg += len(rows)
                 redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
                 for r in rows:
-                    if redis_states[r["user_id"]] != _state(r):
+                    if redis_states[r["user_id"]] != self._state(season, r):
                         self._note(result, candidates, r["user_id"])
         # Learners on the board that PostgreSQL does not know (extra points).
         extra = 0
@@ -141,6 +159,3 @@ class Verifier:
         if len(candidates) < MAX_CANDIDATES:
             candidates.add(uid)
 
-
-def _state(row: Any) -> State:
-    return (int(row["score"]), row["visibility"], row["display_name"])

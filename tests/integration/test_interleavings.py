@@ -548,3 +548,73 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
     me = await svc.reads.around(parse_season(W47), 3, 1)
     assert me["user"]["rank"] == 2
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
+
+
+# -- a void's fallback tie time read before a later apply (issue 25) ------------------------
+
+
+def at(cid: str, uid: int, points: int, minutes: int) -> dict[str, Any]:
+    """A completion `minutes` into W49."""
+    when = parse_season(W49).starts_at + timedelta(minutes=minutes)
+    return {"completion_id": cid, "user_id": uid, "points": points,
+            "completed_at": when.isoformat()}
+
+
+@pytest.mark.parametrize("path", ["fast_path", "projector"])
+async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str) -> None:
+    """`first` policy. Learner 1 has 3 points at +1h and 5 at +3h; learner 2
+    has 8 at +2h. A void of the +3h completion reads the fallback tie time
+    (+1h) from PostgreSQL and is held there; meanwhile learner 1 completes 5
+    more at +2h30, applied at once. The void's apply must not write +1h over
+    it: learner 1's tie time is +2h30, so learner 2 (8 points at +2h) ranks
+    first, as a rebuild would rank them. Held in the void's own fast path,
+    or in the projector delivering the void while its fast path waits."""
+    svc = services(rt, tie_policy="first")
+    await svc.ingestor.record([at("t1", 1, 3, 60), at("t2", 1, 5, 180), at("t3", 2, 8, 120)])
+    with failpoints.hold("correction_committed") as committed:
+        if path == "projector":
+            void = asyncio.create_task(svc.corrections.void("t2", "copied"))
+            await committed.reached()
+            with failpoints.hold("void_tie_read") as held:
+                drain = asyncio.create_task(svc.projector.drain(min_age_seconds=0))
+                await held.reached()
+                await svc.ingestor.record([at("t4", 1, 5, 150)])
+            await drain
+        else:
+            committed.release()
+            with failpoints.hold("void_tie_read") as held:
+                void = asyncio.create_task(svc.corrections.void("t2", "copied"))
+                await held.reached()
+                await svc.ingestor.record([at("t4", 1, 5, 150)])
+    await void
+    await svc.projector.drain(min_age_seconds=0)
+    assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
+    [(uid, score, tie)] = [(s.user_id, s.score, s.last_ts)
+                           for s in await svc.board.standings_of(W49, [1])]
+    assert (uid, score, tie) == (1, 8, parse_season(W49).offset_us(
+        parse_season(W49).starts_at + timedelta(minutes=150)))
+    await consistent(svc, W49)
+    await svc.rebuilder.run(W49)  # a rebuild ranks them the same
+    assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
+
+
+async def test_verify_sees_a_stale_tie_time(rt: Runtime) -> None:
+    """Under `first`, the tie time orders the board: verify compares it, so
+    a tie time that drifted from PostgreSQL's latest counted completion is
+    reported (as "tie"), not called consistent."""
+    svc = services(rt, tie_policy="first")
+    await svc.ingestor.record([at("d1", 1, 3, 60), at("d2", 1, 5, 150), at("d3", 2, 8, 120)])
+    sk = svc.board.season_keys(W49)
+    vk = sk.version(await svc.redis.get(sk.current))
+    uid = pad_uid(1)
+    version, vis, ts, name = (await svc.redis.hget(vk.users, uid)).split("\t")
+    stale = parse_season(W49).pad_ts(parse_season(W49).starts_at + timedelta(minutes=60))
+    score = await svc.redis.zscore(vk.public, ts + uid)
+    await svc.redis.zrem(vk.public, ts + uid)  # the drift a stale void once left
+    await svc.redis.zadd(vk.public, {stale + uid: score})
+    await svc.redis.hset(vk.users, uid, "\t".join([version, vis, stale, name]))
+    result = await svc.verifier.verify(W49)
+    assert not result.consistent
+    [mismatch] = result.body()["mismatches"]
+    assert (mismatch["user_id"], mismatch["field"]) == (1, "tie")
+    assert mismatch["redis"] == mismatch["postgres"] == 8

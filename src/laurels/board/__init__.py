@@ -43,6 +43,7 @@ CLUSTER_IN_FLIGHT = 32
 MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
 APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
 ROUTES_MAX = 100  # learners a hint may route by (apply.lua has the same)
+TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
 log = logging.getLogger("laurels.board")
 
 
@@ -92,6 +93,9 @@ class Event:
     correction: int = 0
     counted: bool = True
     reset_at: datetime | None = None
+    # A void under `first`: the learner's mark in the season's ties hash,
+    # taken before `reset_at` was read (apply.lua, "Ties"); '' for none.
+    tie_token: str = ""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Event:
@@ -213,7 +217,7 @@ class Scripts:
 
     NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
              "begin_build", "switch", "abort_build", "merge_bits", "load_board",
-             "load_erased")
+             "load_erased", "mark_ties")
 
     def __init__(self, redis: Redis) -> None:
         folder = resources.files(__package__).joinpath("lua")
@@ -279,8 +283,8 @@ class Board:
                           start.pad_ts(ev.completed_at), ev.profile.version,
                           ev.profile.visibility, ev.profile.display_name, ev.correction,
                           "1" if ev.counted else "0",
-                          start.pad_ts(ev.reset_at) if ev.reset_at else ""]
-        keys = [sk.current, sk.building, sk.erased, sk.notify_stream]
+                          start.pad_ts(ev.reset_at) if ev.reset_at else "", ev.tie_token]
+        keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
             vk = sk.version(v)
             keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections]
@@ -360,7 +364,8 @@ class Board:
             return False
         for k, i in enumerate(batch):
             applied, vis = int(reply[1 + 2 * k]), reply[2 + 2 * k]
-            results[i] = "deferred" if applied < 0 else "applied" if applied else "duplicate"
+            results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
+                          else "applied" if applied else "duplicate")
             if vis:
                 visibility[i] = vis
         return False
@@ -460,6 +465,14 @@ class Board:
                 continue
             return bool(reply[0] == "OK")
         raise RuntimeError(f"board versions kept changing during {script}")
+
+    async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
+        """Mark learners a void is about to be applied for, before their
+        fallback tie time is read (apply.lua, "Ties"): their tokens, in order."""
+        reply = await self.scripts["mark_ties"](
+            keys=[self.season_keys(season).ties],
+            args=[TIES_TTL_MS, *(pad_uid(u) for u in user_ids)])
+        return [str(t) for t in reply]
 
     async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
         """Project a profile onto one season; False when the season has no board."""
@@ -576,18 +589,21 @@ class Board:
                                   int(profile.last_ts or 0), rank))
         return out
 
-    async def scores(self, season: str,
-                     user_ids: list[int]) -> dict[int, tuple[int | None, str, str]]:
-        """Each learner's (total or None, visibility, name) on the current board."""
+    async def scores(self, season: str, user_ids: list[int]
+                     ) -> dict[int, tuple[int | None, str, str, int | None]]:
+        """Each learner's (total or None, visibility, name, tie time or None)
+        on the current board; the tie time is the stored offset of their
+        latest completion (the `first` policy orders ties by it)."""
         reply = await self._read("scores", season,
                                  lambda vk: [vk.public, vk.hidden, vk.users],
                                  [self.policy, "", *(pad_uid(u) for u in user_ids)])
-        out: dict[int, tuple[int | None, str, str]] = {}
+        out: dict[int, tuple[int | None, str, str, int | None]] = {}
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
             parsed = StoredProfile.parse(profile) if profile else None
             vis, name = (parsed.visibility, parsed.name) if parsed else ("public", "")
-            out[uid] = (-int(float(score)) if score != "" else None, vis, name)
+            tie = int(parsed.last_ts) if parsed and parsed.last_ts else None
+            out[uid] = (-int(float(score)) if score != "" else None, vis, name, tie)
         return out
 
     async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:

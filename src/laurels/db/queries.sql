@@ -103,7 +103,7 @@ SELECT count(*) AS n FROM completions WHERE SEASON_FILTER();
 -- name: season_sums
 SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name
+       min(coalesce(u.display_name, '')) AS display_name, max(c.completed_at) AS last_at
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE SEASON_FILTER(c) AND c.voided_at IS NULL
 GROUP BY c.user_id ORDER BY c.user_id;
@@ -165,7 +165,7 @@ SELECT rebuild_id, season, status, events, error FROM rebuilds WHERE rebuild_id 
 -- name: season_sums_for
 SELECT c.user_id, sum(c.points)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name
+       min(coalesce(u.display_name, '')) AS display_name, max(c.completed_at) AS last_at
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE SEASON_FILTER(c) AND c.voided_at IS NULL AND c.user_id = ANY(%(user_ids)s)
 GROUP BY c.user_id;
@@ -344,7 +344,7 @@ RETURNING id;
 
 -- name: archived_states
 SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
-       coalesce(u.display_name, '') AS display_name
+       coalesce(u.display_name, '') AS display_name, st.last_completed_at AS last_at
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
 

@@ -8,9 +8,10 @@
 -- KEYS[2]  building marker (version being rebuilt, if any)
 -- KEYS[3]  the season's set of erased learners (never scored again)
 -- KEYS[4]  the season's notification stream (rank events for the projector)
--- KEYS[5+5t .. 9+5t], for each target version t (T of them):
+-- KEYS[5]  the season's ties hash (learners a void is in flight for; see below)
+-- KEYS[6+5t .. 10+5t], for each target version t (T of them):
 --          public zset, hidden zset, users hash, chunks set, corrections hash
--- KEYS[5+5T + t*C + c], for target t and chunk c (C of them): applied bitmap
+-- KEYS[6+5T + t*C + c], for target t and chunk c (C of them): applied bitmap
 -- ARGV[1]  expected current version ('' when none)
 -- ARGV[2]  expected building version ('' when none)
 -- ARGV[3]  tie policy
@@ -23,12 +24,23 @@
 --          the season's shard channel, in this script's slot) or '' (none)
 -- ARGV[8]  the hint channel, ARGV[9] the season's name
 -- ARGV[10 .. 9+C]  the chunk (bitmap) ids, in the order of their KEYS
--- then 12 values per completion: seq, chunk index (0-based), bit offset,
+-- then 13 values per completion: seq, chunk index (0-based), bit offset,
 --          padded user id, points, padded completed_at offset (microseconds),
 --          profile version, visibility, display name ('' = none),
 --          correction number (0: the completion as recorded), '1' if it
---          counts ('0': voided), and for a correction the learner's latest
---          counted completion time in this season ('' when none counts)
+--          counts ('0': voided), for a correction the learner's latest
+--          counted completion time in this season ('' when none counts), and
+--          for a void under the `first` policy its ties token ('' for none)
+--
+-- Ties: a void's fallback tie time (the learner's latest completion that
+-- still counts) is read from PostgreSQL before this script runs. A
+-- completion (or a restore) of the same learner that committed after that
+-- read and is applied before this script would have its tie time
+-- overwritten by the older one. So under `first` the caller first marks the
+-- learner in the ties hash (mark_ties.lua: a count, the token), then reads
+-- PostgreSQL, then calls this script: every apply to a marked learner
+-- bumps the count, and a void whose token no longer matches changes
+-- nothing and answers -2, "retry" (mark, read and apply again).
 --
 -- Corrections (void, restore) converge: each carries its completion's
 -- correction number, the version records the highest it applied per seq in
@@ -54,6 +66,7 @@
 -- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
 -- of those learners only (group_index.py). No other learner is ever named.
 local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ties_key = KEYS[5]
 local expected_current, expected_building = ARGV[1], ARGV[2]
 local policy, first_is_current, rank_events = ARGV[3], ARGV[4] ~= '0', ARGV[4] == '1'
 local T, C = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -68,10 +81,10 @@ if refused then return refused end
 -- learner's visibility after it.
 local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
                            name, erased, correction, counts, reset_ts)
-  local base = 5 + 5 * t
+  local base = 6 + 5 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   local corrections = KEYS[base + 4]
-  local bitmap = KEYS[5 + 5 * T + t * C + c]
+  local bitmap = KEYS[6 + 5 * T + t * C + c]
   local stored = redis.call('HGET', corrections, seq)
   local stored_n, stored_counts = nil, nil
   if stored then
@@ -116,9 +129,9 @@ end
 -- (on the current version) the learner's visibility after it.
 local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility, name,
                          erased)
-  local base = 5 + 5 * t
+  local base = 6 + 5 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
-  local bitmap = KEYS[5 + 5 * T + t * C + c]
+  local bitmap = KEYS[6 + 5 * T + t * C + c]
   local ranked = first_is_current and t == 0
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
@@ -182,41 +195,53 @@ end
 local out = {'OK'}
 local changed_uid, changed_vis, changed = nil, nil, 0
 local routes, routed, routable = {}, {}, true
-for i = 10 + C, #ARGV, 12 do
-  local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
-  local correction, counts = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1'
-  local erased = redis.call('SISMEMBER', erased_key, uid) == 1
-  local applied, current_vis, deferred = 0, '', false
-  for t = 0, T - 1 do
-    local n, vis = 0, ''
-    if correction > 0 and not (first_is_current and t == 0) then
-      deferred = true  -- a version being built takes corrections once it is current
-    elseif correction > 0 then
-      n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                           ARGV[i + 8], erased, correction, counts, ARGV[i + 11])
-    else
-      n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                         ARGV[i + 8], erased)
-    end
-    applied = applied + n
-    if vis ~= '' then current_vis = vis end
-  end
-  out[#out + 1] = deferred and -1 or applied
-  out[#out + 1] = current_vis
-  if current_vis ~= '' and changed_uid ~= uid then
-    changed = changed + 1
-    changed_uid, changed_vis = uid, current_vis
-    if current_vis ~= 'public' then
-      routable = false
-    elseif routable and not routed[uid] then
-      routed[uid] = true
-      routes[#routes + 1] = string.gsub(uid, '^0+', '')
-      if #routes > ROUTES_MAX then routable = false end
-    end
+-- Note what one item changed on the current version, for the hint.
+local function note_change(uid, current_vis)
+  if current_vis == '' or changed_uid == uid then return end
+  changed = changed + 1
+  changed_uid, changed_vis = uid, current_vis
+  if current_vis ~= 'public' then
+    routable = false
+  elseif routable and not routed[uid] then
+    routed[uid] = true
+    routes[#routes + 1] = string.gsub(uid, '^0+', '')
+    if #routes > ROUTES_MAX then routable = false end
   end
 end
-inherit_expiry(current_key, KEYS, 3)
+
+for i = 10 + C, #ARGV, 13 do
+  local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
+  local correction, counts, token = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1', ARGV[i + 12]
+  if token ~= '' and redis.call('HGET', ties_key, uid) ~= token then
+    out[#out + 1] = -2  -- retry: the void's tie time may be stale (see Ties above)
+    out[#out + 1] = ''
+  else
+    local erased = redis.call('SISMEMBER', erased_key, uid) == 1
+    local applied, current_vis, deferred = 0, '', false
+    for t = 0, T - 1 do
+      local n, vis = 0, ''
+      if correction > 0 and not (first_is_current and t == 0) then
+        deferred = true  -- a version being built takes corrections once it is current
+      elseif correction > 0 then
+        n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
+                             ARGV[i + 8], erased, correction, counts, ARGV[i + 11])
+      else
+        n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
+                           ARGV[i + 8], erased)
+      end
+      applied = applied + n
+      if vis ~= '' then current_vis = vis end
+    end
+    if applied > 0 and policy == 'first' and redis.call('HEXISTS', ties_key, uid) == 1 then
+      redis.call('HINCRBY', ties_key, uid, 1)  -- a void in flight for them must read again
+    end
+    out[#out + 1] = deferred and -1 or applied
+    out[#out + 1] = current_vis
+    note_change(uid, current_vis)
+  end
+end
+inherit_expiry(current_key, KEYS, 3)  -- (the ties hash has an expiry of its own)
 if changed > 0 and hint_command ~= '' then
   local hint = '{"season":"' .. season .. '"'
   if changed == 1 then
