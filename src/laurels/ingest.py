@@ -23,7 +23,7 @@ from laurels.errors import ErrorCode
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
-from laurels.seasons import seasons_of
+from laurels.seasons import END_OF_TIME, seasons_of, shifted
 from laurels.settings import Settings
 from laurels.states import OutcomeStatus
 from laurels.validation import Completion, Invalid, validate_completion
@@ -108,7 +108,7 @@ class Ingestor:
     def _validate(self, raw_items: list[Any], now: datetime,
                   outcomes: list[Outcome | None]) -> list[_Item]:
         """Items that may be recorded; the others get their outcome here."""
-        latest = now + timedelta(seconds=self.settings.max_future_skew_seconds)
+        latest = shifted(now, timedelta(seconds=self.settings.max_future_skew_seconds))
         items = []
         for i, raw in enumerate(raw_items):
             cid = raw.get("completion_id") if isinstance(raw, dict) else None
@@ -117,6 +117,11 @@ class Ingestor:
                 data, at = validate_completion(raw)
             except Invalid as exc:
                 outcomes[i] = _reject(cid, "validation_error", str(exc))
+                continue
+            if at is not None and at >= END_OF_TIME:  # the boards' end, exclusive
+                outcomes[i] = _reject(cid, "validation_error",
+                                      "completed_at is out of range (before 9999-12-31T"
+                                      "23:59:59.999999Z)")
                 continue
             if at is not None and at > latest:
                 outcomes[i] = _reject(cid, "validation_error",

@@ -21,7 +21,7 @@ from laurels import failpoints
 from laurels.board import CLUSTER_IN_FLIGHT, Board, gather_bounded
 from laurels.db import Database
 from laurels.metrics import ERASURES, SEASONS_FINALIZED
-from laurels.seasons import parse_season
+from laurels.seasons import END_OF_TIME, parse_season, shifted
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.lifecycle")
@@ -164,7 +164,10 @@ class Lifecycle:
     def expires_at(self, season: str) -> datetime:
         """A closed season stays in Redis while it is among the KEEP most
         recent of its period (`all` never closes, never expires)."""
-        later = parse_season(season).later(self.settings.keep_seasons)
+        try:
+            later = parse_season(season).later(self.settings.keep_seasons)
+        except (OverflowError, ValueError):  # its successors would lie past year 9999
+            return END_OF_TIME
         return later.closes_at(self.settings.late_grace_seconds)
 
     def erasures_since(self, season: str) -> datetime | None:
@@ -175,8 +178,8 @@ class Lifecycle:
         start = parse_season(season)
         if not start.bounded:
             return None
-        return start.starts_at - timedelta(seconds=self.settings.max_future_skew_seconds,
-                                           days=1)
+        return shifted(start.starts_at,
+                       -timedelta(seconds=self.settings.max_future_skew_seconds, days=1))
 
     async def expire(self, season: str) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""

@@ -29,7 +29,7 @@ from laurels.board import Board
 from laurels.db import Database
 from laurels.keys import CHUNK_BITS
 from laurels.ranking import pad_uid
-from laurels.seasons import Period, parse_season, period_of, seasons_of
+from laurels.seasons import END_OF_TIME, Period, parse_season, period_of, seasons_of
 from laurels.states import RebuildStatus
 
 log = logging.getLogger("laurels.rebuild")
@@ -440,7 +440,7 @@ class Rebuilder:
         for this in seasons_of(now, self.periods):
             seasons.append(this)
             lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
-            if this.bounded and this.ends_at - now < lead:
+            if this.bounded and this.ends_at - now < lead and this.ends_at < END_OF_TIME:
                 seasons.append(this.next())
         await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
 

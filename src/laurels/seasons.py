@@ -33,6 +33,7 @@ WEEK = timedelta(days=7)
 DAY = timedelta(days=1)
 EPOCH = date(1, 1, 1)  # the `all` season's tie times count from here
 END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+START_OF_TIME = datetime.min.replace(tzinfo=UTC)
 TS_WIDTHS: dict[Period, int] = {"week": 12, "day": 12, "month": 13, "all": 18}
 ALIASES: dict[str, Period] = {"current": "week", "current-day": "day",
                               "current-month": "month"}
@@ -50,6 +51,17 @@ class BadSeason(ValueError):
 
 class PeriodOff(LookupError):
     """A well-formed season of a period that is not configured (404)."""
+
+
+def shifted(at: datetime, delta: timedelta) -> datetime:
+    """`at + delta`, held within the instants a board can hold (year 1 to
+    9999): the first and last seasons of every period have neighbours
+    beyond them that do not exist, and a margin reaching there means
+    "from the beginning" or "to the end"."""
+    try:
+        return at + delta
+    except OverflowError:
+        return END_OF_TIME if delta > timedelta(0) else START_OF_TIME
 
 
 def _add_months(d: date, n: int) -> date:
@@ -94,10 +106,7 @@ class Season:
         return datetime(nxt.year, nxt.month, nxt.day, tzinfo=UTC)
 
     def closes_at(self, grace_seconds: int) -> datetime:
-        try:
-            return self.ends_at + timedelta(seconds=grace_seconds)
-        except OverflowError:
-            return END_OF_TIME
+        return shifted(self.ends_at, timedelta(seconds=grace_seconds))
 
     def is_closed(self, now: datetime, grace_seconds: int, close_seasons: bool = True) -> bool:
         return close_seasons and self.bounded and now >= self.closes_at(grace_seconds)
@@ -119,7 +128,8 @@ class Season:
         return pad_ts(self.offset_us(at), self.ts_width)
 
     def later(self, n: int) -> Season:
-        """The season n periods later (earlier for n < 0); `all` is itself."""
+        """The season n periods later (earlier for n < 0); `all` is itself.
+        OverflowError (or ValueError) beyond year 1 or 9999."""
         if self.period == "week":
             return _season("week", self.start + n * WEEK)
         if self.period == "day":

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 
 from laurels.seasons import season_of
 from tests.api.conftest import Api, ApiFactory
@@ -225,3 +226,51 @@ async def test_a_neighbourhood_on_every_period_and_keep_seasons_per_period(
     assert lifecycle.expires_at("2020-12") == datetime(2021, 3, 3, tzinfo=UTC)
     assert lifecycle.expires_at("2020-W53") == datetime(2021, 1, 20, tzinfo=UTC)
     assert lifecycle.expires_at("all").year == 9999
+
+
+EDGES = {  # the first and the last instant a board can hold, and their seasons
+    "first": ("0001-01-01T00:00:00Z", ["0001-W01", "0001-01-01", "0001-01", "all"]),
+    "last": ("9999-12-31T23:59:59.999998Z", ["9999-W52", "9999-12-31", "9999-12", "all"]),
+}
+
+
+@pytest.mark.parametrize("edge", sorted(EDGES))
+async def test_the_first_and_last_seasons_of_every_period_work_end_to_end(
+        serve: ApiFactory, edge: str) -> None:
+    """A completion at the first (or last) representable instant is recorded,
+    counts on the season of every period, and each of those boards can be
+    read, rebuilt, verified and corrected: no date arithmetic reaches past
+    year 1 or 9999 (a tombstone margin before 0001-W01 once made every
+    rebuild of it fail, and its reads answer 503 for ever)."""
+    at, seasons = EDGES[edge]
+    api = await serve(periods=ALL, close_seasons=False, max_future_skew_seconds=10**12)
+    c, admin = api.client(INGEST), api.client(ADMIN)
+    await post(c, [("edge-1", 1, 5, at), ("edge-2", 2, 3, at)])
+    for beyond in ("9999-12-31T23:59:59.999999Z", "0001-01-01T00:30:00+01:00"):
+        resp = await c.post("/v1/completions", json=completion("edge-x", 1, 1, beyond))
+        assert_problem(resp, 422, "validation_error")  # the last microsecond ends the boards
+    learner = api.client(token_for(api.env, 2))
+    for season in seasons:
+        assert await scores(api, season) == [(1, 5), (2, 3)], season
+        resp = await admin.post(f"/v1/admin/leaderboards/{season}/rebuild")
+        assert resp.status_code == 202, resp.text
+        rebuild_id = resp.json()["rebuild_id"]
+        async with asyncio.timeout(20):
+            while (status := (await admin.get(f"/v1/admin/rebuilds/{rebuild_id}")).json())[
+                    "status"] == "running":
+                await asyncio.sleep(0.05)
+        assert status["status"] == "succeeded", status
+        resp = await admin.get(f"/v1/admin/leaderboards/{season}/verify")
+        assert resp.json()["consistent"] is True, resp.text
+        me = await learner.get(f"/v1/leaderboards/{season}/users/2")
+        assert me.status_code == 200 and me.json()["user"]["rank"] == 2, me.text
+    resp = await admin.post("/v1/admin/completions/edge-1/void", json={"reason": "test"})
+    assert resp.status_code == 200, resp.text
+    for season in seasons:
+        assert await scores(api, season) == [(2, 3)], season
+    await api.runtime.projector.drain(min_age_seconds=0)
+    depth = await api.runtime.db.fetch_one("outbox_depth")
+    assert depth is not None and depth["depth"] == 0
+    async with api.runtime.db.connection() as conn:
+        cur = await conn.execute("SELECT season, error FROM rebuilds WHERE status <> 'succeeded'")
+        assert await cur.fetchall() == []
