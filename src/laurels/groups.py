@@ -67,6 +67,21 @@ def visible(members: Sequence[Scored], privacy: Privacy) -> list[Scored]:
     return out
 
 
+def place(others: Sequence[Scored], me: Scored, vis: str, policy: TiePolicy
+          ) -> tuple[list[Ranked], int]:
+    """`others` (as `visible` gives them) ranked with `me` among them, and
+    my index: a hidden learner where they would stand, pushing nobody down
+    (as on the whole board's neighbourhood); anyone else ranked as shown."""
+    if vis in HIDDEN:
+        ranked = rank_members(others, policy)
+        index = sum(1 for r in ranked if _key(r.member, policy) < _key(me, policy))
+        better = sum(1 for r in ranked if r.member.score > me.score)
+        ranked.insert(index, Ranked(better + 1 if policy == "shared" else index + 1, me))
+        return ranked, index
+    ranked = rank_members([*others, me._replace(visibility=vis)], policy)
+    return ranked, next(i for i, r in enumerate(ranked) if r.member.user_id == me.user_id)
+
+
 def _archived(row: Row) -> Scored:
     uid = int(row["user_id"])
     at: datetime = row["last_completed_at"]
@@ -136,15 +151,16 @@ class Groups:
         return {"groups": [{"group_id": r["group_id"], "name": r["name"],
                             "access": r["access"]} for r in rows]}
 
-    async def access(self, group_id: str) -> str:
-        row = await self.db.fetch_one("group_access", group_id=group_id)
+    async def read_access(self, group_id: str, user_id: int | None
+                          ) -> tuple[str, bool] | None:
+        """The group's access and whether the learner is a member; None for
+        an unknown group. One query whatever the answer: a caller who may
+        not read a group must not tell it from no group, by time either."""
+        row = await self.db.fetch_one("group_read_access", group_id=group_id,
+                                      user_id=user_id)
         if row is None:
-            raise DomainError("not_found", f"no group {group_id}")
-        return str(row["access"])
-
-    async def is_member(self, group_id: str, user_id: int) -> bool:
-        return await self.db.fetch_one("is_member", group_id=group_id,
-                                       user_id=user_id) is not None
+            return None
+        return str(row["access"]), bool(row["member"])
 
     # -- boards ---------------------------------------------------------------
 
@@ -194,10 +210,18 @@ class Groups:
 
     async def board_around(self, group_id: str, season: Season, user_id: int,
                            radius: int) -> dict[str, Any]:
-        """A member's neighbourhood within the group."""
+        """A member's neighbourhood within the group. Not a member: the same
+        404 as for no group (after the same one query), unless the group is
+        public, whose existence is no secret."""
+        found = await self.read_access(group_id, user_id)
+        if found is None or not found[1]:
+            if found is not None and found[0] == "public":
+                raise DomainError("not_found",
+                                  f"learner {user_id} is not in group {group_id}")
+            raise DomainError("not_found", f"no group {group_id}")
         members = await self.member_ids(group_id)
-        if user_id not in members:
-            raise DomainError("not_found", f"learner {user_id} is not in group {group_id}")
+        if user_id not in members:  # left since
+            raise DomainError("not_found", f"no group {group_id}")
         policy, scored = await self._scored(season, members)
         me = next((m for m in scored if m.user_id == user_id), None)
         vis = self.privacy.visibility(user_id, me.visibility) if me else "erased"
@@ -205,16 +229,8 @@ class Groups:
             raise DomainError("not_ranked",
                               f"learner {user_id} has no completions in {season.name}")
         others = visible([m for m in scored if m.user_id != user_id], self.privacy)
-        if vis in HIDDEN:  # where they would stand, pushing nobody down
-            ranked = rank_members(others, policy)
-            index = sum(1 for r in ranked if _key(r.member, policy) < _key(me, policy))
-            better = sum(1 for r in ranked if r.member.score > me.score)
-            mine = Ranked(better + 1 if policy == "shared" else index + 1, me)
-            ranked.insert(index, mine)
-        else:
-            ranked = rank_members([*others, me._replace(visibility=vis)], policy)
-            index = next(i for i, r in enumerate(ranked) if r.member.user_id == user_id)
-            mine = ranked[index]
+        ranked, index = place(others, me, vis, policy)
+        mine = ranked[index]
         neighbors = []
         for r in ranked[max(0, index - radius):index + radius + 1]:
             if r is mine:
@@ -229,18 +245,32 @@ class Groups:
 
     async def friends(self, season: Season, user_ids: list[int], caller: int | None
                       ) -> dict[str, Any]:
-        """A friends board: the given learners ranked among themselves, each
-        with their rank on the whole board; hidden ones left out but the
-        caller, anonymous ones masked but the caller."""
+        """A friends board: the given public learners ranked among
+        themselves, each with their rank on the whole board.
+
+        Anonymous, hidden (so suspended) and erased learners are left out, as
+        if they had no completions: the service cannot tell who a learner's
+        friends are, and an anonymous learner's score and board rank, asked
+        for by id, would name them. Whatever their own visibility, the caller
+        is shown to themselves (`self`, their real name and id); a hidden
+        caller stands where they would, pushing nobody down, as in their
+        neighbourhood."""
         ids = sorted(set(user_ids))
         policy, scored = await self._scored(season, ids, board_rank=True)
-        shown = visible([m for m in scored if m.user_id != caller], self.privacy)
-        mine = [m for m in scored if m.user_id == caller
-                and self.privacy.visibility(m.user_id, m.visibility) != "erased"]
+        shown = [m for m in visible([m for m in scored if m.user_id != caller], self.privacy)
+                 if m.visibility == "public"]
+        me = next((m for m in scored if m.user_id == caller), None)
+        vis = self.privacy.visibility(me.user_id, me.visibility) if me else "erased"
+        mine: Ranked | None = None
+        if me is None or vis == "erased":
+            ranked = rank_members(shown, policy)
+        else:
+            ranked, index = place(shown, me, vis, policy)
+            mine = ranked[index]
         entries = []
-        for r in rank_members([*shown, *mine], policy):
+        for r in ranked:
             m = r.member
-            if m.user_id == caller:
+            if r is mine:
                 entries.append({"rank": r.rank, "board_rank": m.board_rank,
                                 "user_id": m.user_id, "display_name": m.name,
                                 "score": m.score, "self": True})

@@ -67,11 +67,14 @@ class Learners:
         self.privacy.note(user_id, row["visibility"])
         await failpoints.pause("profile_committed")
         for season in seasons:
-            # A season without a board needs nothing: its rebuild reads PostgreSQL.
+            # A season without a board needs nothing: its rebuild reads
+            # PostgreSQL, and a finalized one is read from its archive
+            # (re-ranked in the change's transaction). Either way the hint
+            # goes out: every process drops its cached pages of the season.
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
-            if await self.board.set_profile(season, user_id, profile):
-                await self.board.publish_hint({"season": season})
+            await self.board.set_profile(season, user_id, profile)
+            await self.board.publish_hint({"season": season})
 
     async def suspend(self, user_id: int, suspended: bool, reason: str | None
                       ) -> dict[str, Any]:

@@ -43,6 +43,9 @@ class Lifecycle:
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
             await self.db.run("erase_user", conn, user_id=user_id)
+            # Webhook deliveries in flight that concern the learner are sent
+            # first (webhooks.py); none is sent unscrubbed after this commits.
+            await self.db.fetch("erase_lock", conn, user_id=user_id)
             locked = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
             seasons = {r["season"] for r in locked}  # every period's
             # The archives' locks before their standings are deleted (a
@@ -81,8 +84,11 @@ class Lifecycle:
     async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
         """Remove the learner from every board (idempotent); then close the job."""
         for season in seasons:
-            if await self.board.erase(season, user_id, self.expires_at(season)):
-                await self.board.publish_hint({"season": season})  # ranks closed up
+            # The tombstone is kept even without a board; a finalized
+            # season's archive lost them in the erasure's transaction. Ranks
+            # closed up: every process drops its cached pages.
+            await self.board.erase(season, user_id, self.expires_at(season))
+            await self.board.publish_hint({"season": season})
         await self.db.run("finish_erasure", user_id=user_id, seasons=seasons)
 
     async def resume_erasures(self, min_age_seconds: float = 5.0) -> int:
@@ -185,7 +191,7 @@ class Lifecycle:
         """Give every Redis key of a season its expiry; returns how many keys."""
         sk = self.board.season_keys(season)
         names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
-                 sk.notify_stream]
+                 sk.notify_stream, sk.ties]
         for v in await self.board.redis.smembers(sk.versions):
             names += await self.board.version_keys(season, str(v))
         at = self.expires_at(season)

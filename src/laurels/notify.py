@@ -26,8 +26,8 @@ import orjson
 from psycopg.types.json import Jsonb
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from laurels.board import Board, Hint, default_name, hint_of
-from laurels.db import Database, Row
+from laurels.board import Board, Hint, hint_of
+from laurels.db import Database
 from laurels.group_index import GroupIndex
 from laurels.metrics import (
     HINTS_COALESCED,
@@ -45,14 +45,6 @@ GROUP = "laurels"
 CHANGED_PER_SECOND = 4
 USER_BUFFER = 50
 STOP_POLL_SECONDS = 0.1  # how soon the hints loop notices a shutdown
-
-
-def notification_body(row: Row) -> dict[str, Any]:
-    created: datetime = row["created_at"]  # in the session's TimeZone: made UTC here
-    return {"id": row["id"], "kind": row["kind"], "season": row["season"],
-            "data": row["data"],
-            "created_at": created.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-            "read": row["read"]}
 
 
 class HintWatcher(Protocol):
@@ -515,15 +507,13 @@ class Notifier:
                 if row:
                     created.append((uid, row["id"]))
                     NOTIFICATIONS_WRITTEN.labels("top10").inc()
-            by: dict[str, Any]
-            if f.get("vis") == "public":
-                by = {"by_user_id": uid, "by_display_name": f.get("name") or default_name(uid)}
-            else:  # anonymous (hidden learners pass nobody on the public board)
-                by = {"by_user_id": None, "by_display_name": "Anonymous"}
             for target in passed_ids:
                 if target in erased:
                     continue
-                data = Jsonb({**by, "season": season})
+                # Who passed them, by id only: the name is resolved when the
+                # notification is read or sent (notifications.py), as the
+                # mover is then (an anonymous one stays unnamed).
+                data = Jsonb({"by_user_id": uid, "season": season})
                 key = f"overtaken:{season}:{seq}"
                 row = await self.db.fetch_one("refresh_overtaken", conn, user_id=target,
                                               season=season, data=data, dedup_key=key)

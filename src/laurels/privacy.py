@@ -7,30 +7,29 @@ against it at the boundary, whatever Redis or the archive says. It matters
 when a store is wrong for a while: Redis restarted from an older snapshot
 still holds a learner erased since, until the epoch watch has rebuilt it.
 
-It is refreshed incrementally (rows whose `updated_at` moved, with an
-overlap for transactions that committed late) and updated at once by the
-profile changes and erasures of this process.
+It is refreshed incrementally (rows changed by a transaction at or after
+the horizon of the last refresh: the oldest transaction then running, so a
+change that commits late is read whenever it commits) and updated at once
+by the profile changes and erasures of this process.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
 
 from laurels.db import Database
 
 log = logging.getLogger("laurels.privacy")
 
-OVERLAP = timedelta(seconds=30)  # a transaction that started earlier may commit later
 REFRESH_SECONDS = 2.0
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+START = "0"  # the horizon before the first load: every transaction
 
 
 class Privacy:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.status: dict[int, str] = {}  # user id -> hidden | anonymous | erased
-        self.since = EPOCH
+        self.horizon = START
         self.loaded = False
 
     def note(self, user_id: int, visibility: str, erased: bool = False) -> None:
@@ -43,14 +42,14 @@ class Privacy:
             self.status[user_id] = visibility
 
     async def refresh(self) -> int:
-        rows = await self.db.fetch("private_learners",
-                                   since=self.since - OVERLAP if self.loaded else EPOCH,
+        rows = await self.db.fetch("private_learners", since=self.horizon,
                                    only_private=not self.loaded)
-        for r in rows:
+        changed = [r for r in rows if r["user_id"] is not None]
+        for r in changed:
             self.note(r["user_id"], r["visibility"], r["erased"])
-            self.since = max(self.since, r["updated_at"])
+        self.horizon = rows[0]["horizon"]
         self.loaded = True
-        return len(rows)
+        return len(changed)
 
     def visibility(self, user_id: int, stored: str) -> str:
         """The stricter of what a store says and what PostgreSQL said last:

@@ -117,7 +117,10 @@ class Projector:
         missing = {ev.season for ev, res in zip(boards, results, strict=True)
                    if res == "missing"}
         if missing:
-            missing -= set(await self.lifecycle.finalized(sorted(missing)))
+            archived = set(await self.lifecycle.finalized(sorted(missing)))
+            for season in sorted(archived):  # a correction re-ranked its archive
+                await self.board.publish_hint({"season": season})
+            missing -= archived
         if missing:
             await failpoints.pause("fast_missing")
             if await self.rebuilder.heal(missing, heal_wait_seconds):

@@ -27,6 +27,7 @@ from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
+from laurels.notifications import Notifications
 from laurels.notify import Hub, Notifier
 from laurels.privacy import REFRESH_SECONDS, Privacy
 from laurels.projector import Projector
@@ -70,6 +71,7 @@ class Services:
     reads: Reads
     groups: Groups
     corrections: Corrections
+    notifications: Notifications
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
@@ -105,6 +107,7 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
         reads=reads,
         groups=Groups(db, reads, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
+        notifications=Notifications(db),
         hub=hub,
         privacy=privacy,
         epoch=EpochWatch(db, board, rebuilder),
@@ -151,7 +154,8 @@ class Runtime(Services):
         super().__init__(**vars(wire(settings, db, redis)))
         self.secrets = secrets
         if settings.webhook_url is not None:
-            self.webhooks = Webhooks(db, settings.webhook_url, secrets.webhook_secret,
+            self.webhooks = Webhooks(db, self.notifications, settings.webhook_url,
+                                     secrets.webhook_secret,
                                      settings.webhook_timeout_seconds)
         self.database_url = database_url
         self.redis_url = redis_url

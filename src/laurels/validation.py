@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
 
 from laurels.ranking import USER_ID_MAX as USER_ID_MAX
 from laurels.states import Visibility
@@ -60,10 +69,32 @@ def parse_instant(text: str) -> datetime:
     return at
 
 
+# Ids in a path (and a learner token's `sub`) in their one canonical form.
+# Python's own parsers take more than the store does, or than we should:
+# int() takes "+5", " 5", "5_000" and "\u0665" (an Arabic-Indic 5); uuid.UUID
+# takes "urn:uuid:...", braces, no hyphens and non-ASCII digits, which
+# PostgreSQL's uuid type refuses (a 500). So each kind of id has one pattern,
+# ASCII only, checked before any conversion.
+_USER_ID = re.compile(r"[1-9][0-9]{0,18}")  # no sign, spaces or leading zeros
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UUID_RE = f"^{_UUID.pattern}$"
+
+
 def parse_user_id(text: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,19}", text) or not 1 <= int(text) <= USER_ID_MAX:
-        raise Invalid(f"user_id must be an integer from 1 to {USER_ID_MAX}")
+    """A user id as written in a URL or a token: ASCII digits, 1 to 2^63-1."""
+    if not _USER_ID.fullmatch(text) or int(text) > USER_ID_MAX:
+        raise Invalid(f"user_id must be an integer from 1 to {USER_ID_MAX}, in ASCII digits "
+                      "without sign, spaces or leading zeros")
     return int(text)
+
+
+def parse_uuid(text: str, field: str) -> str:
+    """A UUID in its canonical form (8-4-4-4-12 hex digits, either case),
+    returned in lower case, as PostgreSQL writes it."""
+    if not _UUID.fullmatch(text):
+        raise Invalid(f"{field} must be a UUID written as 8-4-4-4-12 hex digits, "
+                      "e.g. 123e4567-e89b-12d3-a456-426614174000")
+    return text.lower()
 
 
 class CompletionIn(BaseModel):
@@ -83,17 +114,73 @@ class BatchIn(BaseModel):
     completions: Annotated[list[Any], Field(min_length=1, max_length=1000)]
 
 
-def _check_name(v: str, field: str = "display_name") -> str:
-    """What `Field` cannot say of a name (its length it checks itself)."""
+def _check_name(v: str, field: str) -> str:
+    """What `Field` cannot say of a free text (its length it checks itself)."""
     if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in v):
         raise Invalid(f"{field} must not contain control characters")
     return v
 
 
+# A display name is shown to other learners, so it must not spoof
+# (docs/contract.md, PUT /v1/users): no character of these categories
+# (a bidi override turns "evil" around, a zero-width space or a line
+# separator hides or breaks the name)...
+_NOT_IN_NAMES = {"Cc": "a control character", "Cf": "a format character (such as a bidi "
+                 "override or a zero-width character)", "Zl": "a line separator",
+                 "Zp": "a paragraph separator", "Cs": "a lone surrogate"}
+# ...not blank: nothing but white space and these, which Unicode counts as
+# letters, marks or symbols but which show as nothing (the Hangul fillers,
+# the braille blank, the combining grapheme joiner, variation selectors)...
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u180b\u180c\u180d\u180f"
+                       + "".join(map(chr, range(0xFE00, 0xFE10)))
+                       + "".join(map(chr, range(0xE0100, 0xE01F0))))
+# ...and not the name every anonymous learner is shown with, in any case or
+# width ("ANONYMOUS", " anonymous ", fullwidth letters): compared after NFKC
+# and casefold, as Unicode's caseless identifier matching does (UAX #31).
+ANONYMOUS = "Anonymous"
+
+
+def display_name_problem(name: str) -> str | None:
+    """Why `name` may not be a display name, or None if it may (its length
+    is checked by the model)."""
+    for ch in name:
+        category = unicodedata.category(ch)
+        if category in _NOT_IN_NAMES:
+            return f"must not contain U+{ord(ch):04X}, {_NOT_IN_NAMES[category]}"
+    if not _trimmed(name):
+        return "must not be blank"
+    if _trimmed(unicodedata.normalize("NFKC", name).casefold()) == ANONYMOUS.casefold():
+        return f'must not be "{ANONYMOUS}" (the name shown for anonymous learners), in any case'
+    return None
+
+
+def _trimmed(text: str) -> str:
+    """`text` without the white space and invisible characters around it."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or text[start] in _INVISIBLE):
+        start += 1
+    while end > start and (text[end - 1].isspace() or text[end - 1] in _INVISIBLE):
+        end -= 1
+    return text[start:end]
+
+
+def _display_name(name: str) -> str:
+    problem = display_name_problem(name)
+    if problem is not None:
+        raise PydanticCustomError("display_name", problem)
+    return name
+
+
+DisplayName = Annotated[StrictStr, Field(min_length=1, max_length=64),
+                        AfterValidator(_display_name)]
+
+
 class UserIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    display_name: StrictStr | None = Field(None, min_length=1, max_length=64)
+    display_name: DisplayName | None = Field(
+        None, description="1 to 64 characters, not blank, without control, format or "
+                          "separator characters (Unicode Cc, Cf, Zl, Zp), not \"Anonymous\"")
     visibility: Visibility | None = None
 
 
@@ -115,7 +202,7 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # COMPLETION_ID_RE, for fullmatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +239,9 @@ def validate_user(raw: Any) -> UserIn:
     if not isinstance(raw, dict):
         raise Invalid("body must be a JSON object")
     try:
-        body = UserIn.model_validate(raw)
+        return UserIn.model_validate(raw)
     except ValidationError as exc:
         raise Invalid(describe(exc)) from None
-    if body.display_name is not None:
-        _check_name(body.display_name)
-    return body
 
 
 def parse_group_id(text: str) -> str:
@@ -213,9 +297,6 @@ def validate_ranks(raw: Any) -> RanksIn:
     return _validated(RanksIn, raw)
 
 
-COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
-
-
 class ReasonIn(BaseModel):
     """An admin action's reason: required for void and suspend, optional for
     restore and unsuspend (`required` below)."""
@@ -238,6 +319,6 @@ def validate_reason(raw: Any, required: bool) -> ReasonIn:
 
 
 def parse_completion_id(text: str) -> str:
-    if not re.fullmatch(COMPLETION_ID_RE, text):
+    if not _CID.fullmatch(text):
         raise Invalid("completion_id must match ^[A-Za-z0-9._:-]{1,128}$")
     return text

@@ -30,8 +30,10 @@ from typing import Any
 import httpx
 import orjson
 
-from laurels.db import Database
+from laurels import failpoints
+from laurels.db import Conn, Database, Row
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
+from laurels.notifications import Notifications, named_ids, with_names
 from laurels.reads import iso
 
 log = logging.getLogger("laurels.webhooks")
@@ -55,10 +57,30 @@ def backoff(attempts: int) -> float:
     return base / 2 + random.uniform(0, base / 2)  # noqa: S311 (jitter, not secrecy)
 
 
+def named_in(row: Row) -> list[int]:
+    """The learners a delivery concerns: its owner, and for a notification
+    the learner it names (who passed them)."""
+    out = [row["user_id"]] if row["user_id"] is not None else []
+    if row["type"] == "notification.created":
+        out += named_ids([row["body"]["data"]["data"]])
+    return out
+
+
+def rendered(row: Row, names: dict[int, str]) -> dict[str, Any]:
+    """The body sent: a notification names another learner as they are now
+    (notifications.py); every other body as it was written."""
+    body: dict[str, Any] = row["body"]
+    if row["type"] != "notification.created":
+        return body
+    note = body["data"]
+    return {**body, "data": {**note, "data": with_names(note["kind"], note["data"], names)}}
+
+
 class Webhooks:
-    def __init__(self, db: Database, url: str, secret: str, timeout_seconds: float = 10.0
-                 ) -> None:
+    def __init__(self, db: Database, notifications: Notifications, url: str, secret: str,
+                 timeout_seconds: float = 10.0) -> None:
         self.db = db
+        self.notifications = notifications
         self.url = url
         self.secret = secret
         self.timeout_seconds = timeout_seconds
@@ -77,11 +99,36 @@ class Webhooks:
         """Send what is due now (a batch, side by side); how many were tried."""
         rows = await self.db.fetch("claim_deliveries", limit=BATCH,
                                    lease_seconds=self.timeout_seconds + LEASE_SLACK_SECONDS)
-        await asyncio.gather(*(self._attempt(http, r) for r in rows))
+        if rows:
+            await failpoints.pause("webhook_claimed")
+            await self._send(http, rows)
         return len(rows)
 
-    async def _attempt(self, http: httpx.AsyncClient, row: dict[str, Any]) -> None:
-        body = orjson.dumps(row["body"])
+    async def _send(self, http: httpx.AsyncClient, claimed: list[Row]) -> None:
+        """Send leased deliveries, in one transaction that holds, for every
+        learner they concern, the shared side of that learner's erasure lock
+        (docs/concurrency.md): an erasure either committed before (the rows
+        read here are then deleted or scrubbed, and nothing of the learner
+        goes out) or waits until these requests are answered. Names are
+        resolved now, from the profiles as they are."""
+        async with self.db.transaction() as conn:
+            await self.db.fetch("share_erasure_locks", conn, user_ids=sorted(
+                {uid for row in claimed for uid in named_in(row)}))
+            rows = await self.db.fetch("leased_deliveries", conn,
+                                       ids=[row["id"] for row in claimed])
+            names = await self.notifications.public_names(
+                named_ids(r["body"]["data"]["data"] for r in rows
+                          if r["type"] == "notification.created"), conn)
+            await failpoints.pause("webhook_locked")
+            errors = await asyncio.gather(*(self._post(http, r, rendered(r, names))
+                                            for r in rows))
+            for row, error in zip(rows, errors, strict=True):
+                await self._record(conn, row, error)
+
+    async def _post(self, http: httpx.AsyncClient, row: Row, body_json: dict[str, Any]
+                    ) -> str | None:
+        """One attempt; None when delivered, else what went wrong."""
+        body = orjson.dumps(body_json)
         now = int(time.time())
         headers = {"Content-Type": "application/json", "Laurels-Event-Id": str(row["id"]),
                    "Laurels-Signature": signature(self.secret, now, body),
@@ -97,11 +144,14 @@ class Webhooks:
             error = f"{type(exc).__name__}"
         WEBHOOK_ATTEMPT_SECONDS.observe(time.perf_counter() - started)
         WEBHOOK_ATTEMPTS.labels("delivered" if error is None else "failed").inc()
+        return error
+
+    async def _record(self, conn: Conn, row: Row, error: str | None) -> None:
         if error is None:
-            await self.db.run("delivery_done", id=row["id"])
+            await self.db.run("delivery_done", conn, id=row["id"])
             return
-        out = await self.db.fetch_one("delivery_failed_attempt", id=row["id"], error=error,
-                                      delay=backoff(int(row["attempts"])))
+        out = await self.db.fetch_one("delivery_failed_attempt", conn, id=row["id"],
+                                      error=error, delay=backoff(int(row["attempts"])))
         if out and out["status"] == "failed":
             log.warning("webhook %s (%s) failed for good after %s attempts: %s",
                         row["id"], row["type"], row["attempts"], error)

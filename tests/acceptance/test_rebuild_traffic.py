@@ -103,7 +103,7 @@ def test_admin_endpoints_errors(serve: Any) -> None:
                                       ).status_code == 403
     assert httpx.post(f"{server.url}/v1/admin/leaderboards/{SEASON}/rebuild").status_code == 401
     assert admin.post("/v1/admin/leaderboards/2026-W99/rebuild").status_code == 422
-    assert admin.get("/v1/admin/rebuilds/not-a-uuid").json()["code"] == "not_found"
+    assert admin.get("/v1/admin/rebuilds/not-a-uuid").json()["code"] == "validation_error"
     assert admin.get("/v1/admin/rebuilds/00000000-0000-0000-0000-000000000000"
                      ).status_code == 404
     empty = admin.get("/v1/admin/leaderboards/2026-W40/verify").json()

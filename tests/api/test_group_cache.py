@@ -92,7 +92,7 @@ async def test_a_cached_body_is_served_without_a_query_to_its_members(
     assert first.status_code == 200 and first.headers["etag"]
     queries: list[str] = []
     groups = api.runtime.groups
-    for name in ("access", "is_member", "member_ids"):
+    for name in ("read_access", "member_ids"):
         real = getattr(groups, name)
 
         def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
@@ -105,13 +105,16 @@ async def test_a_cached_body_is_served_without_a_query_to_its_members(
     same = await api.client(member).get(BOARD.format("a"),
                                         headers={"if-none-match": first.headers["etag"]})
     assert same.status_code == 304 and queries == []
-    # Anyone the index cannot vouch for goes the full way, with its errors.
+    # Anyone the index cannot vouch for goes the full way, with its errors:
+    # the same as for no group at all (test_group_oracle.py).
     refused = await api.client(outsider).get(BOARD.format("a"))
-    assert refused.status_code == 403 and "access" in queries
+    nosuch = await api.client(outsider).get(BOARD.format("nosuch"))
+    assert refused.status_code == nosuch.status_code == 404 and "read_access" in queries
+    assert refused.json()["detail"] == "no group a"
     assert (await api.get(BOARD.format("a"))).status_code == 401
     # Leaving the group is seen at once, by the cache and by the index.
     await api.client(INGEST).post("/v1/groups/a/members", json={"remove": [1]})
-    assert (await api.client(member).get(BOARD.format("a"))).status_code == 403
+    assert (await api.client(member).get(BOARD.format("a"))).status_code == 404
 
 
 async def test_a_membership_change_in_another_process_shows_on_the_next_read(

@@ -190,14 +190,10 @@ class Model:
         frm = old if old is not None else 100  # a newcomer comes from below the top 100
         if frm > new:
             last = min(frm, new + 10, 99)
-            if self.vis(uid) == "public":
-                by: dict[str, Any] = {"by_user_id": uid, "by_display_name": self.name(uid)}
-            else:
-                by = {"by_user_id": None, "by_display_name": "Anonymous"}
             for passed in after[new + 1:last + 1]:
                 if after_st[passed][0] < score:  # a tie passes nobody
                     event("passed someone")
-                    self.notify(passed, "overtaken", {**by, "season": SEASON})
+                    self.notify(passed, "overtaken", {"by_user_id": uid, "season": SEASON})
 
     def erase(self, uid: int) -> None:
         u = self.user(uid)
@@ -206,8 +202,20 @@ class Model:
         for notes in self.notes.values():
             for n in notes:
                 if n["data"].get("by_user_id") == uid:
-                    n["data"] = {k: v for k, v in n["data"].items()
-                                 if k not in ("by_user_id", "by_display_name")}
+                    n["data"] = {k: v for k, v in n["data"].items() if k != "by_user_id"}
+
+    def shown(self, note: dict[str, Any]) -> dict[str, Any]:
+        """A notification as the API shows it now: who passed you, named as
+        they are now (docs/contract.md, notifications)."""
+        if note["kind"] != "overtaken":
+            return note
+        uid = note["data"].get("by_user_id")
+        data = {k: v for k, v in note["data"].items() if k != "by_user_id"}
+        if uid is not None and self.vis(uid) == "public" and not self.user(uid).erased:
+            data |= {"by_user_id": uid, "by_display_name": self.name(uid)}
+        else:
+            data |= {"by_user_id": None, "by_display_name": "Anonymous"}
+        return {**note, "data": data}
 
     def finalize(self) -> None:
         # Everyone's final rank, once; a hidden learner (no public rank) gets null.
@@ -557,8 +565,10 @@ class Run:
             assert len({r["id"] for r in rows}) == len(rows)
             assert not any(r["read"] for r in rows)
             got = sorted(json.dumps({"kind": r["kind"], "season": r["season"],
-                                     "data": r["data"]}, sort_keys=True) for r in rows)
-            want_notes = sorted(json.dumps(n, sort_keys=True) for n in model.notes.get(uid, []))
+                                     "data": r["data"]}, sort_keys=True)
+                         for r in await self.sys.rt.notifications.bodies(rows))
+            want_notes = sorted(json.dumps(model.shown(n), sort_keys=True)
+                                for n in model.notes.get(uid, []))
             assert got == want_notes, f"notifications of {uid}"
 
 

@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
+from laurels.api.bodies import _duplicate_key_slowly, duplicate_key, parse_json
+from laurels.api.params import int_in
+from laurels.api.problems import Problem
 from laurels.validation import (
     Invalid,
+    display_name_problem,
+    parse_completion_id,
     parse_instant,
     parse_user_id,
+    parse_uuid,
     validate_completion,
     validate_user,
 )
@@ -190,6 +196,8 @@ def test_parse_user_id_ok(text: str, expected: int) -> None:
 @pytest.mark.parametrize("text", [
     "0", "-1", "+1", str(2**63), "99999999999999999999", "", " 1", "1 ", "1.0", "abc",
     "1e3", "0x10", "\u0661", "\uff11", "1\n", "1_000",
+    "+5", " 5", "5_000", "\u0665", "0x5", "05", "007", "00", "5\t", "\u0665\u0660",
+    "\U0001d7d3", "5\u200b", "0" + str(MAX), "-0",
 ])
 def test_parse_user_id_rejected(text: str) -> None:
     with pytest.raises(Invalid) as exc:
@@ -219,9 +227,49 @@ def test_bad_names(name: str) -> None:
     assert "display_name" in user_rejected({"display_name": name})
 
 
-@pytest.mark.parametrize("name", ["x" * 64, "Ådä 😀", "Ada", "a" * 63 + "😀", "😀" * 64, " "])
+@pytest.mark.parametrize("name", ["x" * 64, "Ådä 😀", "Ada", "a" * 63 + "😀", "😀" * 64,
+                                  "Zoë 山田", "Ada Lovelace", "Anonymous Ada", "Anony mous",
+                                  "Ano\u0301nymous", "\u0639\u0644\u064a", "e\u0301",
+                                  "🏳\ufe0f", "Ada\u00a0L."])
 def test_good_names(name: str) -> None:
     assert validate_user({"display_name": name}).display_name == name
+    assert display_name_problem(name) is None
+
+
+@pytest.mark.parametrize("name,reason", [
+    ("\u202eevil", "U+202E"),        # right-to-left override (Cf)
+    ("Ada\u202e", "U+202E"),
+    ("\u2066Ada\u2069", "U+2066"),   # bidi isolates (Cf)
+    ("\u200b", "U+200B"),            # zero-width space (Cf)
+    ("Ad\u200ba", "U+200B"),
+    ("\u200d", "U+200D"),            # zero-width joiner (Cf)
+    ("\ufeffAda", "U+FEFF"),         # byte order mark (Cf)
+    ("\u00ad", "U+00AD"),            # soft hyphen (Cf)
+    ("\U000e0041", "U+E0041"),       # tag character (Cf)
+    ("\u2028", "U+2028"),            # line separator (Zl)
+    ("Ada\u2029", "U+2029"),         # paragraph separator (Zp)
+    ("a\x1bb", "U+001B"),            # escape (Cc)
+    ("   ", "blank"),
+    ("\t", "U+0009"),
+    ("\u3000", "blank"),             # ideographic space
+    ("\u00a0\u2003", "blank"),       # no-break and em spaces
+    ("\u3164", "blank"),             # Hangul filler: a letter that shows nothing
+    ("\u2800 \u2800", "blank"),      # braille blank
+    ("\ufe0f", "blank"),             # a lone variation selector
+    ("Anonymous", "Anonymous"),
+    ("anonymous", "Anonymous"),
+    ("ANONYMOUS", "Anonymous"),
+    (" ANONYMOUS ", "Anonymous"),
+    ("aNoNyMoUs", "Anonymous"),
+    ("\u3000Anonymous\u00a0", "Anonymous"),
+    ("Anonymous\u3164", "Anonymous"),
+    ("\uff21\uff4e\uff4f\uff4e\uff59\uff4d\uff4f\uff55\uff53", "Anonymous"),  # fullwidth
+])
+def test_spoofing_names(name: str, reason: str) -> None:
+    problem = display_name_problem(name)
+    assert problem is not None and reason in problem
+    msg = user_rejected({"display_name": name})
+    assert msg.startswith("display_name: ") and reason in msg, msg
 
 
 @pytest.mark.parametrize("name", [42, True, ["Ada"]])
@@ -244,3 +292,116 @@ def test_bad_visibility(vis: Any) -> None:
 @pytest.mark.parametrize("raw", [None, [], "Ada", 1])
 def test_user_body_must_be_an_object(raw: Any) -> None:
     user_rejected(raw)
+
+
+# --- ids in a path ---------------------------------------------------------------
+
+UUID = "12345678-1234-5678-1234-567812345678"
+
+
+@pytest.mark.parametrize("text", [UUID, UUID.upper(), "abcdef01-2345-6789-abcd-ef0123456789",
+                                  "ABCDEF01-2345-6789-abcd-EF0123456789",
+                                  "00000000-0000-0000-0000-000000000000"])
+def test_parse_uuid_canonical(text: str) -> None:
+    assert parse_uuid(text, "rebuild_id") == text.lower()
+
+
+@pytest.mark.parametrize("text", [
+    f"urn:uuid:{UUID}", f"{{{UUID}}}", UUID.replace("-", ""), f" {UUID}", f"{UUID} ",
+    f"{UUID}\n", UUID[:-1], UUID + "0", UUID[:-1] + "\uff18", UUID[:-1] + "g",
+    UUID.replace("-", "_"), "12345678-1234-5678-12345-67812345678", "", "nope",
+    "123456781234-5678-1234-567812345678", UUID[:-1] + "\u0668",
+])
+def test_parse_uuid_rejected(text: str) -> None:
+    with pytest.raises(Invalid) as exc:
+        parse_uuid(text, "delivery_id")
+    assert "delivery_id" in str(exc.value) and "8-4-4-4-12" in str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["a", "A-z._:9", "x" * 128, "urn:uuid:1"])
+def test_parse_completion_id_ok(text: str) -> None:
+    assert parse_completion_id(text) == text
+
+
+@pytest.mark.parametrize("text", ["", "x" * 129, "a b", "a/b", "abc\n", "\u00e9", "a\x00",
+                                  "a+b", "\uff41", "a%2Fb", "a\u200b"])
+def test_parse_completion_id_rejected(text: str) -> None:
+    with pytest.raises(Invalid) as exc:
+        parse_completion_id(text)
+    assert "completion_id" in str(exc.value)
+
+
+@pytest.mark.parametrize("text,expected", [("1", 1), ("1000", 1000), ("05", 5), ("0", None),
+                                           ("1001", None), ("+5", None), (" 5", None),
+                                           ("5_0", None), ("5.0", None), ("\u0665", None),
+                                           ("", None), ("1e2", None), ("0x5", None)])
+def test_query_int(text: str, expected: int | None) -> None:
+    if expected is not None:
+        assert int_in("limit", text, 1, 1000) == expected
+        return
+    with pytest.raises(Problem) as exc:
+        int_in("limit", text, 1, 1000)
+    assert exc.value.code == "validation_error"
+    assert exc.value.detail == "limit: must be an integer from 1 to 1000"
+
+
+# --- JSON bodies: duplicate keys (api/bodies.py) -----------------------------------
+
+DUPLICATES = [
+    (b'{"a":1,"a":2}', "a"),
+    (b'{"completion_id":"dup-a","completion_id":"dup-b","user_id":1}', "completion_id"),
+    (b'{"a":1,"b":{"c":1,"d":2,"c":3}}', "c"),
+    (b'{"completions":[{"x":1},{"y":1,"y":1}]}', "y"),
+    (b'[{"a":1},{"b":1,"b":1}]', "b"),
+    (b'{"\\u0061":1,"a":2}', "a"),              # the same key, escaped
+    (b'{"a" : 1, "a"\n:2}', "a"),
+    (b'{"":1,"":2}', ""),
+    (b'{"k\\\\":1,"k\\\\":2}', "k\\"),        # a key ending in a backslash
+    (b'{"x":"},{\\"x\\":","x":3}', "x"),           # braces and quotes inside a string
+    (b'{"a":' * 1000 + b'{"b":1,"b":2}' + b"}" * 1000, "b"),  # deeper than json's recursion
+]
+UNIQUE = [
+    b'{"a":1,"b":2}', b'[{"a":1},{"a":1}]', b'{"a":{"a":{"a":1}}}',
+    b'{"a":[{"b":1},{"b":2}],"b":1}', b'{"k\\\\":1,"k":2}', b'{"x":"\\"x\\":1,\\"x\\":2"}',
+    b'{"x":"\\"x\\" : 1"}', b"{}", b"[]", b'"a"', b"1", b"null", b'{"a":{}, "b":[{}, {}]}',
+    b'{"a":' * 1000 + b'{"b":1,"c":2}' + b"}" * 1000,
+    b"[" * 1024 + b"]" * 1024,
+]
+
+
+@pytest.mark.parametrize("raw,key", DUPLICATES)
+def test_duplicate_keys(raw: bytes, key: str) -> None:
+    assert duplicate_key(raw) == key
+    assert _duplicate_key_slowly(raw.decode()) == key  # the scan for the deepest bodies
+    with pytest.raises(Problem) as exc:
+        parse_json(raw)
+    assert exc.value.code == "validation_error"
+    assert "twice" in exc.value.detail
+
+
+@pytest.mark.parametrize("raw", UNIQUE)
+def test_no_duplicate_keys(raw: bytes) -> None:
+    assert duplicate_key(raw) is None
+    assert _duplicate_key_slowly(raw.decode()) is None
+    parse_json(raw)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a":1}', b'{"n":18446744073709551616}', b'{"n":-0}', b'{"s":"\\u0000"}',
+    b'{"f":1.5e300}', b' {"a":[1,2.5,"x",true,null]} \n', b'{"u":"\\ud83d\\ude00 \xc3\xa9"}',
+])
+def test_valid_bodies_read_as_orjson_reads_them(raw: bytes) -> None:
+    import orjson
+
+    assert parse_json(raw) == orjson.loads(raw)
+    assert type(parse_json(raw)) is type(orjson.loads(raw))
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b'{"a":NaN}', b'{"a":Infinity}', b'"\\ud800"',
+                                 b'{"a":1e400}', b"{nope", b"", b"\xef\xbb\xbf{}",
+                                 b"[" * 1025 + b"]" * 1025, b'{"a":1}x'])
+def test_what_orjson_refuses_stays_refused(raw: bytes) -> None:
+    with pytest.raises(Problem) as exc:
+        parse_json(raw)
+    assert exc.value.code == "validation_error"
+    assert exc.value.detail == "the body is not valid JSON"

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
-from laurels.api.params import path_season, valid
+from laurels.api.params import Cursor, Limit, path_season, path_user_id, path_uuid, valid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -23,20 +23,20 @@ from laurels.api.routes import (
     admin_token,
     json_body,
     learner_token,
-    path_user_id,
     periods,
     runtime,
 )
 from laurels.corrections import audit_page
 from laurels.ranking import Position
 from laurels.reads import EPOCH, completions_of, micros
-from laurels.validation import ReasonIn, parse_completion_id, validate_reason
+from laurels.validation import UUID_RE, ReasonIn, parse_completion_id, validate_reason
 from laurels.webhooks import deliveries_page
 
 CompletionIdPath = Annotated[str, Path(
     description="the completion's id", examples=["c-123"],
     json_schema_extra={"pattern": "^[A-Za-z0-9._:-]{1,128}$"})]
-CURSOR = Query(None, max_length=512, description="the `next` cursor of the previous page")
+DeliveryIdPath = Annotated[str, Path(description="a webhook delivery's id (UUID)",
+                                     json_schema_extra={"format": "uuid", "pattern": UUID_RE})]
 AUDIT_CURSOR = "audit"
 
 router = APIRouter()
@@ -108,8 +108,7 @@ async def unsuspend(request: Request, user_id: UserIdPath) -> Response:
 
 @router.get("/v1/admin/audit", tags=["admin"], dependencies=[Depends(admin_token)],
             responses={200: {"model": s.AuditOut}, **s.problems(401, 403, 422, 503)})
-async def audit(request: Request, limit: int = Query(100, ge=1, le=1000),
-                after: str | None = CURSOR) -> Response:
+async def audit(request: Request, limit: Limit = 100, after: Cursor = None) -> Response:
     """Every admin action with its reason, newest first (`next` pages on)."""
     cursors: Cursors = request.app.state.cursors
     after_id = cursors.decode(AUDIT_CURSOR, after)[0] if after is not None else None
@@ -122,9 +121,8 @@ async def audit(request: Request, limit: int = Query(100, ge=1, le=1000),
 @router.get("/v1/leaderboards/{season}/users/{user_id}/completions", tags=["reads"],
             responses={200: {"model": s.CompletionsOut}, **s.problems(401, 403, 404, 422, 503)})
 async def completions(request: Request, season: SeasonPath, user_id: UserIdPath,
-                      uid: int = Depends(learner_token),
-                      limit: int = Query(50, ge=1, le=1000),
-                      after: str | None = CURSOR) -> Response:
+                      uid: int = Depends(learner_token), limit: Limit = 50,
+                      after: Cursor = None) -> Response:
     """Why the score is what it is: the learner's completions in the season,
     newest first, each counted or voided; the counted points add up to
     `score` (a learner token of that user, or admin)."""
@@ -160,8 +158,7 @@ def _delivery_after(position: Position) -> tuple[datetime, str]:
             responses={200: {"model": s.DeliveriesOut}, **s.problems(401, 403, 422, 503)})
 async def deliveries(request: Request,
                      status: Literal["pending", "delivered", "failed"] | None = Query(None),
-                     limit: int = Query(100, ge=1, le=1000),
-                     after: str | None = CURSOR) -> Response:
+                     limit: Limit = 100, after: Cursor = None) -> Response:
     """Webhook deliveries, newest first (`next` pages on)."""
     cursors: Cursors = request.app.state.cursors
     owner = f"{DELIVERIES_CURSOR}:{status or ''}"
@@ -175,12 +172,9 @@ async def deliveries(request: Request,
 @router.post("/v1/admin/webhooks/deliveries/{delivery_id}/retry", tags=["admin"],
              status_code=202, dependencies=[Depends(admin_token)],
              responses={202: {}, **s.problems(401, 403, 404, 422, 503)})
-async def retry_delivery(request: Request, delivery_id: str) -> Response:
+async def retry_delivery(request: Request, delivery_id: DeliveryIdPath) -> Response:
     """Send a delivery again at once (a failed one gets another 24 hours)."""
-    try:
-        uuid.UUID(delivery_id)
-    except ValueError:
-        raise Problem("validation_error", "not a delivery id") from None
-    if await runtime(request).db.fetch_one("retry_delivery", id=delivery_id) is None:
-        raise Problem("not_found", f"no delivery {delivery_id}")
-    return JSONResponse({"id": delivery_id, "status": "pending"}, status_code=202)
+    did = path_uuid(delivery_id, "delivery_id")
+    if await runtime(request).db.fetch_one("retry_delivery", id=did) is None:
+        raise Problem("not_found", f"no delivery {did}")
+    return JSONResponse({"id": did, "status": "pending"}, status_code=202)

@@ -43,7 +43,7 @@ from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.cursors import Cursors
-from laurels.api.params import path_season
+from laurels.api.params import int_in, path_season, path_user_id
 from laurels.api.problems import Problem, outcome_status
 from laurels.board import Hint
 from laurels.ingest import Ingestor
@@ -51,7 +51,6 @@ from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
 from laurels.seasons import Season
-from laurels.validation import Invalid, parse_user_id
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
 MAX_ENTRIES = 256
@@ -59,7 +58,6 @@ BOARD = re.compile(r"/v1/leaderboards/([^/]+)")
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
 EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
 AROUND = re.compile(r"/v1/leaderboards/([^/]+)/users/([^/]+)")
-DIGITS = re.compile(r"[0-9]{1,9}")
 HEALTH_BODY = b'{"status":"ok"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -291,14 +289,11 @@ def not_modified(scope: Scope, etag: bytes) -> bool:
 def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
     if not query:
         return default
-    values = parse_qs(query.decode("latin-1")).get(name)
+    # Blank values kept, as FastAPI's routes keep them: `limit=` is malformed.
+    values = parse_qs(query.decode("latin-1"), keep_blank_values=True).get(name)
     if not values:
         return default
-    text = values[-1]
-    # ASCII digits only: str.isdigit() accepts '³', which int() refuses.
-    if not DIGITS.fullmatch(text) or not low <= int(text) <= high:
-        raise Problem("validation_error", f"{name}: must be an integer from {low} to {high}")
-    return int(text)
+    return int_in(name, values[-1], low, high)
 
 
 def bearer(scope: Scope) -> str:
@@ -314,10 +309,7 @@ def bearer(scope: Scope) -> str:
 async def around_body(reads: Reads, auth: Auth, scope: Scope, season_text: str,
                       user_text: str) -> bytes:
     """A learner's neighbourhood, for the learner's token (or the admin's)."""
-    try:
-        user_id = parse_user_id(user_text)
-    except Invalid as exc:
-        raise Problem("validation_error", str(exc)) from None
+    user_id = path_user_id(user_text)
     auth.require_learner(bearer(scope), user_id)
     season = path_season(season_text, reads.settings.periods)
     radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)

@@ -8,14 +8,14 @@ import logging
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request, Security
+from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from laurels.api import schemas as s
 from laurels.api.cursors import Cursors
 from laurels.api.fast import GroupCache
-from laurels.api.params import path_season, valid
+from laurels.api.params import Cursor, Limit, Radius, path_season, valid
 from laurels.api.problems import Problem
 from laurels.api.routes import (
     SeasonPath,
@@ -48,7 +48,6 @@ from laurels.validation import (
 GroupIdPath = Annotated[str, Path(
     description="a group id", examples=["class-7b"],
     json_schema_extra={"pattern": "^[A-Za-z0-9._:-]{1,64}$"})]
-CURSOR = Query(None, max_length=512, description="the `next` cursor of the previous page")
 
 router = APIRouter()
 log = logging.getLogger("laurels.api")
@@ -66,23 +65,29 @@ async def group_reader(request: Request, group_id: GroupIdPath,
                        credentials: HTTPAuthorizationCredentials | None = Security(_bearer)
                        ) -> str:
     """Who may read a group's boards: anyone for a `public` group; for a
-    `members` one, a member's learner token, or the ingest or admin token."""
+    `members` one, a member's learner token, or the ingest or admin token.
+
+    A caller who may not read a group cannot tell it from no group
+    (docs/groups.md): without a valid token both are 401, with a learner
+    token of a non-member both are 404 with the same detail, each after the
+    same one query. The ingest and admin tokens read every group, so they
+    are told when one does not exist."""
     gid = path_group(group_id)
-    access = request.state.group_access = await groups(request).access(gid)
-    if access == "public":
-        return gid
     tok = credentials.credentials if credentials and credentials.credentials else None
-    if not tok:
-        raise Problem("unauthorized", "missing bearer token")
     a = await auth(request)
-    if a.is_ingest(tok) or a.is_admin(tok):
-        return gid
-    sub = a.learner_sub(tok)
-    if sub is None:
+    writer = tok is not None and (a.is_ingest(tok) or a.is_admin(tok))
+    sub = a.learner_sub(tok) if tok is not None and not writer else None
+    found = await groups(request).read_access(gid, sub)
+    if found is not None:
+        access, member = found
+        if access == "public" or writer or member:
+            request.state.group_access = access
+            return gid
+    if tok is None:
+        raise Problem("unauthorized", "missing bearer token")
+    if not writer and sub is None:
         raise Problem("unauthorized", "invalid or expired token")
-    if not await groups(request).is_member(gid, sub):
-        raise Problem("forbidden", "only the group's members read its boards")
-    return gid
+    raise DomainError("not_found", f"no group {gid}")
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -141,12 +146,10 @@ async def get_user_groups(request: Request, user_id: UserIdPath,
 # -- boards -------------------------------------------------------------------
 
 @router.get("/v1/groups/{group_id}/leaderboards/{season}", tags=["groups"],
-            responses={200: {"model": s.GroupBoardOut},
-                       **s.problems(401, 403, 404, 422, 503)})
+            responses={200: {"model": s.GroupBoardOut}, **s.problems(401, 404, 422, 503)})
 async def get_group_board(request: Request, season: SeasonPath,
                           gid: str = Depends(group_reader),
-                          limit: int = Query(100, ge=1, le=1000),
-                          after: str | None = CURSOR) -> Response:
+                          limit: Limit = 100, after: Cursor = None) -> Response:
     """A group's board: its members ranked among themselves (ranks from 1),
     with the whole board's tie policy and privacy; `next` pages on."""
     the_season = path_season(season, periods(request))
@@ -176,7 +179,7 @@ async def get_group_board(request: Request, season: SeasonPath,
             responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)})
 async def get_group_around(request: Request, group_id: GroupIdPath, season: SeasonPath,
                            user_id: UserIdPath, uid: int = Depends(learner_token),
-                           radius: int = Query(5, ge=0, le=50)) -> Response:
+                           radius: Radius = 5) -> Response:
     """A member's neighbourhood within the group (that member's token, or admin)."""
     the_season = path_season(season, periods(request))
     return _json(await groups(request).board_around(path_group(group_id), the_season, uid,
@@ -186,7 +189,7 @@ async def get_group_around(request: Request, group_id: GroupIdPath, season: Seas
 @router.get("/v1/groups/{group_id}/leaderboards/{season}/events", tags=["groups"],
             response_class=Response,
             responses={200: {"content": {"text/event-stream": {}}},
-                       **s.problems(401, 403, 404, 422, 503)})
+                       **s.problems(401, 404, 422, 503)})
 async def group_events(request: Request, season: SeasonPath,
                        gid: str = Depends(group_reader)) -> Response:
     """The season's refresh hints that concern the group's members, with the

@@ -1,15 +1,30 @@
-"""Path parameters parsed alike by the FastAPI routes and the fast lane."""
+"""Path and query parameters parsed alike by the FastAPI routes and the fast
+lane: one parser per kind, strict, so that a malformed value is 422
+`validation_error` before it reaches a store (docs/contract.md, Errors)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Annotated, TypeVar
+
+from fastapi import Query
+from pydantic import AfterValidator, BeforeValidator
+from pydantic_core import PydanticCustomError
 
 from laurels.api.problems import Problem
 from laurels.seasons import BadSeason, Period, PeriodOff, Season, configured_season
-from laurels.validation import Invalid
+from laurels.validation import Invalid, parse_user_id, parse_uuid
 
 T = TypeVar("T")
+
+# A number in a query string: ASCII digits only. int() also takes "+5",
+# " 5", "5_000" and "\u0665", and FastAPI's int parameters take "5.0".
+QUERY_DIGITS = re.compile(r"[0-9]{1,9}")
+# A paging cursor as Cursors.encode writes it: unpadded URL-safe base64.
+# (base64's decoder skips any other character, so "<cursor>!" would pass.)
+CURSOR_CHARS = re.compile(r"[A-Za-z0-9_-]{1,512}")
+CURSOR_PROBLEM = "not a cursor: pass the `next` of the previous page as it is"
 
 
 def valid(check: Callable[..., T], *raw: object) -> T:
@@ -30,3 +45,48 @@ def path_season(text: str, periods: tuple[Period, ...]) -> Season:
         raise Problem("validation_error", str(exc)) from None
     except PeriodOff as exc:
         raise Problem("not_found", str(exc)) from None
+
+
+def path_user_id(text: str) -> int:
+    return valid(parse_user_id, text)
+
+
+def path_uuid(text: str, field: str) -> str:
+    """A UUID of the URL (a rebuild's, a webhook delivery's), canonical and
+    in lower case: anything else is 422, never a query that fails."""
+    return valid(parse_uuid, text, field)
+
+
+def int_in(name: str, text: str, low: int, high: int) -> int:
+    """A query string's integer from `low` to `high`, in ASCII digits."""
+    if not QUERY_DIGITS.fullmatch(text) or not low <= int(text) <= high:
+        raise Problem("validation_error", f"{name}: must be an integer from {low} to {high}")
+    return int(text)
+
+
+# The same rules for FastAPI's query parameters (its message is prefixed
+# with the parameter's name, as `int_in`'s is).
+
+def _int_from(low: int, high: int) -> BeforeValidator:
+    def check(value: object) -> int:
+        if not (isinstance(value, str) and QUERY_DIGITS.fullmatch(value)
+                and low <= int(value) <= high):
+            raise PydanticCustomError("int_query", "must be an integer from {low} to {high}",
+                                      {"low": low, "high": high})
+        return int(value)
+    return BeforeValidator(check)
+
+
+def _cursor(value: str | None) -> str | None:
+    if value is not None and not CURSOR_CHARS.fullmatch(value):
+        raise PydanticCustomError("cursor", CURSOR_PROBLEM)
+    return value
+
+
+Limit = Annotated[int, Query(ge=1, le=1000, description="entries per page, 1 to 1000"),
+                  _int_from(1, 1000)]
+Radius = Annotated[int, Query(ge=0, le=50, description="ranks above and below, 0 to 50"),
+                   _int_from(0, 50)]
+Cursor = Annotated[str | None, Query(
+    description="the `next` of the previous page",
+    json_schema_extra={"pattern": f"^{CURSOR_CHARS.pattern}$"}), AfterValidator(_cursor)]

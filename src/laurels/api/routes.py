@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from importlib import resources
 from typing import Annotated, Any
 
@@ -18,24 +17,24 @@ from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.cursors import Cursors
 from laurels.api.fast import board_body, board_cursor_owner, not_modified, seal_next
-from laurels.api.params import path_season, valid
+from laurels.api.params import Cursor, Limit, Radius, path_season, path_user_id, path_uuid
 from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
 from laurels.metrics import STREAMS_REFUSED
-from laurels.notify import CHANGED_PER_SECOND, Hub, notification_body
+from laurels.notify import CHANGED_PER_SECOND, Hub
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
 from laurels.seasons import Period
 from laurels.settings import Settings
 from laurels.validation import (
     USER_ID_MAX,
+    UUID_RE,
     BatchIn,
     CompletionIn,
     Invalid,
     ReadIn,
     UserIn,
     describe,
-    parse_user_id,
     validate_user,
 )
 
@@ -51,7 +50,7 @@ UserIdPath = Annotated[str, Path(
     description=f"learner id, 1 to {USER_ID_MAX}", examples=["42"],
     json_schema_extra={"pattern": "^[1-9][0-9]{0,18}$"})]
 RebuildIdPath = Annotated[str, Path(description="a rebuild id (UUID)",
-                                    json_schema_extra={"format": "uuid"})]
+                                    json_schema_extra={"format": "uuid", "pattern": UUID_RE})]
 
 router = APIRouter()
 _bearer = HTTPBearer(auto_error=False, description="ingest, admin or learner token")
@@ -110,10 +109,6 @@ async def learner_token_or_query(request: Request,
     user_id = path_user_id(request.path_params["user_id"])
     (await auth(request)).require_learner(tok, user_id)
     return user_id
-
-
-def path_user_id(text: str) -> int:
-    return valid(parse_user_id, text)
 
 
 def periods(request: Request) -> tuple[Period, ...]:
@@ -191,11 +186,8 @@ async def delete_user(request: Request, user_id: UserIdPath) -> Response:
 
 @router.get("/v1/leaderboards/{season}", tags=["reads"],
             responses={200: {"model": s.BoardOut}, **s.problems(404, 422, 503)})
-async def get_board(request: Request, season: SeasonPath,
-                    limit: int = Query(100, ge=1, le=1000),
-                    after: str | None = Query(None, max_length=512,
-                                              description="the `next` of the previous page")
-                    ) -> Response:
+async def get_board(request: Request, season: SeasonPath, limit: Limit = 100,
+                    after: Cursor = None) -> Response:
     """A season's public board (`current` = this week), from the top or after
     a cursor; `next` pages on (null after the last page). The answer carries
     an `ETag`; `If-None-Match` with it gets `304` while the board is
@@ -218,8 +210,7 @@ async def get_board(request: Request, season: SeasonPath,
 @router.get("/v1/leaderboards/{season}/users/{user_id}", tags=["reads"],
             responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)})
 async def get_around(request: Request, season: SeasonPath, user_id: UserIdPath,
-                     uid: int = Depends(learner_token),
-                     radius: int = Query(5, ge=0, le=50)) -> Response:
+                     uid: int = Depends(learner_token), radius: Radius = 5) -> Response:
     """A learner's rank and neighbourhood (learner token of that user, or admin)."""
     the_season = path_season(season, periods(request))
     return _json(await request.app.state.reads.around(the_season, uid, radius))
@@ -268,8 +259,7 @@ def stream_budget(hub: Hub, settings: Settings) -> None:
 async def get_notifications(request: Request, user_id: UserIdPath,
                             uid: int = Depends(learner_token)) -> Response:
     """A learner's durable notifications, newest first (at most 100)."""
-    rows = await runtime(request).db.fetch("list_notifications", user_id=uid, limit=100)
-    return _json({"notifications": [notification_body(r) for r in rows]})
+    return _json(await runtime(request).notifications.newest(uid))
 
 
 @router.post("/v1/users/{user_id}/notifications/read", tags=["notifications"],
@@ -283,8 +273,7 @@ async def post_notifications_read(request: Request, user_id: UserIdPath,
         body = ReadIn.model_validate(raw)
     except ValidationError as exc:
         raise Problem("validation_error", describe(exc)) from None
-    rows = await runtime(request).db.fetch("mark_read", user_id=uid, ids=body.ids)
-    return _json({"read": sorted(r["id"] for r in rows)})
+    return _json(await runtime(request).notifications.mark_read(uid, body.ids))
 
 
 @router.get("/v1/users/{user_id}/notifications/events", tags=["notifications"],
@@ -296,7 +285,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
                               ) -> Response:
     """The learner's new notifications as server-sent events (`notification`)."""
     hub: Hub = request.app.state.hub
-    db = runtime(request).db
+    notifications = runtime(request).notifications
     stream_budget(hub, runtime(request).settings)
     listener = hub.listen_user(uid)
 
@@ -308,10 +297,8 @@ async def notification_events(request: Request, user_id: UserIdPath,
         ids = list(listener.ids)
         listener.ids.clear()
         finals, listener.finals = listener.finals, []
-        rows = await db.fetch("get_notifications", user_id=uid, ids=ids) if ids else []
-        for season in finals:
-            rows += await db.fetch("season_final_of", user_id=uid, season=season)
-        return [event("notification", orjson.dumps(notification_body(row))) for row in rows]
+        return [event("notification", orjson.dumps(body))
+                for body in await notifications.by_id(uid, ids, finals)]
 
     return EventStream(listener, ready, due, lambda: hub.unlisten_user(listener))
 
@@ -335,14 +322,10 @@ async def post_rebuild(request: Request, season: SeasonPath) -> Response:
 
 @router.get("/v1/admin/rebuilds/{rebuild_id}", tags=["admin"],
             dependencies=[Depends(admin_token)],
-            responses={200: {"model": s.RebuildOut}, **s.problems(401, 403, 404)})
+            responses={200: {"model": s.RebuildOut}, **s.problems(401, 403, 404, 422)})
 async def get_rebuild(request: Request, rebuild_id: RebuildIdPath) -> Response:
     """The status of a rebuild."""
-    try:
-        key = str(uuid.UUID(rebuild_id))
-    except ValueError:
-        raise Problem("not_found", "no such rebuild") from None
-    status = await runtime(request).rebuilder.status(key)
+    status = await runtime(request).rebuilder.status(path_uuid(rebuild_id, "rebuild_id"))
     if status is None:
         raise Problem("not_found", "no such rebuild")
     return _json(status)

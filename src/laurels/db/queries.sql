@@ -127,7 +127,7 @@ ON CONFLICT (user_id) DO UPDATE SET
     own_visibility = CASE WHEN u.suspended_at IS NULL THEN NULL
                           ELSE coalesce(%(visibility)s, u.own_visibility) END,
     profile_version = u.profile_version + 1,
-    updated_at = now()
+    updated_at = now(), change_xid = pg_current_xact_id()
 WHERE u.erased_at IS NULL
 RETURNING user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased,
           coalesce(own_visibility, visibility) AS own_visibility;
@@ -265,7 +265,7 @@ ORDER BY st.pos;
 INSERT INTO users AS u (user_id, erased_at, profile_version) VALUES (%(user_id)s, now(), 1)
 ON CONFLICT (user_id) DO UPDATE SET erased_at = coalesce(u.erased_at, now()),
     display_name = NULL, visibility = 'public', profile_version = u.profile_version + 1,
-    updated_at = now();
+    updated_at = now(), change_xid = pg_current_xact_id();
 
 -- name: delete_user_completions
 DELETE FROM completions WHERE user_id = %(user_id)s RETURNING season;
@@ -329,6 +329,11 @@ ON CONFLICT DO NOTHING;
 SELECT id, kind, season, data, created_at, read FROM notifications
 WHERE user_id = %(user_id)s ORDER BY id DESC LIMIT %(limit)s;
 
+-- name: naming_states
+-- What a notification may say of the learners it names (notifications.py).
+SELECT user_id, visibility, display_name, erased_at IS NOT NULL AS erased
+FROM users WHERE user_id = ANY(%(user_ids)s);
+
 -- name: get_notifications
 SELECT id, kind, season, data, created_at, read FROM notifications
 WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) ORDER BY id;
@@ -373,17 +378,20 @@ WHERE key_prefix = %(key_prefix)s;
 SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons ORDER BY season;
 
 -- name: private_learners
--- Learners whose row changed since a moment (all of them from the epoch):
--- the privacy filter of the read path keeps the ones that are not public.
+-- Learners whose row a transaction changed at or after a horizon (every one
+-- from the start): the privacy filter of the read path keeps the ones that
+-- are not public. `horizon` is the oldest transaction still running now:
+-- the next refresh starts from it, so a change that commits after this
+-- read, however long after it began, is read then.
 -- The first load reads only the learners who are not public; later loads
 -- also those whose profile was ever set (one may have become public again).
 -- Learners an ingest created (public, profile version 0) never qualify: a
 -- burst of new learners costs the refresh nothing.
-SELECT user_id, visibility, erased_at IS NOT NULL AS erased, updated_at
-FROM users WHERE updated_at > %(since)s
-  AND (visibility <> 'public' OR erased_at IS NOT NULL
-       OR (NOT %(only_private)s AND profile_version > 0))
-ORDER BY updated_at;
+SELECT u.user_id, u.visibility, u.erased_at IS NOT NULL AS erased, h.horizon::text AS horizon
+FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+LEFT JOIN users u ON u.change_xid >= %(since)s::xid8
+  AND (u.visibility <> 'public' OR u.erased_at IS NOT NULL
+       OR (NOT %(only_private)s AND u.profile_version > 0));
 
 -- name: try_session_lock
 SELECT pg_try_advisory_lock(%(key)s) AS ok;
@@ -439,12 +447,6 @@ SELECT count(*) AS members FROM group_members WHERE group_id = %(group_id)s;
 -- a NULL user_id for a group without members.
 SELECT m.user_id FROM groups g LEFT JOIN group_members m ON m.group_id = g.group_id
 WHERE g.group_id = %(group_id)s;
-
--- name: group_access
-SELECT access FROM groups WHERE group_id = %(group_id)s;
-
--- name: is_member
-SELECT 1 AS member FROM group_members WHERE group_id = %(group_id)s AND user_id = %(user_id)s;
 
 -- name: user_groups
 SELECT g.group_id, g.name, g.access
@@ -536,7 +538,7 @@ UPDATE users AS u SET
     visibility = CASE WHEN %(suspended)s THEN 'hidden'
                       ELSE coalesce(u.own_visibility, u.visibility) END,
     profile_version = u.profile_version + 1,
-    updated_at = now()
+    updated_at = now(), change_xid = pg_current_xact_id()
 WHERE u.user_id = %(user_id)s AND u.erased_at IS NULL
 RETURNING user_id, display_name, visibility, profile_version, suspended_at IS NOT NULL AS suspended;
 
@@ -564,7 +566,23 @@ SET next_attempt_at = now() + make_interval(secs => %(lease_seconds)s),
 WHERE d.id IN (SELECT id FROM webhook_deliveries
                WHERE status = 'pending' AND next_attempt_at <= now()
                ORDER BY next_attempt_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING d.id, d.type, d.body, d.attempts, d.give_up_at;
+RETURNING d.id, d.type, d.user_id, d.body, d.attempts, d.give_up_at;
+
+-- name: share_erasure_locks
+-- The shared side of some learners' erasure locks (a delivery in flight that
+-- concerns them; erase_lock takes the other side), in ascending order.
+SELECT pg_advisory_xact_lock_shared(hashtextextended('laurels erasure ' || u, 0))
+FROM unnest(%(user_ids)s::bigint[]) AS u ORDER BY u;
+
+-- name: erase_lock
+-- An erasure waits for the deliveries in flight that concern the learner.
+SELECT pg_advisory_xact_lock(hashtextextended('laurels erasure ' || %(user_id)s, 0));
+
+-- name: leased_deliveries
+-- Leased deliveries as they are now (an erasure may have deleted or
+-- scrubbed them since the lease), still due to be sent.
+SELECT id, type, user_id, body, attempts FROM webhook_deliveries
+WHERE id = ANY(%(ids)s) AND status = 'pending' ORDER BY created_at, id;
 
 -- name: delivery_done
 UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_error = NULL
@@ -612,3 +630,12 @@ WHERE type = 'notification.created'
 
 -- name: webhooks_on
 SET laurels.webhooks = 'on';
+
+-- name: group_read_access
+-- Who may read a group (api/group_routes.py), in one read whatever the
+-- answer, so a caller who may not read it cannot tell it from no group by
+-- the time taken either: no row for an unknown group, else its access and
+-- whether the learner (NULL: no learner) is a member.
+SELECT g.access, EXISTS (SELECT 1 FROM group_members m
+                         WHERE m.group_id = g.group_id AND m.user_id = %(user_id)s) AS member
+FROM groups g WHERE g.group_id = %(group_id)s;

@@ -1,0 +1,100 @@
+"""A learner's durable notifications as they leave the service: listed,
+marked read, pushed on their live stream, and sent as webhooks.
+
+A notification that names another learner (`overtaken`: who passed you)
+stores only their id; the name is resolved when the notification is read or
+sent, from the learner's profile as it is then (docs/contract.md,
+notifications): their id and name while they are public, `null` and
+"Anonymous" once they are anonymous, hidden, suspended or erased. So a
+learner who turns private stops being named at once, in every notification
+written about them before, and none can be matched to an Anonymous entry
+of the board.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from laurels.board import default_name
+from laurels.db import Conn, Database, Row
+
+ANONYMOUS_NAME = "Anonymous"
+LIST_LIMIT = 100  # the newest notifications a learner's list shows
+
+
+def named_ids(data: Iterable[dict[str, Any]]) -> list[int]:
+    """The learners some notifications' data name (`by_user_id`)."""
+    return sorted({d["by_user_id"] for d in data if isinstance(d.get("by_user_id"), int)})
+
+
+NAMING_KINDS = frozenset({"overtaken"})  # the kinds that name another learner
+
+
+def with_names(kind: str, data: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    """A notification's data as it may be shown: for a kind that names
+    another learner, `by_user_id` and `by_display_name` from `names` (the
+    public learners among those named: id -> name), else null and
+    "Anonymous" (an erasure removes the id altogether)."""
+    if kind not in NAMING_KINDS:
+        return data
+    uid = data.get("by_user_id")
+    shown = dict(data)
+    if isinstance(uid, int) and uid in names:
+        shown["by_user_id"], shown["by_display_name"] = uid, names[uid]
+    else:
+        shown["by_user_id"], shown["by_display_name"] = None, ANONYMOUS_NAME
+    return shown
+
+
+def utc(at: datetime) -> str:
+    """An instant as the API writes it (the session's TimeZone made UTC)."""
+    return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class Notifications:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def public_names(self, user_ids: list[int], conn: Conn | None = None
+                           ) -> dict[int, str]:
+        """id -> name of the learners among `user_ids` who may be named now:
+        public, not suspended (a suspended learner is hidden), not erased. A
+        learner without a profile is public under their default name."""
+        if not user_ids:
+            return {}
+        rows = await self.db.fetch("naming_states", conn, user_ids=user_ids)
+        known = {r["user_id"]: r for r in rows}
+        out = {}
+        for uid in user_ids:
+            row = known.get(uid)
+            if row is None:
+                out[uid] = default_name(uid)
+            elif row["visibility"] == "public" and not row["erased"]:
+                out[uid] = row["display_name"] or default_name(uid)
+        return out
+
+    async def bodies(self, rows: list[Row], conn: Conn | None = None) -> list[dict[str, Any]]:
+        """Notification rows as the API shows them, names resolved now."""
+        names = await self.public_names(named_ids(r["data"] for r in rows), conn)
+        return [{"id": r["id"], "kind": r["kind"], "season": r["season"],
+                 "data": with_names(r["kind"], r["data"], names),
+                 "created_at": utc(r["created_at"]), "read": r["read"]} for r in rows]
+
+    async def newest(self, user_id: int) -> dict[str, Any]:
+        rows = await self.db.fetch("list_notifications", user_id=user_id, limit=LIST_LIMIT)
+        return {"notifications": await self.bodies(rows)}
+
+    async def mark_read(self, user_id: int, ids: list[int]) -> dict[str, Any]:
+        rows = await self.db.fetch("mark_read", user_id=user_id, ids=ids)
+        return {"read": sorted(r["id"] for r in rows)}
+
+    async def by_id(self, user_id: int, ids: list[int], final_seasons: list[str]
+                    ) -> list[dict[str, Any]]:
+        """Some of a learner's notifications (their live stream's news): by
+        id, and their `season_final` of the given seasons."""
+        rows = await self.db.fetch("get_notifications", user_id=user_id, ids=ids) if ids else []
+        for season in final_seasons:
+            rows += await self.db.fetch("season_final_of", user_id=user_id, season=season)
+        return await self.bodies(rows)
