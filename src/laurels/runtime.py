@@ -117,8 +117,8 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
 def background_loops(svc: Services, projector: bool = True, hints: bool = True
                      ) -> dict[str, Loop]:
     """The named loops a process runs under its supervisor: the hints
-    subscription (API processes) and the projector's work (unless another
-    process does it)."""
+    subscription (API processes), the projector's work (unless another
+    process does it), and webhook deliveries (every process with the URL)."""
     loops: dict[str, Loop] = {}
     if hints:  # an API process: hints for its streams, privacy for its reads
         loops["hints"] = svc.hub.run
@@ -136,9 +136,9 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
-        if svc.webhooks is not None:
-            loops["webhooks"] = svc.webhooks.run
-            loops["webhook-metrics"] = every(5, svc.webhooks.measure)
+    if svc.webhooks is not None:  # whoever has the URL sends (what anyone recorded)
+        loops["webhooks"] = svc.webhooks.run
+        loops["webhook-metrics"] = every(5, svc.webhooks.measure)
     return loops
 
 
@@ -148,8 +148,7 @@ class Runtime(Services):
     def __init__(self, settings: Settings, secrets: Secrets, database_url: str,
                  redis_url: str) -> None:
         db = Database(database_url, max_size=settings.database_pool_size,
-                      timeout_seconds=settings.pool_timeout_seconds,
-                      webhooks=settings.webhook_url is not None)
+                      timeout_seconds=settings.pool_timeout_seconds)
         redis = redis_client(redis_url, settings.redis_cluster, settings)
         super().__init__(**vars(wire(settings, db, redis)))
         self.secrets = secrets

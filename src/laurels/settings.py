@@ -30,6 +30,22 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("laurels"))
 
 
+WEBHOOK_TYPES = ("notification.created", "season.finalized", "completion.voided",
+                 "completion.restored", "user.erased")
+NOTIFICATION_KINDS = ("overtaken", "top10", "season_final", "league_zone", "league_result")
+WEBHOOK_EVENTS = (*WEBHOOK_TYPES, *(f"notification.{k}" for k in NOTIFICATION_KINDS))
+
+
+def parse_webhook_events(text: str) -> tuple[str, ...]:
+    """`LAURELS_WEBHOOK_EVENTS`: a comma list of event types and notification
+    kinds (`notification.<kind>`); empty: every one."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in names:
+        if name not in WEBHOOK_EVENTS:
+            raise ValueError(f"unknown event {name!r}: use {', '.join(WEBHOOK_EVENTS)}")
+    return names
+
+
 def parse_origins(text: str) -> tuple[str, ...]:
     """`*`, or a comma list of origins (`https://platform.example`)."""
     origins = tuple(o.strip().rstrip("/") for o in text.split(",") if o.strip())
@@ -66,6 +82,12 @@ class Settings(BaseSettings):
     # Where events are POSTed (webhooks.py); unset: no webhooks.
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
+    # The event types and notification kinds sent (webhooks.py): a comma
+    # list; empty: all.
+    webhook_events: Annotated[tuple[str, ...], NoDecode] = ()
+    # A refreshed notification (the one unread `overtaken`) is sent at most
+    # once per learner in this window, with its latest state.
+    webhook_coalesce_seconds: int = Field(60, ge=0, le=86_400)
     # Not in the contract's table: how long a receiver may take (the
     # contract's 10 s; tests shorten it).
     webhook_timeout_seconds: float = Field(10.0, gt=0, le=60)
@@ -105,6 +127,11 @@ class Settings(BaseSettings):
     @classmethod
     def _cors(cls, v: Any) -> tuple[str, ...]:
         return parse_origins(v if isinstance(v, str) else ",".join(v))
+
+    @field_validator("webhook_events", mode="before")
+    @classmethod
+    def _events(cls, v: Any) -> tuple[str, ...]:
+        return parse_webhook_events(v if isinstance(v, str) else ",".join(v))
 
     @field_validator("webhook_secret")
     @classmethod

@@ -1,20 +1,27 @@
 """Signed webhooks, delivered at least once (docs/webhooks.md).
 
 Events are written to `webhook_deliveries` in the transaction of what causes
-them (migration 008: a notification, a finalize, a void or restore, an
-erasure), so none is lost and none is sent for something rolled back. This
-loop sends them to `LAURELS_WEBHOOK_URL`:
+them (migrations 008 and 011: a notification, a finalize, a void or restore,
+an erasure), so none is lost and none is sent for something rolled back.
+Whether one is written is the deployment's choice, not the writer's: the
+serving process stores the webhook settings in PostgreSQL (`store_settings`)
+and every transaction reads them, whatever process it runs in (a CLI void,
+a projector started alone). This loop, in every process that has
+`LAURELS_WEBHOOK_URL`, sends them:
 
 - it leases due deliveries (`claim_deliveries`: the lease is the next
   attempt time, the timeout plus a few seconds, so a process killed
   mid-delivery leaves them to be sent again: at least once, a receiver
-  deduplicates by `id`);
-- POSTs each body with `Laurels-Event-Id` and `Laurels-Signature:
-  t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, a 10 s timeout,
-  no redirects followed (the target comes from configuration only);
+  deduplicates by `id`), at most IN_FLIGHT at once per process;
+- builds each body when it sends it: a notification as it is then (its
+  latest state, the learner it names as they are then, notifications.py);
+- POSTs it with `Laurels-Event-Id` and `Laurels-Signature: t=<unix
+  seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, a 10 s timeout, no
+  redirects followed (the target comes from configuration only);
 - a 2xx delivers it; anything else is retried with exponential backoff and
   jitter for 24 hours (across restarts: the schedule is in PostgreSQL), then
-  it is `failed`, until an operator retries it.
+  it is `failed`, until an operator retries it. Every failed attempt's
+  error is kept on the delivery and logged (INFO).
 """
 
 from __future__ import annotations
@@ -33,15 +40,20 @@ import orjson
 from laurels import failpoints
 from laurels.db import Conn, Database, Row
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
-from laurels.notifications import Notifications, named_ids, with_names
+from laurels.notifications import Notifications, named_ids, utc, with_names
 from laurels.reads import iso
+from laurels.settings import Settings
 
 log = logging.getLogger("laurels.webhooks")
 
 LEASE_SLACK_SECONDS = 5.0  # a lease outlives an attempt's timeout by this much
-BATCH = 20
+# Deliveries sent at once by one process (one batch, side by side): a
+# receiver sees at most this many concurrent requests from each process that
+# has LAURELS_WEBHOOK_URL (docs/webhooks.md).
+IN_FLIGHT = 8
 IDLE_SECONDS = 0.5
 MAX_DELAY_SECONDS = 3600.0
+GONE = "the notification no longer exists"
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -57,23 +69,50 @@ def backoff(attempts: int) -> float:
     return base / 2 + random.uniform(0, base / 2)  # noqa: S311 (jitter, not secrecy)
 
 
-def named_in(row: Row) -> list[int]:
-    """The learners a delivery concerns: its owner, and for a notification
-    the learner it names (who passed them)."""
-    out = [row["user_id"]] if row["user_id"] is not None else []
-    if row["type"] == "notification.created":
-        out += named_ids([row["body"]["data"]["data"]])
-    return out
+async def store_settings(db: Database, settings: Settings) -> None:
+    """The deployment's webhook settings, for every writer (migration 011):
+    on with a URL, the events wanted, the coalescing window. Stored by the
+    serving process at start."""
+    await db.run("store_webhook_settings", enabled=settings.webhook_url is not None,
+                 events=list(settings.webhook_events) or None,
+                 coalesce_seconds=settings.webhook_coalesce_seconds)
 
 
-def rendered(row: Row, names: dict[int, str]) -> dict[str, Any]:
-    """The body sent: a notification names another learner as they are now
-    (notifications.py); every other body as it was written."""
-    body: dict[str, Any] = row["body"]
+def notification_of(row: Row) -> int | None:
+    """The id of the notification a delivery announces (None for other events)."""
     if row["type"] != "notification.created":
-        return body
-    note = body["data"]
-    return {**body, "data": {**note, "data": with_names(note["kind"], note["data"], names)}}
+        return None
+    return int(row["notification_id"] or row["body"]["data"]["id"])
+
+
+class Outgoing:
+    """A batch of leased deliveries as they are now, the notifications they
+    announce as they are now, and the bodies to send."""
+
+    def __init__(self, rows: list[Row], notes: dict[int, Row]) -> None:
+        self.rows = rows
+        self.notes = notes
+
+    def named(self) -> set[int]:
+        """Every learner the batch concerns: the deliveries' owners and the
+        learners their notifications name."""
+        out = {r["user_id"] for r in self.rows if r["user_id"] is not None}
+        return out | set(named_ids(n["data"] for n in self.notes.values()))
+
+    def body(self, row: Row, names: dict[int, str]) -> dict[str, Any] | None:
+        """The body sent for `row`: a notification as it is now (None when it
+        is gone), every other event as it was written."""
+        body: dict[str, Any] = row["body"]
+        nid = notification_of(row)
+        if nid is None:
+            return body
+        note = self.notes.get(nid)
+        if note is None:
+            return None
+        return {**body, "data": {
+            "id": note["id"], "user_id": note["user_id"], "kind": note["kind"],
+            "season": note["season"], "data": with_names(note["kind"], note["data"], names),
+            "created_at": utc(note["created_at"]), "read": note["read"]}}
 
 
 class Webhooks:
@@ -86,8 +125,9 @@ class Webhooks:
         self.timeout_seconds = timeout_seconds
 
     async def run(self, stop: asyncio.Event) -> None:
+        limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
         async with httpx.AsyncClient(timeout=self.timeout_seconds, follow_redirects=False,
-                                     trust_env=False) as http:
+                                     trust_env=False, limits=limits) as http:
             while not stop.is_set():
                 if not await self.deliver_due(http):
                     try:
@@ -97,33 +137,47 @@ class Webhooks:
 
     async def deliver_due(self, http: httpx.AsyncClient) -> int:
         """Send what is due now (a batch, side by side); how many were tried."""
-        rows = await self.db.fetch("claim_deliveries", limit=BATCH,
+        rows = await self.db.fetch("claim_deliveries", limit=IN_FLIGHT,
                                    lease_seconds=self.timeout_seconds + LEASE_SLACK_SECONDS)
         if rows:
             await failpoints.pause("webhook_claimed")
             await self._send(http, rows)
         return len(rows)
 
+    async def _read(self, conn: Conn, ids: list[Any]) -> Outgoing:
+        rows = await self.db.fetch("leased_deliveries", conn, ids=ids)
+        wanted = sorted({n for r in rows if (n := notification_of(r)) is not None})
+        notes = await self.db.fetch("notifications_by_id", conn, ids=wanted) if wanted else []
+        return Outgoing(rows, {n["id"]: n for n in notes})
+
     async def _send(self, http: httpx.AsyncClient, claimed: list[Row]) -> None:
         """Send leased deliveries, in one transaction that holds, for every
         learner they concern, the shared side of that learner's erasure lock
         (docs/concurrency.md): an erasure either committed before (the rows
-        read here are then deleted or scrubbed, and nothing of the learner
-        goes out) or waits until these requests are answered. Names are
-        resolved now, from the profiles as they are."""
+        and notifications read here are then deleted or scrubbed, and nothing
+        of the learner goes out) or waits until these requests are answered.
+        Bodies are built now, from the notifications and profiles as they
+        are."""
+        ids = [row["id"] for row in claimed]
         async with self.db.transaction() as conn:
-            await self.db.fetch("share_erasure_locks", conn, user_ids=sorted(
-                {uid for row in claimed for uid in named_in(row)}))
-            rows = await self.db.fetch("leased_deliveries", conn,
-                                       ids=[row["id"] for row in claimed])
+            locked: set[int] = set()
+            out = await self._read(conn, ids)
+            while out.named() - locked:  # a refresh may name someone new: lock, read again
+                locked |= out.named()
+                await self.db.fetch("share_erasure_locks", conn, user_ids=sorted(locked))
+                out = await self._read(conn, ids)
             names = await self.notifications.public_names(
-                named_ids(r["body"]["data"]["data"] for r in rows
-                          if r["type"] == "notification.created"), conn)
+                named_ids(n["data"] for n in out.notes.values()), conn)
             await failpoints.pause("webhook_locked")
-            errors = await asyncio.gather(*(self._post(http, r, rendered(r, names))
-                                            for r in rows))
-            for row, error in zip(rows, errors, strict=True):
-                await self._record(conn, row, error)
+            bodies = [out.body(row, names) for row in out.rows]
+            errors = await asyncio.gather(*(self._post(http, r, b) for r, b in
+                                            zip(out.rows, bodies, strict=True) if b is not None))
+            sent = iter(errors)
+            for row, body in zip(out.rows, bodies, strict=True):
+                if body is None:
+                    await self.db.run("delivery_dropped", conn, id=row["id"], error=GONE)
+                else:
+                    await self._record(conn, row, next(sent))
 
     async def _post(self, http: httpx.AsyncClient, row: Row, body_json: dict[str, Any]
                     ) -> str | None:
@@ -141,7 +195,9 @@ class Webhooks:
         except httpx.TimeoutException:
             error = f"no answer within {self.timeout_seconds:g} s"
         except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}"
+            # What went wrong, without the URL (it may carry a receiver's secret).
+            detail = str(exc).replace(self.url, "<webhook URL>")
+            error = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
         WEBHOOK_ATTEMPT_SECONDS.observe(time.perf_counter() - started)
         WEBHOOK_ATTEMPTS.labels("delivered" if error is None else "failed").inc()
         return error
@@ -150,11 +206,15 @@ class Webhooks:
         if error is None:
             await self.db.run("delivery_done", conn, id=row["id"])
             return
+        delay = backoff(int(row["attempts"]))
         out = await self.db.fetch_one("delivery_failed_attempt", conn, id=row["id"],
-                                      error=error, delay=backoff(int(row["attempts"])))
+                                      error=error, delay=delay)
         if out and out["status"] == "failed":
             log.warning("webhook %s (%s) failed for good after %s attempts: %s",
                         row["id"], row["type"], row["attempts"], error)
+        else:
+            log.info("webhook %s (%s) attempt %s failed: %s; next attempt in %.0f s",
+                     row["id"], row["type"], row["attempts"], error, delay)
 
     async def measure(self) -> None:
         """The deliveries by status (laurels_webhook_deliveries)."""
@@ -173,7 +233,7 @@ async def deliveries_page(db: Database, status: str | None, limit: int,
     shown = rows[:limit]
     body = {"deliveries": [
         {"id": str(r["id"]), "type": r["type"], "status": r["status"], "attempts": r["attempts"],
-         "last_error": r["last_error"],
+         "last_error": r["last_error"], "errors": r["errors"],
          "next_attempt_at": iso(r["next_attempt_at"]) if r["status"] == "pending" else None}
         for r in shown], "next": None}
     last = shown[-1] if len(rows) > limit else None

@@ -1,24 +1,56 @@
-"""laurels.client (issue 16): the async client against the app in process,
-its retries against a scripted transport. The sync client runs against a
-real server in tests/acceptance/test_http.py."""
+"""laurels.client (issues 16, 26): the async client against the app in
+process, its typed results against the bodies the app answers, its retries
+against a scripted transport and a closed port. The sync client runs against
+a real server in tests/acceptance/test_http.py; docs/client.md is checked
+against the client in tests/unit/test_client_docs.py."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from datetime import UTC, datetime
+from typing import Any, NotRequired, get_origin, get_type_hints
 
 import httpx
 import pytest
 
 from laurels.client import (
     AsyncClient,
+    AuditEntry,
+    AuditLog,
+    Board,
     Client,
     Completion,
+    CompletionRecord,
+    CompletionResult,
+    Correction,
+    Deliveries,
+    Delivery,
+    Entry,
+    FriendEntry,
+    FriendsBoard,
+    Group,
+    GroupBoard,
+    GroupRef,
+    MarkedRead,
+    Membership,
+    Neighbor,
+    Neighbourhood,
     NotFound,
+    Notification,
+    Notifications,
+    Rebuild,
+    RebuildStarted,
+    Standing,
+    Suspension,
     Unavailable,
+    User,
+    UserCompletions,
+    UserGroups,
     ValidationError,
+    VerifyResult,
 )
 from tests.api.conftest import BASE_URL, Api, ApiFactory
-from tests.helpers import ADMIN, INGEST, token_for
+from tests.helpers import ADMIN, INGEST, free_port, token_for
 
 
 def client(api: Api, token: str) -> AsyncClient:
@@ -118,3 +150,187 @@ async def test_retries_of_the_async_client() -> None:
                            transport=httpx.MockTransport(scripted(answers(), calls))) as c:
         assert await c.post_completion("x", 1, 1) == {"status": "recorded"}
     assert len(calls) == 4
+
+
+# -- an unreachable service ------------------------------------------------------------------
+
+class CountingTransport(httpx.HTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        return super().handle_request(request)
+
+
+class AsyncCountingTransport(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        return await super().handle_async_request(request)
+
+
+def assert_unreachable(error: Unavailable, port: int) -> None:
+    """No answer came: a typed `Unavailable` carrying the transport error,
+    naming where it went and never the token."""
+    assert isinstance(error.cause, httpx.TransportError)
+    assert error.__cause__ is error.cause
+    assert (error.status, error.code, error.retry_after) == (None, "unavailable", None)
+    assert f"127.0.0.1:{port}/v1/" in str(error) and "3 attempts" in str(error)
+    assert INGEST not in str(error) and INGEST not in repr(error)
+
+
+def test_the_sync_client_raises_unavailable_when_nothing_listens() -> None:
+    port = free_port()  # bound and released: nothing listens there
+    transport = CountingTransport()
+    with Client(f"http://127.0.0.1:{port}", INGEST, retries=2, backoff=0.001,
+                transport=transport) as laurels:
+        with pytest.raises(Unavailable) as info:
+            laurels.post_completion("c-1", 1, 1)
+    assert transport.calls == 3  # the first try and two retries
+    assert isinstance(info.value.cause, httpx.ConnectError)
+    assert_unreachable(info.value, port)
+    assert "POST http://127.0.0.1" in str(info.value)
+
+
+async def test_the_async_client_raises_unavailable_when_nothing_listens() -> None:
+    port = free_port()
+    transport = AsyncCountingTransport()
+    async with AsyncClient(f"http://127.0.0.1:{port}", INGEST, retries=2, backoff=0.001,
+                           transport=transport) as laurels:
+        with pytest.raises(Unavailable) as info:
+            await laurels.board("current", after="cursor")
+    assert transport.calls == 3
+    assert isinstance(info.value.cause, httpx.ConnectError)
+    assert_unreachable(info.value, port)
+    assert "cursor" not in str(info.value)  # the URL without its query
+
+
+@pytest.mark.parametrize("failure", [
+    httpx.ReadTimeout("timed out"), httpx.ReadError("reset"),
+    httpx.RemoteProtocolError("server disconnected"), httpx.ConnectTimeout("")])
+def test_every_transport_failure_is_retried_then_unavailable(failure: Exception) -> None:
+    calls: list[httpx.Request] = []
+    with Client("http://laurels.test", "t", retries=1, backoff=0.001,
+                transport=httpx.MockTransport(scripted([failure, failure], calls))) as c:
+        with pytest.raises(Unavailable) as info:
+            c.friends("current", [1])
+    assert len(calls) == 2 and info.value.cause is failure and info.value.__cause__ is failure
+    assert str(info.value).startswith(
+        "unavailable: could not reach POST http://laurels.test/v1/leaderboards/current/ranks")
+
+
+def test_a_gateway_failure_is_retried_then_unavailable_and_a_bad_url_is_not() -> None:
+    calls: list[httpx.Request] = []
+    past = "Wed, 21 Oct 2015 07:28:00 GMT"  # an HTTP-date Retry-After: no wait
+    gateway = [httpx.Response(502, text="<html>Bad Gateway</html>",
+                              headers={"retry-after": past}),
+               httpx.Response(504, text="Gateway Timeout")]
+    with Client("http://laurels.test", "t", retries=1, backoff=0.001,
+                transport=httpx.MockTransport(scripted(gateway, calls))) as c:
+        with pytest.raises(Unavailable) as info:
+            c.board()
+    assert len(calls) == 2 and (info.value.status, info.value.cause) == (504, None)
+    # A base URL without http(s):// is the caller's mistake: raised at once.
+    with Client("laurels.test", "t", backoff=0.001) as c, \
+            pytest.raises(httpx.UnsupportedProtocol):
+        c.board()
+
+
+# -- typed results ---------------------------------------------------------------------------
+
+def shaped(body: Any, kind: Any) -> Any:
+    """`body` has every key `kind` (a TypedDict of laurels.client) requires.
+    (Keys beyond the contract may come too: a TypedDict does not forbid them.)"""
+    hints = get_type_hints(kind, include_extras=True)
+    required = {k for k, t in hints.items() if get_origin(t) is not NotRequired}
+    assert isinstance(body, dict), (kind.__name__, body)
+    assert required <= body.keys(), (kind.__name__, sorted(required - body.keys()))
+    return body
+
+
+def each(bodies: list[Any], kind: Any) -> None:
+    assert bodies, kind.__name__  # something to check
+    for body in bodies:
+        shaped(body, kind)
+
+
+async def eventually(check: Any, seconds: float = 10) -> Any:
+    async with asyncio.timeout(seconds):
+        while not (value := await check()):
+            await asyncio.sleep(0.05)
+        return value
+
+
+async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
+    hooks = f"http://127.0.0.1:{free_port()}/hooks"  # deliveries stay pending
+    api = await serve(close_seasons=False, webhook_url=hooks)
+    learner = AsyncClient(BASE_URL, token_for(api.env, 1), transport=api.transport)
+    async with client(api, INGEST) as laurels, client(api, ADMIN) as admin, learner:
+        for uid, points in ((1, 10), (2, 20), (3, 30)):
+            shaped(await laurels.post_completion(f"k-{uid}", uid, points,
+                                                 "2025-12-01T10:00:00Z"), CompletionResult)
+        [item] = await laurels.post_completions([{"completion_id": "k-4", "user_id": 4,
+                                                  "points": 5}])
+        shaped(item, CompletionResult)
+        shaped(await laurels.put_user(3, "Cleo", "anonymous"), User)
+        shaped(await laurels.put_group("k", "K"), Group)
+        shaped(await laurels.get_group("k"), Group)
+        shaped(await laurels.change_members("k", add=[1, 2]), Membership)
+
+        board = shaped(await laurels.board("2025-W49"), Board)
+        each(board["entries"], Entry)
+        group = shaped(await learner.group_board("k", "2025-W49"), GroupBoard)
+        each(group["entries"], Entry)
+        for mine in (await learner.around("2025-W49", 1),
+                     await learner.group_around("k", "2025-W49", 1)):
+            shaped(mine, Neighbourhood)
+            shaped(mine["user"], Standing)
+            each(mine["neighbors"], Neighbor)
+        friends = shaped(await learner.friends("2025-W49", [1, 2, 3]), FriendsBoard)
+        assert [(e["user_id"], e.get("self")) for e in friends["entries"]] == [
+            (2, None), (1, True)]  # the anonymous learner 3 is left out
+        each(friends["entries"], FriendEntry)
+        each(shaped(await learner.user_groups(1), UserGroups)["groups"], GroupRef)
+
+        shaped(await admin.void("k-1", "test"), Correction)
+        why = shaped(await learner.completions("2025-W49", 1), UserCompletions)
+        assert [shaped(c, CompletionRecord)["status"] for c in why["completions"]] == [
+            "voided"]
+        shaped(await admin.restore("k-1"), Correction)
+        shaped(await admin.suspend(2, "test"), Suspension)
+        shaped(await admin.unsuspend(2), Suspension)
+        each(shaped(await admin.audit(limit=2), AuditLog)["entries"], AuditEntry)
+        assert shaped(await admin.verify("2025-W49"), VerifyResult)["consistent"] is True
+
+        async def pending() -> Any:
+            page = await admin.deliveries(status="pending")
+            return page if page["deliveries"] else None
+
+        deliveries = shaped(await eventually(pending), Deliveries)
+        each(deliveries["deliveries"], Delivery)
+        assert await admin.retry_delivery(deliveries["deliveries"][0]["id"]) is None
+
+        started = shaped(await admin.rebuild("2025-W49"), RebuildStarted)
+
+        async def finished() -> Any:
+            state = await admin.rebuild_status(started["rebuild_id"])
+            return state if state["status"] != "running" else None
+
+        assert shaped(await eventually(finished, 30), Rebuild)["status"] == "succeeded"
+
+        api.runtime.settings.close_seasons = True
+        await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
+        mine = shaped(await learner.notifications(1), Notifications)
+        [final] = [shaped(n, Notification) for n in mine["notifications"]
+                   if n["kind"] == "season_final"]
+        assert (final["season"], final["read"], final["data"]["rank"]) == ("2025-W49", False, 3)
+        assert shaped(await learner.mark_read(1, [final["id"]]), MarkedRead) == {
+            "read": [final["id"]]}
+
+        assert await laurels.delete_group("k") is None
+        assert await admin.erase_user(4) is None

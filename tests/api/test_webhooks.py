@@ -17,10 +17,11 @@ import orjson
 import pytest
 from aiohttp import web
 
+from laurels.seasons import season_of
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post
-from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, free_port
+from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, free_port, token_for
 
 ITEMS = [("h1", 1, 10, "2025-12-01T10:00:00Z"), ("h2", 2, 12, "2025-12-01T11:00:00Z")]
 
@@ -125,6 +126,10 @@ async def test_every_event_arrives_signed_after_failures(serve: ApiFactory,
     assert types["notification.created"] >= 1  # learner 1's season_final
     assert {d["status"] for d in done} == {"delivered"}
     assert all(d["attempts"] == 4 for d in done), done  # 500, timeout, redirect, then 204
+    for d in done:  # every failed attempt's error stays, delivered or not
+        assert [(e["attempt"], e["error"]) for e in d["errors"]] == [
+            (1, "HTTP 500"), (2, "no answer within 0.5 s"), (3, "HTTP 302")], d
+        assert d["last_error"] == "HTTP 302"
     assert receiver.bad_signatures == 0 and receiver.attempts["followed a redirect"] == 0
     assert set(receiver.received) == {d["id"] for d in done}
     events = {e["type"]: e for e in receiver.received.values()}
@@ -189,3 +194,70 @@ async def test_no_webhooks_without_a_url(serve: ApiFactory) -> None:
     await post(api.client(INGEST), ITEMS)
     await void(api, "h1")
     assert await deliveries(api) == []
+
+
+async def test_only_the_events_asked_for_are_sent(serve: ApiFactory) -> None:
+    """LAURELS_WEBHOOK_EVENTS: event types and notification kinds; the
+    others are not recorded at all."""
+    receiver = Receiver([])
+    async for _ in running(receiver):
+        api = await serve(close_seasons=False, webhook_url=receiver.url,
+                          webhook_events=("completion.voided", "notification.top10"))
+        c = api.client(INGEST)
+        await post(c, ITEMS)
+        await void(api, "h1")
+        await restore(api, "h1")
+        assert (await api.client(ADMIN).delete("/v1/users/2")).status_code == 204
+        api.runtime.settings.close_seasons = True
+        await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
+        await api.runtime.notifier.consume()  # learner 1's season_final: not asked for
+        done = await settled(api)
+        assert [d["type"] for d in done] == ["completion.voided"]
+        assert [e["data"]["completion_id"] for e in receiver.received.values()] == ["h1"]
+
+
+async def waiting(api: Api) -> int:
+    """Learner 1's `overtaken` deliveries not delivered yet."""
+    async with api.runtime.db.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM webhook_deliveries WHERE user_id = 1"
+            " AND kind = 'overtaken' AND status <> 'delivered'")
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row["n"])
+
+
+async def test_a_refreshed_notification_is_sent_once_per_window_with_its_latest_state(
+        serve: ApiFactory) -> None:
+    """Learner 1 is passed by four learners in a row: one unread
+    `overtaken`, refreshed three times. The first is sent at once; the
+    refreshes within LAURELS_WEBHOOK_COALESCE_SECONDS make one more
+    delivery, sent when the window has passed, carrying the latest state
+    (who passed them last)."""
+    receiver = Receiver([])
+    async for _ in running(receiver):
+        api = await serve(webhook_url=receiver.url, webhook_coalesce_seconds=2)
+        rt = api.runtime
+        c = api.client(INGEST)
+        await rt.rebuilder.run(season_of(datetime.now(UTC)).name)  # live: rank events
+        for uid, points in ((1, 5), (2, 6), (3, 7), (4, 8), (5, 9)):
+            resp = await c.post("/v1/completions", json={
+                "completion_id": f"o{uid}", "user_id": uid, "points": points})
+            assert resp.status_code == 201, resp.text
+            await rt.notifier.consume()
+        notes = (await api.client(token_for(api.env, 1)).get(
+            "/v1/users/1/notifications")).json()["notifications"]
+        [latest] = [n for n in notes if n["kind"] == "overtaken"]
+        assert latest["data"]["by_user_id"] == 5
+
+        async with asyncio.timeout(20):  # every delivery of it went out
+            while True:
+                sent = [e["data"] for e in receiver.received.values()
+                        if e["data"].get("kind") == "overtaken" and e["data"]["user_id"] == 1]
+                if sent and sent[-1]["data"]["by_user_id"] == 5 and not await waiting(api):
+                    break
+                await asyncio.sleep(0.1)
+        # The first (unless the refreshes came before it went out: then it
+        # carried them), then at most one for the window's refreshes.
+        assert 1 <= len(sent) <= 2, sent
+        assert {s["id"] for s in sent} == {latest["id"]}

@@ -25,6 +25,7 @@ from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets
 from laurels.validation import UserIn
+from laurels.webhooks import store_settings
 from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, free_port, make_settings
 from tests.invariants import blocked_or_done
 
@@ -76,6 +77,7 @@ async def hooked(tmp_path: Path, database_url: str, redis_url: str, key_prefix: 
     runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET, WEBHOOK_SECRET),
                       database_url, redis_url)
     await runtime.open(run_migrations=False)
+    await store_settings(runtime.db, settings)  # as `laurels serve` does
     yield runtime
     await runtime.close()
 

@@ -21,6 +21,7 @@ from laurels.metrics import RequestMetrics
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime, background_loops
 from laurels.supervisor import Supervisor
+from laurels.webhooks import store_settings
 
 log = logging.getLogger("laurels.api")
 
@@ -29,6 +30,9 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
+        # The deployment's webhook settings, for every process that writes
+        # (a CLI command, a projector started alone): webhooks.py.
+        await store_settings(rt.db, rt.settings)
         supervisor = Supervisor()
         app.state.supervisor = supervisor
         for name, loop in background_loops(rt, projector=run_projector).items():

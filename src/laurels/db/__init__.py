@@ -91,14 +91,8 @@ def migrations() -> list[tuple[int, str, str]]:
 
 class Database:
     def __init__(self, url: str, min_size: int = 2, max_size: int = 20,
-                 timeout_seconds: float = 5.0, webhooks: bool = False) -> None:
+                 timeout_seconds: float = 5.0) -> None:
         self.url = url
-
-        async def configure(conn: Conn) -> None:
-            # Webhook events are enqueued only by connections that say so
-            # (migration 008): the processes with LAURELS_WEBHOOK_URL.
-            await conn.execute(q("webhooks_on"))
-
         # A request that finds every connection busy queues for one (psycopg's
         # pool waits); it fails only after `timeout_seconds` (PoolTimeout, 503).
         self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -106,7 +100,6 @@ class Database:
             timeout=timeout_seconds,
             kwargs={"row_factory": dict_row, "autocommit": True},
             connection_class=psycopg.AsyncConnection[DictRow],
-            configure=configure if webhooks else None,
         )
 
     async def open(self) -> None:

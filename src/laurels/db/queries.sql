@@ -552,8 +552,8 @@ WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: enqueue_webhook
--- An event for the webhook (migration 008), in the caller's transaction;
--- nothing unless this connection has webhooks on.
+-- An event for the webhook (migrations 008, 011), in the caller's
+-- transaction; nothing unless the deployment's webhook settings want it.
 SELECT laurels_enqueue_webhook(%(type)s, %(user_id)s, %(data)s);
 
 -- name: claim_deliveries
@@ -566,7 +566,7 @@ SET next_attempt_at = now() + make_interval(secs => %(lease_seconds)s),
 WHERE d.id IN (SELECT id FROM webhook_deliveries
                WHERE status = 'pending' AND next_attempt_at <= now()
                ORDER BY next_attempt_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING d.id, d.type, d.user_id, d.body, d.attempts, d.give_up_at;
+RETURNING d.id, d.type, d.user_id, d.notification_id, d.body, d.attempts, d.give_up_at;
 
 -- name: share_erasure_locks
 -- The shared side of some learners' erasure locks (a delivery in flight that
@@ -581,22 +581,44 @@ SELECT pg_advisory_xact_lock(hashtextextended('laurels erasure ' || %(user_id)s,
 -- name: leased_deliveries
 -- Leased deliveries as they are now (an erasure may have deleted or
 -- scrubbed them since the lease), still due to be sent.
-SELECT id, type, user_id, body, attempts FROM webhook_deliveries
+SELECT id, type, user_id, notification_id, body, attempts FROM webhook_deliveries
 WHERE id = ANY(%(ids)s) AND status = 'pending' ORDER BY created_at, id;
 
 -- name: delivery_done
-UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_error = NULL
+-- Delivered; the errors of the attempts before stay (last_error among them).
+UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now()
 WHERE id = %(id)s AND status = 'pending';
 
 -- name: delivery_failed_attempt
 -- Another attempt later, or `failed` once the next would come after give_up_at.
+-- Every attempt's error is kept, in order.
 UPDATE webhook_deliveries
 SET last_error = %(error)s,
+    errors = errors || jsonb_build_array(jsonb_build_object(
+        'attempt', attempts, 'at', laurels_utc(now()), 'error', %(error)s::text)),
     status = CASE WHEN now() + make_interval(secs => %(delay)s) > give_up_at
                   THEN 'failed' ELSE 'pending' END,
     next_attempt_at = now() + make_interval(secs => %(delay)s)
 WHERE id = %(id)s AND status = 'pending'
 RETURNING status;
+
+-- name: delivery_dropped
+-- Nothing left to send: the notification it announced is gone.
+UPDATE webhook_deliveries SET status = 'failed', last_error = %(error)s
+WHERE id = %(id)s AND status = 'pending';
+
+-- name: store_webhook_settings
+-- The deployment's webhook settings, stored by the serving process (every
+-- writer's transaction reads them: migration 011).
+INSERT INTO webhook_settings AS w (id, enabled, events, coalesce_seconds)
+VALUES (true, %(enabled)s, %(events)s, %(coalesce_seconds)s)
+ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, events = EXCLUDED.events,
+    coalesce_seconds = EXCLUDED.coalesce_seconds, updated_at = now();
+
+-- name: notifications_by_id
+-- The notifications some deliveries announce, as they are now.
+SELECT id, user_id, kind, season, data, created_at, read FROM notifications
+WHERE id = ANY(%(ids)s);
 
 -- name: retry_delivery
 -- An operator's retry: pending again, at once, for another 24 hours.
@@ -605,7 +627,7 @@ SET status = 'pending', next_attempt_at = now(), give_up_at = now() + interval '
 WHERE id = %(id)s RETURNING id;
 
 -- name: list_deliveries
-SELECT id, type, status, attempts, last_error, next_attempt_at, created_at
+SELECT id, type, status, attempts, last_error, errors, next_attempt_at, created_at
 FROM webhook_deliveries
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(after_at)s::timestamptz IS NULL
@@ -627,9 +649,6 @@ SET body = jsonb_set(body, '{data,data}',
                      (body #> '{data,data}') - 'by_user_id' - 'by_display_name')
 WHERE type = 'notification.created'
   AND body #>> '{data,data,by_user_id}' = %(user_id)s::text;
-
--- name: webhooks_on
-SET laurels.webhooks = 'on';
 
 -- name: group_read_access
 -- Who may read a group (api/group_routes.py), in one read whatever the

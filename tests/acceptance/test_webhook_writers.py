@@ -1,0 +1,121 @@
+"""Whether an event is sent does not depend on which process caused it
+(issue 26; docs/contract.md, Webhooks): a CLI void and restore, and a
+notification written by `laurels projector`, each started without any
+webhook variable, reach the receiver of the deployment (`laurels serve`
+with the URL stores the deployment's webhook settings in PostgreSQL).
+
+The receiver is the threaded one docs/webhooks.md shows, checking each
+signature as the docs say."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import (
+    INGEST,
+    WEBHOOK_SECRET,
+    completion,
+    laurels_bin,
+    server_env,
+    stop_process,
+    wait_until,
+)
+
+
+class Receiver(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.events: list[dict[str, Any]] = []
+        self.bad_signatures = 0
+        self.url = f"http://127.0.0.1:{self.server_port}/hooks"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        parts = dict(p.split("=", 1) for p in self.headers["Laurels-Signature"].split(","))
+        want = hmac.new(WEBHOOK_SECRET.encode(), parts["t"].encode() + b"." + body,
+                        hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(want, parts["v1"]):
+            self.server.bad_signatures += 1
+        self.server.events.append(json.loads(body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def receiving() -> Iterator[Receiver]:
+    receiver = Receiver()
+    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+
+
+def cli(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run([laurels_bin(), *args], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_events_of_every_writer_reach_the_receiver(tmp_path: Path, database_url: str,
+                                                   redis_url: str, key_prefix: str,
+                                                   serve: Any) -> None:
+    with receiving() as receiver:
+        # The serving process has the URL (it sends); it runs no projector.
+        server = serve("--no-projector", LAURELS_WEBHOOK_URL=receiver.url,
+                       LAURELS_WEBHOOK_SECRET=WEBHOOK_SECRET)
+        env = server_env(database_url, redis_url, key_prefix, tmp_path / "cli")
+        assert not any(k.startswith("LAURELS_WEBHOOK") for k in env)
+        log = (tmp_path / "projector.log").open("wb")
+        projector = subprocess.Popen([laurels_bin(), "projector"], env=env, stdout=log,
+                                     stderr=subprocess.STDOUT)
+        try:
+            # A completion on a live board makes a rank event; the projector
+            # alone turns it into a notification (the learner enters the top
+            # 10). One absorbed by the board's first build makes none: the
+            # next learner's then does.
+            def kinds() -> list[tuple[str, Any]]:
+                return [(e["type"], e["data"].get("kind") or e["data"].get("completion_id"))
+                        for e in receiver.events]
+
+            for uid in range(1, 6):
+                resp = server.client(INGEST).post("/v1/completions",
+                                                  json=completion(f"w{uid}", uid, 10 - uid))
+                assert resp.status_code == 201, resp.text
+                try:
+                    wait_until(lambda: ("notification.created", "top10") in kinds(), 5)
+                    break
+                except AssertionError:
+                    continue
+            assert ("notification.created", "top10") in kinds()
+            cli(env, "void", "w1", "--reason", "copied answers")
+            wait_until(lambda: ("completion.voided", "w1") in kinds(), 30)
+            cli(env, "restore", "w1")
+            wait_until(lambda: ("completion.restored", "w1") in kinds(), 30)
+            time.sleep(0.5)
+        finally:
+            stop_process(projector)
+            log.close()
+        assert receiver.bad_signatures == 0
+        assert {k for k in kinds() if k[0] != "notification.created"} == {
+            ("completion.restored", "w1"), ("completion.voided", "w1")}
