@@ -50,6 +50,7 @@ SLOW = (
     "tests/acceptance/test_rebuild_traffic.py::test_thousands_of_retried_completions",
     "tests/integration/test_model.py", "tests/integration/test_model_interleaved.py",
     "tests/integration/test_crash.py",
+    "tests/acceptance/test_cli.py", "tests/acceptance/test_webhook_writers.py",
     "tests/acceptance/test_http.py::test_embedded_default",
     "tests/acceptance/test_http.py::test_bad_configuration_is_one_clear_line",
     "tests/acceptance/test_http.py::test_cli_migrate_token_rebuild",

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from secrets import token_urlsafe
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import typer
 
 from laurels.settings import ConfigError, Secrets, Settings, load_settings, resolve_secrets
 
 if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
+    from laurels.embedded import Servers
     from laurels.runtime import Runtime
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -73,13 +77,101 @@ def _logging() -> None:
     logs.configure()
 
 
+SECRET_PARAMS = {"password", "pass", "passwd", "sslpassword", "requirepass"}  # in a URL's query
+
+
+def _shown(url: str) -> str:
+    """A store's URL to print: any password replaced by ***, the rest as
+    given (the embedded PostgreSQL's unix-socket `host=` readable)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.partition("://")[0] + "://(unparsable URL)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        netloc = f"{user}{':***' if password else ''}@{hostport}"
+    query = []
+    for item in parts.query.split("&") if parts.query else []:
+        name, eq, value = item.partition("=")
+        if unquote(name).lower() in SECRET_PARAMS:
+            query.append(f"{name}=***")
+        else:
+            query.append(f"{unquote(name)}{eq}{unquote(value)}")
+    shown = f"{parts.scheme}://{netloc}{parts.path}"
+    return shown + ("?" + "&".join(query) if query else "")
+
+
+def _using(settings: Settings, servers: Servers) -> None:
+    """Which data dir and stores a one-shot command uses: on stderr (stdout
+    is the command's answer, which scripts parse), never a secret."""
+    def how(kind: str) -> str:
+        state = servers.embedded.get(kind)
+        return f" (embedded, {state})" if state else ""
+
+    typer.echo(f"laurels: using data dir {settings.data_dir}", err=True)
+    typer.echo(f"laurels: using database {_shown(servers.database_url)}{how('database')}, "
+               f"Redis {_shown(servers.redis_url)}{how('redis')}", err=True)
+
+
+def _stored_secrets(settings: Settings) -> dict[str, str]:
+    """The secrets file of the data dir ({} without one), read, never written."""
+    path = settings.data_dir / "secrets.json"
+    try:
+        stored = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read secrets in {settings.data_dir}: {exc}") from None
+    if not isinstance(stored, dict):
+        raise fail(f"cannot read secrets in {settings.data_dir}: {path.name} is no JSON object")
+    return {k: v for k, v in stored.items() if isinstance(v, str)}
+
+
+def _known_secrets(settings: Settings) -> Secrets:
+    """The deployment's secrets as far as the environment and the data dir
+    know them, never generated nor saved. A one-shot command other than
+    `token` uses none of them (it serves no API and sends no webhook), so an
+    unknown one is a throwaway value that no token matches."""
+    stored = _stored_secrets(settings)
+    values = {}
+    for name in ("ingest_token", "admin_token", "user_token_secret", "webhook_secret"):
+        env = getattr(settings, name)
+        values[name] = (env.get_secret_value() if env is not None
+                        else stored.get(name) or token_urlsafe(32))
+    return Secrets(**values)
+
+
+def _require_served(settings: Settings) -> None:
+    """A one-shot command joins (or restarts) the embedded servers of a data
+    dir where `laurels serve` ran; it never starts fresh ones: that would
+    answer from an empty database, not the deployment's."""
+    from laurels import embedded
+
+    absent = embedded.never_started(settings)
+    if not absent:
+        return
+    names = {"PostgreSQL": "LAURELS_DATABASE_URL", "Valkey": "LAURELS_REDIS_URL"}
+    raise fail(f"no laurels serve has run in {settings.data_dir} (no embedded "
+               f"{' or '.join(absent)} there): set LAURELS_DATA_DIR to the data dir of your "
+               f"laurels serve, or {' and '.join(names[a] for a in absent)} to its servers")
+
+
 def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
-                  announce: bool = False) -> T:
-    """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean up."""
+                  one_shot: bool = True) -> T:
+    """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean
+    up. A one-shot command (every one but serve, projector and demo) starts
+    embedded servers only where a serve ran, generates no secret, and says
+    on stderr which data dir and stores it uses."""
     from laurels.runtime import Runtime
 
-    secrets = _secrets(settings, announce=announce)
+    if one_shot:
+        _require_served(settings)
+        secrets = _known_secrets(settings)
+    else:
+        secrets = _secrets(settings, announce=False)
     servers = _start_servers(settings)
+    if one_shot:
+        _using(settings, servers)
 
     async def main() -> T:
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
@@ -206,7 +298,7 @@ def projector() -> None:
         await supervisor.stop.wait()
         await supervisor.shutdown()
 
-    _with_runtime(settings, work)
+    _with_runtime(settings, work, one_shot=False)
 
 
 @app.command()
@@ -235,8 +327,33 @@ def token(
     if ttl_seconds < 1:
         raise fail("--ttl-seconds must be positive")
     settings = _settings()
-    secrets = _secrets(settings, announce=False)
-    typer.echo(mint(secrets.user_token_secret, user, ttl_seconds))
+    if settings.user_token_secret is not None:
+        secret, source = settings.user_token_secret.get_secret_value(), \
+            "LAURELS_USER_TOKEN_SECRET"
+    else:
+        stored = _stored_secrets(settings).get("user_token_secret")
+        if not stored:
+            raise fail(_no_token_secret(settings))
+        secret, source = stored, str(settings.data_dir / "secrets.json")
+    # On stderr: stdout is the token alone, for scripts.
+    typer.echo(f"laurels: using data dir {settings.data_dir}; signing with the user token "
+               f"secret from {source}", err=True)
+    typer.echo(mint(secret, user, ttl_seconds))
+
+
+def _no_token_secret(settings: Settings) -> str:
+    """Why `token` refuses to sign (a fresh secret would sign tokens the
+    server refuses)."""
+    from laurels import embedded
+
+    everything = settings.model_copy(update={"database_url": None, "redis_url": None})
+    if len(embedded.never_started(everything)) == 2:  # no trace of a serve at all
+        return (f"no laurels serve has run in {settings.data_dir} (no secrets there): set "
+                f"LAURELS_DATA_DIR to the data dir of your laurels serve, or "
+                f"LAURELS_USER_TOKEN_SECRET to the secret it uses")
+    return (f"no user token secret in {settings.data_dir / 'secrets.json'} (the laurels serve "
+            f"there took it from the environment?): set LAURELS_USER_TOKEN_SECRET to the "
+            f"secret it uses")
 
 
 @app.command()
@@ -309,16 +426,21 @@ def _correct(completion_id: str, reason: str | None, voided: bool) -> None:
     settings = _settings()
 
     async def work(rt: Any) -> Any:
-        if voided:
-            return await rt.corrections.void(cid, why or "")
-        return await rt.corrections.restore(cid, why)
+        return await rt.corrections.correct(cid, voided, (why or "") if voided else why)
 
     try:
-        body = _with_runtime(settings, work)
+        body, changed = _with_runtime(settings, work)
     except DomainError as exc:
         raise fail(exc.detail, 1) from None
-    typer.echo(f"laurels: {body['completion_id']} (seq {body['seq']}, {body['season']}) "
-               f"is {body['status']}")
+    where = f"(seq {body['seq']}, {body['season']})"
+    if changed:
+        typer.echo(f"laurels: {body['completion_id']} {where} is {body['status']}")
+    elif voided:
+        typer.echo(f"laurels: completion {body['completion_id']} {where} was already voided; "
+                   "nothing changed")
+    else:
+        typer.echo(f"laurels: completion {body['completion_id']} {where} already counts; "
+                   "nothing changed")
 
 
 @app.command()

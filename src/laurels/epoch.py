@@ -68,8 +68,12 @@ class EpochWatch:
             if row["fingerprint"] == now:
                 self.seen = now
                 return False
-            log.warning("Redis changed (run id %s -> %s): rebuilding every board it holds",
-                        row["fingerprint"] or "unknown", now)
+            if row["fingerprint"]:
+                log.warning("Redis changed (run id %s -> %s): rebuilding every board it "
+                            "holds", row["fingerprint"], now)
+            else:  # none recorded yet (a first start): nothing changed, record it
+                log.info("Redis run id %s recorded (none before); checking the boards it "
+                         "holds", now)
             await self.repair()
             if await fingerprint(self.board.redis) != now:
                 return False  # it changed again meanwhile: repair again next time

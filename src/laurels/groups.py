@@ -70,14 +70,10 @@ def visible(members: Sequence[Scored], privacy: Privacy) -> list[Scored]:
 def place(others: Sequence[Scored], me: Scored, vis: str, policy: TiePolicy
           ) -> tuple[list[Ranked], int]:
     """`others` (as `visible` gives them) ranked with `me` among them, and
-    my index: a hidden learner where they would stand, pushing nobody down
-    (as on the whole board's neighbourhood); anyone else ranked as shown."""
-    if vis in HIDDEN:
-        ranked = rank_members(others, policy)
-        index = sum(1 for r in ranked if _key(r.member, policy) < _key(me, policy))
-        better = sum(1 for r in ranked if r.member.score > me.score)
-        ranked.insert(index, Ranked(better + 1 if policy == "shared" else index + 1, me))
-        return ranked, index
+    my index. A hidden learner stands where they would, and the others are
+    ranked as if they were on the board (as on the whole board's
+    neighbourhood, ranking.ranks_beside): their own view never shows two
+    learners on one unique rank."""
     ranked = rank_members([*others, me._replace(visibility=vis)], policy)
     return ranked, next(i for i, r in enumerate(ranked) if r.member.user_id == me.user_id)
 
@@ -184,10 +180,15 @@ class Groups:
         return policy, found
 
     async def member_ids(self, group_id: str) -> list[int]:
+        return (await self._members(group_id))[1]
+
+    async def _members(self, group_id: str) -> tuple[str, list[int]]:
+        """The group's name (its id when it has none) and its members."""
         rows = await self.db.fetch("group_member_ids", group_id=group_id)
         if not rows:
             raise DomainError("not_found", f"no group {group_id}")
-        return [int(r["user_id"]) for r in rows if r["user_id"] is not None]
+        return (rows[0]["name"] or group_id,
+                [int(r["user_id"]) for r in rows if r["user_id"] is not None])
 
     async def board_top(self, group_id: str, season: Season, limit: int,
                         after: Position | None
@@ -197,14 +198,15 @@ class Groups:
         the page's last entry when more follow (the API seals it into the
         `next` cursor); and the members it was computed from (the API's
         cache indexes them, group_index.py)."""
-        members = await self.member_ids(group_id)
+        name, members = await self._members(group_id)
         policy, scored = await self._scored(season, members)
         ranked = rank_members(visible(scored, self.privacy), policy)
         page = ranked if after is None else [r for r in ranked
                                              if _key(r.member, policy) > after]
         shown, rest = page[:limit], page[limit:]
         body = self.reads.season_info(season)
-        body.update({"group_id": group_id, "tie_policy": policy, "total": len(ranked),
+        body.update({"group_id": group_id, "name": name, "tie_policy": policy,
+                     "total": len(ranked),
                      "entries": [public_entry(r.entry()) for r in shown], "next": None})
         return body, (_key(shown[-1].member, policy) if rest and shown else None), members
 

@@ -72,6 +72,18 @@ def assign_ranks(scores: Sequence[int], first_rank: int, first_index: int,
     return ranks
 
 
+def ranks_beside(ranks: Sequence[int], scores: Sequence[int], index: int, policy: TiePolicy
+                 ) -> list[int]:
+    """The ranks of a hidden learner's neighbours (a best-first slice with
+    the learner at `index`, placed where they would stand) as if the learner
+    were on the board: everyone after them one lower (under `shared`, only
+    those with a lower score: a tie shares the learner's rank). Their own
+    view then never shows two learners on one unique rank."""
+    mine = scores[index]
+    return [rank + 1 if i > index and (policy == "first" or scores[i] < mine) else rank
+            for i, rank in enumerate(ranks)]
+
+
 def rank_all(standings: Iterable[Standing], policy: TiePolicy) -> list[tuple[int, Standing]]:
     """Reference ranking of a whole board: the model the tests check Redis and
     the archive against (production ranks in Lua and in SQL)."""

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from laurels import failpoints
-from laurels.board import Around, Board, BoardMissing, Entry, default_name
+from laurels.board import Around, Board, BoardMissing, Entry, beside, default_name
 from laurels.db import Database
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
@@ -196,8 +196,9 @@ class Reads:
                                        first=first, last=last)
         neighbors = [_archived_entry(r) for r in rows]
         pos = index - first
-        if row["pos"] is None:
+        if row["pos"] is None:  # hidden: the others ranked as if they were on the board
             neighbors.insert(pos, me)
+            neighbors = beside(neighbors, pos, policy)  # type: ignore[arg-type]
         else:
             neighbors[pos] = me
         return Around(me, pos, neighbors)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,6 +209,8 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
             f'<laurels-board id="mine" season="current" limit="3" token="{token}">'
             f'</laurels-board>'
             f'<laurels-board id="team" group="team" limit="5"></laurels-board>'
+            f'<laurels-board id="month" season="current-month"></laurels-board>'
+            f'<laurels-board id="nosuch" group="nosuch"></laurels-board>'
             f'<script src="{server.url}/embed.js" defer></script>')
     csp = (f"default-src 'none'; script-src {server.url}; connect-src {server.url}; "
            "style-src 'self'; base-uri 'none'")
@@ -218,7 +221,13 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
         expect(page.locator("#mine tr.me")).to_contain_text("L1")
         team = page.locator("#team tbody tr")
         expect(team).to_have_count(2)
+        expect(page.locator("#team caption")).to_contain_text("Team:")  # its name, not its id
+        # A board the server does not have says what is wrong, and stops asking.
+        expect(page.locator("#month p.note")).to_contain_text("not configured")
+        expect(page.locator("#nosuch p.note")).to_contain_text("needs a learner token")
         c.post("/v1/completions", json=completion("boost", 1, 500))  # live: L1 leads
         expect(mine.first).to_contain_text("L1", timeout=10_000)
         expect(team.first).to_contain_text("L1", timeout=10_000)
-        assert errors == []
+        # The two broken boards' answers are the only errors the console shows.
+        assert [e for e in errors if not re.search(
+            r"Failed to load resource: .* status of (401|404)", e)] == []

@@ -70,12 +70,22 @@ def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
         out = subprocess.run([laurels_bin(), "verify", "--season", "current"], env=env,
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and "consistent (1 learners checked)" in out.stdout, out
+        # It says so on stderr (issue 26): the data dir, the stores it joined.
+        assert f"laurels: using data dir {data_dir}\n" in out.stderr, out.stderr
+        assert "postgresql://postgres@/laurels?host=" in out.stderr, out.stderr
+        assert out.stderr.count("(embedded, joined)") == 2, out.stderr
         # ...and leaves them running when it exits.
         assert httpx.get(f"{server.url}/readyz").status_code == 200
         assert len(list((data_dir / "postgres").glob("postmaster.pid"))) == 1
     finally:
         server.stop()
     assert server.process.returncode == 0
+    # Where a serve ran, a one-shot command starts its servers for itself
+    # (and stops them); where none ran it refuses (tests/acceptance/test_cli.py).
+    out = subprocess.run([laurels_bin(), "verify", "--season", "current"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "consistent (1 learners checked)" in out.stdout, out
+    assert out.stderr.count("(embedded, started)") == 2, out.stderr
     server = start_server(env, tmp_path / "embedded2.log")
     try:
         top = httpx.get(f"{server.url}/v1/leaderboards/current").json()
@@ -117,10 +127,20 @@ def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url:
     out = subprocess.run([laurels_bin(), "void", "r1", "--reason", "copied answers"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "r1 (seq 1, 2026-W48) is voided" in out.stdout, out.stderr
+    assert "laurels: using database" in out.stderr and "using" not in out.stdout
     assert httpx.get(f"{server.url}/v1/leaderboards/2026-W48").json()["entries"] == []
+    # Twice: the same answer over HTTP (contract); the command says nothing changed.
+    out = subprocess.run([laurels_bin(), "void", "r1", "--reason", "copied answers"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ("laurels: completion r1 (seq 1, 2026-W48) was already voided; "
+                          "nothing changed\n"), out.stdout
     out = subprocess.run([laurels_bin(), "restore", "r1"], env=env, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "is recorded" in out.stdout, out.stderr
+    out = subprocess.run([laurels_bin(), "restore", "r1"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "r1 (seq 1, 2026-W48) already counts" in out.stdout, out
     top = httpx.get(f"{server.url}/v1/leaderboards/2026-W48").json()
     assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(3, 4)]
     audit = server.client(ADMIN).get("/v1/admin/audit").json()["entries"]

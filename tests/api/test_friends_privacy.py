@@ -103,8 +103,10 @@ async def test_an_anonymous_hidden_or_suspended_caller_still_sees_themselves(
          "self": True},
         {"rank": 2, "board_rank": 2, "user_id": 6, "display_name": "Learner 6", "score": 40},
         {"rank": 4, "board_rank": 5, "user_id": 7, "display_name": "Learner 7", "score": 20}]
-    # Hidden and suspended callers stand where they would, pushing nobody
-    # down (as in their neighbourhood); the others are left out for them too.
+    # Hidden and suspended callers stand where they would, and the others are
+    # ranked as if they were on the board (as in their neighbourhood: their
+    # own view never shows two learners on one unique rank); the others left
+    # out for everyone are left out for them too.
     for uid, name, score in ((HAL, "Hal", 45), (SUS, "Sus", 42)):
         seen = await ranks(api.client(token_for(api.env, uid)), "current", asked)
         assert seen["entries"] == [
@@ -112,9 +114,9 @@ async def test_an_anonymous_hidden_or_suspended_caller_still_sees_themselves(
              "score": 50},
             {"rank": 2, "board_rank": 2, "user_id": uid, "display_name": name,
              "score": score, "self": True},
-            {"rank": 2, "board_rank": 2, "user_id": 6, "display_name": "Learner 6",
+            {"rank": 3, "board_rank": 2, "user_id": 6, "display_name": "Learner 6",
              "score": 40},
-            {"rank": 3, "board_rank": 5, "user_id": 7, "display_name": "Learner 7",
+            {"rank": 4, "board_rank": 5, "user_id": 7, "display_name": "Learner 7",
              "score": 20}], uid
     # Unsuspended, Sus is public again, and on everyone's friends boards.
     admin = api.client(ADMIN)

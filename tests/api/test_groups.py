@@ -140,8 +140,9 @@ async def test_a_group_neighbourhood(serve: ApiFactory) -> None:
                       token_for(api.env, 3), radius=1)
     assert hal["user"] == {"rank": 1, "user_id": 3, "display_name": "Hal", "score": 45,
                            "visibility": "hidden"}
+    # The others ranked as if Hal were on the board: no two rank-1 rows.
     assert [(n["rank"], n["user_id"], n["self"]) for n in hal["neighbors"]] == [
-        (1, 3, True), (1, 2, False)]
+        (1, 3, True), (2, 2, False)]
     four = await board(api, "/v1/groups/g/leaderboards/current/users/4",
                        token_for(api.env, 4), radius=5)
     assert four["user"]["rank"] == 2  # hidden 3 pushes nobody down
@@ -232,12 +233,13 @@ async def test_a_friends_board(serve: ApiFactory) -> None:
     hal = api.client(token_for(api.env, 3))
     resp = await hal.post("/v1/leaderboards/current/ranks", json={"user_ids": [2, 3, 4, 9]})
     assert resp.status_code == 200
-    # Hidden Hal sees themselves where they would stand (pushing nobody
-    # down); anonymous 2 is left out (test_friends_privacy.py has the rest).
+    # Hidden Hal sees themselves where they would stand, the others ranked
+    # as if Hal were on the board; anonymous 2 is left out
+    # (test_friends_privacy.py has the rest).
     assert resp.json()["entries"] == [
         {"rank": 1, "board_rank": 3, "user_id": 3, "display_name": "Hal", "score": 45,
          "self": True},
-        {"rank": 1, "board_rank": 4, "user_id": 4, "display_name": "Learner 4", "score": 30}]
+        {"rank": 2, "board_rank": 4, "user_id": 4, "display_name": "Learner 4", "score": 30}]
     other = await c.post("/v1/leaderboards/current/ranks", json={"user_ids": [1, 3, 5]})
     assert [(e["rank"], e["board_rank"], e["user_id"]) for e in other.json()["entries"]] == [
         (1, 1, 5), (2, 2, 1)]  # hidden 3 left out for anyone else

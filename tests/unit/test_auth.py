@@ -231,3 +231,67 @@ def test_bearer_refused(header: str | None) -> None:
         bearer(_scope(header))
     assert exc.value.code == "unauthorized"
     assert exc.value.detail
+
+
+# --- why a learner token is refused (issue 26) ---------------------------------------
+
+def _refusal(auth: Auth, tok: str) -> str:
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(tok, 42)
+    assert exc.value.code == "unauthorized"
+    assert tok not in exc.value.detail  # the reason, never the token
+    assert auth.refusal(tok) == exc.value.detail
+    return exc.value.detail
+
+
+@pytest.mark.parametrize(("claims", "secret", "reason"), [
+    ({"sub": "42", "exp": 1}, SECRET, "expired"),
+    ({"sub": "42", "exp": 10**10}, "another-secret-" + "x" * 32, "signature"),
+    ({"sub": "42"}, SECRET, "no exp"),
+    ({"sub": "42", "iat": 1}, SECRET, "no exp"),
+    ({"exp": 10**10}, SECRET, "sub"),
+    ({"sub": "+42", "exp": 10**10}, SECRET, "sub"),
+    ({"sub": "042", "exp": 10**10}, SECRET, "sub"),
+    ({"sub": "0", "exp": 10**10}, SECRET, "sub"),
+    ({"sub": "42", "exp": 10**10, "nbf": 10**10 - 1}, SECRET, "not valid yet"),
+])
+def test_each_refusal_says_why(auth: Auth, claims: dict[str, Any], secret: str,
+                               reason: str) -> None:
+    assert reason in _refusal(auth, token(claims, secret))
+
+
+@pytest.mark.parametrize("sub", [42, None, ["42"]])
+def test_a_sub_that_is_no_string_says_so(auth: Auth, sub: Any) -> None:
+    tok = raw_hs256({"alg": "HS256", "typ": "JWT"}, {"sub": sub, "exp": future()})
+    assert "sub" in _refusal(auth, tok)
+
+
+@pytest.mark.parametrize("garbage", ["garbage", "a.b.c", "...", "eyJhbGciOiJIUzI1NiJ9.e30"])
+def test_a_malformed_token_says_so(auth: Auth, garbage: str) -> None:
+    assert "malformed" in _refusal(auth, garbage)
+
+
+def test_another_algorithm_says_so(auth: Auth) -> None:
+    assert "HS256" in _refusal(auth, token({"sub": "42", "exp": future()}, SECRET, "HS512"))
+    none = jwt.encode({"sub": "42", "exp": future()}, None, algorithm="none")
+    assert "HS256" in _refusal(auth, none)
+
+
+def test_a_remembered_token_that_expired_says_expired(auth: Auth,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    tok = mint(SECRET, 42, 60)
+    auth.require_learner(tok, 42)  # verified once: remembered
+    later = time.time() + 120
+    monkeypatch.setattr(time, "time", lambda: later)  # the remembered check's clock
+    with pytest.raises(Problem) as exc:
+        auth.require_learner(tok, 42)
+    assert exc.value.code == "unauthorized" and "expired" in exc.value.detail
+
+
+def test_the_writers_refusal_says_why_too(auth: Auth) -> None:
+    with pytest.raises(Problem) as exc:
+        auth.require_admin("not-a-token")
+    assert (exc.value.code, exc.value.detail) == ("unauthorized", "unknown token")
+    with pytest.raises(Problem) as exc:
+        auth.require_ingest(mint(SECRET, 42, -10))
+    assert exc.value.code == "unauthorized" and "expired" in exc.value.detail

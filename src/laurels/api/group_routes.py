@@ -86,7 +86,7 @@ async def group_reader(request: Request, group_id: GroupIdPath,
     if tok is None:
         raise Problem("unauthorized", "missing bearer token")
     if not writer and sub is None:
-        raise Problem("unauthorized", "invalid or expired token")
+        raise Problem("unauthorized", a.refusal(tok))
     raise DomainError("not_found", f"no group {gid}")
 
 
@@ -247,7 +247,7 @@ async def post_ranks(request: Request, season: SeasonPath,
     if not (a.is_ingest(tok) or a.is_admin(tok)):
         caller = a.learner_sub(tok)
         if caller is None:
-            raise Problem("unauthorized", "invalid or expired token")
+            raise Problem("unauthorized", a.refusal(tok))
     body = valid(validate_ranks, await json_body(request))
     the_season = path_season(season, periods(request))
     return _json(await groups(request).friends(the_season, body.user_ids, caller))

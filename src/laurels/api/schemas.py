@@ -172,6 +172,7 @@ class UserGroupsOut(BaseModel):
 
 class GroupBoardOut(BoardOut):
     group_id: str
+    name: str  # the group's name (its id when it has none), for a page's title
 
 
 class FriendOut(EntryOut):

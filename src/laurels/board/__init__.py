@@ -30,6 +30,7 @@ from laurels.ranking import (
     member_uid,
     pad_ts,
     pad_uid,
+    ranks_beside,
 )
 from laurels.seasons import parse_season
 from laurels.states import ApplyResult
@@ -173,6 +174,15 @@ def hint_of(message: dict[str, Any]) -> Hint | None:
     elif isinstance(hint.get("user_id"), int):
         hint["routes"] = [hint["user_id"]]  # type: ignore[list-item]
     return hint
+
+
+def beside(neighbors: list[Entry], index: int, policy: TiePolicy) -> list[Entry]:
+    """A hidden learner's neighbourhood, ranked as if they were on the board
+    (ranking.ranks_beside)."""
+    ranks = ranks_beside([e.rank for e in neighbors], [e.score for e in neighbors], index,
+                         policy)
+    return [e if e.rank == r else Entry(r, e.user_id, e.display_name, e.visibility, e.score)
+            for e, r in zip(neighbors, ranks, strict=True)]
 
 
 def default_name(user_id: int) -> str:
@@ -556,9 +566,10 @@ class Board:
         rank = better + 1 if self.policy == "shared" else index + 1
         me = Entry(rank, user_id, name, vis, score)
         neighbors = self._entries(reply[7:], start_better + 1, start)
-        if vis == "hidden":
+        if vis == "hidden":  # placed where they would stand, the others ranked beside them
             pos = index - start
             neighbors.insert(pos, me)
+            neighbors = beside(neighbors, pos, self.policy)
         else:
             pos = next(i for i, e in enumerate(neighbors) if e.user_id == user_id)
             neighbors[pos] = me

@@ -445,7 +445,7 @@ SELECT count(*) AS members FROM group_members WHERE group_id = %(group_id)s;
 -- name: group_member_ids
 -- The group's members in one read: no row for an unknown group, one row with
 -- a NULL user_id for a group without members.
-SELECT m.user_id FROM groups g LEFT JOIN group_members m ON m.group_id = g.group_id
+SELECT g.name, m.user_id FROM groups g LEFT JOIN group_members m ON m.group_id = g.group_id
 WHERE g.group_id = %(group_id)s;
 
 -- name: user_groups

@@ -91,17 +91,46 @@
       this.timer = setTimeout(() => { this.timer = null; this.refresh(); }, 100);
     }
 
+    // The body of a 2xx answer; for a problem (4xx), {problem: its detail};
+    // null when the server cannot be reached or is unavailable (5xx).
     async get(path) {
       const headers = this.token ? { Authorization: `Bearer ${this.token}` } : {};
-      const resp = await fetch(this.base + path, { headers, mode: "cors" });
-      if (!resp.ok) return null;
-      return resp.json();
+      let resp;
+      try {
+        resp = await fetch(this.base + path, { headers, mode: "cors" });
+      } catch (e) {
+        return null;
+      }
+      if (resp.ok) return resp.json();
+      if (resp.status >= 500) return null;
+      let detail = "";
+      try { detail = (await resp.json()).detail || ""; } catch (e) { /* not a problem body */ }
+      return { problem: { status: resp.status, detail } };
+    }
+
+    // What is wrong with a board that will not come by itself (a 4xx).
+    static explain(problem) {
+      if (problem.status === 404 && /not configured/.test(problem.detail)) {
+        return `This board is not configured on the server (${problem.detail}).`;
+      }
+      if (problem.status === 404) return `There is no such board (${problem.detail}).`;
+      if (problem.status === 401 || problem.status === 403) {
+        return `This board needs a learner token that may read it (${problem.detail}).`;
+      }
+      return `This board cannot be shown (${problem.detail}).`;
     }
 
     async refresh() {
       const body = await this.get(`${this.boardPath()}?limit=${this.limit}`);
       if (!body) {
-        this.note.textContent = "The board is not available right now.";
+        this.note.textContent = "The board is not available right now; retrying.";
+        return;
+      }
+      if (body.problem) {  // asking again will not help: say what is wrong, and stop
+        this.note.textContent = LaurelsBoard.explain(body.problem);
+        this.dataset.problem = String(body.problem.status);
+        if (this.source) this.source.close();
+        this.source = null;
         return;
       }
       const uid = this.token ? subject(this.token) : null;
@@ -112,7 +141,8 @@
     render(body, me) {
       const table = document.createElement("table");
       const caption = table.createCaption();
-      caption.textContent = this.group ? `${this.group}: ${body.season}` : body.season;
+      caption.textContent = this.group ? `${body.name || this.group}: ${body.season}`
+        : body.season;
       const head = table.createTHead().insertRow();
       for (const [text, cls] of [["#", ""], ["Learner", ""], ["Points", "score"]]) {
         const th = document.createElement("th");

@@ -1,0 +1,82 @@
+"""One-shot commands as real processes (issue 26): where no `laurels serve`
+ran they refuse in one line and leave the data dir as it was; with explicit
+URLs they work on a fresh machine and say on stderr which data dir and
+stores they use, without a password. (Joining a running serve's embedded
+servers, and voiding twice: tests/acceptance/test_http.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tests.helpers import laurels_bin, server_env
+
+PASSWORD = "pg-password-not-shown"
+
+
+def bare_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    return {**env, "LAURELS_DATA_DIR": str(data_dir), **extra}
+
+
+def laurels(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([laurels_bin(), *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_one_shot_commands_refuse_where_no_serve_ran(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    for args, names in ((["void", "live-cheat:99", "--reason", "cheating"],
+                         ("LAURELS_DATABASE_URL", "LAURELS_REDIS_URL")),
+                        (["verify", "--season", "current"],
+                         ("LAURELS_DATABASE_URL", "LAURELS_REDIS_URL")),
+                        (["token", "--user", "42"], ("LAURELS_USER_TOKEN_SECRET",))):
+        out = laurels(bare_env(data_dir), *args)
+        assert out.returncode != 0 and out.stdout == "", out
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert lines[0].startswith(f"laurels: no laurels serve has run in {data_dir} "), lines
+        for name in ("LAURELS_DATA_DIR", *names):
+            assert name in lines[0], (name, lines[0])
+        # No embedded server was started, no secret generated.
+        assert list(data_dir.iterdir()) == [], list(data_dir.iterdir())
+
+
+def with_password(url: str) -> tuple[str, str]:
+    """The test database's URL with a password (ignored by a server that
+    trusts its clients), and the password that must never be printed."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url, parts.password
+    user = parts.username or "postgres"
+    return parts._replace(netloc=f"{user}:{PASSWORD}@{parts.hostname or ''}"
+                          + (f":{parts.port}" if parts.port else "")).geturl(), PASSWORD
+
+
+def test_explicit_urls_work_on_a_fresh_machine_and_are_shown(
+        tmp_path: Path, database_url: str, redis_url: str, key_prefix: str) -> None:
+    url, password = with_password(database_url)
+    data_dir = tmp_path / "fresh"
+    env = server_env(url, redis_url, key_prefix, data_dir)
+    for name in ("LAURELS_INGEST_TOKEN", "LAURELS_ADMIN_TOKEN", "LAURELS_USER_TOKEN_SECRET"):
+        del env[name]  # a fresh machine: no secrets anywhere, none generated
+    out = laurels(env, "migrate")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "laurels: schema is up to date\n"
+    lines = out.stderr.strip().splitlines()
+    assert lines[0] == f"laurels: using data dir {data_dir}", lines
+    assert lines[1].startswith("laurels: using database postgresql://"), lines
+    assert f", Redis {redis_url}" in lines[1] and "embedded" not in lines[1], lines
+    assert len(lines) == 2 and password not in out.stderr + out.stdout, out.stderr
+    assert not data_dir.exists()  # no secrets file, no embedded server
+    out = laurels(env, "verify", "--season", "current")
+    assert out.returncode == 0 and "consistent" in out.stdout, out.stderr
+    assert "laurels: using database" in out.stderr and "using" not in out.stdout
+    assert password not in out.stderr + out.stdout
+    out = laurels(env, "void", "nope", "--reason", "x")
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1] == \
+        "laurels: no completion nope", out.stderr
+    assert not data_dir.exists()
