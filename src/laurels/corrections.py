@@ -27,7 +27,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from laurels import failpoints
-from laurels.board import Event, Profile
+from laurels.board import Delta, Profile
 from laurels.db import Conn, Database
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
@@ -95,7 +95,7 @@ class Corrections:
             # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
-            event = Event(row["seq"], row["user_id"], row["points"], row["completed_at"],
+            event = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
                           row["season"], profile, correction, not voided)
             try:
                 await self.projector.apply_now([event], REQUEST_HEAL_WAIT_SECONDS)

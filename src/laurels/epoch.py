@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
-
-from redis.asyncio import RedisCluster
 
 from laurels.board import Board
 from laurels.db import Database
@@ -33,16 +30,6 @@ log = logging.getLogger("laurels.epoch")
 CHECK_SECONDS = 1.0
 RUNNING_RETRY_SECONDS = 0.5
 RUNNING_RETRIES = 120  # a rebuild already running: wait for it, then build again
-
-
-async def fingerprint(redis: Any) -> str:
-    """The run ids of the servers that hold the boards, sorted."""
-    if isinstance(redis, RedisCluster):
-        info = await redis.info("server", target_nodes=RedisCluster.PRIMARIES)
-        ids = sorted(str(v["run_id"]) for v in info.values() if isinstance(v, dict))
-    else:
-        ids = [str((await redis.info("server"))["run_id"])]
-    return ",".join(ids)
 
 
 class EpochWatch:
@@ -56,7 +43,7 @@ class EpochWatch:
     async def check(self) -> bool:
         """Repair if Redis changed since the boards were last known good;
         True when this call repaired."""
-        now = await fingerprint(self.board.redis)
+        now = await self.board.fingerprint()
         if now == self.seen:
             return False
         prefix = self.board.keys.prefix
@@ -75,7 +62,7 @@ class EpochWatch:
                 log.info("Redis run id %s recorded (none before); checking the boards it "
                          "holds", now)
             await self.repair()
-            if await fingerprint(self.board.redis) != now:
+            if await self.board.fingerprint() != now:
                 return False  # it changed again meanwhile: repair again next time
             await self.db.run("set_redis_epoch", conn, key_prefix=prefix, fingerprint=now)
         self.seen = now

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from laurels import failpoints
-from laurels.board import Event, Profile
+from laurels.board import Delta, Profile
 from laurels.db import Database, Row
 from laurels.errors import ErrorCode
 from laurels.metrics import COMPLETIONS
@@ -139,7 +139,7 @@ class Ingestor:
         return items
 
     async def _record(self, items: list[_Item], now: datetime,
-                      outcomes: list[Outcome | None]) -> list[Event]:
+                      outcomes: list[Outcome | None]) -> list[Delta]:
         """One round trip to PostgreSQL for the batch (laurels_ingest), then each
         item's outcome; returns the events to apply."""
         rows = await self._insert(items, now)
@@ -159,7 +159,7 @@ class Ingestor:
                 outcomes[it.index] = _closed(it)
             elif status == "recorded":
                 outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season)
-                events.append(Event(row["seq"], it.data.user_id, it.data.points,
+                events.append(Delta(row["seq"], it.data.user_id, it.data.points,
                                     it.completed_at, it.season,
                                     Profile(row["profile_version"], row["visibility"],
                                             row["display_name"])))
@@ -190,7 +190,7 @@ class Ingestor:
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    async def apply_fast_path(self, events: list[Event]) -> None:
+    async def apply_fast_path(self, events: list[Delta]) -> None:
         """Apply right after commit; whatever is not applied stays in the outbox.
 
         The completions are committed: from here on the client gets its 201 or

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from redis.exceptions import RedisError
 
 from laurels import failpoints
-from laurels.board import CLUSTER_IN_FLIGHT, Board, gather_bounded
+from laurels.board import Board
 from laurels.db import Database
 from laurels.metrics import ERASURES, SEASONS_FINALIZED
 from laurels.seasons import END_OF_TIME, parse_season, shifted
@@ -189,15 +189,7 @@ class Lifecycle:
 
     async def expire(self, season: str) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""
-        sk = self.board.season_keys(season)
-        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
-                 sk.notify_stream, sk.ties]
-        for v in await self.board.redis.smembers(sk.versions):
-            names += await self.board.version_keys(season, str(v))
-        at = self.expires_at(season)
-        replies = await gather_bounded([self.board.redis.pexpireat(n, at) for n in names],
-                                       CLUSTER_IN_FLIGHT)
-        return sum(1 for r in replies if r)
+        return await self.board.expire(season, self.expires_at(season))
 
     async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]:
         """The finalized ones among `seasons`, with their tie policy."""

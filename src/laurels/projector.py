@@ -20,7 +20,7 @@ import psycopg
 from redis.exceptions import RedisClusterException, RedisError
 
 from laurels import failpoints
-from laurels.board import Board, Event
+from laurels.board import Board, Delta
 from laurels.db import Database
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
@@ -36,7 +36,7 @@ FLUSH_MAX = 100_000
 MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
 
 
-def boards_of(events: list[Event], periods: tuple[Period, ...]) -> list[Event]:
+def boards_of(events: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
     """Each completion once per board it counts on: its week's (the row's
     season), then the season of each other configured period. Each board
     keeps its own idempotency record, so a completion is applied to each
@@ -81,7 +81,7 @@ class Projector:
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            boards = boards_of([Event.from_row(r) for r in rows], self.periods)
+            boards = boards_of([Delta.from_row(r) for r in rows], self.periods)
             results = await self._apply(boards, conn)
             missing = {ev.season for ev, res in zip(boards, results, strict=True)
                        if res == "missing"}
@@ -100,7 +100,7 @@ class Projector:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
         return len(done), missing
 
-    async def apply_now(self, events: list[Event], heal_wait_seconds: float) -> None:
+    async def apply_now(self, events: list[Delta], heal_wait_seconds: float) -> None:
         """The fast path: apply the events an ingest just committed, from memory,
         in one script call per season, then let their outbox rows go in bulk.
 
@@ -132,7 +132,7 @@ class Projector:
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([ev.seq for ev in events if ev.seq not in blocked])
 
-    async def _apply(self, boards: list[Event], conn: Any = None) -> list[ApplyResult]:
+    async def _apply(self, boards: list[Delta], conn: Any = None) -> list[ApplyResult]:
         """Apply events to their boards. A void carries its fallback tie time,
         read for it here; when an apply of the same learner came between that
         read and the void's own apply (apply.lua, "Ties"), it is read and
@@ -154,7 +154,7 @@ class Projector:
             todo = again
         return results
 
-    async def _with_resets(self, boards: list[Event], conn: Any = None) -> list[Event]:
+    async def _with_resets(self, boards: list[Delta], conn: Any = None) -> list[Delta]:
         """A void carries, for each board, the learner's latest completion
         that still counts in that board's season (the `first` policy's tie
         time falls back to it): read from PostgreSQL, as it is now, after

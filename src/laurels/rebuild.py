@@ -19,18 +19,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
 from laurels import db as dbmod
 from laurels import failpoints
-from laurels.board import Board
+from laurels.board import Board, BuildGone
 from laurels.db import Database
 from laurels.keys import CHUNK_BITS
-from laurels.ranking import pad_uid
-from laurels.seasons import END_OF_TIME, Period, parse_season, period_of, seasons_of
+from laurels.seasons import END_OF_TIME, Period, period_of, seasons_of
 from laurels.states import RebuildStatus
+
+if TYPE_CHECKING:
+    from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.rebuild")
 
@@ -47,23 +49,12 @@ HEALS_AT_ONCE = 2  # boards a process builds at once when healing
 Progress = Callable[[int, int], None]
 
 
-class Seasons(Protocol):
-    """What a rebuild needs to know of seasons' lives (lifecycle.Lifecycle):
-    a finalized season is read from its archive and keeps its expiry."""
-
-    async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]: ...
-
-    async def expire(self, season: str) -> int: ...
-
-    def erasures_since(self, season: str) -> datetime | None: ...
-
-
 class RebuildRunning(Exception):
     """Another rebuild of the same season holds the lock."""
 
 
 class RebuildFailed(Exception):
-    pass
+    """A rebuild could not finish (its reason is recorded on the rebuild)."""
 
 
 @dataclass
@@ -87,7 +78,7 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Seasons | None = None,
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None,
                  periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
         self.board = board
@@ -229,12 +220,10 @@ class Rebuilder:
 
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
-        sk = self.board.season_keys(season)
-        version, current, *stale = await self.board.scripts["begin_build"](
-            keys=[sk.building, sk.next_version, sk.versions, sk.current])
+        version, current, stale = await self.board.begin_build(season)
         log.info("rebuild %s of %s: building version %s", rebuild_id, season, version)
         for old in stale:
-            await self.drop_version(season, old)
+            await self.board.drop_version(season, old)
         events = 0
         try:
             async with self.db.snapshot(conn):
@@ -249,30 +238,27 @@ class Rebuilder:
                 await self._load(conn, season, version, live)
                 await self._load_corrections(conn, season, version)
             await failpoints.pause("rebuild_before_switch")
-            reply = await self.board.scripts["switch"](keys=[sk.current, sk.building],
-                                                      args=[version])
-            if reply[0] != "OK":
-                raise RebuildFailed("another rebuild took over the building marker")
-            previous = reply[1]
+            previous = await self.board.switch(season, version)
             await failpoints.pause("rebuild_after_switch")
         except BaseException as exc:
             # Leave the current board serving; stop feeding and free the new one.
             with contextlib.suppress(Exception):
-                await self.board.scripts["abort_build"](keys=[sk.building], args=[version])
-                await self.drop_version(season, version)
-            reason = (str(exc) if isinstance(exc, RebuildFailed)
+                await self.board.abort_build(season, version)
+                await self.board.drop_version(season, version)
+            reason = (str(exc) if isinstance(exc, RebuildFailed | BuildGone)
                       else "interrupted" if isinstance(exc, asyncio.CancelledError)
                       else f"{type(exc).__name__} (see the server log)")
-            if not isinstance(exc, RebuildFailed | asyncio.CancelledError):
+            if not isinstance(exc, RebuildFailed | BuildGone | asyncio.CancelledError):
                 log.exception("rebuild %s of %s crashed", rebuild_id, season)
             with contextlib.suppress(Exception):
                 await self._finish(rebuild_id, "failed", events, reason)
             log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
+            if isinstance(exc, BuildGone):
+                raise RebuildFailed(reason) from exc
             raise
-        self.board.forget(season)
         await self.board.publish_hint({"season": season, "kind": "rebuilt"})
         if previous:
-            await self.drop_version(season, previous)
+            await self.board.drop_version(season, previous)
         if self.lifecycle and await self.lifecycle.finalized([season]):
             await self.lifecycle.expire(season)  # an archived season keeps its expiry
         await self._finish(rebuild_id, "succeeded", events, None)
@@ -286,18 +272,12 @@ class Rebuilder:
         new version, one chunk (65,536 seqs) per script call; returns the
         points, per learner, of the completions an apply reached live first
         (they count on the new version already)."""
-        sk = self.board.season_keys(season)
-        vk = sk.version(version)
         seen = 0
         already: list[int] = []
 
         async def flush(chunk: int, bits: bytearray) -> None:
-            reply = await self.board.scripts["merge_bits"](
-                keys=[sk.building, vk.applied(chunk), vk.chunks, vk.scratch(1), vk.scratch(2)],
-                args=[version, chunk, bytes(bits)])
-            if reply[0] != "OK":
-                raise RebuildFailed("the building board vanished from Redis")
-            already.extend((chunk << CHUNK_BITS) | int(offset) for offset in reply[1:])
+            offsets = await self.board.merge_bits(season, version, chunk, bytes(bits))
+            already.extend((chunk << CHUNK_BITS) | offset for offset in offsets)
 
         chunk, bits = -1, bytearray()
         async for seqs in self.db.stream_column("season_seqs", conn, SEQ_BATCH, season=season):
@@ -329,74 +309,42 @@ class Rebuilder:
         the erased set lives in Redis only and may have been lost with the
         board (or rolled back with it), while a fast path still holds an
         erased learner's completion in memory."""
-        sk = self.board.season_keys(season)
-        keys = [sk.building, sk.current, sk.erased]
-        for v in (version, current) if current else (version,):
-            vk = sk.version(v)
-            keys += [vk.public, vk.hidden, vk.users]
         since = self.lifecycle.erasures_since(season) if self.lifecycle else None
         async for ids in self.db.stream_column("erased_since", conn, LOAD_BATCH, since=since):
-            reply = await self.board.scripts["load_erased"](
-                keys=keys, args=[version, current, self.board.policy, *map(pad_uid, ids)])
-            if reply[0] != "OK":
-                raise RebuildFailed("the building board vanished from Redis")
+            await self.board.load_erased(season, version, current, ids)
 
     async def _load_corrections(self, conn: dbmod.Conn, season: str, version: str) -> None:
         """The snapshot's state of each corrected completion (void, restore),
         unless a newer one reached the version live (HSETNX): a correction
         projected later converges from there (apply.lua)."""
-        vk = self.board.season_keys(season).version(version)
         rows = await self.db.fetch("season_corrections", conn, season=season)
-        for i in range(0, len(rows), LOAD_BATCH):
-            async with self.board.redis.pipeline(transaction=False) as pipe:
-                for r in rows[i:i + LOAD_BATCH]:
-                    pipe.hsetnx(vk.corrections, str(r["seq"]),
-                                f"{r['correction']}:{'1' if r['counted'] else '0'}")
-                await pipe.execute()
+        await self.board.load_corrections(
+            season, version, [(r["seq"], r["correction"], r["counted"]) for r in rows])
 
     async def _load(self, conn: dbmod.Conn, season: str, version: str,
                     live: dict[int, int]) -> None:
         """Add each learner's aggregate (less what reached the new version
         live) to it; a learner missing afterwards fails the rebuild, unless
         erased (the tombstone kept them off rightly)."""
-        sk = self.board.season_keys(season)
-        vk = sk.version(version)
-        start = parse_season(season)
-        keys = [sk.building, sk.erased, vk.public, vk.hidden, vk.users]
         expected = loaded = 0
         seen: set[int] = set()
         async for rows in self.db.stream("season_aggregates", conn, LOAD_BATCH, season=season):
-            args: list[Any] = [version, self.board.policy]
+            standings = []
             for r in rows:
                 seen.add(r["user_id"])
-                points = int(r["score"]) - live.get(r["user_id"], 0)
-                args += [pad_uid(r["user_id"]), points,
-                         start.pad_ts(r["last_at"]), r["profile_version"],
-                         r["visibility"], r["display_name"]]
-            reply = await self.board.scripts["load_board"](keys=keys, args=args)
-            if reply[0] != "OK":
-                raise RebuildFailed("the building board vanished from Redis")
+                standings.append((r["user_id"], int(r["score"]) - live.get(r["user_id"], 0),
+                                  r["last_at"], r["profile_version"], r["visibility"],
+                                  r["display_name"]))
+            loaded += await self.board.load_standings(season, version, standings)
             expected += len(rows)
-            loaded += int(reply[1]) + int(reply[2])
         if loaded != expected:
             raise RebuildFailed(f"{expected - loaded} learners missing from the new board")
         # Learners whose only completions reached the version live but count
         # nothing in the snapshot (voided since): take those points back.
-        back = [(u, pts) for u, pts in live.items() if u not in seen and pts]
+        back = [(u, -pts, None, 0, "public", "") for u, pts in live.items()
+                if u not in seen and pts]
         for i in range(0, len(back), LOAD_BATCH):
-            args = [version, self.board.policy]
-            for uid, pts in back[i:i + LOAD_BATCH]:
-                args += [pad_uid(uid), -pts, "", 0, "public", ""]
-            reply = await self.board.scripts["load_board"](keys=keys, args=args)
-            if reply[0] != "OK":
-                raise RebuildFailed("the building board vanished from Redis")
-
-    async def drop_version(self, season: str, version: str) -> None:
-        """Free a version's keys without blocking Redis (UNLINK frees lazily)."""
-        names = await self.board.version_keys(season, version)
-        for i in range(0, len(names), 500):
-            await self.board.redis.unlink(*names[i:i + 500])
-        await self.board.redis.srem(self.board.season_keys(season).versions, version)
+            await self.board.load_standings(season, version, back[i:i + LOAD_BATCH])
 
     # -- self-healing ------------------------------------------------------
 

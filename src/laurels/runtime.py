@@ -9,6 +9,7 @@ use. A test that needs another tie policy, key prefix or clock calls
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,18 +18,19 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisClusterException, RedisError
 
-from laurels.board import Board
-from laurels.board.connection import connect, require_supported
+from laurels.board import Board, HintSubscription
+from laurels.board.connection import connect
 from laurels.corrections import Corrections
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
 from laurels.groups import Groups
+from laurels.hub import Hub
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
 from laurels.notifications import Notifications
-from laurels.notify import Hub, Notifier
+from laurels.notifier import Notifier
 from laurels.privacy import REFRESH_SECONDS, Privacy
 from laurels.projector import Projector
 from laurels.reads import Reads
@@ -72,19 +74,22 @@ class Services:
     groups: Groups
     corrections: Corrections
     notifications: Notifications
+    subscription: HintSubscription
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
-    webhooks: Webhooks | None = None  # with LAURELS_WEBHOOK_URL (Runtime sets it)
+    secrets: Secrets
+    webhooks: Webhooks | None  # with LAURELS_WEBHOOK_URL
 
     def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
         """The same graph with other settings (or clock), on the same connections."""
-        return wire(self.settings.model_copy(update=overrides), self.db, self.redis, clock)
+        return wire(self.settings.model_copy(update=overrides), self.secrets, self.db,
+                    self.redis, clock)
 
 
-def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = None
-         ) -> Services:
-    """Settings and store clients -> the whole service graph."""
+def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
+         clock: Clock | None = None) -> Services:
+    """Settings, secrets and store clients -> the whole service graph."""
     keys = Keys(settings.key_prefix, settings.tie_policy)
     board = Board(redis, keys, settings.tie_policy)
     lifecycle = Lifecycle(settings, db, board)
@@ -94,10 +99,13 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
     lifecycle.after_finalized.append(notifier.announce_final)
     projector = Projector(db, board, rebuilder, lifecycle, periods=settings.periods)
     privacy = Privacy(db)
-    hub = Hub(board)
-    board.on_hint.append(hub.local_hint)
-    board.on_group_change.append(hub.group_changed)
+    subscription = HintSubscription(board)
     reads = Reads(settings, db, board, rebuilder, lifecycle, privacy)
+    notifications = Notifications(db)
+    webhooks = None
+    if settings.webhook_url is not None:
+        webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
+                            settings.webhook_timeout_seconds)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, notifier=notifier, projector=projector,
@@ -107,10 +115,13 @@ def wire(settings: Settings, db: Database, redis: Redis, clock: Clock | None = N
         reads=reads,
         groups=Groups(db, reads, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
-        notifications=Notifications(db),
-        hub=hub,
+        notifications=notifications,
+        subscription=subscription,
+        hub=Hub(subscription),
         privacy=privacy,
         epoch=EpochWatch(db, board, rebuilder),
+        secrets=secrets,
+        webhooks=webhooks,
     )
 
 
@@ -120,8 +131,13 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
     subscription (API processes), the projector's work (unless another
     process does it), and webhook deliveries (every process with the URL)."""
     loops: dict[str, Loop] = {}
-    if hints:  # an API process: hints for its streams, privacy for its reads
-        loops["hints"] = svc.hub.run
+    if hints:  # an API process: hints for its streams and caches, privacy for its reads
+
+        async def subscribed(stop: asyncio.Event) -> None:
+            svc.hub.loop = asyncio.get_running_loop()  # where its streams run
+            await svc.subscription.run(stop)
+
+        loops["hints"] = subscribed
         loops["privacy"] = every(REFRESH_SECONDS, svc.privacy.refresh)
         loops["outbox-flush"] = svc.projector.flush_loop  # the fast path's rows, in bulk
     if projector:
@@ -150,12 +166,7 @@ class Runtime(Services):
         db = Database(database_url, max_size=settings.database_pool_size,
                       timeout_seconds=settings.pool_timeout_seconds)
         redis = redis_client(redis_url, settings.redis_cluster, settings)
-        super().__init__(**vars(wire(settings, db, redis)))
-        self.secrets = secrets
-        if settings.webhook_url is not None:
-            self.webhooks = Webhooks(db, self.notifications, settings.webhook_url,
-                                     secrets.webhook_secret,
-                                     settings.webhook_timeout_seconds)
+        super().__init__(**vars(wire(settings, secrets, db, redis)))
         self.database_url = database_url
         self.redis_url = redis_url
 
@@ -164,13 +175,7 @@ class Runtime(Services):
             await migrate(self.database_url)
         await self.db.open()
         try:
-            if self.settings.redis_cluster:
-                # Load the topology before any concurrent use: redis-py 8.1's
-                # async cluster client, first used by many calls at once, can
-                # hand one of them a connection that is being replaced
-                # ("'NoneType' object has no attribute 'writelines'").
-                await self.redis.initialize()
-            await require_supported(self.redis)
+            await self.board.open()
         except (RedisError, RedisClusterException, OSError) as exc:
             # Redis may come later: reads and writes answer 503 until it does.
             log.warning("Redis does not answer yet: %s", exc)
@@ -178,4 +183,4 @@ class Runtime(Services):
     async def close(self) -> None:
         await self.rebuilder.cancel_all()
         await self.db.close()
-        await self.redis.aclose()
+        await self.board.close()

@@ -30,7 +30,6 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import random
 import time
 from typing import Any
 
@@ -38,6 +37,7 @@ import httpx
 import orjson
 
 from laurels import failpoints
+from laurels.backoff import jittered_seconds
 from laurels.db import Conn, Database, Row
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
 from laurels.notifications import Notifications, named_ids, utc, with_names
@@ -65,8 +65,7 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 def backoff(attempts: int) -> float:
     """Seconds before the next attempt after `attempts` ones: 1, 2, 4, ...
     up to an hour, with jitter."""
-    base = min(MAX_DELAY_SECONDS, 2.0 ** (attempts - 1))
-    return base / 2 + random.uniform(0, base / 2)  # noqa: S311 (jitter, not secrecy)
+    return jittered_seconds(attempts - 1, base_seconds=1.0, cap_seconds=MAX_DELAY_SECONDS)
 
 
 async def store_settings(db: Database, settings: Settings) -> None:

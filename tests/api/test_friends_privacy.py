@@ -137,7 +137,7 @@ async def test_a_finalized_season_s_archive_leaves_them_out_too(serve: ApiFactor
     assert await api.runtime.lifecycle.finalize("2026-W45")
     for version in await api.runtime.redis.smembers(
             api.runtime.keys.season("2026-W45").versions):
-        await api.runtime.rebuilder.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version("2026-W45", str(version))
     await api.runtime.redis.delete(api.runtime.keys.season("2026-W45").current)
     api.runtime.board.forget("2026-W45")
     five = api.client(token_for(api.env, 5))

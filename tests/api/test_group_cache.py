@@ -1,5 +1,5 @@
 """Group boards' per-process cache and the routing of hints by member
-(api/fast.py `GroupCache`, group_index.py, notify.py `Hub`), in process
+(api/caches.py `GroupCache`, group_index.py, hub.py `Hub`), in process
 against the real stores: a hint drops only the cached bodies (and wakes only
 the streams) of the groups that hold a learner it names; a membership
 change, here or in another process, shows on the next read."""
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from laurels.api.fast import GroupCache
-from laurels.notify import BoardListener
+from laurels.api.caches import GroupCache
+from laurels.hub import SeasonListener
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import board, post_all
 from tests.helpers import INGEST, completion, token_for
@@ -22,7 +22,8 @@ BOARD = "/v1/groups/{}/leaderboards/current"
 
 
 def group_cache(api: Api) -> GroupCache:
-    [cache] = api.runtime.hub.group_watchers
+    [cache] = [hears.__self__ for hears in api.runtime.board.on_group_change
+               if isinstance(getattr(hears, "__self__", None), GroupCache)]
     assert isinstance(cache, GroupCache)
     return cache
 
@@ -176,4 +177,4 @@ async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
         for listener in (everything, a, b):
             (hub.unlisten_board if listener.group is None else hub.unlisten_group)(listener)
     assert "b" not in hub.index.watchers and "b" not in hub.index.members
-    assert isinstance(everything, BoardListener)
+    assert isinstance(everything, SeasonListener)

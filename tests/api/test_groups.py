@@ -285,7 +285,7 @@ async def test_a_finalized_season_s_group_board_reads_its_archive(serve: ApiFact
     assert await api.runtime.lifecycle.finalize("2026-W45")
     for version in await api.runtime.redis.smembers(
             api.runtime.keys.season("2026-W45").versions):
-        await api.runtime.rebuilder.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version("2026-W45", str(version))
     await api.runtime.redis.delete(api.runtime.keys.season("2026-W45").current)
     api.runtime.board.forget("2026-W45")
     archived = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)

@@ -103,7 +103,7 @@ async def test_paging_an_archived_season(serve: ApiFactory) -> None:
     assert await api.runtime.lifecycle.finalize("2026-W45")
     sk = api.runtime.keys.season("2026-W45")
     for version in await api.runtime.redis.smembers(sk.versions):
-        await api.runtime.rebuilder.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version("2026-W45", str(version))
     await api.runtime.redis.delete(sk.current)
     api.runtime.board.forget("2026-W45")
     got, pages = await scan(api, "/v1/leaderboards/2026-W45", 4)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from laurels.board import Board, Event, Profile
+from laurels.board import Board, Delta, Profile
 from laurels.keys import Keys, chunk_of
 from laurels.projector import boards_of
 from laurels.ranking import Standing, rank_all
@@ -26,8 +26,8 @@ _seq = itertools.count(1)
 
 
 def ev(uid: int, points: int, minutes: int = 0, profile: Profile = PUBLIC,
-       seq: int | None = None) -> Event:
-    return Event(seq or next(_seq), uid, points, START + timedelta(minutes=minutes), SEASON,
+       seq: int | None = None) -> Delta:
+    return Delta(seq or next(_seq), uid, points, START + timedelta(minutes=minutes), SEASON,
                  profile)
 
 
@@ -197,7 +197,7 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
     raw = data.draw(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 4),
                                        st.integers(0, len(INSTANTS) - 1)),
                              min_size=1, max_size=15))
-    evs = [Event(next(_seq), uid, pts, INSTANTS[k], season_of(INSTANTS[k]).name, PUBLIC)
+    evs = [Delta(next(_seq), uid, pts, INSTANTS[k], season_of(INSTANTS[k]).name, PUBLIC)
            for uid, pts, k in raw]
     boards = boards_of(evs, PERIODS)
     order = data.draw(st.permutations(range(len(boards))))

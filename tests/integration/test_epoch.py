@@ -7,13 +7,12 @@ import logging
 
 import pytest
 
-from laurels.epoch import fingerprint
 from laurels.runtime import Runtime
 
 
 async def test_a_first_start_records_the_run_id_without_a_warning(
         rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
-    now = await fingerprint(rt.redis)
+    now = await rt.board.fingerprint()
     with caplog.at_level(logging.INFO, logger="laurels.epoch"):
         assert await rt.epoch.check()  # recorded (and every board it holds checked)
     epoch = [r for r in caplog.records if r.name == "laurels.epoch"]

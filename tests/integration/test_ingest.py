@@ -157,7 +157,7 @@ async def test_fast_path_failure_leaves_the_outbox_row(rt: Runtime, redis_url: s
     from laurels.runtime import redis_client, wire
 
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    broken = wire(rt.settings, rt.db, dead, clock=lambda: NOW).ingestor
+    broken = wire(rt.settings, rt.secrets, rt.db, dead, clock=lambda: NOW).ingestor
     [res] = await broken.record([item("down", 8, 3)])
     await dead.aclose()
     assert res.status == "recorded"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from laurels import failpoints
-from laurels.board import Event, Profile
+from laurels.board import Delta, Profile
 from laurels.keys import chunk_of
 from laurels.ranking import member_uid, pad_uid
 from laurels.runtime import Runtime, Services
@@ -217,9 +217,9 @@ async def test_a_tombstoned_apply_tracks_its_bitmap(rt: Runtime) -> None:
     rows = await svc.db.fetch("find_completions", completion_ids=["t1"])
     await svc.learners.erase(2)
     # The same event delivered late (as a rebuild stream or a stale worker would):
-    from laurels.board import Event, Profile
+    from laurels.board import Delta, Profile
 
-    late = Event(rows[0]["seq"] + 70_000, 2, 5, rows[0]["completed_at"], W49,
+    late = Delta(rows[0]["seq"] + 70_000, 2, 5, rows[0]["completed_at"], W49,
                  Profile(0, "public", ""))
     assert await svc.board.apply([late]) == ["duplicate"]
     await check_all(svc, [W49])
@@ -277,7 +277,7 @@ async def test_a_correction_during_a_rebuild_waits_for_the_new_version(rt: Runti
             assert user is not None
             x = await svc.db.fetch_one("lock_completion", completion_id="x")
             assert x is not None
-            event = Event(x["seq"], 1, 10, x["completed_at"], W49,
+            event = Delta(x["seq"], 1, 10, x["completed_at"], W49,
                           Profile(user["profile_version"], "public", ""), 2, True)
             assert await svc.board.apply([event]) == ["deferred"]
         else:  # a new correction while the board is rebuilt: restore x again

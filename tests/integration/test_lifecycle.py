@@ -10,7 +10,7 @@ import pytest
 from redis.exceptions import RedisError
 
 from laurels.api.problems import outcome_status
-from laurels.board import Event, Profile
+from laurels.board import Delta, Profile
 from laurels.errors import DomainError
 from laurels.ingest import Ingestor
 from laurels.lifecycle import SEASONS_FINALIZED
@@ -92,7 +92,7 @@ async def test_erasure_everywhere_and_for_good(rt: Runtime) -> None:
 async def test_in_flight_apply_after_erasure_scores_nothing(rt: Runtime) -> None:
     await record(rt, W49, [("x1", 5, 7)])
     await rt.lifecycle.erase(5)
-    late = Event(10**6, 5, 7, at(W49, 3), W49, Profile(0, "public", ""))
+    late = Delta(10**6, 5, 7, at(W49, 3), W49, Profile(0, "public", ""))
     assert await rt.board.apply([late]) == ["duplicate"]
     assert await board_of(rt, W49) == []
 
@@ -100,7 +100,7 @@ async def test_in_flight_apply_after_erasure_scores_nothing(rt: Runtime) -> None
 async def test_erasure_interrupted_after_commit_is_finished_later(rt: Runtime) -> None:
     await record(rt, W49, [("i1", 6, 3), ("i2", 7, 2)])
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    broken = wire(rt.settings, rt.db, dead).lifecycle
+    broken = wire(rt.settings, rt.secrets, rt.db, dead).lifecycle
     with pytest.raises(RedisError):
         await broken.erase(6)
     await dead.aclose()

@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 )
 
 from laurels.errors import DomainError
-from laurels.notify import Notifier
+from laurels.notifier import Notifier
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from laurels.notify import USER_BUFFER, BoardListener, UserListener
+from laurels.hub import LEARNER_BUFFER, LearnerListener, SeasonListener
 
 
 def test_board_listener_coalesces_a_storm_into_one_event() -> None:
-    listener = BoardListener("2026-W49")
+    listener = SeasonListener("2026-W49")
     listener.offer({"season": "2026-W49", "user_id": 1})
     assert listener.wake.is_set()
     for uid in range(10_000):
@@ -20,14 +20,14 @@ def test_board_listener_coalesces_a_storm_into_one_event() -> None:
 
 
 def test_single_hint_keeps_its_user_and_drops_anything_else() -> None:
-    listener = BoardListener("2026-W49")
+    listener = SeasonListener("2026-W49")
     listener.offer({"season": "2026-W49", "user_id": None, "score": 99})
     [event] = listener.take()
     assert json.loads(event["data"]) == {"season": "2026-W49", "user_id": None}
 
 
 def test_rebuilt_comes_first_and_once() -> None:
-    listener = BoardListener("2026-W49")
+    listener = SeasonListener("2026-W49")
     listener.offer({"season": "2026-W49", "kind": "rebuilt"})
     listener.offer({"season": "2026-W49", "user_id": 3})
     listener.offer({"season": "2026-W49", "kind": "rebuilt"})
@@ -35,8 +35,8 @@ def test_rebuilt_comes_first_and_once() -> None:
 
 
 def test_user_listener_buffer_is_bounded() -> None:
-    listener = UserListener(1)
-    for nid in range(USER_BUFFER * 5):
+    listener = LearnerListener(1)
+    for nid in range(LEARNER_BUFFER * 5):
         listener.offer(nid)
-    assert len(listener.ids) == USER_BUFFER
-    assert list(listener.ids)[-1] == USER_BUFFER * 5 - 1  # the newest are kept
+    assert len(listener.ids) == LEARNER_BUFFER
+    assert list(listener.ids)[-1] == LEARNER_BUFFER * 5 - 1  # the newest are kept

@@ -11,10 +11,11 @@ from starlette.types import ASGIApp
 
 from laurels.api import problems
 from laurels.api.auth import Auth
+from laurels.api.caches import BoardCache, GroupCache
 from laurels.api.correction_routes import router as correction_router
 from laurels.api.cors import ReadCors
 from laurels.api.cursors import Cursors
-from laurels.api.fast import BoardCache, FastLane, GroupCache
+from laurels.api.fast import FastLane
 from laurels.api.group_routes import router as group_router
 from laurels.api.routes import board_stream, router
 from laurels.metrics import RequestMetrics
@@ -52,8 +53,8 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.state.hub = rt.hub
     app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
     app.state.reads = rt.reads
-    app.state.board_cache = BoardCache(rt.hub, cursors)
-    app.state.group_cache = GroupCache(rt.hub)
+    app.state.board_cache = BoardCache(rt.subscription, cursors)
+    app.state.group_cache = GroupCache(rt.subscription, rt.hub.index)
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.include_router(router)

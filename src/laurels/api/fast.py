@@ -28,11 +28,8 @@ it, and a body read while a hint arrived is not kept.
 
 from __future__ import annotations
 
-import hashlib
 import re
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -42,241 +39,19 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from laurels.api import problems
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
-from laurels.api.cursors import Cursors
+from laurels.api.caches import BoardCache, GroupCache, board_body
 from laurels.api.params import int_in, path_season, path_user_id
 from laurels.api.problems import Problem, outcome_status
-from laurels.board import Hint
 from laurels.ingest import Ingestor
-from laurels.notify import Hub
 from laurels.ratelimit import RateLimiter
 from laurels.reads import Reads
-from laurels.seasons import Season
 
-CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
-MAX_ENTRIES = 256
 BOARD = re.compile(r"/v1/leaderboards/([^/]+)")
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
 EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
 AROUND = re.compile(r"/v1/leaderboards/([^/]+)/users/([^/]+)")
 HEALTH_BODY = b'{"status":"ok"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-@dataclass(frozen=True)
-class Cached:
-    body: bytes
-    etag: bytes
-    expires: float
-
-
-class _Watch:
-    """Registered with the hub like a stream: each hint of its season bumps
-    the generation and drops the season's cached bodies."""
-
-    __slots__ = ("cache", "closed", "generation", "season", "wake")
-
-    def __init__(self, cache: BoardCache, season: str) -> None:
-        self.cache = cache
-        self.season = season
-        self.generation = 0
-        self.closed = False
-        self.wake: Any = None
-
-    def offer(self, hint: Hint) -> None:
-        self.generation += 1
-        self.cache.drop(self.season)
-
-
-class BoardCache:
-    def __init__(self, hub: Hub, cursors: Cursors, seconds: float = CACHE_SECONDS) -> None:
-        self.hub = hub
-        self.cursors = cursors
-        self.seconds = seconds
-        self.entries: dict[tuple[str, int], Cached] = {}
-        self.watches: dict[str, _Watch] = {}
-
-    def watch(self, season: str) -> _Watch:
-        watch = self.watches.get(season)
-        if watch is None:
-            watch = self.watches[season] = _Watch(self, season)
-            self.hub.watch_board(season, watch)
-        return watch
-
-    def drop(self, season: str | None = None) -> None:
-        if season is None:
-            self.entries.clear()
-        else:
-            for key in [k for k in self.entries if k[0] == season]:
-                del self.entries[key]
-
-    def get(self, season: str, limit: int) -> Cached | None:
-        if not self.hub.is_hinted(season):
-            return None  # a hint could be missed: no cache
-        entry = self.entries.get((season, limit))
-        if entry is None or entry.expires < time.monotonic():
-            return None
-        return entry
-
-    def put(self, season: str, limit: int, body: bytes, generation: int) -> Cached:
-        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
-        if generation == self.watch(season).generation and self.hub.is_hinted(season):
-            if len(self.entries) >= MAX_ENTRIES:
-                self.entries.clear()
-            self.entries[(season, limit)] = entry
-        return entry
-
-
-class _GroupSeasonWatch:
-    """Registered with the hub for a season (so, on a cluster, its shard is
-    subscribed): each hint drops the group bodies it concerns."""
-
-    __slots__ = ("cache", "closed", "season", "wake")
-
-    def __init__(self, cache: GroupCache, season: str) -> None:
-        self.cache = cache
-        self.season = season
-        self.closed = False
-        self.wake: Any = None
-
-    def offer(self, hint: Hint) -> None:
-        self.cache.hint(self.season, hint)
-
-
-@dataclass
-class _Fill:
-    """A body being read: kept only if nothing it depends on changed meanwhile."""
-
-    group_id: str
-    season: str
-    season_generation: int
-    group_generation: int
-    version: int
-
-
-class GroupCache:
-    """The first pages of group boards, serialized, per process.
-
-    A hint drops only the bodies of the groups it concerns (the hub's member
-    index, group_index.py; every group of the season when it names nobody);
-    a membership or access change drops the group's (`Hub.group_changed`,
-    from this process at once, from others through Redis). A body read while
-    something it depends on changed is not kept. While it has a body, a group
-    is watched in the index, so its members are loaded there too: the fast
-    lane checks a member's token against them, with no query."""
-
-    def __init__(self, hub: Hub, seconds: float = CACHE_SECONDS) -> None:
-        self.hub = hub
-        self.index = hub.index
-        self.seconds = seconds
-        self.entries: dict[tuple[str, str, int], Cached] = {}  # (group, season, limit)
-        self.access: dict[str, str] = {}  # group -> access, while it has bodies
-        self.groups: dict[str, int] = {}  # group -> bodies held
-        self.generations: dict[str, int] = {}  # group -> changes that concerned it
-        self.season_generations: dict[str, int] = {}  # season -> changes of all groups
-        self.filling: dict[str, int] = {}  # groups being read: concerned by every hint
-        self.seasons: set[str] = set()
-        hub.group_watchers.append(self)
-
-    def hint(self, season: str, hint: Hint) -> None:
-        concerned = self.index.concerned(hint)
-        if concerned is None:
-            self.season_generations[season] = self.season_generations.get(season, 0) + 1
-            self._drop(lambda g, s: s == season)
-            return
-        concerned |= self.filling.keys()
-        for gid in concerned:
-            self.generations[gid] = self.generations.get(gid, 0) + 1
-        self._drop(lambda g, s: s == season and g in concerned)
-
-    def group_changed(self, group_id: str) -> None:
-        self.generations[group_id] = self.generations.get(group_id, 0) + 1
-        self._drop(lambda g, s: g == group_id)
-
-    def get(self, group_id: str, season: str, limit: int) -> tuple[Cached, str] | None:
-        if not self.hub.is_hinted(season):
-            return None
-        entry = self.entries.get((group_id, season, limit))
-        if entry is None or entry.expires < time.monotonic():
-            return None
-        return entry, self.access[group_id]
-
-    def begin(self, group_id: str, season: str) -> _Fill:
-        if season not in self.seasons:
-            self.seasons.add(season)
-            self.hub.watch_board(season, _GroupSeasonWatch(self, season))
-        self.filling[group_id] = self.filling.get(group_id, 0) + 1
-        return _Fill(group_id, season, self.season_generations.get(season, 0),
-                     self.generations.get(group_id, 0), self.index.version(group_id))
-
-    def put(self, fill: _Fill, limit: int, body: bytes, access: str,
-            members: list[int]) -> Cached:
-        """Keep the body (and the members it was read from, in the index)
-        unless something it depends on changed since `begin`."""
-        gid, season = fill.group_id, fill.season
-        self.end(fill)
-        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
-        if (fill.season_generation, fill.group_generation, fill.version) != (
-                self.season_generations.get(season, 0), self.generations.get(gid, 0),
-                self.index.version(gid)) or not self.hub.is_hinted(season):
-            return entry
-        if len(self.entries) >= MAX_ENTRIES:
-            self._drop(lambda g, s: True)
-        if (gid, season, limit) not in self.entries:
-            if gid not in self.groups:
-                self.index.watch(gid)
-            self.groups[gid] = self.groups.get(gid, 0) + 1
-        self.entries[(gid, season, limit)] = entry
-        self.access[gid] = access
-        if not self.index.is_loaded(gid):
-            self.index.load(gid, members, fill.version)
-        return entry
-
-    def end(self, fill: _Fill) -> None:
-        """The read is over (kept by `put`, or failed)."""
-        left = self.filling.get(fill.group_id, 0) - 1
-        if left > 0:
-            self.filling[fill.group_id] = left
-        else:
-            self.filling.pop(fill.group_id, None)
-
-    def _drop(self, which: Any) -> None:
-        for key in [k for k in self.entries if which(k[0], k[1])]:
-            del self.entries[key]
-            gid = key[0]
-            left = self.groups[gid] - 1
-            if left > 0:
-                self.groups[gid] = left
-            else:
-                del self.groups[gid]
-                self.access.pop(gid, None)
-                self.index.unwatch(gid)
-
-
-def etag_of(body: bytes) -> bytes:
-    return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
-
-
-async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: int
-                     ) -> Cached:
-    """The top of a season's board, serialized, from the cache when it may be."""
-    season = path_season(season_text, reads.settings.periods)
-    hit = cache.get(season.name, limit)
-    if hit is not None:
-        return hit
-    generation = cache.watch(season.name).generation  # before reading: see put()
-    body = await reads.top(season, limit)
-    seal_next(body, cache.cursors, season)
-    return cache.put(season.name, limit, orjson.dumps(body), generation)
-
-
-def board_cursor_owner(season: Season) -> str:
-    return f"board:{season.name}"
-
-
-def seal_next(body: dict[str, Any], cursors: Cursors, season: Season) -> None:
-    """The page's `next` position, sealed into an opaque cursor (or null)."""
-    if body["next"] is not None:
-        body["next"] = cursors.encode(board_cursor_owner(season), body["next"])
 
 
 def not_modified(scope: Scope, etag: bytes) -> bool:

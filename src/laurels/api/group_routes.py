@@ -13,8 +13,8 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from laurels.api import schemas as s
+from laurels.api.caches import GroupCache
 from laurels.api.cursors import Cursors
-from laurels.api.fast import GroupCache
 from laurels.api.params import Cursor, Limit, Radius, path_season, valid
 from laurels.api.problems import Problem
 from laurels.api.routes import (
@@ -33,7 +33,7 @@ from laurels.api.routes import (
 from laurels.api.sse import EventStream, event
 from laurels.errors import DomainError
 from laurels.groups import Groups
-from laurels.notify import CHANGED_PER_SECOND, Hub
+from laurels.hub import CHANGED_PER_SECOND, Hub
 from laurels.settings import Settings
 from laurels.validation import (
     GroupIn,

@@ -15,13 +15,14 @@ from pydantic import ValidationError
 from laurels.api import schemas as s
 from laurels.api.auth import Auth, Writer
 from laurels.api.bodies import check_headers, read_json
+from laurels.api.caches import board_body, board_cursor_owner, seal_next
 from laurels.api.cursors import Cursors
-from laurels.api.fast import board_body, board_cursor_owner, not_modified, seal_next
+from laurels.api.fast import not_modified
 from laurels.api.params import Cursor, Limit, Radius, path_season, path_user_id, path_uuid
 from laurels.api.problems import JSONResponse, Problem, outcome_status
 from laurels.api.sse import EventStream, event
+from laurels.hub import CHANGED_PER_SECOND, Hub
 from laurels.metrics import STREAMS_REFUSED
-from laurels.notify import CHANGED_PER_SECOND, Hub
 from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime
 from laurels.seasons import Period
@@ -287,7 +288,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
     hub: Hub = request.app.state.hub
     notifications = runtime(request).notifications
     stream_budget(hub, runtime(request).settings)
-    listener = hub.listen_user(uid)
+    listener = hub.listen_learner(uid)
 
     async def ready() -> bytes:
         await hub.connected.wait()  # the notification channel is subscribed
@@ -300,7 +301,7 @@ async def notification_events(request: Request, user_id: UserIdPath,
         return [event("notification", orjson.dumps(body))
                 for body in await notifications.by_id(uid, ids, finals)]
 
-    return EventStream(listener, ready, due, lambda: hub.unlisten_user(listener))
+    return EventStream(listener, ready, due, lambda: hub.unlisten_learner(listener))
 
 
 # -- admin --------------------------------------------------------------------
@@ -402,7 +403,7 @@ async def readyz(request: Request) -> Response:
     rt = runtime(request)
     try:
         await rt.db.ping()
-        await rt.redis.ping()
+        await rt.board.ping()
     except Exception:  # any failure of either store means "not ready"
         raise Problem("unavailable", "PostgreSQL or Redis does not answer") from None
     supervisor = getattr(request.app.state, "supervisor", None)

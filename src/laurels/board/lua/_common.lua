@@ -26,6 +26,18 @@ local function merge_profile(p, version, visibility, name, ts)
   return p
 end
 
+-- A corrected completion's state in a version's corrections hash: its
+-- correction number and whether it counts ("3:1"; "2:0" voided). The one
+-- place the form is written and read (apply.lua, load_corrections.lua).
+local function format_correction(n, counts)
+  return n .. ':' .. (counts and '1' or '0')
+end
+
+local function parse_correction(stored)
+  local n, counts = string.match(stored, '^(%d+):(%d)$')
+  return tonumber(n), counts == '1'
+end
+
 -- The sorted-set member of a learner (ranking.py explains the encoding).
 local function member_of(policy, ts, uid)
   if policy == 'first' then return ts .. uid end

@@ -86,15 +86,15 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   local corrections = KEYS[base + 4]
   local bitmap = KEYS[6 + 5 * T + t * C + c]
   local stored = redis.call('HGET', corrections, seq)
-  local stored_n, stored_counts = nil, nil
+  local stored_n, stored_counts = nil, false
   if stored then
-    stored_n, stored_counts = string.match(stored, '^(%d+):(%d)$')
-    if tonumber(stored_n) >= correction then return 0, '' end
+    stored_n, stored_counts = parse_correction(stored)
+    if stored_n >= correction then return 0, '' end
   end
   local was_applied = redis.call('SETBIT', bitmap, offset, 1) == 1
   redis.call('SADD', chunks, ARGV[10 + c])
-  redis.call('HSET', corrections, seq, correction .. ':' .. (counts and '1' or '0'))
-  local counted = (stored_counts == '1') or (not stored and was_applied)
+  redis.call('HSET', corrections, seq, format_correction(correction, counts))
+  local counted = stored_counts or (not stored and was_applied)
   if erased or counted == counts then return 1, '' end
   local p = parse_profile(redis.call('HGET', users, uid))
   local score = 0

@@ -1,0 +1,233 @@
+"""The per-process caches of board pages: the top of a season's board and
+the first pages of group boards, serialized, with an `ETag`.
+
+Every hint makes every open page refetch the top of its board, so these are
+read far more often than they change, and they are the same for every
+viewer. Each cache keeps its own invalidation: it hears every hint of this
+process before any stream does (the board's `on_hint`: this process's own
+changes at once, other processes' through the subscription), follows the
+seasons it holds on the subscription (so, on a cluster, their shards are
+subscribed), and uses a body only while that subscription is confirmed. A
+body read while a hint arrived is not kept: a cached body is never older
+than the newest hint this process has seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from laurels.api.cursors import Cursors
+from laurels.api.params import path_season
+from laurels.board import Hint, HintSubscription
+from laurels.group_index import GroupIndex
+from laurels.reads import Reads
+from laurels.seasons import Season
+
+CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
+MAX_ENTRIES = 256
+
+
+@dataclass(frozen=True)
+class Cached:
+    body: bytes
+    etag: bytes
+    expires: float
+
+
+class BoardCache:
+    """The top of each season's board, per `limit`."""
+
+    def __init__(self, subscription: HintSubscription, cursors: Cursors,
+                 seconds: float = CACHE_SECONDS) -> None:
+        self.subscription = subscription
+        self.cursors = cursors
+        self.seconds = seconds
+        self.entries: dict[tuple[str, int], Cached] = {}
+        self.generations: dict[str, int] = {}  # season -> hints heard, while followed
+        subscription.board.on_hint.append(self.hint)
+
+    def hint(self, hint: Hint) -> None:
+        season = hint["season"]
+        if season in self.generations:
+            self.generations[season] += 1
+            self.drop(season)
+
+    def generation(self, season: str) -> int:
+        """The season's hints so far (following it from now on)."""
+        if season not in self.generations:
+            self.generations[season] = 0
+            self.subscription.follow(season)
+        return self.generations[season]
+
+    def drop(self, season: str | None = None) -> None:
+        if season is None:
+            self.entries.clear()
+        else:
+            for key in [k for k in self.entries if k[0] == season]:
+                del self.entries[key]
+
+    def get(self, season: str, limit: int) -> Cached | None:
+        if not self.subscription.is_hinted(season):
+            return None  # a hint could be missed: no cache
+        entry = self.entries.get((season, limit))
+        if entry is None or entry.expires < time.monotonic():
+            return None
+        return entry
+
+    def put(self, season: str, limit: int, body: bytes, generation: int) -> Cached:
+        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
+        if generation == self.generation(season) and self.subscription.is_hinted(season):
+            if len(self.entries) >= MAX_ENTRIES:
+                self.entries.clear()
+            self.entries[(season, limit)] = entry
+        return entry
+
+
+@dataclass
+class _Fill:
+    """A body being read: kept only if nothing it depends on changed meanwhile."""
+
+    group_id: str
+    season: str
+    season_generation: int
+    group_generation: int
+    version: int
+
+
+class GroupCache:
+    """The first pages of group boards, serialized, per process.
+
+    A hint drops only the bodies of the groups it concerns (the member
+    index, group_index.py; every group of the season when it names nobody);
+    a membership or access change drops the group's (the board's
+    `on_group_change`: from this process at once, from others through
+    Redis). A body read while
+    something it depends on changed is not kept. While it has a body, a group
+    is watched in the index, so its members are loaded there too: the fast
+    lane checks a member's token against them, with no query."""
+
+    def __init__(self, subscription: HintSubscription, index: GroupIndex,
+                 seconds: float = CACHE_SECONDS) -> None:
+        self.subscription = subscription
+        self.index = index
+        self.seconds = seconds
+        self.entries: dict[tuple[str, str, int], Cached] = {}  # (group, season, limit)
+        self.access: dict[str, str] = {}  # group -> access, while it has bodies
+        self.groups: dict[str, int] = {}  # group -> bodies held
+        self.generations: dict[str, int] = {}  # group -> changes that concerned it
+        self.season_generations: dict[str, int] = {}  # season -> changes of all groups
+        self.filling: dict[str, int] = {}  # groups being read: concerned by every hint
+        self.seasons: set[str] = set()
+        subscription.board.on_hint.append(self.hint)
+        subscription.board.on_group_change.append(self.group_changed)
+
+    def hint(self, hint: Hint) -> None:
+        season = hint["season"]
+        if season not in self.seasons:
+            return
+        concerned = self.index.concerned(hint)
+        if concerned is None:
+            self.season_generations[season] = self.season_generations.get(season, 0) + 1
+            self._drop(lambda g, s: s == season)
+            return
+        concerned |= self.filling.keys()
+        for gid in concerned:
+            self.generations[gid] = self.generations.get(gid, 0) + 1
+        self._drop(lambda g, s: s == season and g in concerned)
+
+    def group_changed(self, group_id: str) -> None:
+        self.generations[group_id] = self.generations.get(group_id, 0) + 1
+        self._drop(lambda g, s: g == group_id)
+
+    def get(self, group_id: str, season: str, limit: int) -> tuple[Cached, str] | None:
+        if not self.subscription.is_hinted(season):
+            return None
+        entry = self.entries.get((group_id, season, limit))
+        if entry is None or entry.expires < time.monotonic():
+            return None
+        return entry, self.access[group_id]
+
+    def begin(self, group_id: str, season: str) -> _Fill:
+        if season not in self.seasons:
+            self.seasons.add(season)
+            self.subscription.follow(season)
+        self.filling[group_id] = self.filling.get(group_id, 0) + 1
+        return _Fill(group_id, season, self.season_generations.get(season, 0),
+                     self.generations.get(group_id, 0), self.index.version(group_id))
+
+    def put(self, fill: _Fill, limit: int, body: bytes, access: str,
+            members: list[int]) -> Cached:
+        """Keep the body (and the members it was read from, in the index)
+        unless something it depends on changed since `begin`."""
+        gid, season = fill.group_id, fill.season
+        self.end(fill)
+        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
+        if (fill.season_generation, fill.group_generation, fill.version) != (
+                self.season_generations.get(season, 0), self.generations.get(gid, 0),
+                self.index.version(gid)) or not self.subscription.is_hinted(season):
+            return entry
+        if len(self.entries) >= MAX_ENTRIES:
+            self._drop(lambda g, s: True)
+        if (gid, season, limit) not in self.entries:
+            if gid not in self.groups:
+                self.index.watch(gid)
+            self.groups[gid] = self.groups.get(gid, 0) + 1
+        self.entries[(gid, season, limit)] = entry
+        self.access[gid] = access
+        if not self.index.is_loaded(gid):
+            self.index.load(gid, members, fill.version)
+        return entry
+
+    def end(self, fill: _Fill) -> None:
+        """The read is over (kept by `put`, or failed)."""
+        left = self.filling.get(fill.group_id, 0) - 1
+        if left > 0:
+            self.filling[fill.group_id] = left
+        else:
+            self.filling.pop(fill.group_id, None)
+
+    def _drop(self, which: Any) -> None:
+        for key in [k for k in self.entries if which(k[0], k[1])]:
+            del self.entries[key]
+            gid = key[0]
+            left = self.groups[gid] - 1
+            if left > 0:
+                self.groups[gid] = left
+            else:
+                del self.groups[gid]
+                self.access.pop(gid, None)
+                self.index.unwatch(gid)
+
+
+def etag_of(body: bytes) -> bytes:
+    return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
+
+
+async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: int
+                     ) -> Cached:
+    """The top of a season's board, serialized, from the cache when it may be."""
+    season = path_season(season_text, reads.settings.periods)
+    hit = cache.get(season.name, limit)
+    if hit is not None:
+        return hit
+    generation = cache.generation(season.name)  # before reading: see put()
+    body = await reads.top(season, limit)
+    seal_next(body, cache.cursors, season)
+    return cache.put(season.name, limit, orjson.dumps(body), generation)
+
+
+def board_cursor_owner(season: Season) -> str:
+    return f"board:{season.name}"
+
+
+def seal_next(body: dict[str, Any], cursors: Cursors, season: Season) -> None:
+    """The page's `next` position, sealed into an opaque cursor (or null)."""
+    if body["next"] is not None:
+        body["next"] = cursors.encode(board_cursor_owner(season), body["next"])
+
+

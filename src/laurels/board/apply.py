@@ -1,0 +1,159 @@
+"""Applying deltas to a season's board: completions and corrections,
+exactly once (apply.lua: the idempotency bit and the score in one script),
+profiles and erasures."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from laurels.board.base import APPLY_BATCH, MAX_STALE_RETRIES, BoardBase
+from laurels.board.hints import hints_of
+from laurels.board.values import Delta, Profile
+from laurels.keys import chunk_of
+from laurels.ranking import pad_uid
+from laurels.seasons import parse_season
+from laurels.states import ApplyResult
+
+TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
+
+
+def _season_batches(events: list[Delta]) -> list[list[int]]:
+    """Indexes of `events`, in batches of at most APPLY_BATCH of one season
+    each, in the order they came."""
+    by_season: dict[str, list[int]] = {}
+    for i, ev in enumerate(events):
+        by_season.setdefault(ev.season, []).append(i)
+    return [idxs[k:k + APPLY_BATCH] for idxs in by_season.values()
+            for k in range(0, len(idxs), APPLY_BATCH)]
+
+
+class Applying(BoardBase):
+    def _apply_call(self, season: str, events: list[Delta], versions: tuple[str, str],
+                    targets: list[str], hint: bool = True) -> tuple[list[str], list[Any]]:
+        """One apply.lua call: a batch of one season's events, in order; the
+        script publishes the refresh hint itself when `hint`."""
+        sk = self.season_keys(season)
+        start = parse_season(season)
+        chunks: list[int] = []
+        index: dict[int, int] = {}
+        per_event: list[Any] = []
+        for ev in events:
+            chunk, offset = chunk_of(ev.seq)
+            if chunk not in index:
+                index[chunk] = len(chunks)
+                chunks.append(chunk)
+            per_event += [ev.seq, index[chunk], offset, pad_uid(ev.user_id), ev.points,
+                          start.pad_ts(ev.completed_at), ev.profile.version,
+                          ev.profile.visibility, ev.profile.display_name, ev.correction,
+                          "1" if ev.counted else "0",
+                          start.pad_ts(ev.reset_at) if ev.reset_at else "", ev.tie_token]
+        keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
+        for v in targets:
+            vk = sk.version(v)
+            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections]
+        for v in targets:
+            keys += [sk.version(v).applied(chunk) for chunk in chunks]
+        if not hint:
+            command, channel = "", ""
+        elif self.cluster:  # the season's shard channel: in this script's slot
+            command, channel = "SPUBLISH", self.keys.shard_hint_channel(season)
+        else:
+            command, channel = "PUBLISH", self.keys.hint_channel()
+        on_current = bool(targets) and targets[0] == versions[0]
+        args: list[Any] = [versions[0], versions[1], self.policy,
+                           ("1" if start.period == "week" else "h") if on_current else "0",
+                           len(targets), len(chunks), command, channel, season,
+                           *chunks, *per_event]
+        return keys, args
+
+    async def apply(self, events: list[Delta], only_version: str | None = None
+                    ) -> list[ApplyResult]:
+        """Apply events; per event 'applied', 'duplicate' or 'missing'.
+
+        One script call per season and batch of at most APPLY_BATCH events,
+        in order (pipelined on one node; on a cluster each season's calls run
+        in order, seasons side by side). With `only_version`, apply to that
+        building version alone (the rebuild's own stream); otherwise to the
+        current and building versions, and then publish refresh hints for
+        the seasons that changed.
+        """
+        results: list[ApplyResult | None] = [None] * len(events)
+        visibility: dict[int, str] = {}
+        pending = _season_batches(events)
+        for _ in range(MAX_STALE_RETRIES):
+            if not pending:
+                break
+            calls = [self._apply_batch_call(events, batch, only_version) for batch in pending]
+            replies = await self._run_in_order("apply", calls)
+            pending = [batch for batch, reply in zip(pending, replies, strict=True)
+                       if self._settle(events, batch, reply, only_version, results, visibility)]
+        if pending:
+            raise RuntimeError("board versions kept changing during apply")
+        if only_version is None and visibility:
+            # The scripts published the hints; this process's caches hear at once.
+            for hint in hints_of([(events[i], vis) for i, vis in sorted(visibility.items())]):
+                for local in self.on_hint:
+                    local(hint)
+        return [r or "missing" for r in results]
+
+    def _apply_batch_call(self, events: list[Delta], batch: list[int], only_version: str | None
+                          ) -> tuple[str, tuple[list[str], list[Any]]]:
+        """The apply.lua call of one batch (one season), on the versions this
+        process believes current and building, or on `only_version` alone."""
+        season = events[batch[0]].season
+        versions = self.versions(season)
+        targets = [v for v in versions if v]
+        if only_version is not None:
+            # A builder feeds only its own version, and only while that
+            # version still holds the building marker.
+            versions, targets = (versions[0], only_version), [only_version]
+        return season, self._apply_call(season, [events[i] for i in batch], versions, targets,
+                                        hint=only_version is None)
+
+    def _settle(self, events: list[Delta], batch: list[int], reply: Any,
+                only_version: str | None, results: list[ApplyResult | None],
+                visibility: dict[int, str]) -> bool:
+        """Record one batch's reply in `results` (and the visibility its hints
+        carry); True when the batch must be sent again (STALE versions)."""
+        status = reply[0]
+        if status == "STALE":
+            self._versions[events[batch[0]].season] = (reply[1], reply[2])
+            if only_version is None or reply[2] == only_version:
+                return True
+            status = "MISSING"  # the version being built is gone
+        if status == "MISSING":
+            for i in batch:
+                results[i] = "missing"
+            return False
+        for k, i in enumerate(batch):
+            applied, vis = int(reply[1 + 2 * k]), reply[2 + 2 * k]
+            results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
+                          else "applied" if applied else "duplicate")
+            if vis:
+                visibility[i] = vis
+        return False
+
+    async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
+        """Mark learners a void is about to be applied for, before their
+        fallback tie time is read (apply.lua, "Ties"): their tokens, in order."""
+        reply = await self.scripts["mark_ties"](
+            keys=[self.season_keys(season).ties],
+            args=[TIES_TTL_MS, *(pad_uid(u) for u in user_ids)])
+        return [str(t) for t in reply]
+
+    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
+        """Project a profile onto one season; False when the season has no board."""
+        return await self._write(
+            "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            [self.season_keys(season).erased],
+            [pad_uid(user_id), profile.version, profile.visibility, profile.display_name,
+             self.policy])
+
+    async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool:
+        """Remove an erased learner from a season's board; False when it has no
+        board (the tombstone is kept all the same, until `tombstone_until`)."""
+        return await self._write(
+            "erase", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            [self.season_keys(season).erased],
+            [pad_uid(user_id), self.policy, int(tombstone_until.timestamp() * 1000)])

@@ -1,0 +1,204 @@
+"""The transport of the board: one client, its registered scripts, the
+versions this process believes current, and the calls every part of the
+board makes through them (a pipeline on one node; on a cluster, calls routed
+to each slot's node, at most CLUSTER_IN_FLIGHT at once).
+
+Every call goes through one Lua script that first checks the season's current
+(and building) version against what this process believes; a stale belief
+costs one retry, a missing marker means "no board" (never a partial one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from redis.asyncio import Redis, RedisCluster
+from redis.commands.core import AsyncScript
+
+from laurels.board.connection import require_supported
+from laurels.board.values import BoardMissing
+from laurels.keys import Keys, SeasonKeys
+from laurels.ranking import TiePolicy
+
+if TYPE_CHECKING:
+    from laurels.board.hints import Hint
+
+T = TypeVar("T")
+MAX_STALE_RETRIES = 8
+# On Redis Cluster a batch of script calls runs as concurrent routed calls;
+# at most this many of one batch at a time (a rebuild streams 2,000 per
+# batch), so one caller never takes every connection of the client.
+CLUSTER_IN_FLIGHT = 32
+MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
+APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
+ROUTES_MAX = 100  # learners a hint may route by (apply.lua has the same)
+
+
+async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
+    """Await every call, at most `limit` at once, in order. Every call runs to
+    its end (no exception is left unretrieved); the first error is raised."""
+    turns = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with turns:
+            return await call
+
+    results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]
+
+
+class Scripts:
+    """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
+
+    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
+             "begin_build", "switch", "abort_build", "merge_bits", "load_board",
+             "load_erased", "load_corrections", "mark_ties")
+
+    def __init__(self, redis: Redis) -> None:
+        folder = resources.files(__package__).joinpath("lua")
+        common = folder.joinpath("_common.lua").read_text()
+        self.by_name: dict[str, AsyncScript] = {
+            name: redis.register_script(common + "\n" + folder.joinpath(f"{name}.lua").read_text())
+            for name in self.NAMES
+        }
+
+    def __getitem__(self, name: str) -> AsyncScript:
+        return self.by_name[name]
+
+
+class BoardBase:
+    def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy) -> None:
+        self.redis = redis
+        self.cluster = isinstance(redis, RedisCluster)
+        self.keys = keys
+        self.policy = policy
+        self.scripts = Scripts(redis)
+        # season -> (current, building) as last seen; corrected by STALE replies
+        self._versions: dict[str, tuple[str, str]] = {}
+        self.on_hint: list[Callable[[Hint], None]] = []
+        self.on_group_change: list[Callable[[str], None]] = []
+        # Names this process in what it publishes, so it skips its own echo.
+        self.origin = uuid.uuid4().hex
+        self._stream_groups: set[str] = set()  # rank-event consumer groups known to exist
+
+    async def open(self) -> None:
+        """Ready the client: on a cluster, load the topology before any
+        concurrent use (redis-py 8.1's async cluster client, first used by
+        many calls at once, can hand one of them a connection that is being
+        replaced); refuse a server too old (connection.py)."""
+        if self.cluster:
+            await self.redis.initialize()
+        await require_supported(self.redis)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def ping(self) -> None:
+        await self.redis.ping()
+
+    def season_keys(self, season: str) -> SeasonKeys:
+        return self.keys.season(season)
+
+    async def version_keys(self, season: str, version: str) -> list[str]:
+        """Every key of one version of a season's board: its idempotency
+        chunks, then its sets and hash, the chunk index last (so a cleanup
+        cut short still finds what is left)."""
+        vk = self.season_keys(season).version(version)
+        chunks = await self.redis.smembers(vk.chunks)
+        return [*(vk.applied(int(c)) for c in chunks), vk.public, vk.hidden, vk.users,
+                vk.corrections, vk.chunks]
+
+    def versions(self, season: str) -> tuple[str, str]:
+        return self._versions.get(season, ("", ""))
+
+    def forget(self, season: str) -> None:
+        self._versions.pop(season, None)
+
+    async def _run_in_order(self, script: str,
+                            calls: list[tuple[str, tuple[list[str], list[Any]]]]) -> list[Any]:
+        """Run script calls keeping their order within each group (a season):
+        one pipeline on a single node; on a cluster, each group's calls one
+        after another, the groups side by side (each on its own slot's node)."""
+        if not self.cluster:
+            return await self._run_many(script, [call for _, call in calls])
+        groups: dict[str, list[int]] = {}
+        for n, (group, _) in enumerate(calls):
+            groups.setdefault(group, []).append(n)
+        replies: list[Any] = [None] * len(calls)
+
+        async def run_group(members: list[int]) -> None:
+            for n in members:
+                keys, args = calls[n][1]
+                replies[n] = await self.scripts[script](keys=keys, args=args)
+
+        await gather_bounded([run_group(m) for m in groups.values()], CLUSTER_IN_FLIGHT)
+        return replies
+
+    async def _run_many(self, script: str, calls: list[tuple[list[str], list[Any]]]
+                        ) -> list[Any]:
+        """Run a script many times in one round trip: a pipeline, or on Redis
+        Cluster (whose pipelines refuse scripts) concurrent calls, each routed
+        to its slot's node."""
+        if self.cluster:
+            return await gather_bounded(
+                [self.scripts[script](keys=k, args=a) for k, a in calls], CLUSTER_IN_FLIGHT)
+        if len(calls) == 1:  # one call: EVALSHA alone (a pipeline first asks SCRIPT EXISTS)
+            keys, args = calls[0]
+            return [await self.scripts[script](keys=keys, args=args)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                await self.scripts[script](keys=keys, args=args, client=pipe)
+            return list(await pipe.execute())
+
+    async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
+                     args: list[Any]) -> bool:
+        """Run a write script on the current and building versions; False if no board."""
+        sk = self.season_keys(season)
+        for _ in range(MAX_STALE_RETRIES):
+            versions = self.versions(season)
+            keys = [sk.current, sk.building, *head]
+            for v in versions:
+                if v:
+                    keys += keys_of(sk.version(v))
+            reply = await self.scripts[script](keys=keys, args=[*versions, *args])
+            if reply[0] == "STALE":
+                self._versions[season] = (reply[1], reply[2])
+                continue
+            return bool(reply[0] == "OK")
+        raise RuntimeError(f"board versions kept changing during {script}")
+
+    async def _read(self, script: str, season: str, version_keys: Any,
+                    args: list[Any]) -> list[Any]:
+        sk = self.season_keys(season)
+        for _ in range(MAX_STALE_RETRIES):
+            current = self.versions(season)[0]
+            keys = [sk.current, *version_keys(sk.version(current or "0"))]
+            reply: list[Any] = await self.scripts[script](keys=keys, args=[current, *args])
+            if reply[0] == "STALE":
+                self._versions[season] = (reply[1], self.versions(season)[1])
+                continue
+            if reply[0] == "MISSING":
+                self._versions.pop(season, None)
+                raise BoardMissing(season)
+            return reply
+        raise RuntimeError("board versions kept changing during a read")
+
+    async def present(self, season: str) -> bool:
+        return bool(await self.redis.exists(self.season_keys(season).current))
+
+    async def wait_present(self, season: str, timeout_seconds: float) -> bool:
+        deadline = asyncio.get_running_loop().time() + timeout_seconds
+        while True:
+            if await self.present(season):
+                return True
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+

@@ -1,0 +1,137 @@
+"""Building a board version from PostgreSQL (rebuild.py drives it), the
+version's lifetime (switch, abort, drop, expiry) and the server's identity
+(epoch.py watches it). Each step is one script or pipelined call; the rows
+come from the rebuild's snapshot, the keys from keys.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from redis.asyncio import RedisCluster
+
+from laurels.board.base import CLUSTER_IN_FLIGHT, BoardBase, gather_bounded
+from laurels.ranking import pad_uid
+from laurels.seasons import parse_season
+
+UNLINK_BATCH = 500  # keys per UNLINK of a dropped version
+
+
+class BuildGone(Exception):
+    """The version being built lost its building marker (another rebuild
+    took over, or the board vanished from Redis)."""
+
+
+class Building(BoardBase):
+    async def begin_build(self, season: str) -> tuple[str, str, list[str]]:
+        """Mark a new version of the season as building (every apply from now
+        on reaches it too): (the new version, the current one or '', stale
+        versions a dead builder left, to drop)."""
+        sk = self.season_keys(season)
+        version, current, *stale = await self.scripts["begin_build"](
+            keys=[sk.building, sk.next_version, sk.versions, sk.current])
+        return str(version), str(current), [str(v) for v in stale]
+
+    async def switch(self, season: str, version: str) -> str:
+        """Make the built version current, atomically; the previous one ('' if
+        none). BuildGone if it no longer holds the building marker."""
+        sk = self.season_keys(season)
+        reply = await self.scripts["switch"](keys=[sk.current, sk.building], args=[version])
+        if reply[0] != "OK":
+            raise BuildGone("another rebuild took over the building marker")
+        self.forget(season)
+        return str(reply[1] or "")
+
+    async def abort_build(self, season: str, version: str) -> None:
+        """Stop feeding a version being built (the current one keeps serving)."""
+        await self.scripts["abort_build"](keys=[self.season_keys(season).building],
+                                          args=[version])
+
+    async def merge_bits(self, season: str, version: str, chunk: int, bits: bytes
+                         ) -> list[int]:
+        """Set a chunk's idempotency bits (65,536 seqs) on the version being
+        built; the seqs among them an apply had set first (they reached the
+        version live)."""
+        sk = self.season_keys(season)
+        vk = sk.version(version)
+        reply = await self.scripts["merge_bits"](
+            keys=[sk.building, vk.applied(chunk), vk.chunks, vk.scratch(1), vk.scratch(2)],
+            args=[version, chunk, bits])
+        if reply[0] != "OK":
+            raise BuildGone("the building board vanished from Redis")
+        return [int(offset) for offset in reply[1:]]
+
+    async def load_erased(self, season: str, version: str, current: str,
+                          user_ids: Sequence[int]) -> None:
+        """Put tombstones back and take those learners off the version being
+        built and the current one (load_erased.lua)."""
+        sk = self.season_keys(season)
+        keys = [sk.building, sk.current, sk.erased]
+        for v in (version, current) if current else (version,):
+            vk = sk.version(v)
+            keys += [vk.public, vk.hidden, vk.users]
+        reply = await self.scripts["load_erased"](
+            keys=keys, args=[version, current, self.policy, *map(pad_uid, user_ids)])
+        if reply[0] != "OK":
+            raise BuildGone("the building board vanished from Redis")
+
+    async def load_corrections(self, season: str, version: str,
+                               corrected: Iterable[tuple[int, int, bool]]) -> None:
+        """The snapshot's state (seq, correction number, counts) of corrected
+        completions, unless a newer one reached the version live
+        (load_corrections.lua; the stored form is _common.lua's)."""
+        vk = self.season_keys(season).version(version)
+        args: list[Any] = []
+        for seq, correction, counted in corrected:
+            args += [seq, correction, "1" if counted else "0"]
+        for i in range(0, len(args), 3 * 1000):
+            await self.scripts["load_corrections"](keys=[vk.corrections], args=args[i:i + 3000])
+
+    async def load_standings(self, season: str, version: str,
+                             standings: Sequence[tuple[int, int, datetime | None, int, str,
+                                                       str]]) -> int:
+        """Add learners' points (user id, points, latest completion, profile
+        version, visibility, name) to the version being built
+        (load_board.lua); how many it holds afterwards or kept off (erased)."""
+        sk = self.season_keys(season)
+        vk = sk.version(version)
+        start = parse_season(season)
+        args: list[Any] = [version, self.policy]
+        for uid, points, last_at, profile_version, visibility, name in standings:
+            args += [pad_uid(uid), points, start.pad_ts(last_at) if last_at else "",
+                     profile_version, visibility, name]
+        reply = await self.scripts["load_board"](
+            keys=[sk.building, sk.erased, vk.public, vk.hidden, vk.users], args=args)
+        if reply[0] != "OK":
+            raise BuildGone("the building board vanished from Redis")
+        return int(reply[1]) + int(reply[2])
+
+    async def drop_version(self, season: str, version: str) -> None:
+        """Free a version's keys without blocking Redis (UNLINK frees lazily)."""
+        names = await self.version_keys(season, version)
+        for i in range(0, len(names), UNLINK_BATCH):
+            await self.redis.unlink(*names[i:i + UNLINK_BATCH])
+        await self.redis.srem(self.season_keys(season).versions, version)
+
+    async def expire(self, season: str, at: datetime) -> int:
+        """Give every key of a season (each version's too) the expiry `at`;
+        returns how many keys."""
+        sk = self.season_keys(season)
+        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
+                 sk.notify_stream, sk.ties]
+        for v in await self.redis.smembers(sk.versions):
+            names += await self.version_keys(season, str(v))
+        replies = await gather_bounded([self.redis.pexpireat(n, at) for n in names],
+                                       CLUSTER_IN_FLIGHT)
+        return sum(1 for r in replies if r)
+
+    async def fingerprint(self) -> str:
+        """The run ids of the servers that hold the boards, sorted: a restart
+        or a failover changes it (epoch.py)."""
+        if isinstance(self.redis, RedisCluster):
+            info = await self.redis.info("server", target_nodes=RedisCluster.PRIMARIES)
+            ids = sorted(str(v["run_id"]) for v in info.values() if isinstance(v, dict))
+        else:
+            ids = [str((await self.redis.info("server"))["run_id"])]
+        return ",".join(ids)

@@ -1,0 +1,131 @@
+"""The values the board deals in: a delta to apply, the entries it reads,
+a learner's stored profile. Pure: no Redis here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from laurels.ranking import Position, TiePolicy, ranks_beside
+
+
+class BoardMissing(Exception):
+    """The season has no board in Redis (never built, or lost): rebuild it."""
+
+    def __init__(self, season: str) -> None:
+        super().__init__(season)
+        self.season = season
+
+
+@dataclass(frozen=True)
+class Profile:
+    version: int
+    visibility: str
+    display_name: str  # '' when never set
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A change to one board: a completion of a learner, as recorded (its
+    points count) or as corrected (a void or a restore), to be applied to
+    one season's board (apply.lua) exactly once."""
+
+    seq: int
+    user_id: int
+    points: int
+    completed_at: datetime
+    season: str
+    profile: Profile
+    # A correction (void, restore): the completion's correction number (0: as
+    # recorded), whether it counts, and the learner's latest counted
+    # completion in this board's season (the `first` policy's tie time after
+    # a void; None when none counts). apply.lua converges to the newest.
+    correction: int = 0
+    counted: bool = True
+    reset_at: datetime | None = None
+    # A void under `first`: the learner's mark in the season's ties hash,
+    # taken before `reset_at` was read (apply.lua, "Ties"); '' for none.
+    tie_token: str = ""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:
+        """A completion row joined with its learner's profile (queries.sql)."""
+        return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
+                   season or row["season"],
+                   Profile(row["profile_version"], row["visibility"], row["display_name"]),
+                   int(row.get("correction") or 0), bool(row.get("counted", True)))
+
+
+class Scored(NamedTuple):
+    """A learner's standing on a season's board, read by id (group and
+    friends boards): `last_ts` orders ties under the `first` policy."""
+
+    user_id: int
+    score: int
+    visibility: str
+    name: str
+    last_ts: int
+    board_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    rank: int
+    user_id: int
+    display_name: str
+    visibility: str
+    score: int
+
+
+@dataclass(frozen=True)
+class Top:
+    total: int
+    entries: list[Entry]
+    next: Position | None = None  # where the next page starts after, if there is one
+
+
+@dataclass(frozen=True)
+class Around:
+    me: Entry
+    index: int  # position of `me` inside `neighbors`
+    neighbors: list[Entry]
+
+
+
+def beside(neighbors: list[Entry], index: int, policy: TiePolicy) -> list[Entry]:
+    """A hidden learner's neighbourhood, ranked as if they were on the board
+    (ranking.ranks_beside)."""
+    ranks = ranks_beside([e.rank for e in neighbors], [e.score for e in neighbors], index,
+                         policy)
+    return [e if e.rank == r else Entry(r, e.user_id, e.display_name, e.visibility, e.score)
+            for e, r in zip(neighbors, ranks, strict=True)]
+
+
+def default_name(user_id: int) -> str:
+    return f"Learner {user_id}"
+
+
+class StoredProfile(NamedTuple):
+    """A learner's entry in a version's users hash, as the Lua scripts write
+    it (`_common.lua`, format_profile): the one place Python reads it."""
+
+    version: str
+    visibility: str
+    last_ts: str  # '' until the learner has scored in this version
+    name: str  # '' when the learner set none
+
+    @classmethod
+    def parse(cls, text: str) -> StoredProfile:
+        version, visibility, last_ts, name = text.split("\t", 3)
+        return cls(version, visibility, last_ts, name)
+
+
+def parse_profile(text: str, user_id: int) -> tuple[str, str]:
+    """(visibility, display name) of a stored profile string."""
+    if not text:
+        return "public", default_name(user_id)
+    profile = StoredProfile.parse(text)
+    return profile.visibility, profile.name or default_name(user_id)
+

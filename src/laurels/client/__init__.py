@@ -1,0 +1,119 @@
+"""A Python client of the laurels HTTP API, sync (`Client`) and async
+(`AsyncClient`), on httpx. The reference is docs/client.md.
+
+    from laurels.client import Client
+
+    with Client("https://laurels.example", token=INGEST_TOKEN) as laurels:
+        laurels.post_completion("lesson-42:user-7", user_id=7, points=10)
+
+Every call returns the JSON body the contract describes, typed as a
+`TypedDict` (`Board`, `Neighbourhood`, ...: types.py). A problem answer
+raises a `LaurelsError` subclass carrying its contract `code` (`NotFound`,
+`RateLimited`, ...: errors.py). Connection errors, timeouts, `429`, `502`, `503` and
+`504` are retried with exponential backoff and jitter, honouring
+`Retry-After`, up to `retries` times; a service that stays unreachable or
+unavailable raises `Unavailable` (with the transport error as `cause` when no
+answer came). Retrying is safe: `completion_id` makes a completion idempotent
+(a retried one answers `200 duplicate`, never counts twice), and every other
+call of the API is idempotent too (PUTs, membership sets, void, restore,
+suspend).
+
+Each call is written once (`Endpoints`), as a function that builds its
+request; `Call` turns it into a method of both clients: `Client().board()`
+returns a `Board`, `AsyncClient().board()` a coroutine of one.
+
+The package, one concern a module; every public name is here:
+
+- `types`: the contract's values (`Literal`s) and bodies (`TypedDict`s);
+- `errors`: `LaurelsError` and its subclasses, one per problem code, and the
+  mapping of an error answer to its exception;
+- `transport`: the request, sending it, retries, backoff, `Retry-After`;
+- `calls`: `Call`, one call written once for both clients;
+- `endpoints`: every call of the API, and `Completion`;
+- `clients`: `Client` and `AsyncClient`, batching and paging.
+"""
+
+from __future__ import annotations
+
+from laurels.client.clients import BATCH_MAX as BATCH_MAX
+from laurels.client.clients import AsyncClient, Client
+from laurels.client.endpoints import Completion
+from laurels.client.errors import ERRORS as ERRORS
+from laurels.client.errors import GATEWAY_STATUSES as GATEWAY_STATUSES
+from laurels.client.errors import (
+    CompletionConflict,
+    Forbidden,
+    LaurelsError,
+    NotFound,
+    NotRanked,
+    PayloadTooLarge,
+    RateLimited,
+    Rebuilding,
+    SeasonClosed,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+    UserErased,
+    ValidationError,
+)
+from laurels.client.transport import MAX_RETRY_AFTER_SECONDS as MAX_RETRY_AFTER_SECONDS
+from laurels.client.transport import RETRY_STATUSES as RETRY_STATUSES
+from laurels.client.types import (
+    Access,
+    AuditAction,
+    AuditEntry,
+    AuditLog,
+    BatchResult,
+    Board,
+    CompletionRecord,
+    CompletionResult,
+    Correction,
+    Deliveries,
+    Delivery,
+    DeliveryStatus,
+    Entry,
+    FriendEntry,
+    FriendsBoard,
+    Group,
+    GroupBoard,
+    GroupRef,
+    ItemError,
+    MarkedRead,
+    Membership,
+    Mismatch,
+    Neighbor,
+    Neighbourhood,
+    Notification,
+    NotificationKind,
+    Notifications,
+    Paged,
+    Period,
+    Rebuild,
+    RebuildStarted,
+    Refused,
+    Rejected,
+    Standing,
+    Suspension,
+    TiePolicy,
+    User,
+    UserCompletions,
+    UserGroups,
+    VerifyResult,
+    Visibility,
+)
+from laurels.client.types import AttemptError as AttemptError
+
+# Importable from here too, beyond `__all__` (`X as X` above): AttemptError,
+# BATCH_MAX, ERRORS, GATEWAY_STATUSES, MAX_RETRY_AFTER_SECONDS, RETRY_STATUSES.
+__all__ = [
+    "Access", "AsyncClient", "AuditAction", "AuditEntry", "AuditLog", "BatchResult", "Board",
+    "Client", "Completion", "CompletionConflict", "CompletionRecord", "CompletionResult",
+    "Correction", "Deliveries", "Delivery", "DeliveryStatus", "Entry", "Forbidden", "FriendEntry",
+    "FriendsBoard", "Group", "GroupBoard", "GroupRef", "ItemError", "LaurelsError", "MarkedRead",
+    "Membership", "Mismatch", "Neighbor", "Neighbourhood", "NotFound", "NotRanked",
+    "Notification", "NotificationKind", "Notifications", "Paged", "PayloadTooLarge", "Period",
+    "RateLimited", "Rebuild", "RebuildStarted", "Rebuilding", "Refused", "Rejected",
+    "SeasonClosed", "Standing", "Suspension", "TiePolicy", "Unauthorized", "Unavailable",
+    "UnsupportedMediaType", "User", "UserCompletions", "UserErased", "UserGroups",
+    "ValidationError", "VerifyResult", "Visibility",
+]

@@ -1,0 +1,302 @@
+"""Every call of the API (`Endpoints`, the base of both clients), each
+written once as the function that builds its request, and `Completion`, the
+item a completion is posted as."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from laurels.client.calls import Call
+from laurels.client.transport import Request
+from laurels.client.types import (
+    Access,
+    AuditLog,
+    Board,
+    CompletionResult,
+    Correction,
+    Deliveries,
+    DeliveryStatus,
+    FriendsBoard,
+    Group,
+    GroupBoard,
+    MarkedRead,
+    Membership,
+    Neighbourhood,
+    Notifications,
+    Rebuild,
+    RebuildStarted,
+    Suspension,
+    User,
+    UserCompletions,
+    UserGroups,
+    VerifyResult,
+    Visibility,
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completed tutorial, as the platform posts it."""
+
+    completion_id: str
+    user_id: int
+    points: int
+    completed_at: datetime | str | None = None  # RFC 3339 with an offset; None: now
+
+    def body(self) -> dict[str, Any]:
+        """The JSON item of `POST /v1/completions` (and of a batch)."""
+        out: dict[str, Any] = {"completion_id": self.completion_id, "user_id": self.user_id,
+                               "points": self.points}
+        if self.completed_at is not None:
+            at = self.completed_at
+            out["completed_at"] = at.isoformat() if isinstance(at, datetime) else at
+        return out
+
+
+def seg(value: object) -> str:
+    return quote(str(value), safe="")
+
+
+def page(limit: int, after: str | None) -> dict[str, Any]:
+    return {"limit": limit, **({"after": after} if after else {})}
+
+
+class Endpoints:
+    """Every call of the API, written once. Each builds its request;
+    `Client._run` and `AsyncClient._run` send it. Besides what each lists,
+    every call raises `Unauthorized`/`Forbidden` (token), `RateLimited`,
+    `Unavailable` (unreachable or 503, after the retries) and `ValidationError`
+    (a malformed argument)."""
+
+    # -- writes (the ingest token) ----------------------------------------------------------
+
+    @Call
+    def post_completion(completion_id: str, user_id: int, points: int,
+                        completed_at: datetime | str | None = None
+                        ) -> Request[CompletionResult]:
+        """Record one completion: `POST /v1/completions` (ingest token).
+        Idempotent on `completion_id`: a replay answers `status: "duplicate"`.
+        `completed_at`: an aware datetime or RFC 3339 text; None: now.
+        Returns a `CompletionResult`. Raises `CompletionConflict` (same id,
+        other payload), `SeasonClosed`, `UserErased`, `ValidationError`."""
+        body = Completion(completion_id, user_id, points, completed_at).body()
+        return Request("POST", "/v1/completions", json=body)
+
+    @Call
+    def put_user(user_id: int, display_name: str | None = None,
+                 visibility: Visibility | None = None) -> Request[User]:
+        """Set a learner's display name and/or visibility (None: unchanged):
+        `PUT /v1/users/{user_id}` (ingest token). Returns the stored `User`.
+        Raises `UserErased`, `ValidationError` (a name that is blank, too
+        long, "Anonymous", or has control or format characters)."""
+        body = {k: v for k, v in (("display_name", display_name), ("visibility", visibility))
+                if v is not None}
+        return Request("PUT", f"/v1/users/{user_id}", json=body)
+
+    # -- groups (writes: the ingest token) ---------------------------------------------------
+
+    @Call
+    def put_group(group_id: str, name: str | None = None, access: Access | None = None
+                  ) -> Request[Group]:
+        """Create a group, or change its name or access (None: unchanged, or
+        the defaults of a new group: its id, "members"):
+        `PUT /v1/groups/{group_id}` (ingest token). Returns the `Group`."""
+        body = {k: v for k, v in (("name", name), ("access", access)) if v is not None}
+        return Request("PUT", f"/v1/groups/{seg(group_id)}", json=body)
+
+    @Call
+    def get_group(group_id: str) -> Request[Group]:
+        """A group: `GET /v1/groups/{group_id}` (ingest token). Returns the
+        `Group`. Raises `NotFound`."""
+        return Request("GET", f"/v1/groups/{seg(group_id)}")
+
+    @Call
+    def delete_group(group_id: str) -> Request[None]:
+        """Delete a group; its boards are gone: `DELETE /v1/groups/{group_id}`
+        (ingest token). Returns None. Raises `NotFound`."""
+        return Request("DELETE", f"/v1/groups/{seg(group_id)}")
+
+    @Call
+    def change_members(group_id: str, add: Iterable[int] = (), remove: Iterable[int] = ()
+                       ) -> Request[Membership]:
+        """Add and remove members (up to 10,000 ids in all; idempotent):
+        `POST /v1/groups/{group_id}/members` (ingest token). Returns a
+        `Membership` (erased learners are `refused`). Raises `NotFound`."""
+        return Request("POST", f"/v1/groups/{seg(group_id)}/members",
+                        json={"add": list(add), "remove": list(remove)})
+
+    @Call
+    def group_board(group_id: str, season: str = "current", limit: int = 100,
+                    after: str | None = None) -> Request[GroupBoard]:
+        """One page of a group's board, its members ranked among themselves:
+        `GET /v1/groups/{group_id}/leaderboards/{season}` (a `public` group:
+        no token; a `members` one: a member's learner token, or ingest/admin).
+        Returns a `GroupBoard`. Raises `NotFound` (no such group, or one the
+        learner may not read), `Rebuilding`."""
+        return Request("GET", f"/v1/groups/{seg(group_id)}/leaderboards/{seg(season)}",
+                        page(limit, after))
+
+    @Call
+    def group_around(group_id: str, season: str, user_id: int, radius: int = 5
+                     ) -> Request[Neighbourhood]:
+        """A member's neighbourhood within a group:
+        `GET /v1/groups/{group_id}/leaderboards/{season}/users/{user_id}`
+        (that member's learner token, or admin). Returns a `Neighbourhood`
+        (with `group_id`). Raises `NotFound` (not a member), `NotRanked`."""
+        return Request(
+            "GET", f"/v1/groups/{seg(group_id)}/leaderboards/{seg(season)}/users/{user_id}",
+            {"radius": radius})
+
+    @Call
+    def user_groups(user_id: int) -> Request[UserGroups]:
+        """The groups a learner is in: `GET /v1/users/{user_id}/groups` (their
+        learner token, or admin). Returns `UserGroups`."""
+        return Request("GET", f"/v1/users/{user_id}/groups")
+
+    # -- reads ------------------------------------------------------------------------------
+
+    @Call
+    def board(season: str = "current", limit: int = 100, after: str | None = None
+              ) -> Request[Board]:
+        """One page of a season's public board (`limit` 1 to 1000, `after` the
+        previous page's `next`): `GET /v1/leaderboards/{season}` (no token).
+        `season`: `2026-W49`, `2026-11-30`, `2026-11`, `all`, `current`,
+        `current-day`, `current-month`. Returns a `Board`. Raises `NotFound`
+        (a period not configured), `ValidationError` (a malformed season or
+        cursor), `Rebuilding`."""
+        return Request("GET", f"/v1/leaderboards/{seg(season)}", page(limit, after))
+
+    @Call
+    def around(season: str, user_id: int, radius: int = 5) -> Request[Neighbourhood]:
+        """A learner's rank and the `radius` (0 to 50) ranks around it:
+        `GET /v1/leaderboards/{season}/users/{user_id}` (their learner token,
+        or admin). Returns a `Neighbourhood`. Raises `NotRanked` (no
+        completions this season), `Rebuilding`."""
+        return Request("GET", f"/v1/leaderboards/{seg(season)}/users/{user_id}",
+                        {"radius": radius})
+
+    @Call
+    def friends(season: str, user_ids: Iterable[int]) -> Request[FriendsBoard]:
+        """A friends board of 1 to 1000 learners, ranked among themselves:
+        `POST /v1/leaderboards/{season}/ranks` (any learner token, or
+        ingest). Hidden and anonymous learners are left out, but for the
+        caller (`self`). Returns a `FriendsBoard`. Raises `Rebuilding`."""
+        return Request("POST", f"/v1/leaderboards/{seg(season)}/ranks",
+                        json={"user_ids": list(user_ids)})
+
+    @Call
+    def completions(season: str, user_id: int, limit: int = 50, after: str | None = None
+                    ) -> Request[UserCompletions]:
+        """Why a learner's score is what it is: their completions in the
+        season, newest first, counted or voided, one page:
+        `GET /v1/leaderboards/{season}/users/{user_id}/completions` (their
+        learner token, or admin). Returns `UserCompletions`."""
+        return Request("GET", f"/v1/leaderboards/{seg(season)}/users/{user_id}/completions",
+                        page(limit, after))
+
+    # -- notifications (the learner's token, or admin) --------------------------------------
+
+    @Call
+    def notifications(user_id: int) -> Request[Notifications]:
+        """A learner's durable notifications, newest first:
+        `GET /v1/users/{user_id}/notifications` (their learner token, or
+        admin). Returns `Notifications`."""
+        return Request("GET", f"/v1/users/{user_id}/notifications")
+
+    @Call
+    def mark_read(user_id: int, ids: Iterable[int]) -> Request[MarkedRead]:
+        """Mark some of a learner's notifications read:
+        `POST /v1/users/{user_id}/notifications/read` (their learner token, or
+        admin). Returns `MarkedRead`."""
+        return Request("POST", f"/v1/users/{user_id}/notifications/read",
+                        json={"ids": list(ids)})
+
+    # -- admin (the admin token) ------------------------------------------------------------
+
+    @Call
+    def erase_user(user_id: int) -> Request[None]:
+        """Erase a learner for good (completions, name, notifications, every
+        board and group): `DELETE /v1/users/{user_id}` (admin token). Returns
+        None."""
+        return Request("DELETE", f"/v1/users/{user_id}")
+
+    @Call
+    def void(completion_id: str, reason: str) -> Request[Correction]:
+        """Void a completion (`reason` 1 to 500 characters): it stops counting
+        on every board: `POST /v1/admin/completions/{completion_id}/void`
+        (admin token). Voiding twice answers the same. Returns a `Correction`
+        (`status: "voided"`). Raises `NotFound`."""
+        return Request("POST", f"/v1/admin/completions/{seg(completion_id)}/void",
+                        json={"reason": reason})
+
+    @Call
+    def restore(completion_id: str, reason: str | None = None) -> Request[Correction]:
+        """Restore a voided completion: it counts again:
+        `POST /v1/admin/completions/{completion_id}/restore` (admin token).
+        Returns a `Correction` (`status: "recorded"`). Raises `NotFound`."""
+        return Request("POST", f"/v1/admin/completions/{seg(completion_id)}/restore",
+                        json={"reason": reason} if reason else {})
+
+    @Call
+    def suspend(user_id: int, reason: str) -> Request[Suspension]:
+        """Suspend a learner (off every public board, like a hidden one):
+        `POST /v1/admin/users/{user_id}/suspend` (admin token). Returns a
+        `Suspension`. Raises `UserErased`."""
+        return Request("POST", f"/v1/admin/users/{user_id}/suspend", json={"reason": reason})
+
+    @Call
+    def unsuspend(user_id: int, reason: str | None = None) -> Request[Suspension]:
+        """Unsuspend a learner: `POST /v1/admin/users/{user_id}/unsuspend`
+        (admin token). Returns a `Suspension`. Raises `UserErased`."""
+        return Request("POST", f"/v1/admin/users/{user_id}/unsuspend",
+                        json={"reason": reason} if reason else {})
+
+    @Call
+    def audit(limit: int = 100, after: str | None = None) -> Request[AuditLog]:
+        """One page of the audit log, newest first: `GET /v1/admin/audit`
+        (admin token). Returns an `AuditLog`."""
+        return Request("GET", "/v1/admin/audit", page(limit, after))
+
+    @Call
+    def rebuild(season: str) -> Request[RebuildStarted]:
+        """Rebuild a season's board from PostgreSQL in the background:
+        `POST /v1/admin/leaderboards/{season}/rebuild` (admin token). Returns
+        `RebuildStarted` (follow it with `rebuild_status`). Raises
+        `NotFound`, `Rebuilding` (one is starting: retried)."""
+        return Request("POST", f"/v1/admin/leaderboards/{seg(season)}/rebuild")
+
+    @Call
+    def rebuild_status(rebuild_id: str) -> Request[Rebuild]:
+        """A rebuild's state: `GET /v1/admin/rebuilds/{rebuild_id}` (admin
+        token). Returns a `Rebuild`. Raises `NotFound`."""
+        return Request("GET", f"/v1/admin/rebuilds/{seg(rebuild_id)}")
+
+    @Call
+    def verify(season: str) -> Request[VerifyResult]:
+        """Compare a season's board in Redis with the sums in PostgreSQL:
+        `GET /v1/admin/leaderboards/{season}/verify` (admin token). Returns a
+        `VerifyResult`. Raises `NotFound`."""
+        return Request("GET", f"/v1/admin/leaderboards/{seg(season)}/verify")
+
+    @Call
+    def deliveries(status: DeliveryStatus | None = None, limit: int = 100,
+                   after: str | None = None) -> Request[Deliveries]:
+        """One page of webhook deliveries, newest first, of one `status` or
+        all: `GET /v1/admin/webhooks/deliveries` (admin token). Returns
+        `Deliveries`."""
+        params = page(limit, after)
+        if status is not None:
+            params["status"] = status
+        return Request("GET", "/v1/admin/webhooks/deliveries", params)
+
+    @Call
+    def retry_delivery(delivery_id: str) -> Request[None]:
+        """Send a webhook delivery again at once (a failed one gets another
+        24 hours): `POST /v1/admin/webhooks/deliveries/{id}/retry` (admin
+        token). Returns None. Raises `NotFound`."""
+        return Request("POST", f"/v1/admin/webhooks/deliveries/{seg(delivery_id)}/retry",
+                        bodiless=True)

@@ -1,0 +1,116 @@
+"""Personal notifications from the boards' rank events.
+
+The apply script appends rank events (entered the top 10, passed someone in
+the top 100) to the season's Redis stream atomically with the score change.
+The notifier (off the ingest hot path, in every process that runs the
+projector) turns them into durable PostgreSQL rows, idempotently, then tells
+the API processes, which push them to the learner's notification stream
+(hub.py). Closing a week writes everyone's final rank (`season_final`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from laurels.board import Board
+from laurels.db import Database
+from laurels.metrics import NOTIFICATIONS_WRITTEN
+from laurels.seasons import period_of, season_of
+
+log = logging.getLogger("laurels.notifier")
+
+SEASONS_SECONDS = 10.0  # how often the open weeks are read again
+
+
+class Notifier:
+    """Turns the seasons' rank-event streams into durable notifications."""
+
+    def __init__(self, db: Database, board: Board) -> None:
+        self.db = db
+        self.board = board
+        self.consumer = f"{os.uname().nodename}-{os.getpid()}"
+        self._seasons: list[str] = []
+        self._seasons_at = 0.0
+
+    async def _open_seasons(self) -> list[str]:
+        """The open weeks (rank events come from weekly boards only), re-read
+        every 10 s (`consume` adds this week's, so the first notifications of
+        a new week come at once)."""
+        if time.monotonic() - self._seasons_at > SEASONS_SECONDS:
+            self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")
+                             if period_of(r["season"]) == "week"]
+            self._seasons_at = time.monotonic()
+        return self._seasons
+
+    async def consume(self, count: int = 200) -> int:
+        """Process what the streams hold (and what dead consumers left); returns entries."""
+        handled = 0
+        known = await self._open_seasons()
+        this_week = season_of(datetime.now(UTC)).name
+        for season in known if this_week in known else [*known, this_week]:
+            events = await self.board.rank_events(season, self.consumer, count,
+                                                  create=season in known)
+            for entry_id, fields in events:
+                if fields:
+                    await self._handle(season, fields)
+                await self.board.done_with(season, entry_id)
+                handled += 1
+        return handled
+
+    async def _handle(self, season: str, f: dict[str, str]) -> None:
+        uid, seq = int(f["uid"]), f["seq"]
+        passed_ids = [int(p) for p in filter(None, f.get("passed", "").split(","))]
+        created: list[tuple[int, int]] = []
+        async with self.db.transaction() as conn:
+            # Share-lock everyone involved: an erasure (FOR UPDATE) either
+            # committed before (we see it and write nothing about them) or
+            # waits for us (and then deletes and scrubs what we wrote).
+            users = await self.db.fetch("lock_users", conn, user_ids=sorted({uid, *passed_ids}))
+            erased = {r["user_id"] for r in users if r["erased"]}
+            if uid in erased:
+                return
+            if f.get("top10") == "1":
+                row = await self.db.fetch_one(
+                    "insert_notification", conn, user_id=uid, kind="top10", season=season,
+                    data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"])}),
+                    dedup_key=f"top10:{season}:{seq}")
+                if row:
+                    created.append((uid, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("top10").inc()
+            for target in passed_ids:
+                if target in erased:
+                    continue
+                # Who passed them, by id only: the name is resolved when the
+                # notification is read or sent (notifications.py), as the
+                # mover is then (an anonymous one stays unnamed).
+                data = Jsonb({"by_user_id": uid, "season": season})
+                key = f"overtaken:{season}:{seq}"
+                row = await self.db.fetch_one("refresh_overtaken", conn, user_id=target,
+                                              season=season, data=data, dedup_key=key)
+                if row is None:
+                    row = await self.db.fetch_one(
+                        "insert_notification", conn, user_id=target, kind="overtaken",
+                        season=season, data=data, dedup_key=key)
+                if row:
+                    created.append((target, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("overtaken").inc()
+        for target, nid in created:
+            await self.board.publish_notification(target, nid)
+
+    async def season_final(self, season: str, conn: Any) -> None:
+        """In the finalizing transaction: everyone's final rank, once (weeks
+        only: the contract's `season_final` is weekly)."""
+        if period_of(season) != "week":
+            return
+        written = await self.db.run("notify_season_final", conn, season=season)
+        NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
+
+    async def announce_final(self, season: str) -> None:
+        if period_of(season) == "week":
+            await self.board.announce_final(season)
