@@ -30,10 +30,10 @@ from laurels import failpoints
 from laurels.board import Delta, Profile
 from laurels.db import Conn, Database
 from laurels.errors import DomainError
+from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.reads import iso
-from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
 from laurels.seasons import Period, seasons_of
 
 log = logging.getLogger("laurels.corrections")
@@ -52,6 +52,18 @@ class Corrections:
 
     async def restore(self, completion_id: str, reason: str | None = None) -> dict[str, Any]:
         return (await self.correct(completion_id, voided=False, reason=reason))[0]
+
+    async def audit_page(self, limit: int, after_id: int | None
+                         ) -> tuple[dict[str, Any], int | None]:
+        """The audit log, newest first: `limit` entries older than `after_id`,
+        and the id to continue from when more follow."""
+        rows = await self.db.fetch("audit_page", limit=limit + 1, after_id=after_id)
+        shown = rows[:limit]
+        entries = [{"id": r["id"], "at": iso(r["at"]), "action": r["action"],
+                    "target": r["target"], "reason": r["reason"], "details": r["details"]}
+                   for r in shown]
+        return ({"entries": entries, "next": None},
+                shown[-1]["id"] if len(rows) > limit else None)
 
     async def correct(self, completion_id: str, voided: bool, reason: str | None
                       ) -> tuple[dict[str, Any], bool]:
@@ -126,15 +138,3 @@ class Corrections:
                         "rank_before": before["rank"] if before else None,
                         "rank_after": after["rank"] if after else None})
         return out
-
-
-async def audit_page(db: Database, limit: int, after_id: int | None
-                     ) -> tuple[dict[str, Any], int | None]:
-    """The audit log, newest first: `limit` entries older than `after_id`,
-    and the id to continue from when more follow."""
-    rows = await db.fetch("audit_page", limit=limit + 1, after_id=after_id)
-    shown = rows[:limit]
-    entries = [{"id": r["id"], "at": iso(r["at"]), "action": r["action"],
-                "target": r["target"], "reason": r["reason"], "details": r["details"]}
-               for r in shown]
-    return {"entries": entries, "next": None}, (shown[-1]["id"] if len(rows) > limit else None)

@@ -71,7 +71,6 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     rt = Runtime(settings, secrets, database_url, redis_url)
     api = serving_app(create_app(rt, migrate=False))
     server_mod.configure(settings)
-    server_mod.EXIT_HOOKS.append(rt.hub.close_all_soon)
     server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port,
                                            log_level="warning", **server_mod.options(settings)))
     logs.protect()

@@ -1,17 +1,18 @@
 """Domain errors: a refusal with one of the contract's error codes
 (docs/contract.md, Errors) and a detail safe to show. The HTTP status of
-each code, and the problem+json body, belong to the edge (api/problems.py).
+each code, the problem+json body, and the codes only the HTTP edge gives
+(a token refused, a body too large, a store that does not answer, ...)
+belong to the edge (api/problems.py).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+# What domain code raises (DomainError) or reports (an ingest outcome's code).
 ErrorCode = Literal[
-    "validation_error", "unauthorized", "forbidden", "not_found", "not_ranked",
-    "completion_conflict", "season_closed", "user_erased", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "rebuilding", "unavailable",
-    "method_not_allowed", "internal_error",
+    "validation_error", "not_found", "not_ranked", "completion_conflict", "season_closed",
+    "user_erased", "rebuilding",
 ]
 
 

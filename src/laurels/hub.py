@@ -102,7 +102,6 @@ class Hub:
         self.group_boards: dict[str, dict[str, set[SeasonListener]]] = {}
         self.index = GroupIndex()
         self._streams = 0
-        self.loop: asyncio.AbstractEventLoop | None = None  # where the streams run
         subscription.on_stream_hint.append(self.fan_out)
         subscription.on_note.append(self._note)
         subscription.board.on_group_change.append(self.group_changed)
@@ -215,25 +214,3 @@ class Hub:
         if isinstance(uid, int) and isinstance(nid, int):
             for listener in list(self.learners.get(uid, ())):
                 listener.offer(nid)
-
-    # -- shutdown ----------------------------------------------------------------
-
-    def close_all(self) -> None:
-        """End every stream of this process (server shutdown)."""
-        listeners: list[SeasonListener | LearnerListener] = []
-        for boards in self.boards.values():
-            listeners += boards
-        for learners in self.learners.values():
-            listeners += learners
-        for groups in self.group_boards.values():
-            for group in groups.values():
-                listeners += group
-        for listener in listeners:
-            listener.closed = True
-            listener.wake.set()
-
-    def close_all_soon(self) -> None:
-        """From a signal handler (the server starts shutting down): end every
-        stream cleanly on the event loop, none is cut off mid-response."""
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self.close_all)

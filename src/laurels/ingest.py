@@ -20,9 +20,9 @@ from laurels import failpoints
 from laurels.board import Delta, Profile
 from laurels.db import Database, Row
 from laurels.errors import ErrorCode
+from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
-from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS
 from laurels.seasons import END_OF_TIME, seasons_of, shifted
 from laurels.settings import Settings
 from laurels.states import OutcomeStatus

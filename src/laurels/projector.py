@@ -22,9 +22,9 @@ from redis.exceptions import RedisClusterException, RedisError
 from laurels import failpoints
 from laurels.board import Board, Delta
 from laurels.db import Database
+from laurels.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
-from laurels.rebuild import BACKGROUND_HEAL_WAIT_SECONDS, Rebuilder
 from laurels.seasons import Period, season_of
 from laurels.states import ApplyResult
 
@@ -55,12 +55,12 @@ class Projector:
     poll_seconds = 0.5  # the wait for a NOTIFY before polling anyway
     min_age_seconds = 0.25  # younger rows are left to the fast path
 
-    def __init__(self, db: Database, board: Board, rebuilder: Rebuilder,
+    def __init__(self, db: Database, board: Board, healer: Healer,
                  lifecycle: Lifecycle, periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
         self.periods = periods
         self.board = board
-        self.rebuilder = rebuilder
+        self.healer = healer
         self.lifecycle = lifecycle
         self.applied_total = 0
         self.flushing = False  # a flush loop deletes the fast path's rows in bulk
@@ -123,7 +123,7 @@ class Projector:
             missing -= archived
         if missing:
             await failpoints.pause("fast_missing")
-            if await self.rebuilder.heal(missing, heal_wait_seconds):
+            if await self.healer.heal(missing, heal_wait_seconds):
                 for season in sorted(missing):  # the board changed; name nobody
                     await self.board.publish_hint({"season": season})
                 missing = set()
@@ -224,7 +224,7 @@ class Projector:
                                                     min_age_seconds=age, limit=self.batch_size)
         if missing:
             log.info("seasons %s have no board: rebuilding", sorted(missing))
-            await self.rebuilder.heal(missing, BACKGROUND_HEAL_WAIT_SECONDS)
+            await self.healer.heal(missing, BACKGROUND_HEAL_WAIT_SECONDS)
             again, _ = await self._claim_and_apply("claim_outbox", "projector",
                                                    min_age_seconds=age, limit=self.batch_size)
             done += again

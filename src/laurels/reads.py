@@ -18,10 +18,10 @@ from laurels import failpoints
 from laurels.board import Around, Board, BoardMissing, Entry, beside, default_name
 from laurels.db import Database
 from laurels.errors import DomainError
+from laurels.heal import REQUEST_HEAL_WAIT_SECONDS, Healer
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.ranking import Position
-from laurels.rebuild import REQUEST_HEAL_WAIT_SECONDS, Rebuilder
 from laurels.seasons import Season
 from laurels.settings import Settings
 
@@ -60,11 +60,11 @@ def public_entry(e: Entry) -> dict[str, Any]:
 
 class Reads:
     def __init__(self, settings: Settings, db: Database, board: Board,
-                 rebuilder: Rebuilder, lifecycle: Lifecycle, privacy: Privacy) -> None:
+                 healer: Healer, lifecycle: Lifecycle, privacy: Privacy) -> None:
         self.settings = settings
         self.db = db
         self.board = board
-        self.rebuilder = rebuilder
+        self.healer = healer
         self.lifecycle = lifecycle
         self.privacy = privacy
 
@@ -94,7 +94,7 @@ class Reads:
         row = await self.db.fetch_one("season_has_completions", season=season.name)
         if not row or not row["present"]:
             return empty()
-        await self.rebuilder.heal({season.name}, REQUEST_HEAL_WAIT_SECONDS)
+        await self.healer.heal({season.name}, REQUEST_HEAL_WAIT_SECONDS)
         try:
             return await read()
         except BoardMissing:
@@ -203,6 +203,29 @@ class Reads:
             neighbors[pos] = me
         return Around(me, pos, neighbors)
 
+    async def completions(self, season: Season, user_id: int, limit: int,
+                          after: Position | None) -> tuple[dict[str, Any], Position | None]:
+        """"Why is my score X": a learner's completions in a season, newest first
+        (`limit` after the position of the previous page's last one), each counted
+        or voided; the counted points add up to `score`, their score on the board.
+        Returns the body and the position of the page's last entry when more follow."""
+        after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
+        rows = await self.db.fetch("user_completions", season=season.name, user_id=user_id,
+                                   limit=limit + 1, after_at=after_at,
+                                   after_seq=after[1] if after else None)
+        total = await self.db.fetch_one("user_season_score", season=season.name,
+                                        user_id=user_id)
+        page = rows[:limit]
+        body = {"season": season.name, "user_id": user_id,
+                "score": int(total["score"]) if total else 0,
+                "completions": [{"completion_id": r["completion_id"], "points": r["points"],
+                                 "completed_at": iso(r["completed_at"]),
+                                 "status": "counted" if r["counted"] else "voided"}
+                                for r in page],
+                "next": None}
+        last = page[-1] if len(rows) > limit else None
+        return body, (micros(last["completed_at"]), int(last["seq"]), 0) if last else None
+
 
 def _archived_entry(row: Any) -> Entry:
     uid = int(row["user_id"])
@@ -217,26 +240,3 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def micros(at: datetime) -> int:
     delta = at - EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-async def completions_of(db: Database, season: Season, user_id: int, limit: int,
-                         after: Position | None) -> tuple[dict[str, Any], Position | None]:
-    """"Why is my score X": a learner's completions in a season, newest first
-    (`limit` after the position of the previous page's last one), each counted
-    or voided; the counted points add up to `score`, their score on the board.
-    Returns the body and the position of the page's last entry when more follow."""
-    after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
-    rows = await db.fetch("user_completions", season=season.name, user_id=user_id,
-                          limit=limit + 1, after_at=after_at,
-                          after_seq=after[1] if after else None)
-    total = await db.fetch_one("user_season_score", season=season.name, user_id=user_id)
-    shown = rows[:limit]
-    body = {"season": season.name, "user_id": user_id,
-            "score": int(total["score"]) if total else 0,
-            "completions": [{"completion_id": r["completion_id"], "points": r["points"],
-                             "completed_at": iso(r["completed_at"]),
-                             "status": "counted" if r["counted"] else "voided"}
-                            for r in shown],
-            "next": None}
-    last = shown[-1] if len(rows) > limit else None
-    return body, (micros(last["completed_at"]), int(last["seq"]), 0) if last else None

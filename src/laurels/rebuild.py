@@ -18,7 +18,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -28,7 +27,7 @@ from laurels import failpoints
 from laurels.board import Board, BuildGone
 from laurels.db import Database
 from laurels.keys import CHUNK_BITS
-from laurels.seasons import END_OF_TIME, Period, period_of, seasons_of
+from laurels.seasons import period_of
 from laurels.states import RebuildStatus
 
 if TYPE_CHECKING:
@@ -40,12 +39,6 @@ SEQ_BATCH = 20_000  # seqs per fetch while setting the bits
 LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
 CHUNK_BYTES = (1 << CHUNK_BITS) // 8
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
-# How long a caller waits for a missing board to be healed: a request (a
-# read, the fast path of an ingest) briefly, then answers 503 or leaves the
-# rest to the projector; background work (projector, prepare) longer.
-REQUEST_HEAL_WAIT_SECONDS = 2.0
-BACKGROUND_HEAL_WAIT_SECONDS = 30.0
-HEALS_AT_ONCE = 2  # boards a process builds at once when healing
 Progress = Callable[[int, int], None]
 
 
@@ -65,7 +58,7 @@ class RebuildResult:
     version: str
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
+def retrieved(task: asyncio.Task[Any]) -> None:
     """A background build nobody may await: take its exception, so asyncio
     never reports it as "never retrieved" (the build logged and recorded it)."""
     if not task.cancelled():
@@ -78,17 +71,11 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None,
-                 periods: tuple[Period, ...] = ("week",)) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None
+                 ) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
-        self.periods = periods  # the boards `prepare` creates ahead
-        self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
-        # Heals build at most this many boards at once in a process (each
-        # holds a pooled connection for its snapshot): with several periods,
-        # a start-up or a Redis restart finds many boards missing at once.
-        self._heal_slots = asyncio.Semaphore(HEALS_AT_ONCE)
         self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
 
     def _lock(self, season: str) -> int:
@@ -134,7 +121,7 @@ class Rebuilder:
             await self._release(conn, season, locked=locked, discard=locked)
             raise
         task = asyncio.create_task(self._locked_build(conn, season, rebuild_id, progress))
-        task.add_done_callback(_retrieved)  # its failure is recorded and logged already
+        task.add_done_callback(retrieved)  # its failure is recorded and logged already
         self._running[rebuild_id] = task
         task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
         return rebuild_id, task
@@ -345,64 +332,3 @@ class Rebuilder:
                 if u not in seen and pts]
         for i in range(0, len(back), LOAD_BATCH):
             await self.board.load_standings(season, version, back[i:i + LOAD_BATCH])
-
-    # -- self-healing ------------------------------------------------------
-
-    def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
-        """Start (once per process) a rebuild of a season whose board is missing."""
-        task = self._local.get(season)
-        if task is None or task.done():
-            task = asyncio.create_task(self._heal(season))
-            task.add_done_callback(_retrieved)
-            self._local[season] = task
-        return task
-
-    async def heal(self, seasons: set[str], wait_seconds: float) -> bool:
-        """Rebuild the seasons whose board is missing (here, or by waiting on
-        another process that builds them); True once every board is back.
-        Waits at most about `wait_seconds`; a rebuild still running goes on."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_seconds
-        tasks = {season: self.ensure(season) for season in seasons}
-        for season, task in tasks.items():
-            try:
-                await asyncio.wait_for(asyncio.shield(task),
-                                       max(0.0, deadline - loop.time()))
-            except TimeoutError:
-                log.info("rebuild of %s still running", season)
-            except Exception as exc:  # recorded as failed; the next heal tries again
-                log.warning("rebuild of %s failed: %s", season, exc)
-        present = True
-        for season in seasons:  # another process may hold the lock and be building
-            present &= await self.board.wait_present(season,
-                                                     max(0.1, deadline - loop.time()))
-        return present
-
-    async def prepare(self, now: datetime | None = None) -> None:
-        """Create the current board of every configured period ahead of its
-        first completion (and the next one near the end of this one), so
-        first completions are applied live, with their hints and rank events,
-        rather than absorbed by a first build."""
-        now = now or datetime.now(UTC)
-        seasons = []
-        for this in seasons_of(now, self.periods):
-            seasons.append(this)
-            lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
-            if this.bounded and this.ends_at - now < lead and this.ends_at < END_OF_TIME:
-                seasons.append(this.next())
-        await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
-
-    async def _heal(self, season: str) -> RebuildResult | None:
-        if await self.board.present(season):
-            return None
-        if self.lifecycle and await self.lifecycle.finalized([season]):
-            return None  # a finalized season is read from its archive
-        async with self._heal_slots:
-            if await self.board.present(season):
-                return None  # built meanwhile (by another process)
-            try:
-                return await self.run(season)
-            except RebuildRunning:
-                return None  # another process is building it
-
-

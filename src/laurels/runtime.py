@@ -9,7 +9,6 @@ use. A test that needs another tie policy, key prefix or clock calls
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from laurels.corrections import Corrections
 from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
 from laurels.groups import Groups
+from laurels.heal import Healer
 from laurels.hub import Hub
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
@@ -38,7 +38,7 @@ from laurels.rebuild import Rebuilder
 from laurels.settings import Secrets, Settings
 from laurels.supervisor import Loop, every
 from laurels.verify import Verifier
-from laurels.webhooks import Webhooks
+from laurels.webhooks import Deliveries, Webhooks
 
 log = logging.getLogger("laurels.runtime")
 
@@ -65,6 +65,7 @@ class Services:
     board: Board
     lifecycle: Lifecycle
     rebuilder: Rebuilder
+    healer: Healer
     notifier: Notifier
     projector: Projector
     ingestor: Ingestor
@@ -80,6 +81,12 @@ class Services:
     epoch: EpochWatch
     secrets: Secrets
     webhooks: Webhooks | None  # with LAURELS_WEBHOOK_URL
+    deliveries: Deliveries  # the operator's view of them, with or without a URL
+
+    async def ping(self) -> None:
+        """Return once PostgreSQL and Redis both answer; raise if either does not."""
+        await self.db.ping()
+        await self.board.ping()
 
     def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
         """The same graph with other settings (or clock), on the same connections."""
@@ -93,14 +100,15 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     keys = Keys(settings.key_prefix, settings.tie_policy)
     board = Board(redis, keys, settings.tie_policy)
     lifecycle = Lifecycle(settings, db, board)
-    rebuilder = Rebuilder(db, board, lifecycle, settings.periods)
+    rebuilder = Rebuilder(db, board, lifecycle)
+    healer = Healer(board, rebuilder, lifecycle, settings.periods)
     notifier = Notifier(db, board)
     lifecycle.on_finalized.append(notifier.season_final)
     lifecycle.after_finalized.append(notifier.announce_final)
-    projector = Projector(db, board, rebuilder, lifecycle, periods=settings.periods)
+    projector = Projector(db, board, healer, lifecycle, periods=settings.periods)
     privacy = Privacy(db)
     subscription = HintSubscription(board)
-    reads = Reads(settings, db, board, rebuilder, lifecycle, privacy)
+    reads = Reads(settings, db, board, healer, lifecycle, privacy)
     notifications = Notifications(db)
     webhooks = None
     if settings.webhook_url is not None:
@@ -108,7 +116,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
                             settings.webhook_timeout_seconds)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
-        rebuilder=rebuilder, notifier=notifier, projector=projector,
+        rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, clock or _now),
         learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle),
@@ -122,6 +130,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         epoch=EpochWatch(db, board, rebuilder),
         secrets=secrets,
         webhooks=webhooks,
+        deliveries=Deliveries(db, settings),
     )
 
 
@@ -133,17 +142,13 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
     loops: dict[str, Loop] = {}
     if hints:  # an API process: hints for its streams and caches, privacy for its reads
 
-        async def subscribed(stop: asyncio.Event) -> None:
-            svc.hub.loop = asyncio.get_running_loop()  # where its streams run
-            await svc.subscription.run(stop)
-
-        loops["hints"] = subscribed
+        loops["hints"] = svc.subscription.run
         loops["privacy"] = every(REFRESH_SECONDS, svc.privacy.refresh)
         loops["outbox-flush"] = svc.projector.flush_loop  # the fast path's rows, in bulk
     if projector:
 
         async def seasons() -> None:
-            await svc.rebuilder.prepare()  # this week's board before its first completion
+            await svc.healer.prepare()  # this week's board before its first completion
             await svc.lifecycle.finalize_due()
 
         loops["projector"] = svc.projector.run

@@ -222,18 +222,36 @@ class Webhooks:
             WEBHOOK_DELIVERIES.labels(status).set(counts.get(status, 0))
 
 
-async def deliveries_page(db: Database, status: str | None, limit: int,
-                          after: tuple[Any, str] | None
-                          ) -> tuple[dict[str, Any], tuple[Any, str] | None]:
-    """The deliveries, newest first, `limit` after a (created_at, id) position."""
-    rows = await db.fetch("list_deliveries", status=status, limit=limit + 1,
-                          after_at=after[0] if after else None,
-                          after_id=after[1] if after else None)
-    shown = rows[:limit]
-    body = {"deliveries": [
-        {"id": str(r["id"]), "type": r["type"], "status": r["status"], "attempts": r["attempts"],
-         "last_error": r["last_error"], "errors": r["errors"],
-         "next_attempt_at": iso(r["next_attempt_at"]) if r["status"] == "pending" else None}
-        for r in shown], "next": None}
-    last = shown[-1] if len(rows) > limit else None
-    return body, ((last["created_at"], str(last["id"])) if last else None)
+class Deliveries:
+    """The deliveries as an operator sees them (the admin listing and retry),
+    and the deployment's webhook settings: built in every process, with or
+    without LAURELS_WEBHOOK_URL, so the listing works without one."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    async def store_settings(self) -> None:
+        """This deployment's webhook settings, for every writer (`store_settings`)."""
+        await store_settings(self.db, self.settings)
+
+    async def page(self, status: str | None, limit: int, after: tuple[Any, str] | None
+                   ) -> tuple[dict[str, Any], tuple[Any, str] | None]:
+        """The deliveries, newest first, `limit` after a (created_at, id) position."""
+        rows = await self.db.fetch("list_deliveries", status=status, limit=limit + 1,
+                                   after_at=after[0] if after else None,
+                                   after_id=after[1] if after else None)
+        shown = rows[:limit]
+        body = {"deliveries": [
+            {"id": str(r["id"]), "type": r["type"], "status": r["status"],
+             "attempts": r["attempts"], "last_error": r["last_error"], "errors": r["errors"],
+             "next_attempt_at": iso(r["next_attempt_at"]) if r["status"] == "pending"
+             else None}
+            for r in shown], "next": None}
+        last = shown[-1] if len(rows) > limit else None
+        return body, ((last["created_at"], str(last["id"])) if last else None)
+
+    async def retry(self, delivery_id: str) -> bool:
+        """Send a delivery again at once (a failed one gets another 24 hours);
+        False if there is no such delivery."""
+        return await self.db.fetch_one("retry_delivery", id=delivery_id) is not None

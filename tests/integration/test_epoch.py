@@ -18,7 +18,10 @@ async def test_a_first_start_records_the_run_id_without_a_warning(
     epoch = [r for r in caplog.records if r.name == "laurels.epoch"]
     assert [r.levelno for r in epoch] == [logging.INFO], [r.getMessage() for r in epoch]
     assert "Redis changed" not in caplog.text and "unknown" not in caplog.text
-    row = await rt.db.fetch_one("get_redis_epoch", key_prefix=rt.keys.prefix)
+    async with rt.db.connection() as conn:
+        cur = await conn.execute("SELECT fingerprint FROM redis_epochs WHERE key_prefix = %s",
+                                 (rt.keys.prefix,))
+        row = await cur.fetchone()
     assert row is not None and row["fingerprint"] == now
     caplog.clear()
     assert not await rt.epoch.check()  # the same run: nothing to say

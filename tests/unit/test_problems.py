@@ -10,13 +10,14 @@ import psycopg
 import pytest
 from redis import exceptions as redis_exceptions
 
-from laurels.api.problems import STATUS, response_for
+from laurels.api.problems import STATUS, Problem, response_for
 from laurels.errors import DomainError
 
 
 @pytest.mark.parametrize(("exc", "status", "code"), [
     (DomainError("not_ranked", "learner 9 has no completions"), 404, "not_ranked"),
     (DomainError("rate_limited", "slow down", retry_after=3), 429, "rate_limited"),
+    (Problem("payload_too_large", "the body is larger than 1 MiB"), 413, "payload_too_large"),
     (psycopg.OperationalError("connection refused"), 503, "unavailable"),
     (redis_exceptions.ConnectionError("Error 111 connecting"), 503, "unavailable"),
     (redis_exceptions.TimeoutError("Timeout reading from socket"), 503, "unavailable"),
@@ -41,8 +42,13 @@ def test_each_error_gets_its_status(exc: Exception, status: int, code: str,
 
 
 def test_every_code_has_a_status() -> None:
+    """Every code of the contract has its status: the domain's (errors.py)
+    and those only the HTTP edge gives (api/problems.py), apart."""
     from typing import get_args
 
+    from laurels.api.problems import HttpCode
     from laurels.errors import ErrorCode
 
-    assert set(get_args(ErrorCode)) == set(STATUS)
+    domain, edge = set(get_args(ErrorCode)), set(get_args(HttpCode))
+    assert domain.isdisjoint(edge)
+    assert domain | edge == set(STATUS)

@@ -1,4 +1,19 @@
-"""The HTTP face of laurels: app factory, lifespan and middleware."""
+"""The HTTP face of laurels: app factory, lifespan and middleware.
+
+One way to reach things: the app's state is an `ApiState` (api/state.py),
+holding the domain services (`services`, built by `runtime.wire`) and the
+HTTP layer's own objects (token checks, cursors, the write limit, the page
+caches, the supervisor). FastAPI routes reach it through
+`services(request)` and `api_state(request)`; the fast lane is given it.
+A route never holds a store: it parses, calls one service method, and maps
+the answer (or its error, api/problems.py).
+
+The modules: the fast lane (`fast.py`: the hottest operations, plain ASGI,
+in front of FastAPI) and FastAPI's routes by concern (`write_routes`,
+`learner_routes`, `group_routes`, `admin_routes`, `webhook_routes`,
+`page_routes`, `operation_routes`); each path has one handler, and
+/openapi.json describes them all (`openapi.py`).
+"""
 
 from __future__ import annotations
 
@@ -9,33 +24,38 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from laurels.api import problems
-from laurels.api.auth import Auth
-from laurels.api.caches import BoardCache, GroupCache
-from laurels.api.correction_routes import router as correction_router
+from laurels.api import (
+    admin_routes,
+    fast,
+    group_routes,
+    learner_routes,
+    operation_routes,
+    page_routes,
+    problems,
+    webhook_routes,
+    write_routes,
+)
 from laurels.api.cors import ReadCors
-from laurels.api.cursors import Cursors
 from laurels.api.fast import FastLane
-from laurels.api.group_routes import router as group_router
-from laurels.api.routes import board_stream, router
+from laurels.api.openapi import App
+from laurels.api.state import ApiState
 from laurels.metrics import RequestMetrics
-from laurels.ratelimit import RateLimiter
 from laurels.runtime import Runtime, background_loops
 from laurels.supervisor import Supervisor
-from laurels.webhooks import store_settings
 
 log = logging.getLogger("laurels.api")
 
 
 def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) -> FastAPI:
+    state = ApiState(rt)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
         # The deployment's webhook settings, for every process that writes
         # (a CLI command, a projector started alone): webhooks.py.
-        await store_settings(rt.db, rt.settings)
-        supervisor = Supervisor()
-        app.state.supervisor = supervisor
+        await rt.deliveries.store_settings()
+        state.supervisor = supervisor = Supervisor()
         for name, loop in background_loops(rt, projector=run_projector).items():
             supervisor.start(name, loop)
         try:
@@ -44,31 +64,27 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
             await supervisor.shutdown()
             await rt.close()
 
-    app = FastAPI(title="laurels", version="0.1.0", lifespan=lifespan,
-                  default_response_class=problems.JSONResponse,
-                  description="Weekly leaderboards and live notifications.")
-    app.state.runtime = rt
-    app.state.auth = Auth(rt.secrets)
-    app.state.cursors = cursors = Cursors(rt.secrets.user_token_secret)
-    app.state.hub = rt.hub
-    app.state.limiter = RateLimiter(rt.settings.write_rate_limit)
-    app.state.reads = rt.reads
-    app.state.board_cache = BoardCache(rt.subscription, cursors)
-    app.state.group_cache = GroupCache(rt.subscription, rt.hub.index)
+    app = App(title="laurels", version="0.1.0", lifespan=lifespan,
+              default_response_class=problems.JSONResponse,
+              description="Weekly leaderboards and live notifications.")
+    app.state = state
     problems.install(app)
     app.add_middleware(RequestMetrics)
-    app.include_router(router)
-    app.include_router(group_router)
-    app.include_router(correction_router)
+    app.router.routes.extend(fast.routes(state))
+    for module in (write_routes, learner_routes, group_routes, admin_routes, webhook_routes,
+                   page_routes, operation_routes):
+        app.include_router(module.router)
     return app
 
 
 def serving_app(app: FastAPI) -> ASGIApp:
     """What the server runs: the fast lane in front of the whole FastAPI app."""
-    rt: Runtime = app.state.runtime
-    lane = FastLane(app, app.state, lambda season: board_stream(rt.hub, rt.settings, season))
-    if rt.settings.cors_origins:
-        return ReadCors(lane, rt.settings.cors_origins)
+    state = app.state
+    if not isinstance(state, ApiState):
+        raise TypeError("serving_app takes an app of create_app")
+    lane = FastLane(app, state)
+    if state.services.settings.cors_origins:
+        return ReadCors(lane, state.services.settings.cors_origins)
     return lane
 
 
@@ -83,5 +99,4 @@ def worker_app() -> ASGIApp:
     server.configure(settings)
     rt = Runtime(settings, resolve_secrets(settings, announce=False),
                  settings.database_url or "", settings.redis_url or "")
-    server.EXIT_HOOKS.append(rt.hub.close_all_soon)
     return serving_app(create_app(rt, run_projector=settings.run_projector, migrate=False))

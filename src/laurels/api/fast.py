@@ -1,57 +1,74 @@
-"""The fast lane: the hottest routes as plain ASGI, in front of FastAPI.
+"""The fast lane: the hottest operations as plain ASGI, in front of FastAPI.
 
 Every hint makes every open page refetch the top of its board, so the top-N
 of a season is read far more often than it changes, and it is the same for
-every viewer. `FastLane` serves, without FastAPI's per-request machinery:
+every viewer. The lane serves these operations (`OPERATIONS`), without
+FastAPI's per-request machinery; each is written once, here:
 
 - `GET /healthz`;
 - `POST /v1/completions` (the platform's hook per completed tutorial);
-- `GET /v1/leaderboards/{season}?limit=N` from `BoardCache`: the serialized
-  body, kept per process and dropped by the very hints the process already
-  receives (and by its own writes), with an `ETag`; a matching
-  `If-None-Match` gets `304`;
+- `GET /v1/leaderboards/{season}`: its first pages from `BoardCache` (the
+  serialized body, kept per process and dropped by the very hints the
+  process already receives, and by its own writes), with an `ETag`; a
+  matching `If-None-Match` gets `304`; later pages (`after`) are read;
 - `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
   neighbourhood (one script call; the learner token's check is remembered);
-- `GET /v1/leaderboards/{season}/events`, the live streams (api/sse.py);
-- `GET /v1/groups/{group_id}/leaderboards/{season}?limit=N` from
-  `GroupCache` when it holds the body and the caller may read it (public
-  group; ingest or admin token; a member's token, by the per-process member
-  index); anything else goes to the full route, which fills the cache.
+- `GET /v1/leaderboards/{season}/events`, the live streams (api/sse.py).
 
-Everything else, and every error, goes through FastAPI as before; the
-documented FastAPI routes call the same functions, so both paths answer
-alike. A cached body is never older than the newest hint this process has
-seen: it is only used while the hint subscription of its season is
-confirmed, a hint bumps the season's generation before any stream reacts to
-it, and a body read while a hint arrived is not kept.
+The FastAPI router holds the same handlers (`routes`), so a wrong method is
+`405` and a trailing slash redirects as on every other path, and the app
+serves them without the lane too; /openapi.json describes them from this
+table (api/openapi.py). In front of one FastAPI route the lane is a cache:
+`GET /v1/groups/{group_id}/leaderboards/{season}` is answered from
+`GroupCache` when it holds the body and the caller may read it (a public
+group; the ingest or admin token; a member's token, by the per-process
+member index); anything else goes to that route, which fills the cache.
+
+Every error is mapped as FastAPI's handlers map it (problems.response_for).
+A cached body is never older than the newest hint this process has seen: it
+is only used while the hint subscription of its season is confirmed, a hint
+bumps the season's generation before any stream reacts to it, and a body
+read while a hint arrived is not kept.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import AsyncIterator
-from typing import Any
-from urllib.parse import parse_qs
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import orjson
+from starlette.routing import Route, compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from laurels.api import problems
+from laurels.api import schemas as s
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
-from laurels.api.caches import BoardCache, GroupCache, board_body
-from laurels.api.params import int_in, path_season, path_user_id
+from laurels.api.caches import Cached, GroupCache, board_body, board_cursor_owner, seal_next
+from laurels.api.params import (
+    Cursor,
+    Limit,
+    Radius,
+    SeasonPath,
+    UserIdPath,
+    path_season,
+    path_user_id,
+    query_cursor,
+    query_int,
+)
 from laurels.api.problems import Problem, outcome_status
-from laurels.ingest import Ingestor
-from laurels.ratelimit import RateLimiter
-from laurels.reads import Reads
+from laurels.api.state import ApiState
+from laurels.api.streams import board_stream
+from laurels.validation import CompletionIn
 
-BOARD = re.compile(r"/v1/leaderboards/([^/]+)")
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
-EVENTS = re.compile(r"/v1/leaderboards/([^/]+)/events")
-AROUND = re.compile(r"/v1/leaderboards/([^/]+)/users/([^/]+)")
 HEALTH_BODY = b'{"status":"ok"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
+
+Handler = Callable[[ApiState, Scope, Receive, Send], Awaitable[None]]
 
 
 def not_modified(scope: Scope, etag: bytes) -> bool:
@@ -59,16 +76,6 @@ def not_modified(scope: Scope, etag: bytes) -> bool:
         if name == b"if-none-match":
             return etag in [v.strip() for v in value.split(b",")] or value.strip() == b"*"
     return False
-
-
-def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
-    if not query:
-        return default
-    # Blank values kept, as FastAPI's routes keep them: `limit=` is malformed.
-    values = parse_qs(query.decode("latin-1"), keep_blank_values=True).get(name)
-    if not values:
-        return default
-    return int_in(name, values[-1], low, high)
 
 
 def bearer(scope: Scope) -> str:
@@ -81,14 +88,170 @@ def bearer(scope: Scope) -> str:
     raise Problem("unauthorized", "missing bearer token")
 
 
-async def around_body(reads: Reads, auth: Auth, scope: Scope, season_text: str,
-                      user_text: str) -> bytes:
-    """A learner's neighbourhood, for the learner's token (or the admin's)."""
-    user_id = path_user_id(user_text)
-    auth.require_learner(bearer(scope), user_id)
-    season = path_season(season_text, reads.settings.periods)
+# -- the operations -----------------------------------------------------------------------
+# Each docstring is the operation's description in /openapi.json.
+
+async def healthz(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
+    """200 while the process is up."""
+    await _answer(send, 200, HEALTH_BODY)
+
+
+async def post_completion(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
+    """Record one completion (idempotent on `completion_id`)."""
+    state.limiter.check(state.auth.require_ingest(bearer(scope)))
+    check_headers(_header(scope, b"content-type") or "", _header(scope, b"content-length"))
+    body = await read_json(_body(receive))
+    [outcome] = await state.services.ingestor.record([body])
+    if outcome.status == "rejected":
+        raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
+    await _answer(send, outcome_status(outcome), orjson.dumps(outcome.body()))
+
+
+async def get_board(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
+    """A season's public board (`current` = this week), from the top or after
+    a cursor; `next` pages on (null after the last page). The answer carries
+    an `ETag`; `If-None-Match` with it gets `304` while the board is
+    unchanged."""
+    limit, after = _paging(scope.get("query_string", b""))
+    svc, season_text = state.services, scope["path_params"]["season"]
+    if after is None:
+        await _cached(scope, send, await board_body(svc.reads, state.board_cache, season_text,
+                                                    limit))
+        return
+    season = path_season(season_text, svc.settings.periods)
+    position = state.cursors.decode(board_cursor_owner(season), after)
+    body = await svc.reads.top(season, limit, position)
+    seal_next(body, state.cursors, season)
+    await _answer(send, 200, orjson.dumps(body))
+
+
+async def get_around(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
+    """A learner's rank and neighbourhood (learner token of that user, or admin)."""
+    params = scope["path_params"]
+    user_id = path_user_id(params["user_id"])
+    state.auth.require_learner(bearer(scope), user_id)
+    season = path_season(params["season"], state.services.settings.periods)
     radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)
-    return orjson.dumps(await reads.around(season, user_id, radius))
+    body = await state.services.reads.around(season, user_id, radius)
+    await _answer(send, 200, orjson.dumps(body))
+
+
+async def board_events(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
+    """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
+    second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
+    await board_stream(state.services, scope["path_params"]["season"])(scope, receive, send)
+
+
+class Param(NamedTuple):
+    """A path or query parameter, as /openapi.json documents it."""
+
+    name: str
+    annotation: Any
+    default: Any = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the lane: its handler, and what /openapi.json says of
+    it (api/openapi.py: the description is the handler's docstring)."""
+
+    method: str
+    path: str  # as FastAPI writes it: /v1/leaderboards/{season}
+    handler: Handler
+    tags: tuple[str, ...]
+    params: tuple[Param, ...] = ()
+    responses: dict[int | str, dict[str, Any]] = field(default_factory=dict)
+    status_code: int | None = None
+    request_body: dict[str, Any] | None = None  # the operation's `requestBody`
+    token: bool = False  # takes a bearer token
+    stream: bool = False  # answers server-sent events
+
+    @property
+    def name(self) -> str:
+        return self.handler.__name__
+
+    @property
+    def description(self) -> str:
+        return inspect.cleandoc(self.handler.__doc__ or "")
+
+
+SEASON = Param("season", SeasonPath)
+OPERATIONS = (
+    Operation("GET", "/healthz", healthz, tags=("operations",)),
+    Operation("POST", "/v1/completions", post_completion, tags=("writes",), status_code=201,
+              request_body=s.body_schema(CompletionIn), token=True,
+              responses={200: {"model": s.CompletionOut}, 201: {"model": s.CompletionOut},
+                         **s.problems(401, 403, 409, 410, 413, 415, 422, 503)}),
+    Operation("GET", "/v1/leaderboards/{season}", get_board, tags=("reads",),
+              params=(SEASON, Param("limit", Limit, 100), Param("after", Cursor, None)),
+              responses={200: {"model": s.BoardOut}, **s.problems(404, 422, 503)}),
+    Operation("GET", "/v1/leaderboards/{season}/users/{user_id}", get_around, tags=("reads",),
+              params=(SEASON, Param("user_id", UserIdPath), Param("radius", Radius, 5)),
+              token=True,
+              responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)}),
+    Operation("GET", "/v1/leaderboards/{season}/events", board_events, tags=("reads",),
+              params=(SEASON,), stream=True,
+              responses={200: {"content": {"text/event-stream": {}}},
+                         **s.problems(404, 422, 503)}),
+)
+
+
+# -- dispatch -------------------------------------------------------------------------------
+
+class FastLane:
+    def __init__(self, app: ASGIApp, state: ApiState,
+                 operations: tuple[Operation, ...] = OPERATIONS) -> None:
+        """`app`: the FastAPI app (create_app in api/__init__.py); `state`: its state."""
+        self.app = app
+        self.state = state
+        self.exact = {(op.method, op.path): op for op in operations if "{" not in op.path}
+        self.patterns: dict[str, list[tuple[re.Pattern[str], Operation]]] = {}
+        for op in operations:
+            if "{" in op.path:
+                self.patterns.setdefault(op.method, []).append((compile_path(op.path)[0], op))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            method, path = scope["method"], scope["path"]
+            op = self.exact.get((method, path))
+            if op is not None:
+                await self._serve(op, {}, scope, receive, send)
+                return
+            for pattern, op in self.patterns.get(method, ()):
+                if (match := pattern.match(path)) is not None:
+                    await self._serve(op, match.groupdict(), scope, receive, send)
+                    return
+            if method == "GET" and (match := GROUP_BOARD.fullmatch(path)) is not None \
+                    and await self._cached_group(scope, send, match[1], match[2]):
+                return
+        await self.app(scope, receive, send)
+
+    async def _serve(self, op: Operation, params: dict[str, str], scope: Scope,
+                     receive: Receive, send: Send) -> None:
+        scope["path_params"] = params
+        try:
+            await op.handler(self.state, scope, receive, send)
+        except Exception as exc:  # mapped exactly as FastAPI's handlers map them
+            await problems.response_for(exc)(scope, receive, send)
+
+    async def _cached_group(self, scope: Scope, send: Send, group_id: str,
+                            season_text: str) -> bool:
+        """A group board's first page from the cache, if it holds it and the
+        caller may read it; False leaves the request to the full route."""
+        query: bytes = scope.get("query_string", b"")
+        if b"after=" in query:
+            return False
+        cache = self.state.group_cache
+        try:
+            season = path_season(season_text, self.state.services.settings.periods)
+            limit = query_int(query, "limit", 100, 1, 1000)
+        except Problem:
+            return False  # the full route answers the error
+        hit = cache.get(group_id, season.name, limit)
+        if hit is None or not may_read_group(self.state.auth, cache, scope, group_id, hit[1]):
+            return False
+        await _cached(scope, send, hit[0])
+        return True
 
 
 def may_read_group(auth: Auth, cache: GroupCache, scope: Scope, group_id: str,
@@ -108,104 +271,54 @@ def may_read_group(auth: Auth, cache: GroupCache, scope: Scope, group_id: str,
     return sub is not None and cache.index.is_member(group_id, sub) is True
 
 
-class FastLane:
-    def __init__(self, app: ASGIApp, state: Any, stream: Any) -> None:
-        """`state`: the FastAPI app's state (create_app in api/__init__.py)."""
-        self.app = app
-        rt = state.runtime
-        self.reads: Reads = rt.reads
-        self.ingestor: Ingestor = rt.ingestor
-        self.auth: Auth = state.auth
-        self.limiter: RateLimiter = state.limiter
-        self.cache: BoardCache = state.board_cache
-        self.group_cache: GroupCache = state.group_cache
-        self.stream = stream  # season text -> the event stream's response
+class Endpoint:
+    """An operation of the lane as an ASGI app, for the FastAPI router."""
+
+    def __init__(self, operation: Operation, state: ApiState) -> None:
+        self.operation = operation
+        self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["method"] == "POST" and scope["path"] == "/v1/completions":
-            await self._guard(self._post_completion, scope, receive, send)
-            return
-        if scope["method"] != "GET":
-            await self.app(scope, receive, send)
-            return
-        if not await self._get(scope, receive, send):
-            await self.app(scope, receive, send)
+        await self.operation.handler(self.state, scope, receive, send)
 
-    async def _get(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        """Answer a GET here if it is one of the fast lane's; False if not."""
-        path = scope["path"]
-        if path == "/healthz":
-            await _answer(send, 200, HEALTH_BODY)
-            return True
-        try:
-            if (match := BOARD.fullmatch(path)) is not None:
-                query: bytes = scope.get("query_string", b"")
-                if b"after=" in query:  # cursor pages: the full route
-                    return False
-                cached = await board_body(self.reads, self.cache, match.group(1),
-                                          query_int(query, "limit", 100, 1, 1000))
-                if not_modified(scope, cached.etag):
-                    await _answer(send, 304, b"", [(b"etag", cached.etag)])
-                else:
-                    await _answer(send, 200, cached.body,
-                                  [*JSON_HEADERS, (b"etag", cached.etag)])
-                return True
-            if (match := AROUND.fullmatch(path)) is not None:
-                body = await around_body(self.reads, self.auth, scope, match.group(1),
-                                         match.group(2))
-                await _answer(send, 200, body)
-                return True
-            if (match := EVENTS.fullmatch(path)) is not None:
-                await self.stream(match.group(1))(scope, receive, send)
-                return True
-            if (match := GROUP_BOARD.fullmatch(path)) is not None:
-                return await self._cached_group(scope, send, match)
-        except Exception as exc:  # mapped exactly as FastAPI's handlers map them
-            await problems.response_for(exc)(scope, receive, send)
-            return True
-        return False
 
-    async def _cached_group(self, scope: Scope, send: Send, match: re.Match[str]) -> bool:
-        """A group board's first page from the cache, if it holds it and the
-        caller may read it; False leaves the request to the full route."""
-        query: bytes = scope.get("query_string", b"")
-        if b"after=" in query:
-            return False
-        try:
-            season = path_season(match.group(2), self.reads.settings.periods)
-            limit = query_int(query, "limit", 100, 1, 1000)
-        except Problem:
-            return False  # the full route answers the error
-        hit = self.group_cache.get(match.group(1), season.name, limit)
-        if hit is None or not may_read_group(self.auth, self.group_cache, scope,
-                                             match.group(1), hit[1]):
-            return False
-        cached = hit[0]
-        if not_modified(scope, cached.etag):
-            await _answer(send, 304, b"", [(b"etag", cached.etag)])
-        else:
-            await _answer(send, 200, cached.body, [*JSON_HEADERS, (b"etag", cached.etag)])
-        return True
+def routes(state: ApiState, operations: tuple[Operation, ...] = OPERATIONS) -> list[Route]:
+    """The lane's operations as routes of the FastAPI router (left out of its
+    OpenAPI document: api/openapi.py describes them)."""
+    out = []
+    for op in operations:
+        route = Route(op.path, Endpoint(op, state), methods=[op.method], name=op.name,
+                      include_in_schema=False)
+        route.methods = {op.method}  # no implicit HEAD, as on FastAPI's own routes
+        out.append(route)
+    return out
 
-    async def _guard(self, handler: Any, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await handler(scope, receive, send)
-        except Exception as exc:  # mapped exactly as FastAPI's handlers map them
-            await problems.response_for(exc)(scope, receive, send)
 
-    async def _post_completion(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """`POST /v1/completions`, as the documented route (api/routes.py)."""
-        self.limiter.check(self.auth.require_ingest(bearer(scope)))
-        check_headers(_header(scope, b"content-type") or "",
-                      _header(scope, b"content-length"))
-        body = await read_json(_body(receive))
-        [outcome] = await self.ingestor.record([body])
-        if outcome.status == "rejected":
-            raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
-        await _answer(send, outcome_status(outcome), orjson.dumps(outcome.body()))
+# -- helpers ------------------------------------------------------------------------------
+
+def _paging(query: bytes) -> tuple[int, str | None]:
+    """`limit` and `after`, both checked: a request with both malformed is
+    told of both, as FastAPI's routes tell it."""
+    errors: list[str] = []
+    limit, after = 100, None
+    try:
+        limit = query_int(query, "limit", 100, 1, 1000)
+    except Problem as exc:
+        errors.append(exc.detail)
+    try:
+        after = query_cursor(query)
+    except Problem as exc:
+        errors.append(exc.detail)
+    if errors:
+        raise Problem("validation_error", "; ".join(errors))
+    return limit, after
+
+
+async def _cached(scope: Scope, send: Send, cached: Cached) -> None:
+    if not_modified(scope, cached.etag):
+        await _answer(send, 304, b"", [(b"etag", cached.etag)])
+    else:
+        await _answer(send, 200, cached.body, [*JSON_HEADERS, (b"etag", cached.etag)])
 
 
 async def _body(receive: Receive) -> AsyncIterator[bytes]:

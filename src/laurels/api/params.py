@@ -7,14 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Annotated, TypeVar
+from urllib.parse import parse_qs
 
-from fastapi import Query
+from fastapi import Path, Query
 from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from laurels.api.problems import Problem
 from laurels.seasons import BadSeason, Period, PeriodOff, Season, configured_season
-from laurels.validation import Invalid, parse_user_id, parse_uuid
+from laurels.validation import USER_ID_MAX, Invalid, parse_user_id, parse_uuid
 
 T = TypeVar("T")
 
@@ -25,6 +26,19 @@ QUERY_DIGITS = re.compile(r"[0-9]{1,9}")
 # (base64's decoder skips any other character, so "<cursor>!" would pass.)
 CURSOR_CHARS = re.compile(r"[A-Za-z0-9_-]{1,512}")
 CURSOR_PROBLEM = "not a cursor: pass the `next` of the previous page as it is"
+
+# Path parameters as /openapi.json documents them; the handlers check them
+# (path_season, path_user_id), which word the errors.
+SeasonPath = Annotated[str, Path(
+    description="a season of a configured period, in UTC: a week `YYYY-Www`, a day "
+                "`YYYY-MM-DD`, a month `YYYY-MM`, `all`; or `current` (this week), "
+                "`current-day`, `current-month`",
+    examples=["current", "2026-W49", "2026-11-30", "2026-11", "all"],
+    json_schema_extra={"pattern": "^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}(-[0-9]{2})?|all|"
+                                  "current|current-day|current-month)$"})]
+UserIdPath = Annotated[str, Path(
+    description=f"learner id, 1 to {USER_ID_MAX}", examples=["42"],
+    json_schema_extra={"pattern": "^[1-9][0-9]{0,18}$"})]
 
 
 def valid(check: Callable[..., T], *raw: object) -> T:
@@ -62,6 +76,29 @@ def int_in(name: str, text: str, low: int, high: int) -> int:
     if not QUERY_DIGITS.fullmatch(text) or not low <= int(text) <= high:
         raise Problem("validation_error", f"{name}: must be an integer from {low} to {high}")
     return int(text)
+
+
+def _query_value(query: bytes, name: str) -> str | None:
+    if not query:
+        return None
+    # Blank values kept, as FastAPI's routes keep them: `limit=` is malformed;
+    # the last of repeated values counts, as in FastAPI's.
+    values = parse_qs(query.decode("latin-1"), keep_blank_values=True).get(name)
+    return values[-1] if values else None
+
+
+def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
+    """A query string's integer (the fast lane's `limit`, `radius`)."""
+    text = _query_value(query, name)
+    return default if text is None else int_in(name, text, low, high)
+
+
+def query_cursor(query: bytes, name: str = "after") -> str | None:
+    """A query string's paging cursor, as written (Cursors.decode opens it)."""
+    text = _query_value(query, name)
+    if text is not None and not CURSOR_CHARS.fullmatch(text):
+        raise Problem("validation_error", f"{name}: {CURSOR_PROBLEM}")
+    return text
 
 
 # The same rules for FastAPI's query parameters (its message is prefixed

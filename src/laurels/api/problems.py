@@ -1,9 +1,15 @@
-"""RFC 9457 problem details for every error; nothing internal reaches a client."""
+"""RFC 9457 problem details for every error; nothing internal reaches a client.
+
+The one place where an error becomes an answer: a domain refusal
+(`DomainError`, errors.py) or one of the HTTP layer itself (`Problem`: a
+token refused, a body too large, a store that does not answer, ...) gets
+its code's status; anything else a store raises is a 503 or a bug (500).
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import psycopg
@@ -20,7 +26,12 @@ from laurels.ingest import Outcome
 
 log = logging.getLogger("laurels.api")
 
-STATUS: dict[ErrorCode, int] = {
+# The codes only the HTTP edge gives; the domain's are errors.ErrorCode.
+HttpCode = Literal["unauthorized", "forbidden", "payload_too_large", "unsupported_media_type",
+                   "rate_limited", "unavailable", "method_not_allowed", "internal_error"]
+ProblemCode = ErrorCode | HttpCode
+
+STATUS: dict[ProblemCode, int] = {
     "validation_error": 422,
     "unauthorized": 401,
     "forbidden": 403,
@@ -38,7 +49,7 @@ STATUS: dict[ErrorCode, int] = {
     "internal_error": 500,
 }
 
-TITLES: dict[ErrorCode, str] = {
+TITLES: dict[ProblemCode, str] = {
     "validation_error": "Invalid request",
     "unauthorized": "Unauthorized",
     "forbidden": "Forbidden",
@@ -57,9 +68,16 @@ TITLES: dict[ErrorCode, str] = {
 }
 
 
+class Problem(Exception):
+    """A refusal of the HTTP layer itself (auth, bodies, query strings, the
+    stream budget, readiness): any contract code, a safe detail, and when to
+    retry."""
 
-class Problem(DomainError):
-    """A refusal of the HTTP layer itself (auth, bodies, query strings)."""
+    def __init__(self, code: ProblemCode, detail: str, retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.code: ProblemCode = code
+        self.detail = detail
+        self.retry_after = retry_after
 
 
 def outcome_status(outcome: Outcome) -> int:
@@ -80,7 +98,7 @@ REDIS_DOWN = (redis_exceptions.ConnectionError, redis_exceptions.TimeoutError,
               redis_exceptions.MasterDownError, redis_exceptions.ReadOnlyError,
               RedisClusterException)
 
-_HTTP_CODES: dict[int, ErrorCode] = {401: "unauthorized", 403: "forbidden", 404: "not_found",
+_HTTP_CODES: dict[int, ProblemCode] = {401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "payload_too_large",
                415: "unsupported_media_type", 422: "validation_error", 429: "rate_limited",
                503: "unavailable"}
@@ -93,7 +111,7 @@ class JSONResponse(StarletteJSONResponse):
         return orjson.dumps(content)
 
 
-def problem_response(code: ErrorCode, detail: str, status: int | None = None,
+def problem_response(code: ProblemCode, detail: str, status: int | None = None,
                      retry_after: int | None = None,
                      extra_headers: dict[str, str] | None = None) -> Response:
     status = status or STATUS[code]
@@ -121,7 +139,7 @@ def response_for(exc: Exception) -> Response:
     """The answer to an exception: a refusal's own code, 503 when a store is
     not reachable, 500 (logged with its traceback) for anything else. Used by
     FastAPI's handlers below and by the fast lane alike."""
-    if isinstance(exc, DomainError):
+    if isinstance(exc, DomainError | Problem):
         return problem_response(exc.code, exc.detail, retry_after=exc.retry_after)
     if isinstance(exc, PG_DOWN):
         log.warning("PostgreSQL unavailable: %s: %s", type(exc).__name__, exc)
@@ -151,6 +169,7 @@ def install(app: FastAPI) -> None:
     # exception middleware; `Exception` (the rest: a bug) by its server-error
     # middleware, which also re-raises it to the server.
     @app.exception_handler(DomainError)
+    @app.exception_handler(Problem)
     @app.exception_handler(psycopg.Error)
     @app.exception_handler(RedisError)
     @app.exception_handler(RedisClusterException)

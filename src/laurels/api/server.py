@@ -17,7 +17,11 @@ for everyone. `GuardedProtocol` adds, below the app:
   (`431` / `414`, then close).
 
 Keep-alive stays uvicorn's own (5 s after a response). Streams have their own
-budget (`api/sse.py`), so live viewers cannot starve ordinary requests.
+budget (`api/sse.py`), so live viewers cannot starve ordinary requests. When
+the server starts shutting down (SIGTERM, Ctrl-C) it asks every connection
+to finish (`shutdown`): a connection ends its streams then, so each sends
+its last frame and closes cleanly instead of being cut off after the
+graceful-shutdown timeout.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from laurels.metrics import CONNECTIONS_CLOSED
@@ -75,25 +78,10 @@ class _Guard:
         self.header_count = self.header_bytes = self.url_bytes = 0
         self.body_seen = self.body_window_start = 0
         self.in_body = False
-        # Callbacks to run when the connection goes (the ASGI extension
-        # "laurels.on_close"): a stream learns of a disconnect without a task.
+        # Callbacks to run when the connection goes or the server shuts down
+        # (the ASGI extension "laurels.on_close"): a stream learns of either
+        # without a task of its own, and ends.
         self.on_close: list[Callable[[], None]] = []
-
-
-EXIT_HOOKS: list[Callable[[], None]] = []
-
-
-def _handle_exit(self: Any, sig: int, frame: Any) -> None:
-    """uvicorn's exit handler, telling the app first (its streams end
-    cleanly instead of being cut off after the graceful-shutdown timeout).
-    Installed on uvicorn's Server class, so it reaches every worker process."""
-    for hook in EXIT_HOOKS:
-        hook()
-    _original_handle_exit(self, sig, frame)
-
-
-_original_handle_exit = uvicorn.Server.handle_exit
-uvicorn.Server.handle_exit = _handle_exit  # type: ignore[method-assign]
 
 
 def configure(settings: Settings) -> Limits:
@@ -140,6 +128,14 @@ class GuardedProtocol(HttpToolsProtocol):
         callbacks, self.guard.on_close = self.guard.on_close, []
         for callback in callbacks:
             callback()
+
+    def shutdown(self) -> None:
+        """The server is shutting down: end this connection's streams (they
+        finish their response), then uvicorn's own (close when idle, else
+        after the response)."""
+        for callback in list(self.guard.on_close):
+            callback()
+        super().shutdown()
 
     def _disarm(self) -> None:
         for timer in (self.guard.head_timer, self.guard.body_timer):

@@ -34,7 +34,8 @@ class Listener(Protocol):
     closed: bool
 
 
-def event(name: str, data: bytes | str) -> bytes:
+def frame(name: str, data: bytes | str) -> bytes:
+    """One server-sent message: `event: <name>` and its data."""
     text = data.decode() if isinstance(data, bytes) else data
     return b"event: " + name.encode() + b"\r\ndata: " + text.encode() + b"\r\n\r\n"
 
@@ -54,8 +55,8 @@ class EventStream(Response):
         self.status_code = 200
         self.background = None
         self.listener = listener
-        self.ready = ready  # waits until the stream may say `ready`; returns that event
-        self.due = due  # what to send now (and clears the listener's wake)
+        self.ready = ready  # waits until the stream may say `ready`; returns that frame
+        self.due = due  # the frames to send now (and clears the listener's wake)
         self.close = close
         self.min_gap_seconds = min_gap_seconds
 

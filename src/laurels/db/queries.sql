@@ -4,10 +4,6 @@
 SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
 FROM users WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 
--- name: create_users
-INSERT INTO users (user_id) SELECT unnest(%(user_ids)s::bigint[]) ORDER BY 1
-ON CONFLICT (user_id) DO NOTHING;
-
 -- name: find_completions
 SELECT completion_id, seq, user_id, points, completed_at, received_at, season
 FROM completions WHERE completion_id = ANY(%(completion_ids)s);
@@ -19,14 +15,6 @@ SELECT * FROM laurels_ingest(%(completion_ids)s::text[], %(user_ids)s::bigint[],
                              %(points)s::int[], %(completed_ats)s::timestamptz[],
                              %(received_at)s, %(seasons)s::text[], %(closed)s::boolean[],
                              %(others)s::text[]);
-
--- name: insert_completions
-INSERT INTO completions (completion_id, user_id, points, completed_at, received_at, season)
-SELECT * FROM unnest(%(completion_ids)s::text[], %(user_ids)s::bigint[], %(points)s::int[],
-                     %(completed_ats)s::timestamptz[], %(received_ats)s::timestamptz[],
-                     %(seasons)s::text[])
-ON CONFLICT (completion_id) DO NOTHING
-RETURNING completion_id, seq;
 
 -- name: insert_outbox
 INSERT INTO outbox (seq) SELECT unnest(%(seqs)s::bigint[]);
@@ -61,15 +49,6 @@ FROM outbox;
 
 -- name: season_has_completions
 SELECT EXISTS (SELECT 1 FROM completions WHERE SEASON_FILTER()) AS present;
-
--- name: season_events
-SELECT c.seq, c.user_id, c.points, c.completed_at,
-       coalesce(u.profile_version, 0) AS profile_version,
-       coalesce(u.visibility, 'public') AS visibility,
-       coalesce(u.display_name, '') AS display_name
-FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
-WHERE SEASON_FILTER(c)
-ORDER BY c.seq;
 
 -- name: season_seqs
 -- A rebuild's idempotency bits: every completion of the season, in seq order.
@@ -107,9 +86,6 @@ SELECT c.user_id, sum(c.points)::bigint AS score,
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE SEASON_FILTER(c) AND c.voided_at IS NULL
 GROUP BY c.user_id ORDER BY c.user_id;
-
--- name: erased_users
-SELECT user_id FROM users WHERE user_id = ANY(%(user_ids)s) AND erased_at IS NOT NULL;
 
 -- name: get_user
 SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
@@ -363,9 +339,6 @@ ORDER BY started_at DESC LIMIT 1;
 SELECT fingerprint FROM redis_epochs WHERE key_prefix = %(key_prefix)s
 FOR UPDATE SKIP LOCKED;
 
--- name: get_redis_epoch
-SELECT fingerprint FROM redis_epochs WHERE key_prefix = %(key_prefix)s;
-
 -- name: ensure_redis_epoch
 INSERT INTO redis_epochs (key_prefix, fingerprint) VALUES (%(key_prefix)s, '')
 ON CONFLICT (key_prefix) DO NOTHING;
@@ -426,10 +399,6 @@ SELECT group_id FROM groups WHERE group_id = %(group_id)s FOR UPDATE;
 
 -- name: delete_group
 DELETE FROM groups WHERE group_id = %(group_id)s RETURNING group_id;
-
--- name: erased_among
--- Of these learners, the erased ones (they cannot join a group).
-SELECT user_id FROM users WHERE user_id = ANY(%(user_ids)s) AND erased_at IS NOT NULL;
 
 -- name: add_members
 INSERT INTO group_members (group_id, user_id)

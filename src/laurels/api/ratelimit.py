@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from laurels.errors import DomainError
+from laurels.api.problems import Problem
 
 
 @dataclass
@@ -36,6 +36,6 @@ class RateLimiter:
         bucket.at = now
         if bucket.tokens < 1:
             wait = math.ceil((1 - bucket.tokens) / self.per_second)
-            raise DomainError("rate_limited", "too many writes with this token; slow down",
+            raise Problem("rate_limited", "too many writes with this token; slow down",
                           retry_after=max(1, wait))
         bucket.tokens -= 1

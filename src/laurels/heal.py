@@ -1,0 +1,105 @@
+"""Self-healing: a season whose board is missing from Redis (never built,
+or lost with a restart, a flush, a failover) is rebuilt from PostgreSQL on
+first use, once per process, by one process at a time (the rebuild's lock);
+meanwhile its reads answer `503 rebuilding` and its deltas wait in the
+outbox. `prepare` builds each configured period's current board (and the
+next, near its end) ahead of its first completion, so first completions
+are applied live, with their hints and rank events, rather than absorbed by
+a first build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from laurels.board import Board
+from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
+from laurels.seasons import END_OF_TIME, Period, seasons_of
+
+if TYPE_CHECKING:
+    from laurels.lifecycle import Lifecycle
+
+log = logging.getLogger("laurels.heal")
+
+# How long a caller waits for a missing board to be healed: a request (a
+# read, the fast path of an ingest) briefly, then answers 503 or leaves the
+# rest to the projector; background work (projector, prepare) longer.
+REQUEST_HEAL_WAIT_SECONDS = 2.0
+BACKGROUND_HEAL_WAIT_SECONDS = 30.0
+HEALS_AT_ONCE = 2  # boards a process builds at once when healing
+
+
+class Healer:
+    def __init__(self, board: Board, rebuilder: Rebuilder, lifecycle: Lifecycle | None = None,
+                 periods: tuple[Period, ...] = ("week",)) -> None:
+        self.board = board
+        self.rebuilder = rebuilder
+        self.lifecycle = lifecycle
+        self.periods = periods  # the boards `prepare` creates ahead
+        self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
+        # Heals build at most this many boards at once in a process (each
+        # holds a pooled connection for its snapshot): with several periods,
+        # a start-up or a Redis restart finds many boards missing at once.
+        self._slots = asyncio.Semaphore(HEALS_AT_ONCE)
+
+    def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
+        """Start (once per process) a rebuild of a season whose board is missing."""
+        task = self._local.get(season)
+        if task is None or task.done():
+            task = asyncio.create_task(self._heal(season))
+            task.add_done_callback(retrieved)
+            self._local[season] = task
+        return task
+
+    async def heal(self, seasons: set[str], wait_seconds: float) -> bool:
+        """Rebuild the seasons whose board is missing (here, or by waiting on
+        another process that builds them); True once every board is back.
+        Waits at most about `wait_seconds`; a rebuild still running goes on."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        tasks = {season: self.ensure(season) for season in seasons}
+        for season, task in tasks.items():
+            try:
+                await asyncio.wait_for(asyncio.shield(task),
+                                       max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                log.info("rebuild of %s still running", season)
+            except Exception as exc:  # recorded as failed; the next heal tries again
+                log.warning("rebuild of %s failed: %s", season, exc)
+        present = True
+        for season in seasons:  # another process may hold the lock and be building
+            present &= await self.board.wait_present(season,
+                                                     max(0.1, deadline - loop.time()))
+        return present
+
+    async def prepare(self, now: datetime | None = None) -> None:
+        """Create the current board of every configured period ahead of its
+        first completion (and the next one near the end of this one), so
+        first completions are applied live, with their hints and rank events,
+        rather than absorbed by a first build."""
+        now = now or datetime.now(UTC)
+        seasons = []
+        for this in seasons_of(now, self.periods):
+            seasons.append(this)
+            lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
+            if this.bounded and this.ends_at - now < lead and this.ends_at < END_OF_TIME:
+                seasons.append(this.next())
+        await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
+
+    async def _heal(self, season: str) -> RebuildResult | None:
+        if await self.board.present(season):
+            return None
+        if self.lifecycle and await self.lifecycle.finalized([season]):
+            return None  # a finalized season is read from its archive
+        async with self._slots:
+            if await self.board.present(season):
+                return None  # built meanwhile (by another process)
+            try:
+                return await self.rebuilder.run(season)
+            except RebuildRunning:
+                return None  # another process is building it
+
+

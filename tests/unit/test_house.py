@@ -1,0 +1,47 @@
+"""The house rules the README's contributing section checks by hand, run
+by every CI run: each store has one door, routes never hold a store, no
+module grows past 400 lines (cli.py aside)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SRC = Path(__file__).parents[2] / "src" / "laurels"
+MAX_LINES = 400
+
+
+def sources() -> dict[str, str]:
+    return {str(p.relative_to(SRC.parent)): p.read_text() for p in sorted(SRC.rglob("*.py"))}
+
+
+def test_every_redis_command_runs_in_board() -> None:
+    outside = [f"{name}:{n}" for name, text in sources().items()
+               if not name.startswith("laurels/board/")
+               for n, line in enumerate(text.splitlines(), 1)
+               if re.search(r"\.redis\.|scripts\[", line)]
+    assert outside == []
+
+
+def test_every_sql_statement_runs_in_db() -> None:
+    sql = re.compile(r"\b(SELECT|INSERT INTO|UPDATE \w+ SET|DELETE FROM)\b")
+    outside = [f"{name}:{n}" for name, text in sources().items()
+               if not name.startswith("laurels/db/")
+               for n, line in enumerate(text.splitlines(), 1) if sql.search(line)]
+    assert outside == []
+
+
+def test_no_route_holds_a_store() -> None:
+    # Code that would hold a store (not the word "Redis" in a message, nor
+    # the stores' exception types, which problems.py maps to 503).
+    store = re.compile(r"\bDatabase\b|\.db\b|\.redis\b|\bRedis\(")
+    found = [f"{name}:{n}" for name, text in sources().items()
+             if name.startswith("laurels/api/")
+             for n, line in enumerate(text.splitlines(), 1) if store.search(line)]
+    assert found == []
+
+
+def test_no_module_is_over_400_lines_but_the_cli() -> None:
+    long = {name: text.count("\n") for name, text in sources().items()
+            if text.count("\n") > MAX_LINES and name != "laurels/cli.py"}
+    assert long == {}
