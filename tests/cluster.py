@@ -20,8 +20,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
+
+from tests.polling import wait_until  # standard library only: no store needed
 
 STATE = "cluster.json"
 
@@ -37,13 +39,10 @@ def _answers(cli: str, port: int) -> bool:
     return b"PONG" in out.stdout
 
 
-def _wait(check: object, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} within {seconds:.0f} s")
+def _sees_cluster_ok(cli: str, port: int) -> bool:
+    out = subprocess.run([cli, "-p", str(port), "cluster", "info"], capture_output=True,
+                         timeout=10)
+    return b"cluster_state:ok" in out.stdout
 
 
 def start(folder: Path, server: str = "redis-server", cli: str = "redis-cli",
@@ -62,14 +61,13 @@ def start(folder: Path, server: str = "redis-server", cli: str = "redis-cli",
                         "--daemonize", "yes", "--logfile", str(node / "log"),
                         "--pidfile", str(node / "pid")], check=True, timeout=30)
     for port in ports:
-        _wait(lambda p=port: _answers(cli, p), 10, f"node {port} did not answer")
+        wait_until(partial(_answers, cli, port), 10, f"node {port} to answer", every=0.1)
     subprocess.run([cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
                     "--cluster-replicas", "0", "--cluster-yes"], check=True,
                    capture_output=True, timeout=60)
     for port in ports:
-        _wait(lambda p=port: b"cluster_state:ok" in subprocess.run(
-            [cli, "-p", str(p), "cluster", "info"], capture_output=True, timeout=10).stdout,
-            30, f"node {port} did not see the cluster ready")
+        wait_until(partial(_sees_cluster_ok, cli, port), 30,
+                   f"node {port} to see the cluster ready", every=0.1)
     return f"redis://127.0.0.1:{ports[0]}/0"
 
 

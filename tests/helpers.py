@@ -1,5 +1,6 @@
 """Helpers shared by the test tiers and by `bench/`: the test's stores,
-`laurels serve` as a subprocess, HTTP clients, learner tokens, events.
+`laurels serve` as a subprocess, HTTP clients, learner tokens, events, and
+polling (`wait_until`, `eventually`: tests/polling.py, re-exported here).
 
 No fixtures here (they live in conftest.py); plain functions and classes
 that any test module, or the bench, imports.
@@ -29,6 +30,8 @@ import redis
 
 from laurels.api.auth import mint
 from laurels.settings import Settings
+from tests.polling import eventually as eventually  # re-exported: the one way to poll
+from tests.polling import wait_until as wait_until
 
 # The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
 # Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
@@ -220,18 +223,6 @@ def metric(base: str, name: str) -> float:
         if line.startswith(name):
             total += float(line.rsplit(" ", 1)[1])
     return total
-
-
-def wait_until(check: Any, seconds: float = 10) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 
 
 def embedded_dir() -> Path:

@@ -25,6 +25,7 @@ import orjson
 from laurels.keys import SeasonKeys
 from laurels.ranking import member_uid
 from laurels.runtime import Services
+from tests.helpers import eventually
 
 
 async def erased_ids(svc: Services) -> set[int]:
@@ -160,15 +161,16 @@ async def blocked_or_done(svc: Services, task: Awaitable[Any] | asyncio.Task[Any
     """Wait until `task` has finished or some session of this database waits
     for a lock: proof that it reached a lock another transaction holds."""
     assert isinstance(task, asyncio.Task)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
     async with svc.db.connection() as conn:
-        while not task.done():
+
+        async def blocked() -> bool:
+            if task.done():
+                return True
             cur = await conn.execute(
                 "SELECT count(*) AS n FROM pg_stat_activity"
                 " WHERE datname = current_database() AND wait_event_type = 'Lock'")
             row = await cur.fetchone()
-            if row and row["n"]:
-                return
-            assert loop.time() < deadline, "the task neither finished nor waited for a lock"
-            await asyncio.sleep(0.005)
+            return bool(row and row["n"])
+
+        await eventually(blocked, timeout, "the task to finish or wait for a lock",
+                         every=0.005)

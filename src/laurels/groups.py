@@ -167,12 +167,12 @@ class Groups:
         policy: TiePolicy = self.reads.settings.tie_policy
 
         async def redis() -> list[Scored]:
-            return await self.board.standings_of(season.name, user_ids, board_rank)
+            return await self.board.standings_of(season, user_ids, board_rank)
 
         async def archive(archived_policy: str) -> list[Scored]:
             nonlocal policy
             policy = "first" if archived_policy == "first" else "shared"
-            rows = await self.db.fetch("archive_of_users", season=season.name,
+            rows = await self.db.fetch("archive_of_users", season=season,
                                        user_ids=user_ids)
             return [_archived(r) for r in rows]
 

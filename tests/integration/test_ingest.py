@@ -10,6 +10,7 @@ import psycopg
 from laurels.api.problems import outcome_status
 from laurels.ingest import Ingestor
 from laurels.runtime import Runtime
+from tests.helpers import eventually
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -143,12 +144,15 @@ async def test_projector_runs_until_stopped(rt: Runtime) -> None:
         assert row is not None
         await conn.execute("INSERT INTO outbox (seq) VALUES (%s)", (row["seq"],))
         await conn.execute("NOTIFY laurels_outbox")
-    for _ in range(100):
-        if await outbox_rows(rt) == 0:
-            break
-        await asyncio.sleep(0.05)
-    stop.set()
-    await asyncio.wait_for(task, 5)
+
+    async def outbox_empty() -> bool:
+        return await outbox_rows(rt) == 0
+
+    try:
+        await eventually(outbox_empty, 5, "the running projector to empty the outbox")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
     assert await score(rt, "2026-W49", 3) == 2
 
 

@@ -23,6 +23,7 @@ from laurels.rebuild import lock_key
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.supervisor import Supervisor
+from tests.helpers import eventually
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 W49 = "2026-W49"
@@ -32,15 +33,6 @@ def item(cid: str, uid: int, points: int, minutes: int = 60) -> dict[str, Any]:
     at = parse_season(W49).starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
-
-
-async def until(check: Any, timeout: float = 10.0) -> None:
-    """Wait for an awaitable condition that proves the state (never a bare sleep)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        assert loop.time() < deadline, "the condition never came true"
-        await asyncio.sleep(0.02)
 
 
 async def on_board(rt: Runtime, uid: int) -> int | None:
@@ -62,14 +54,14 @@ async def test_notify_wakes_the_projector_long_before_its_poll(rt: Runtime,
     stop = asyncio.Event()
     loop = asyncio.create_task(svc.projector.run(stop))
     try:
-        await until(lambda: _listening(rt))
+        await eventually(lambda: _listening(rt), what="the projector to LISTEN")
         [out] = await svc.ingestor.record([item("n1", 4, 6)])
         assert out.status == "recorded"
 
         async def applied() -> bool:
             return await on_board(rt, 4) == 6
 
-        await until(applied, timeout=5)
+        await eventually(applied, 5, "the NOTIFY to wake the projector")
     finally:
         stop.set()
         await asyncio.wait_for(loop, 10)
@@ -269,7 +261,7 @@ async def test_a_crashed_loop_is_restarted_and_shown_meanwhile() -> None:
     async def restarted() -> bool:
         return crashes == 2 and not sup.problems()
 
-    await until(restarted)
+    await eventually(restarted, what="the crashed loop to be restarted twice")
     await sup.shutdown()
     assert sup.tasks["flaky"].done() and sup.tasks["flaky"].exception() is None
 
@@ -294,7 +286,7 @@ async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch
             resp = await client.get("/readyz")
             return resp.status_code == 503 and "projector" in resp.json()["detail"]
 
-        await until(down)
+        await eventually(down, what="/readyz to name the dead projector")
         metrics = (await client.get("/metrics")).text
         assert 'laurels_loop_up{loop="projector"} 0.0' in metrics
         assert 'laurels_loop_restarts_total{loop="projector"}' in metrics
@@ -307,7 +299,7 @@ async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch
         async def up() -> bool:
             return (await client.get("/readyz")).status_code == 200
 
-        await until(up)
+        await eventually(up, what="/readyz to answer 200 again")
         assert app.state.supervisor.problems() == {}
 
 

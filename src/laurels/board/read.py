@@ -19,7 +19,11 @@ from laurels.board.values import (
     parse_profile,
 )
 from laurels.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
+
+
+def as_season(season: Season | str) -> Season:
+    return season if isinstance(season, Season) else parse_season(season)
 
 
 class Reading(BoardBase):
@@ -34,33 +38,37 @@ class Reading(BoardBase):
             out.append(Entry(rank, uid, name, vis, score))
         return out
 
-    async def top(self, season: str, limit: int, after: Position | None = None) -> Top:
+    async def top(self, season: Season | str, limit: int, after: Position | None = None
+                  ) -> Top:
         """`limit` public entries from the top, or after the position `after`
-        (an entry's (stored score, tie time, user id), as `Top.next` gives)."""
-        erased = self.season_keys(season).erased
+        (an entry's (stored score, tie time, user id), as `Top.next` gives).
+        The season as the edge parsed it (a name, from tests and tools, is
+        parsed here)."""
+        season = as_season(season)
+        erased = self.season_keys(season.name).erased
         where = ["", ""] if after is None else [str(after[0]), self._member(season, after)]
-        reply = await self._read("read_top", season, lambda vk: [vk.public, vk.users, erased],
-                                 [limit, *where])
+        reply = await self._read("read_top", season.name,
+                                 lambda vk: [vk.public, vk.users, erased], [limit, *where])
         total, start, better = int(reply[1]), int(reply[2]), int(reply[3])
         last_member, last_score = str(reply[4]), reply[5]
         more = start + limit < total and last_member != ""
         return Top(total, self._entries(reply[6:], better + 1, start),
                    self._position(last_member, last_score) if more else None)
 
-    def _member(self, season: str, position: Position) -> str:
+    def _member(self, season: Season, position: Position) -> str:
         _score, ts, uid = position
-        width = parse_season(season).ts_width
-        return (pad_ts(ts, width) if self.policy == "first" else "") + pad_uid(uid)
+        return (pad_ts(ts, season.ts_width) if self.policy == "first" else "") + pad_uid(uid)
 
     def _position(self, member: str, score: Any) -> Position:
         ts = int(member[:-UID_WIDTH]) if self.policy == "first" else 0
         return int(float(score)), ts, member_uid(member)
 
-    async def around(self, season: str, user_id: int, radius: int) -> Around | None:
+    async def around(self, season: Season | str, user_id: int, radius: int) -> Around | None:
         """A learner's entry and neighbours, or None when they have no score this season."""
-        erased = self.season_keys(season).erased
+        name = as_season(season).name
+        erased = self.season_keys(name).erased
         reply = await self._read(
-            "read_around", season, lambda vk: [vk.public, vk.hidden, vk.users, erased],
+            "read_around", name, lambda vk: [vk.public, vk.hidden, vk.users, erased],
             [pad_uid(user_id), radius, self.policy])
         if reply[0] == "NOT_RANKED":
             return None
@@ -80,8 +88,8 @@ class Reading(BoardBase):
             neighbors[pos] = me
         return Around(me, pos, neighbors)
 
-    async def standings_of(self, season: str, user_ids: list[int], board_rank: bool = False
-                           ) -> list[Scored]:
+    async def standings_of(self, season: Season | str, user_ids: list[int],
+                           board_rank: bool = False) -> list[Scored]:
         """The learners among `user_ids` who have a score on the season's
         current board, with their stored profile (and, with `board_rank`, their
         rank on the whole public board): one script call per MEMBERS_PER_CALL
@@ -90,7 +98,7 @@ class Reading(BoardBase):
         out: list[Scored] = []
         for i in range(0, len(user_ids), MEMBERS_PER_CALL):
             chunk = user_ids[i:i + MEMBERS_PER_CALL]
-            reply = await self._read("scores", season,
+            reply = await self._read("scores", as_season(season).name,
                                      lambda vk: [vk.public, vk.hidden, vk.users],
                                      [self.policy, "rank" if board_rank else "",
                                       *(pad_uid(u) for u in chunk)])

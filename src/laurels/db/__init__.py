@@ -21,7 +21,7 @@ from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from laurels.metrics import POOL_WAIT
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 
 Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[DictRow]
@@ -65,11 +65,18 @@ def _filter(period: str, alias: str) -> str:
 
 
 def statement(name: str, params: dict[str, Any]) -> LiteralString:
-    """The text of a named query for these parameters (its season's variant)."""
+    """The text of a named query for these parameters (its season's variant).
+    A `season` parameter is a `Season` (parsed once, at the edge) or, where
+    only its name is at hand (a stored row's), the name; SQL gets the name."""
     text = q(name)
+    season: Season | None = None
+    if isinstance(params.get("season"), Season):
+        season = params["season"]
+        params["season"] = season.name
     if "SEASON_FILTER(" not in text:
         return text
-    season = parse_season(str(params["season"]))
+    if season is None:
+        season = parse_season(str(params["season"]))
     params["season_starts"], params["season_ends"] = season.starts_at, season.ends_at
     key = (name, season.period)
     variant = _VARIANTS.get(key)
