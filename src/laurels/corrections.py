@@ -107,10 +107,10 @@ class Corrections:
             # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
-            event = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
+            delta = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
                           row["season"], profile, correction, not voided)
             try:
-                await self.projector.apply_now([event], REQUEST_HEAL_WAIT_SECONDS)
+                await self.projector.apply_now([delta], REQUEST_HEAL_WAIT_SECONDS)
             except Exception as exc:  # committed: the projector applies it from the outbox
                 log.warning("correction of %s not applied at once (the projector will): "
                             "%s: %s", completion_id, type(exc).__name__, exc)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from laurels.runtime import Runtime
 from laurels.settings import Secrets, Settings
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 
 log = logging.getLogger("laurels.demo")
 
@@ -26,7 +26,7 @@ async def seed(rt: Runtime, learners: int, rnd: random.Random) -> None:
     for uid in range(1, learners + 1):
         vis = "anonymous" if uid % 23 == 0 else "hidden" if uid % 31 == 0 else "public"
         name = f"{rnd.choice(FIRST)} {rnd.choice(LAST)}."
-        await rt.learners.update(uid, UserIn(display_name=name, visibility=vis))
+        await rt.learners.update(uid, ProfileIn(display_name=name, visibility=vis))
 
 
 class Simulation:

@@ -142,7 +142,7 @@ class Groups:
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
 
-    async def of_user(self, user_id: int) -> dict[str, Any]:
+    async def of_learner(self, user_id: int) -> dict[str, Any]:
         rows = await self.db.fetch("user_groups", user_id=user_id)
         return {"groups": [{"group_id": r["group_id"], "name": r["name"],
                             "access": r["access"]} for r in rows]}

@@ -96,10 +96,10 @@ class Ingestor:
         outcomes: list[Outcome | None] = [None] * len(raw_items)
         items = self._validate(raw_items, now, outcomes)
         if items:
-            events = await self._record(items, now, outcomes)
+            deltas = await self._record(items, now, outcomes)
             await failpoints.pause("ingest_after_commit")
-            if events and not failpoints.skipped("fast_path"):
-                await self.apply_fast_path(events)
+            if deltas and not failpoints.skipped("fast_path"):
+                await self.apply_fast_path(deltas)
         final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
         for o in final:
             COMPLETIONS.labels(o.code or o.status).inc()
@@ -141,7 +141,7 @@ class Ingestor:
     async def _record(self, items: list[_Item], now: datetime,
                       outcomes: list[Outcome | None]) -> list[Delta]:
         """One round trip to PostgreSQL for the batch (laurels_ingest), then each
-        item's outcome; returns the events to apply."""
+        item's outcome; returns the deltas to apply."""
         rows = await self._insert(items, now)
         raced = sorted({it.data.completion_id for it, r in zip(items, rows, strict=True)
                         if r["status"] == "raced"})
@@ -150,7 +150,7 @@ class Ingestor:
                       for r in await self.db.fetch("find_completions", completion_ids=raced)}
             rows = [{**stored[it.data.completion_id], "status": "exists"}
                     if r["status"] == "raced" else r for it, r in zip(items, rows, strict=True)]
-        events = []
+        deltas = []
         for it, row in zip(items, rows, strict=True):
             cid, status = it.data.completion_id, row["status"]
             if status in REFUSALS:
@@ -159,7 +159,7 @@ class Ingestor:
                 outcomes[it.index] = _closed(it)
             elif status == "recorded":
                 outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season)
-                events.append(Delta(row["seq"], it.data.user_id, it.data.points,
+                deltas.append(Delta(row["seq"], it.data.user_id, it.data.points,
                                     it.completed_at, it.season,
                                     Profile(row["profile_version"], row["visibility"],
                                             row["display_name"])))
@@ -169,7 +169,7 @@ class Ingestor:
                 outcomes[it.index] = _reject(
                     cid, "completion_conflict",
                     "completion_id was already recorded with a different payload")
-        return events
+        return deltas
 
     async def _insert(self, items: list[_Item], now: datetime) -> list[Row]:
         for attempt in range(5):
@@ -190,14 +190,14 @@ class Ingestor:
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    async def apply_fast_path(self, events: list[Delta]) -> None:
+    async def apply_fast_path(self, deltas: list[Delta]) -> None:
         """Apply right after commit; whatever is not applied stays in the outbox.
 
         The completions are committed: from here on the client gets its 201 or
         200 whatever happens, and the projector finishes what fails here.
         """
         try:
-            await self.projector.apply_now(events, REQUEST_HEAL_WAIT_SECONDS)
+            await self.projector.apply_now(deltas, REQUEST_HEAL_WAIT_SECONDS)
         except Exception as exc:  # any failure: the projector retries
             log.warning("fast-path apply failed, the projector will retry: %s: %s",
                         type(exc).__name__, exc)

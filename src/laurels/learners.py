@@ -12,7 +12,7 @@ from laurels.db import Database
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 
 log = logging.getLogger("laurels.learners")
 
@@ -40,7 +40,7 @@ class Learners:
         await self.lifecycle.erase(user_id, committed=lambda: self.privacy.note(
             user_id, "public", erased=True))
 
-    async def update(self, user_id: int, body: UserIn) -> Learner:
+    async def update(self, user_id: int, body: ProfileIn) -> Learner:
         # One transaction: the learner's row lock (which waits for ingests
         # holding FOR SHARE, so every season with a completion of theirs is
         # visible), then their seasons (FOR SHARE: a finalize either committed

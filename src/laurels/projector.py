@@ -36,17 +36,17 @@ FLUSH_MAX = 100_000
 MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
 
 
-def boards_of(events: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
+def boards_of(deltas: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
     """Each completion once per board it counts on: its week's (the row's
     season), then the season of each other configured period. Each board
     keeps its own idempotency record, so a completion is applied to each
     exactly once; its outbox row goes only when every board has it."""
     if len(periods) == 1:
-        return events
+        return deltas
     out = []
-    for ev in events:
-        out.append(ev)
-        out += [replace(ev, season=season_of(ev.completed_at, p).name) for p in periods[1:]]
+    for d in deltas:
+        out.append(d)
+        out += [replace(d, season=season_of(d.completed_at, p).name) for p in periods[1:]]
     return out
 
 
@@ -83,15 +83,15 @@ class Projector:
             await failpoints.pause(f"{path}_claimed")
             boards = boards_of([Delta.from_row(r) for r in rows], self.periods)
             results = await self._apply(boards, conn)
-            missing = {ev.season for ev, res in zip(boards, results, strict=True)
+            missing = {d.season for d, res in zip(boards, results, strict=True)
                        if res == "missing"}
             if missing:
                 # A finalized season is read from its archive (built from the
                 # completions themselves): nothing is left to apply.
                 archived = await self.lifecycle.finalized(sorted(missing), conn)
                 missing -= set(archived)
-            blocked = {ev.seq for ev, res in zip(boards, results, strict=True)
-                       if ev.season in missing or res == "deferred"}
+            blocked = {d.seq for d, res in zip(boards, results, strict=True)
+                       if d.season in missing or res == "deferred"}
             done = [r["seq"] for r in rows if r["seq"] not in blocked]
             if done:
                 await self.db.run("delete_outbox", conn, seqs=done)
@@ -100,21 +100,21 @@ class Projector:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
         return len(done), missing
 
-    async def apply_now(self, events: list[Delta], heal_wait_seconds: float) -> None:
-        """The fast path: apply the events an ingest just committed, from memory,
+    async def apply_now(self, deltas: list[Delta], heal_wait_seconds: float) -> None:
+        """The fast path: apply the deltas an ingest just committed, from memory,
         in one script call per season, then let their outbox rows go in bulk.
 
         An erasure that committed meanwhile needs no lock here: its tombstone
         (written whether or not the season has a board) makes the apply skip
         the learner. A season without a board is healed (rebuilt from
         PostgreSQL, whose snapshot holds these completions, since it began
-        after this apply found no board); the events are never applied from
+        after this apply found no board); the deltas are never applied from
         memory onto the rebuilt board. If the heal is still running, the
         projector finishes the job from the outbox."""
         started = time.perf_counter()
-        boards = boards_of(events, self.periods)
+        boards = boards_of(deltas, self.periods)
         results = await self._apply(boards)
-        missing = {ev.season for ev, res in zip(boards, results, strict=True)
+        missing = {d.season for d, res in zip(boards, results, strict=True)
                    if res == "missing"}
         if missing:
             archived = set(await self.lifecycle.finalized(sorted(missing)))
@@ -127,13 +127,13 @@ class Projector:
                 for season in sorted(missing):  # the board changed; name nobody
                     await self.board.publish_hint({"season": season})
                 missing = set()
-        blocked = {ev.seq for ev, res in zip(boards, results, strict=True)
-                   if ev.season in missing or res == "deferred"}  # the projector retries
+        blocked = {d.seq for d, res in zip(boards, results, strict=True)
+                   if d.season in missing or res == "deferred"}  # the projector retries
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
-        await self.forget([ev.seq for ev in events if ev.seq not in blocked])
+        await self.forget([d.seq for d in deltas if d.seq not in blocked])
 
     async def _apply(self, boards: list[Delta], conn: Any = None) -> list[ApplyResult]:
-        """Apply events to their boards. A void carries its fallback tie time,
+        """Apply deltas to their boards. A void carries its fallback tie time,
         read for it here; when an apply of the same learner came between that
         read and the void's own apply (apply.lua, "Ties"), it is read and
         applied again. A void still refused after MAX_TIE_ROUNDS stays
@@ -161,7 +161,7 @@ class Projector:
         the learner is marked in the season's ties hash (under `first`), so
         that an apply coming between the read and the void's own apply makes
         the void read again instead of writing a stale tie time."""
-        voids = [i for i, ev in enumerate(boards) if ev.correction and not ev.counted]
+        voids = [i for i, d in enumerate(boards) if d.correction and not d.counted]
         if not voids:
             return boards
         tokens: dict[int, str] = {}
@@ -174,10 +174,10 @@ class Projector:
                 tokens.update(zip(idxs, marks, strict=True))
         out = list(boards)
         for i in voids:
-            ev = boards[i]
-            row = await self.db.fetch_one("latest_counted", conn, season=ev.season,
-                                          user_id=ev.user_id)
-            out[i] = replace(ev, reset_at=row["last_at"] if row else None,
+            d = boards[i]
+            row = await self.db.fetch_one("latest_counted", conn, season=d.season,
+                                          user_id=d.user_id)
+            out[i] = replace(d, reset_at=row["last_at"] if row else None,
                              tie_token=tokens.get(i, ""))
         await failpoints.pause("void_tie_read")
         return out

@@ -175,7 +175,7 @@ DisplayName = Annotated[StrictStr, Field(min_length=1, max_length=64),
                         AfterValidator(_display_name)]
 
 
-class UserIn(BaseModel):
+class ProfileIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     display_name: DisplayName | None = Field(
@@ -235,11 +235,11 @@ def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
     return Completion(cid, uid, points), at
 
 
-def validate_user(raw: Any) -> UserIn:
+def validate_profile(raw: Any) -> ProfileIn:
     if not isinstance(raw, dict):
         raise Invalid("body must be a JSON object")
     try:
-        return UserIn.model_validate(raw)
+        return ProfileIn.model_validate(raw)
     except ValidationError as exc:
         raise Invalid(describe(exc)) from None
 

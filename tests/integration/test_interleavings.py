@@ -21,7 +21,7 @@ from laurels.keys import chunk_of
 from laurels.ranking import member_uid, pad_uid
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 from tests.invariants import HintTap, blocked_or_done, check_all
 
 W47, W49 = "2026-W47", "2026-W49"
@@ -60,7 +60,7 @@ async def test_erasure_while_the_fast_path_waits_on_a_missing_board(rt: Runtime,
     then heals the board from PostgreSQL: the learner must not come back from
     the copy of the event it read before the erasure."""
     svc = services(rt)
-    await svc.learners.update(2, UserIn(display_name="Bea"))
+    await svc.learners.update(2, ProfileIn(display_name="Bea"))
     await svc.ingestor.record([item("a1", 1, 3)])
     await svc.redis.delete(svc.board.season_keys(W49).current)  # the board is lost
     svc.board.forget(W49)
@@ -111,7 +111,7 @@ async def test_finalize_racing_hidden_keeps_the_archive_private(rt: Runtime) -> 
     with failpoints.hold("finalize_before_commit") as held:
         finalize = asyncio.create_task(svc.lifecycle.finalize(W47))
         await held.reached()
-        hide = asyncio.create_task(svc.learners.update(2, UserIn(visibility="hidden")))
+        hide = asyncio.create_task(svc.learners.update(2, ProfileIn(visibility="hidden")))
         await blocked_or_done(svc, hide)
     assert await finalize
     await hide
@@ -149,7 +149,7 @@ async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None
         with failpoints.hold("fast_missing") as held:
             ingest = asyncio.create_task(svc.ingestor.record([item("h1", 2, 7)]))
             await held.reached()  # no board: the fast path is about to heal it
-            await svc.learners.update(2, UserIn(visibility="hidden"))
+            await svc.learners.update(2, ProfileIn(visibility="hidden"))
         await ingest
         hints = await tap.drain()
     assert hints, "the change was hinted"
@@ -163,8 +163,8 @@ async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None
 async def test_hints_name_only_public_learners(rt: Runtime) -> None:
     svc = services(rt)
     await svc.rebuilder.run(W49)  # a live board: applies hint at once
-    await svc.learners.update(3, UserIn(visibility="anonymous"))
-    await svc.learners.update(4, UserIn(visibility="hidden"))
+    await svc.learners.update(3, ProfileIn(visibility="anonymous"))
+    await svc.learners.update(4, ProfileIn(visibility="hidden"))
     async with HintTap(svc, [W49]) as tap:
         for i, uid in enumerate((1, 3, 4)):
             await svc.ingestor.record([item(f"p{i}", uid, 2)])
@@ -179,7 +179,7 @@ async def test_a_profile_arriving_after_the_erasure_stays_out(rt: Runtime) -> No
     svc = services(rt)
     await svc.ingestor.record([item("n1", 2, 5), item("n2", 1, 1)])
     with failpoints.hold("profile_committed") as held:
-        rename = asyncio.create_task(svc.learners.update(2, UserIn(display_name="Bea")))
+        rename = asyncio.create_task(svc.learners.update(2, ProfileIn(display_name="Bea")))
         await held.reached()  # committed in PostgreSQL, not yet projected
         await svc.learners.erase(2)
     await rename
@@ -203,7 +203,7 @@ async def test_keys_created_after_finalize_expire_with_the_season(rt: Runtime) -
         assert await svc.lifecycle.finalize(W47)
     [outcome] = await late
     assert outcome.status == "recorded" and chunk_of(outcome.seq or 0)[0] == 2
-    await svc.learners.update(3, UserIn(visibility="hidden"))
+    await svc.learners.update(3, ProfileIn(visibility="hidden"))
     await svc.learners.erase(1)
     sk = svc.board.season_keys(W47)
     assert await svc.redis.pttl(sk.current) > 0
@@ -357,7 +357,7 @@ async def test_a_profile_of_an_erased_learner_stays_off_a_rebuilt_board(rt: Runt
     svc = services(rt)
     await svc.ingestor.record([item("p1", 2, 5), item("p2", 1, 1)])
     with failpoints.hold("profile_committed") as held:
-        rename = asyncio.create_task(svc.learners.update(2, UserIn(display_name="Bea")))
+        rename = asyncio.create_task(svc.learners.update(2, ProfileIn(display_name="Bea")))
         await held.reached()
         await svc.learners.erase(2)
         await lose_board(svc, W49)
@@ -521,7 +521,7 @@ async def test_a_correction_and_a_visibility_change_rerank_one_archive_in_turn(
     with failpoints.hold("correction_restanded") as held:
         void = asyncio.create_task(svc.corrections.void("d3", "copied"))
         await held.reached()  # learner 1's standing rewritten, archive not re-ranked
-        hide = asyncio.create_task(svc.learners.update(2, UserIn(visibility="hidden")))
+        hide = asyncio.create_task(svc.learners.update(2, ProfileIn(visibility="hidden")))
         await blocked_or_done(svc, hide)
     await void
     await hide
@@ -541,7 +541,7 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
     with failpoints.hold("archive_around_placed") as held:
         read = asyncio.create_task(svc.reads.around(parse_season(W47), 3, 1))
         await held.reached()  # learner 3 is third
-        await svc.learners.update(1, UserIn(visibility="hidden"))  # now second
+        await svc.learners.update(1, ProfileIn(visibility="hidden"))  # now second
     me = await read
     assert me["user"]["rank"] == 3
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]

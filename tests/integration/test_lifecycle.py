@@ -17,7 +17,7 @@ from laurels.lifecycle import SEASONS_FINALIZED
 from laurels.reads import Reads
 from laurels.runtime import Runtime, redis_client, wire
 from laurels.seasons import parse_season
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 
 W47, W48, W49 = "2026-W47", "2026-W48", "2026-W49"
 
@@ -75,7 +75,7 @@ async def test_erasure_everywhere_and_for_good(rt: Runtime) -> None:
     [replay] = await record(rt, W49, [(f"{W49}-b", 2, 20)])
     assert (replay.code, outcome_status(replay)) == ("user_erased", 410)
     with pytest.raises(DomainError) as info:
-        await learners.update(2, UserIn(display_name="Back"))
+        await learners.update(2, ProfileIn(display_name="Back"))
     assert info.value.code == "user_erased"
     # A rebuild does not resurrect them, and the board agrees with PostgreSQL.
     await rt.rebuilder.run(W49)
@@ -114,11 +114,11 @@ async def test_erasure_interrupted_after_commit_is_finished_later(rt: Runtime) -
 async def test_names_and_visibility_in_step_everywhere(rt: Runtime) -> None:
     await three_seasons(rt)
     learners = rt.learners
-    await learners.update(3, UserIn(display_name="Cleo"))
+    await learners.update(3, ProfileIn(display_name="Cleo"))
     for season in (W47, W48, W49):
         body = await reads(rt).top(parse_season(season), 10)
         assert any(e["display_name"] == "Cleo" for e in body["entries"])
-    await learners.update(1, UserIn(visibility="hidden"))
+    await learners.update(1, ProfileIn(visibility="hidden"))
     for season in (W47, W48, W49):
         assert await board_of(rt, season) == [(1, 2, 20), (2, 3, 10), (2, 4, 10)]
     await drop_redis(rt, W47)
@@ -126,7 +126,7 @@ async def test_names_and_visibility_in_step_everywhere(rt: Runtime) -> None:
     own = await reads(rt).around(parse_season(W47), 1, 1)
     assert own["user"]["rank"] == 1 and own["user"]["visibility"] == "hidden"
     assert [(n["user_id"], n["self"]) for n in own["neighbors"]] == [(1, True), (2, False)]
-    await learners.update(1, UserIn(visibility="anonymous"))
+    await learners.update(1, ProfileIn(visibility="anonymous"))
     assert await board_of(rt, W48) == [(1, None, 30), (2, 2, 20), (3, 3, 10), (3, 4, 10)]
     assert await board_of(rt, W47) == [(1, None, 30), (2, 2, 20), (3, 3, 10), (3, 4, 10)]
 
@@ -197,7 +197,7 @@ async def test_archive_ranks_follow_the_policy(rt: Runtime, policy: str) -> None
 
 async def test_verify_checks_names_and_visibility(rt: Runtime) -> None:
     await record(rt, W49, [("n1", 1, 4), ("n2", 2, 4)])
-    await rt.learners.update(1, UserIn(display_name="Ada"))
+    await rt.learners.update(1, ProfileIn(display_name="Ada"))
     assert (await rt.verifier.verify(W49)).consistent
     sk = rt.board.season_keys(W49)
     vk = sk.version(await rt.redis.get(sk.current))

@@ -38,7 +38,7 @@ from laurels.notifier import Notifier
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET
 
 SEASON = "2026-W47"
@@ -428,10 +428,10 @@ class Run:
         u = self.model.user(uid)
         if u.erased:
             with pytest.raises(DomainError) as info:
-                await self.sys.learners.update(uid, UserIn(display_name=name, visibility=vis))
+                await self.sys.learners.update(uid, ProfileIn(display_name=name, visibility=vis))
             assert info.value.code == "user_erased"
             return
-        learner = await self.sys.learners.update(uid, UserIn(display_name=name, visibility=vis))
+        learner = await self.sys.learners.update(uid, ProfileIn(display_name=name, visibility=vis))
         u.name = name if name is not None else u.name
         u.vis = vis if vis is not None else u.vis
         assert learner.body() == {"user_id": uid, "display_name": self.model.name(uid),
@@ -703,7 +703,7 @@ async def test_erasure_before_the_notifier_runs_leaves_no_trace(rt: Runtime) -> 
     system = System(rt, rt.keys.prefix, "shared")
     await system.rebuilder.run(SEASON)  # the board exists: applies are live
     await system.ingestor.record([item("e1", 3, 5), item("e2", 5, 1), item("e3", 8, 2)])
-    await system.learners.update(5, UserIn(display_name="Bea"))
+    await system.learners.update(5, ProfileIn(display_name="Bea"))
     await system.consume()
     # 5 passes 3 and 8 (an overtaken for each, naming "Bea"); 8 then passes 3.
     await system.ingestor.record([item("e4", 5, 10), item("e5", 8, 20)])

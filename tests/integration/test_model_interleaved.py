@@ -45,7 +45,7 @@ from laurels.rebuild import RebuildFailed, RebuildRunning
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET
 from tests.invariants import HintTap, check_all
 
@@ -199,7 +199,7 @@ class InterleavingMachine(RuleBasedStateMachine):
           name=st.sampled_from(["Ada", "Bo", None]), point=st.sampled_from(POINTS["profile"]))
     def profile(self, uid: int, vis: str | None, name: str | None, point: str | None) -> None:
         assert self.svc is not None
-        body = UserIn(display_name=name, visibility=vis)  # type: ignore[arg-type]
+        body = ProfileIn(display_name=name, visibility=vis)  # type: ignore[arg-type]
         self.run(self._launch("profile", uid, point, self.svc.learners.update(uid, body)))
 
     @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)

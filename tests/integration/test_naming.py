@@ -24,7 +24,7 @@ from laurels import failpoints
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets
-from laurels.validation import UserIn
+from laurels.validation import ProfileIn
 from laurels.webhooks import store_settings
 from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, free_port, make_settings
 from tests.invariants import blocked_or_done
@@ -87,7 +87,7 @@ async def passed_by_bob(rt: Runtime) -> Services:
     the rank events wait in the stream for the notifier."""
     svc = rt.derive(clock=lambda: NOW)
     await svc.rebuilder.run(W49)  # a live board: rank events are computed
-    await svc.learners.update(2, UserIn(display_name=SECRET_NAME))
+    await svc.learners.update(2, ProfileIn(display_name=SECRET_NAME))
     await svc.ingestor.record([item("n1", 1, 5)])
     await svc.ingestor.record([item("n2", 2, 9)])
     return svc
@@ -124,7 +124,7 @@ async def test_a_mover_who_turns_private_before_the_notifier_is_never_named(
     if change == "suspended":
         await svc.learners.suspend(2, True, "test")
     else:
-        await svc.learners.update(2, UserIn(visibility=change))  # type: ignore[arg-type]
+        await svc.learners.update(2, ProfileIn(visibility=change))  # type: ignore[arg-type]
     await svc.notifier.consume()
     assert await overtaken_of(svc) == {"by_user_id": None, "by_display_name": "Anonymous",
                                        "season": W49}
@@ -143,10 +143,10 @@ async def test_a_notification_follows_the_mover_s_privacy_when_read(hooked: Runt
     await svc.notifier.consume()
     assert await overtaken_of(svc) == {"by_user_id": 2, "by_display_name": SECRET_NAME,
                                        "season": W49}
-    await svc.learners.update(2, UserIn(visibility="anonymous"))
+    await svc.learners.update(2, ProfileIn(visibility="anonymous"))
     assert await overtaken_of(svc) == {"by_user_id": None, "by_display_name": "Anonymous",
                                        "season": W49}
-    await svc.learners.update(2, UserIn(visibility="public", display_name="Bob"))
+    await svc.learners.update(2, ProfileIn(visibility="public", display_name="Bob"))
     assert await overtaken_of(svc) == {"by_user_id": 2, "by_display_name": "Bob",
                                        "season": W49}
     await svc.learners.erase(2)
@@ -161,7 +161,7 @@ async def test_a_webhook_names_the_mover_as_they_are_when_sent(hooked: Runtime,
     body as sent)."""
     svc = await passed_by_bob(hooked)
     await svc.notifier.consume()
-    await svc.learners.update(2, UserIn(visibility="anonymous"))
+    await svc.learners.update(2, ProfileIn(visibility="anonymous"))
     await deliver(hooked)
     assert sent_overtaken(receiver) == [{"by_user_id": None, "by_display_name": "Anonymous",
                                          "season": W49}]

@@ -18,7 +18,7 @@ from laurels.validation import (
     parse_user_id,
     parse_uuid,
     validate_completion,
-    validate_user,
+    validate_profile,
 )
 
 MAX = 2**63 - 1
@@ -205,18 +205,18 @@ def test_parse_user_id_rejected(text: str) -> None:
     assert "user_id" in str(exc.value)
 
 
-# --- validate_user -------------------------------------------------------------
+# --- validate_profile -------------------------------------------------------------
 
 def user_rejected(raw: Any) -> str:
     with pytest.raises(Invalid) as exc:
-        validate_user(raw)
+        validate_profile(raw)
     msg = str(exc.value)
     assert msg.strip()
     return msg
 
 
 def test_user_empty_body_is_fine() -> None:
-    u = validate_user({})
+    u = validate_profile({})
     assert u.display_name is None
     assert u.visibility is None
 
@@ -232,7 +232,7 @@ def test_bad_names(name: str) -> None:
                                   "Ano\u0301nymous", "\u0639\u0644\u064a", "e\u0301",
                                   "🏳\ufe0f", "Ada\u00a0L."])
 def test_good_names(name: str) -> None:
-    assert validate_user({"display_name": name}).display_name == name
+    assert validate_profile({"display_name": name}).display_name == name
     assert display_name_problem(name) is None
 
 
@@ -279,7 +279,7 @@ def test_name_must_be_string(name: Any) -> None:
 
 @pytest.mark.parametrize("vis", ["public", "anonymous", "hidden"])
 def test_visibilities(vis: str) -> None:
-    u = validate_user({"visibility": vis, "display_name": "Ada"})
+    u = validate_profile({"visibility": vis, "display_name": "Ada"})
     assert u.visibility == vis
     assert u.display_name == "Ada"
 

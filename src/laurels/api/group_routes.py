@@ -128,11 +128,11 @@ async def post_members(request: Request, group_id: GroupIdPath) -> Response:
 
 
 @router.get("/v1/users/{user_id}/groups", tags=["groups"],
-            responses={200: {"model": s.UserGroupsOut}, **s.problems(401, 403, 422, 503)})
+            responses={200: {"model": s.LearnerGroupsOut}, **s.problems(401, 403, 422, 503)})
 async def get_user_groups(request: Request, user_id: UserIdPath,
                           uid: int = Depends(learner_token)) -> Response:
     """The groups a learner is in (their own learner token, or admin)."""
-    return JSONResponse(await groups(request).of_user(uid))
+    return JSONResponse(await groups(request).of_learner(uid))
 
 
 # -- boards -------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from laurels.ranking import TiePolicy
 from laurels.states import RebuildStatus, Visibility
-from laurels.validation import BatchIn, CompletionIn, ReadIn, UserIn
+from laurels.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
 
 
 class ProblemOut(BaseModel):
@@ -41,7 +41,7 @@ class BatchOut(BaseModel):
     results: list[CompletionOut | RejectedOut]
 
 
-class UserOut(BaseModel):
+class LearnerOut(BaseModel):
     user_id: int
     display_name: str
     visibility: Visibility
@@ -139,7 +139,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
             for s in statuses}
 
 
-__all__ = ["ReadIn", "UserIn"]
+__all__ = ["ProfileIn", "ReadIn"]
 
 
 class GroupOut(BaseModel):
@@ -166,7 +166,7 @@ class GroupRefOut(BaseModel):
     access: Literal["members", "public"]
 
 
-class UserGroupsOut(BaseModel):
+class LearnerGroupsOut(BaseModel):
     groups: list[GroupRefOut]
 
 

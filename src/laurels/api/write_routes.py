@@ -13,7 +13,7 @@ from laurels.api.dependencies import admin_token, ingest_token, json_body
 from laurels.api.params import UserIdPath, path_user_id, valid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
-from laurels.validation import BatchIn, UserIn, describe, validate_user
+from laurels.validation import BatchIn, ProfileIn, describe, validate_profile
 
 router = APIRouter()
 
@@ -36,12 +36,12 @@ async def post_batch(request: Request) -> Response:
 
 
 @router.put("/v1/users/{user_id}", tags=["writes"], dependencies=[Depends(ingest_token)],
-            openapi_extra=s.body_schema(UserIn),
-            responses={200: {"model": s.UserOut}, **s.problems(401, 403, 410, 415, 422, 503)})
+            openapi_extra=s.body_schema(ProfileIn),
+            responses={200: {"model": s.LearnerOut}, **s.problems(401, 403, 410, 415, 422, 503)})
 async def put_user(user_id: UserIdPath, request: Request) -> Response:
     """Set a learner's display name and/or visibility."""
     uid = path_user_id(user_id)
-    body = valid(validate_user, await json_body(request))
+    body = valid(validate_profile, await json_body(request))
     learner = await services(request).learners.update(uid, body)
     return JSONResponse(learner.body())
 

@@ -18,36 +18,36 @@ from laurels.states import ApplyResult
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
 
 
-def _season_batches(events: list[Delta]) -> list[list[int]]:
-    """Indexes of `events`, in batches of at most APPLY_BATCH of one season
+def _season_batches(deltas: list[Delta]) -> list[list[int]]:
+    """Indexes of `deltas`, in batches of at most APPLY_BATCH of one season
     each, in the order they came."""
     by_season: dict[str, list[int]] = {}
-    for i, ev in enumerate(events):
-        by_season.setdefault(ev.season, []).append(i)
+    for i, d in enumerate(deltas):
+        by_season.setdefault(d.season, []).append(i)
     return [idxs[k:k + APPLY_BATCH] for idxs in by_season.values()
             for k in range(0, len(idxs), APPLY_BATCH)]
 
 
 class Applying(BoardBase):
-    def _apply_call(self, season: str, events: list[Delta], versions: tuple[str, str],
+    def _apply_call(self, season: str, deltas: list[Delta], versions: tuple[str, str],
                     targets: list[str], hint: bool = True) -> tuple[list[str], list[Any]]:
-        """One apply.lua call: a batch of one season's events, in order; the
+        """One apply.lua call: a batch of one season's deltas, in order; the
         script publishes the refresh hint itself when `hint`."""
         sk = self.season_keys(season)
         start = parse_season(season)
         chunks: list[int] = []
         index: dict[int, int] = {}
         per_event: list[Any] = []
-        for ev in events:
-            chunk, offset = chunk_of(ev.seq)
+        for d in deltas:
+            chunk, offset = chunk_of(d.seq)
             if chunk not in index:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
-            per_event += [ev.seq, index[chunk], offset, pad_uid(ev.user_id), ev.points,
-                          start.pad_ts(ev.completed_at), ev.profile.version,
-                          ev.profile.visibility, ev.profile.display_name, ev.correction,
-                          "1" if ev.counted else "0",
-                          start.pad_ts(ev.reset_at) if ev.reset_at else "", ev.tie_token]
+            per_event += [d.seq, index[chunk], offset, pad_uid(d.user_id), d.points,
+                          start.pad_ts(d.completed_at), d.profile.version,
+                          d.profile.visibility, d.profile.display_name, d.correction,
+                          "1" if d.counted else "0",
+                          start.pad_ts(d.reset_at) if d.reset_at else "", d.tie_token]
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
             vk = sk.version(v)
@@ -67,58 +67,58 @@ class Applying(BoardBase):
                            *chunks, *per_event]
         return keys, args
 
-    async def apply(self, events: list[Delta], only_version: str | None = None
+    async def apply(self, deltas: list[Delta], only_version: str | None = None
                     ) -> list[ApplyResult]:
-        """Apply events; per event 'applied', 'duplicate' or 'missing'.
+        """Apply deltas; per delta 'applied', 'duplicate' or 'missing'.
 
-        One script call per season and batch of at most APPLY_BATCH events,
+        One script call per season and batch of at most APPLY_BATCH deltas,
         in order (pipelined on one node; on a cluster each season's calls run
         in order, seasons side by side). With `only_version`, apply to that
         building version alone (the rebuild's own stream); otherwise to the
         current and building versions, and then publish refresh hints for
         the seasons that changed.
         """
-        results: list[ApplyResult | None] = [None] * len(events)
+        results: list[ApplyResult | None] = [None] * len(deltas)
         visibility: dict[int, str] = {}
-        pending = _season_batches(events)
+        pending = _season_batches(deltas)
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
-            calls = [self._apply_batch_call(events, batch, only_version) for batch in pending]
+            calls = [self._apply_batch_call(deltas, batch, only_version) for batch in pending]
             replies = await self._run_in_order("apply", calls)
             pending = [batch for batch, reply in zip(pending, replies, strict=True)
-                       if self._settle(events, batch, reply, only_version, results, visibility)]
+                       if self._settle(deltas, batch, reply, only_version, results, visibility)]
         if pending:
             raise RuntimeError("board versions kept changing during apply")
         if only_version is None and visibility:
             # The scripts published the hints; this process's caches hear at once.
-            for hint in hints_of([(events[i], vis) for i, vis in sorted(visibility.items())]):
+            for hint in hints_of([(deltas[i], vis) for i, vis in sorted(visibility.items())]):
                 for local in self.on_hint:
                     local(hint)
         return [r or "missing" for r in results]
 
-    def _apply_batch_call(self, events: list[Delta], batch: list[int], only_version: str | None
+    def _apply_batch_call(self, deltas: list[Delta], batch: list[int], only_version: str | None
                           ) -> tuple[str, tuple[list[str], list[Any]]]:
         """The apply.lua call of one batch (one season), on the versions this
         process believes current and building, or on `only_version` alone."""
-        season = events[batch[0]].season
+        season = deltas[batch[0]].season
         versions = self.versions(season)
         targets = [v for v in versions if v]
         if only_version is not None:
             # A builder feeds only its own version, and only while that
             # version still holds the building marker.
             versions, targets = (versions[0], only_version), [only_version]
-        return season, self._apply_call(season, [events[i] for i in batch], versions, targets,
+        return season, self._apply_call(season, [deltas[i] for i in batch], versions, targets,
                                         hint=only_version is None)
 
-    def _settle(self, events: list[Delta], batch: list[int], reply: Any,
+    def _settle(self, deltas: list[Delta], batch: list[int], reply: Any,
                 only_version: str | None, results: list[ApplyResult | None],
                 visibility: dict[int, str]) -> bool:
         """Record one batch's reply in `results` (and the visibility its hints
         carry); True when the batch must be sent again (STALE versions)."""
         status = reply[0]
         if status == "STALE":
-            self._versions[events[batch[0]].season] = (reply[1], reply[2])
+            self._versions[deltas[batch[0]].season] = (reply[1], reply[2])
             if only_version is None or reply[2] == only_version:
                 return True
             status = "MISSING"  # the version being built is gone

@@ -58,8 +58,8 @@ def hints_of(changed: list[tuple[Delta, str]]) -> list[Hint]:
     `routes` when every learner who changed is public (apply.lua builds
     the same in Redis)."""
     by_season: dict[str, set[tuple[int, str]]] = {}
-    for ev, vis in changed:
-        by_season.setdefault(ev.season, set()).add((ev.user_id, vis))
+    for d, vis in changed:
+        by_season.setdefault(d.season, set()).add((d.user_id, vis))
     hints = []
     for season, users in by_season.items():
         hint: Hint = {"season": season}
