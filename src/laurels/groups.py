@@ -160,7 +160,7 @@ class Groups:
 
     # -- boards ---------------------------------------------------------------
 
-    async def _scored(self, season: Season, user_ids: list[int], board_rank: bool = False
+    async def standings(self, season: Season, user_ids: list[int], board_rank: bool = False
                       ) -> tuple[TiePolicy, list[Scored]]:
         """The scores of these learners on the season's board (the archive's
         for a finalized season), and the tie policy they were ranked by."""
@@ -199,7 +199,7 @@ class Groups:
         `next` cursor); and the members it was computed from (the API's
         cache indexes them, group_index.py)."""
         name, members = await self._members(group_id)
-        policy, scored = await self._scored(season, members)
+        policy, scored = await self.standings(season, members)
         ranked = rank_members(visible(scored, self.privacy), policy)
         page = ranked if after is None else [r for r in ranked
                                              if _key(r.member, policy) > after]
@@ -224,7 +224,7 @@ class Groups:
         members = await self.member_ids(group_id)
         if user_id not in members:  # left since
             raise DomainError("not_found", f"no group {group_id}")
-        policy, scored = await self._scored(season, members)
+        policy, scored = await self.standings(season, members)
         me = next((m for m in scored if m.user_id == user_id), None)
         vis = self.privacy.visibility(user_id, me.visibility) if me else "erased"
         if me is None or vis == "erased":
@@ -258,7 +258,7 @@ class Groups:
         caller stands where they would, pushing nobody down, as in their
         neighbourhood."""
         ids = sorted(set(user_ids))
-        policy, scored = await self._scored(season, ids, board_rank=True)
+        policy, scored = await self.standings(season, ids, board_rank=True)
         shown = [m for m in visible([m for m in scored if m.user_id != caller], self.privacy)
                  if m.visibility == "public"]
         me = next((m for m in scored if m.user_id == caller), None)

@@ -75,7 +75,7 @@ class LearnerListener:
     def __init__(self, user_id: int) -> None:
         self.user_id = user_id
         self.ids: deque[int] = deque(maxlen=LEARNER_BUFFER)
-        self.finals: list[str] = []
+        self.finals: list[tuple[str, str]] = []  # (kind, season) written for everyone
         self.closed = False
         self.wake = asyncio.Event()
 
@@ -85,8 +85,8 @@ class LearnerListener:
         self.ids.append(notification_id)
         self.wake.set()
 
-    def offer_final(self, season: str) -> None:
-        self.finals.append(season)
+    def offer_final(self, kind: str, season: str) -> None:
+        self.finals.append((kind, season))
         self.wake.set()
 
 
@@ -205,11 +205,12 @@ class Hub:
     def _note(self, message: dict[str, Any]) -> None:
         """A message of the notification channel: a learner's notification,
         or a season's final ranks."""
-        if "season_final" in message:
-            for listeners in self.learners.values():
-                for listener in listeners:
-                    listener.offer_final(str(message["season_final"]))
-            return
+        for kind in ("season_final", "league_result"):
+            if kind in message:
+                for listeners in self.learners.values():
+                    for listener in listeners:
+                        listener.offer_final(kind, str(message[kind]))
+                return
         uid, nid = message.get("user_id"), message.get("id")
         if isinstance(uid, int) and isinstance(nid, int):
             for listener in list(self.learners.get(uid, ())):

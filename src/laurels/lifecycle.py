@@ -57,6 +57,7 @@ class Lifecycle:
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", conn, user_id=user_id)}
             await self.db.run("delete_user_notifications", conn, user_id=user_id)
+            await self.db.run("delete_league_history", conn, user_id=user_id)
             groups = [r["group_id"] for r in await self.db.fetch(
                 "delete_user_memberships", conn, user_id=user_id)]
             await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))

@@ -90,11 +90,13 @@ class Notifications:
         rows = await self.db.fetch("mark_read", user_id=user_id, ids=ids)
         return {"read": sorted(r["id"] for r in rows)}
 
-    async def by_id(self, user_id: int, ids: list[int], final_seasons: list[str]
+    async def by_id(self, user_id: int, ids: list[int], finals: list[tuple[str, str]]
                     ) -> list[dict[str, Any]]:
         """Some of a learner's notifications (their live stream's news): by
-        id, and their `season_final` of the given seasons."""
+        id, and those written for everyone (kind, season): `season_final`,
+        `league_result`."""
         rows = await self.db.fetch("get_notifications", user_id=user_id, ids=ids) if ids else []
-        for season in final_seasons:
-            rows += await self.db.fetch("season_final_of", user_id=user_id, season=season)
+        for kind, season in finals:
+            rows += await self.db.fetch("season_final_of", user_id=user_id, kind=kind,
+                                        season=season)
         return await self.bodies(rows)

@@ -27,6 +27,7 @@ from laurels.heal import Healer
 from laurels.hub import Hub
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
+from laurels.leagues import Leagues
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
 from laurels.notifications import Notifications
@@ -73,6 +74,7 @@ class Services:
     verifier: Verifier
     reads: Reads
     groups: Groups
+    leagues: Leagues
     corrections: Corrections
     notifications: Notifications
     subscription: HintSubscription
@@ -109,6 +111,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     privacy = Privacy(db)
     subscription = HintSubscription(board)
     reads = Reads(settings, db, board, healer, lifecycle, privacy)
+    groups = Groups(db, reads, privacy)
     notifications = Notifications(db)
     webhooks = None
     if settings.webhook_url is not None:
@@ -121,7 +124,8 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle),
         reads=reads,
-        groups=Groups(db, reads, privacy),
+        groups=groups,
+        leagues=Leagues(settings, db, board, groups, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
         notifications=notifications,
         subscription=subscription,
@@ -157,6 +161,8 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
+        if svc.settings.leagues:
+            loops["leagues"] = every(0.5, svc.leagues.tick)
     if svc.webhooks is not None:  # whoever has the URL sends (what anyone recorded)
         loops["webhooks"] = svc.webhooks.run
         loops["webhook-metrics"] = every(5, svc.webhooks.measure)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from laurels.ranking import TiePolicy
@@ -44,6 +44,36 @@ def parse_webhook_events(text: str) -> tuple[str, ...]:
         if name not in WEBHOOK_EVENTS:
             raise ValueError(f"unknown event {name!r}: use {', '.join(WEBHOOK_EVENTS)}")
     return names
+
+
+def parse_tiers(text: str) -> tuple[str, ...]:
+    """`LAURELS_LEAGUE_TIERS`: 2 to 20 tier names, lowest first; empty: none."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        return ()
+    if not 2 <= len(names) <= 20:
+        raise ValueError("give 2 to 20 tier names, lowest first")
+    for name in names:
+        if not re.fullmatch(r"[a-z0-9-]{1,32}", name):
+            raise ValueError(f"{name!r} is not a tier name (^[a-z0-9-]{{1,32}}$)")
+    if len(set(names)) != len(names):
+        raise ValueError("tier names must differ")
+    return names
+
+
+def parse_per_tier(text: str, tiers: int) -> tuple[int, ...]:
+    """One number for every tier, or one per tier (lowest first)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isascii() and p.isdigit() for p in parts):
+        raise ValueError("give a number, or one number per tier")
+    if len(parts) != 1 and tiers and len(parts) != tiers:
+        raise ValueError(f"give one number, or {tiers} (one per tier)")
+    return tuple(int(p) for p in parts)
+
+
+def per_tier(values: tuple[int, ...], tier: int) -> int:
+    """A per-tier setting's value for a tier (0 is the lowest)."""
+    return values[0] if len(values) == 1 else values[tier]
 
 
 def parse_origins(text: str) -> tuple[str, ...]:
@@ -88,6 +118,14 @@ class Settings(BaseSettings):
     # A refreshed notification (the one unread `overtaken`) is sent at most
     # once per learner in this window, with its latest state.
     webhook_coalesce_seconds: int = Field(60, ge=0, le=86_400)
+    # Weekly leagues (leagues.py, docs/leagues.md): tier names, lowest first;
+    # empty: no leagues. Promote and demote: one number for every tier, or
+    # one per tier, lowest first.
+    league_tiers: Annotated[tuple[str, ...], NoDecode] = ()
+    league_size: int = Field(30, ge=5, le=100)
+    league_promote: Annotated[tuple[int, ...], NoDecode] = (7,)
+    league_demote: Annotated[tuple[int, ...], NoDecode] = (5,)
+    league_grace_seconds: int = Field(0, ge=0)
     # Not in the contract's table: how long a receiver may take (the
     # contract's 10 s; tests shorten it).
     webhook_timeout_seconds: float = Field(10.0, gt=0, le=60)
@@ -127,6 +165,43 @@ class Settings(BaseSettings):
     @classmethod
     def _cors(cls, v: Any) -> tuple[str, ...]:
         return parse_origins(v if isinstance(v, str) else ",".join(v))
+
+    @field_validator("league_tiers", mode="before")
+    @classmethod
+    def _tiers(cls, v: Any) -> tuple[str, ...]:
+        return parse_tiers(v if isinstance(v, str) else ",".join(v))
+
+    @field_validator("league_promote", "league_demote", mode="before")
+    @classmethod
+    def _per_tier(cls, v: Any, info: ValidationInfo) -> tuple[int, ...]:
+        return parse_per_tier(v if isinstance(v, str) else ",".join(map(str, v)),
+                              len(info.data.get("league_tiers") or ()))
+
+    @field_validator("league_demote")
+    @classmethod
+    def _zones_fit(cls, v: tuple[int, ...], info: ValidationInfo) -> tuple[int, ...]:
+        size, promote = info.data.get("league_size"), info.data.get("league_promote")
+        if size is None or promote is None:
+            return v
+        tiers = max(len(promote), len(v))
+        for t in range(tiers):
+            p, d = per_tier(promote, t), per_tier(v, t)
+            if p + d >= size:
+                raise ValueError(f"LAURELS_LEAGUE_PROMOTE + LAURELS_LEAGUE_DEMOTE must be below "
+                                 f"LAURELS_LEAGUE_SIZE ({p} + {d} >= {size}, tier {t + 1})")
+        return v
+
+    @field_validator("league_grace_seconds")
+    @classmethod
+    def _league_grace(cls, v: int, info: ValidationInfo) -> int:
+        late = info.data.get("late_grace_seconds")
+        if late is not None and v > late:
+            raise ValueError(f"must be at most LAURELS_LATE_GRACE_SECONDS ({late})")
+        return v
+
+    @property
+    def leagues(self) -> bool:
+        return bool(self.league_tiers)
 
     @field_validator("webhook_events", mode="before")
     @classmethod

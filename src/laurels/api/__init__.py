@@ -55,6 +55,7 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
         # The deployment's webhook settings, for every process that writes
         # (a CLI command, a projector started alone): webhooks.py.
         await rt.deliveries.store_settings()
+        await rt.leagues.store_settings()  # whether completions join leagues (leagues.py)
         state.supervisor = supervisor = Supervisor()
         for name, loop in background_loops(rt, projector=run_projector).items():
             supervisor.start(name, loop)

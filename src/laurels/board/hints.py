@@ -106,8 +106,15 @@ class Publishing(BoardBase):
 
     async def announce_final(self, season: str) -> None:
         """Tell every process a season's final ranks are written."""
+        await self._announce("season_final", season)
+
+    async def announce_league_result(self, season: str) -> None:
+        """Tell every process a week's league results are written."""
+        await self._announce("league_result", season)
+
+    async def _announce(self, kind: str, season: str) -> None:
         try:
             await self.redis.publish(self.keys.notification_channel(),
-                                     orjson.dumps({"season_final": season}))
+                                     orjson.dumps({kind: season}))
         except RedisError as exc:
-            log.warning("season_final not announced live: %s", exc)
+            log.warning("%s of %s not announced live: %s", kind, season, exc)

@@ -315,8 +315,11 @@ SELECT id, kind, season, data, created_at, read FROM notifications
 WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) ORDER BY id;
 
 -- name: season_final_of
+-- A learner's notification of a kind written for everyone at once (a
+-- season's final ranks, a week's league results), told to live streams by
+-- one message per season rather than one per learner.
 SELECT id, kind, season, data, created_at, read FROM notifications
-WHERE user_id = %(user_id)s AND kind = 'season_final' AND season = %(season)s;
+WHERE user_id = %(user_id)s AND kind = %(kind)s AND season = %(season)s;
 
 -- name: mark_read
 UPDATE notifications SET read = true
@@ -627,3 +630,195 @@ WHERE type = 'notification.created'
 SELECT g.access, EXISTS (SELECT 1 FROM group_members m
                          WHERE m.group_id = g.group_id AND m.user_id = %(user_id)s) AS member
 FROM groups g WHERE g.group_id = %(group_id)s;
+
+-- name: store_league_settings
+-- The deployment's league switch, stored by the serving process (every
+-- writer's transaction reads it: migration 012).
+INSERT INTO league_settings AS l (id, enabled) VALUES (true, %(enabled)s)
+ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now();
+
+-- name: league_weeks_open
+-- The weeks whose leagues are not decided yet and that someone joined.
+SELECT DISTINCT j.season FROM league_joins j
+LEFT JOIN league_weeks w ON w.season = j.season
+WHERE w.decided_at IS NULL ORDER BY 1;
+
+-- name: lock_league_week
+-- The week's league row, made if missing, and its placer/decider lock (one
+-- at a time per week, in any process).
+WITH made AS (INSERT INTO league_weeks (season) VALUES (%(season)s) ON CONFLICT DO NOTHING)
+SELECT pg_advisory_xact_lock(hashtextextended('laurels league ' || %(season)s, 0)) AS locked;
+
+-- name: league_week
+SELECT season, decided_at, zone_seq FROM league_weeks WHERE season = %(season)s;
+
+-- name: place_joins
+-- Place up to `limit` joins of a week in joining order: each in its tier
+-- (the learner's after their latest decided week, the lowest without one,
+-- at most the highest), in the tier's next slot, cohort = slot / size, so
+-- every cohort is full but the newest. A learner with a membership in an
+-- earlier week not decided yet is pending: left for later. One statement;
+-- the caller holds the week's lock. Returns the cohorts that gained members.
+WITH todo AS (
+    SELECT j.season, j.user_id, j.join_seq, least(coalesce(t.tier, 0), %(top)s) AS tier
+    FROM league_joins j LEFT JOIN league_tiers t ON t.user_id = j.user_id
+    WHERE j.season = %(season)s AND NOT j.placed
+      AND NOT EXISTS (SELECT 1 FROM league_members m JOIN league_weeks w ON w.season = m.season
+                      WHERE m.user_id = j.user_id AND m.season < j.season
+                        AND w.decided_at IS NULL)
+    ORDER BY j.join_seq LIMIT %(limit)s),
+numbered AS (
+    SELECT t.*, row_number() OVER (PARTITION BY t.tier ORDER BY t.join_seq) AS r FROM todo t),
+slotted AS (
+    SELECT n.season, n.user_id, n.tier, (coalesce(f.members, 0) + n.r - 1)::integer AS slot
+    FROM numbered n LEFT JOIN league_fill f ON f.season = n.season AND f.tier = n.tier),
+placed AS (
+    INSERT INTO league_members (season, user_id, tier, cohort, slot)
+    SELECT s.season, s.user_id, s.tier, s.slot / %(size)s, s.slot FROM slotted s
+    ON CONFLICT DO NOTHING
+    RETURNING season, user_id, tier, cohort),
+marked AS (
+    UPDATE league_joins j SET placed = true FROM todo t
+    WHERE j.season = t.season AND j.user_id = t.user_id),
+filled AS (
+    INSERT INTO league_fill AS f (season, tier, members)
+    SELECT s.season, s.tier, max(s.slot) + 1 FROM slotted s GROUP BY 1, 2
+    ON CONFLICT (season, tier) DO UPDATE SET members = EXCLUDED.members)
+SELECT p.tier, p.cohort, count(*) AS joined FROM placed p GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: league_membership
+-- A learner's membership of a week (or their join, not yet placed), and
+-- whether an earlier week of theirs is undecided.
+SELECT j.user_id, m.tier, m.cohort, m.zone, (m.user_id IS NOT NULL) AS placed,
+       coalesce(t.tier, 0) AS tier_now
+FROM league_joins j
+LEFT JOIN league_members m ON m.season = j.season AND m.user_id = j.user_id
+LEFT JOIN league_tiers t ON t.user_id = j.user_id
+WHERE j.season = %(season)s AND j.user_id = %(user_id)s;
+
+-- name: league_tier_of
+SELECT tier, season FROM league_tiers WHERE user_id = %(user_id)s;
+
+-- name: cohort_members
+SELECT user_id, zone FROM league_members
+WHERE season = %(season)s AND tier = %(tier)s AND cohort = %(cohort)s ORDER BY user_id;
+
+-- name: league_result_of
+SELECT tier, cohort, rank, outcome, new_tier FROM league_results
+WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: league_history
+-- A learner's decided weeks, newest first, after a week (a page's last).
+SELECT season, tier, cohort, rank, outcome, new_tier FROM league_results
+WHERE user_id = %(user_id)s AND (%(after)s::text IS NULL OR season < %(after)s)
+ORDER BY season DESC LIMIT %(limit)s;
+
+-- name: league_summary
+-- A week's tiers: cohorts, members, and (once decided) who went up and down.
+SELECT m.tier, count(DISTINCT m.cohort) AS cohorts, count(*) AS members,
+       count(*) FILTER (WHERE r.outcome = 'promoted') AS promoted,
+       count(*) FILTER (WHERE r.outcome = 'demoted') AS demoted
+FROM league_members m
+LEFT JOIN league_results r ON r.season = m.season AND r.user_id = m.user_id
+WHERE m.season = %(season)s GROUP BY m.tier ORDER BY m.tier;
+
+-- name: decide_league_week
+-- The week's decision, set-based, from the completions that count now: each
+-- cohort ranked by the tie policy among its members who are not hidden (nor
+-- suspended) and have points; each member's outcome by the zone of their
+-- final rank (the others stay, rank null); the new tiers; a league_result
+-- notification each. The caller holds the week's lock and the season row.
+WITH scores AS (
+    SELECT m.user_id, sum(c.points) AS score, max(c.completed_at) AS last_at
+    FROM league_members m
+    JOIN completions c ON c.season = m.season AND c.user_id = m.user_id
+                      AND c.voided_at IS NULL
+    WHERE m.season = %(season)s GROUP BY m.user_id),
+eligible AS (
+    SELECT m.user_id, m.tier, m.cohort, s.score, s.last_at
+    FROM league_members m JOIN scores s ON s.user_id = m.user_id
+    JOIN users u ON u.user_id = m.user_id
+    WHERE m.season = %(season)s AND u.visibility <> 'hidden' AND u.erased_at IS NULL
+      AND s.score > 0),
+ranked AS (
+    SELECT e.user_id,
+           CASE WHEN %(policy)s = 'first'
+                THEN row_number() OVER (PARTITION BY e.tier, e.cohort
+                                        ORDER BY e.score DESC, e.last_at, e.user_id)
+                ELSE rank() OVER (PARTITION BY e.tier, e.cohort ORDER BY e.score DESC)
+           END AS rank,
+           count(*) OVER (PARTITION BY e.tier, e.cohort) AS n
+    FROM eligible e),
+outcomes AS (
+    SELECT m.user_id, m.tier, m.cohort, r.rank,
+           CASE WHEN r.rank IS NULL THEN 'stayed'
+                WHEN m.tier < %(top)s AND r.rank <= (%(promote)s::int[])[m.tier + 1]
+                    THEN 'promoted'
+                WHEN m.tier > 0 AND r.rank > greatest((%(promote)s::int[])[m.tier + 1],
+                                                      r.n - (%(demote)s::int[])[m.tier + 1])
+                    THEN 'demoted'
+                ELSE 'stayed' END AS outcome
+    FROM league_members m LEFT JOIN ranked r ON r.user_id = m.user_id
+    WHERE m.season = %(season)s),
+results AS (
+    INSERT INTO league_results (season, user_id, tier, cohort, rank, outcome, new_tier)
+    SELECT %(season)s, o.user_id, o.tier, o.cohort, o.rank, o.outcome,
+           o.tier + CASE o.outcome WHEN 'promoted' THEN 1 WHEN 'demoted' THEN -1 ELSE 0 END
+    FROM outcomes o
+    ON CONFLICT DO NOTHING
+    RETURNING user_id, tier, cohort, rank, outcome, new_tier),
+tiers AS (
+    INSERT INTO league_tiers AS t (user_id, tier, season)
+    SELECT r.user_id, r.new_tier, %(season)s FROM results r
+    ON CONFLICT (user_id) DO UPDATE SET tier = EXCLUDED.tier, season = EXCLUDED.season
+    WHERE t.season < EXCLUDED.season),
+notified AS (
+    INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+    SELECT r.user_id, 'league_result', %(season)s, jsonb_build_object(
+               'tier', (%(names)s::text[])[r.tier + 1],
+               'cohort_id', %(season)s || '.' || r.tier || '.' || r.cohort,
+               'rank', r.rank, 'outcome', r.outcome,
+               'new_tier', (%(names)s::text[])[r.new_tier + 1]),
+           'league_result:' || %(season)s
+    FROM results r
+    ON CONFLICT DO NOTHING
+    RETURNING user_id, id),
+decided AS (
+    UPDATE league_weeks SET decided_at = now() WHERE season = %(season)s)
+SELECT (SELECT count(*) FROM results) AS members, (SELECT count(*) FROM notified) AS notified;
+
+-- name: league_touched_cohorts
+-- The cohorts of a week whose members completed something after `since`
+-- (a seq), and the newest seq seen: the zone pass looks at those.
+-- Only completions every board has applied (below the oldest outbox row):
+-- their cohort's board, read now, shows them.
+SELECT m.tier, m.cohort, max(c.seq) AS last_seq
+FROM completions c JOIN league_members m ON m.season = c.season AND m.user_id = c.user_id
+WHERE c.season = %(season)s AND c.seq > %(since)s
+  AND c.seq < coalesce((SELECT min(o.seq) FROM outbox o), 9223372036854775807)
+GROUP BY 1, 2;
+
+-- name: set_zone_seq
+UPDATE league_weeks SET zone_seq = greatest(zone_seq, %(seq)s) WHERE season = %(season)s;
+
+-- name: lock_cohort_zones
+SELECT user_id, zone FROM league_members
+WHERE season = %(season)s AND tier = %(tier)s AND cohort = %(cohort)s
+ORDER BY user_id FOR UPDATE;
+
+-- name: set_zone
+UPDATE league_members SET zone = %(zone)s WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: refresh_league_zone
+-- At most one unread league_zone per learner and week: refresh it instead.
+UPDATE notifications SET data = %(data)s, created_at = now(), dedup_key = %(dedup_key)s
+WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'league_zone' AND NOT read
+RETURNING id;
+
+-- name: delete_league_history
+-- An erasure: the learner's joins, memberships, results and tier go (the
+-- others keep their outcomes).
+WITH j AS (DELETE FROM league_joins WHERE user_id = %(user_id)s),
+     m AS (DELETE FROM league_members WHERE user_id = %(user_id)s),
+     r AS (DELETE FROM league_results WHERE user_id = %(user_id)s)
+DELETE FROM league_tiers WHERE user_id = %(user_id)s;

@@ -1,0 +1,301 @@
+"""Weekly leagues: placement, cohort boards, zones and the decision
+(docs/leagues.md; the rules in league_rules.py).
+
+- **Joining** is a row of `league_joins`, written in the transaction that
+  records a learner's first counted completion of the week (a trigger,
+  migration 012): nothing anybody queues on.
+- **Placement** (`place`): one placer per week at a time (the week's
+  advisory lock), in bulk and in joining order, one statement per batch:
+  the k-th member of a tier's week takes slot k, cohort k / size, so every
+  cohort is full but the newest. A learner whose earlier week is not
+  decided yet is pending until it is.
+- **Cohort boards** are computed like group boards, from the week's board
+  (groups.Groups.standings): tie policy, privacy, zones per entry. Nothing
+  new is kept in Redis, so a lost board brings its cohorts back with it.
+- **Zones** (`zones`): the cohorts whose members completed something since
+  the last pass (and whose completions every board has applied) are read
+  again; a member who enters the promotion or demotion zone is notified
+  (`league_zone`, at most one unread per learner and week).
+- **The decision** (`decide`): once per week at its end plus the league
+  grace, from PostgreSQL (the completions that count then), set-based in
+  one statement, in one transaction holding the week's lock and its season
+  row (ingests of the week wait; later ones join no more).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from laurels import failpoints
+from laurels.board import Board
+from laurels.db import Conn, Database
+from laurels.errors import DomainError
+from laurels.groups import Groups, rank_members, visible
+from laurels.league_rules import Cohort, LeagueRules, Zone, parse_cohort_id
+from laurels.privacy import Privacy
+from laurels.reads import iso, public_entry
+from laurels.seasons import Season, parse_season, season_of
+from laurels.settings import Settings
+
+log = logging.getLogger("laurels.leagues")
+
+PLACE_BATCH = 10_000  # joins placed per statement
+STREAM_PREFIX = "league:"  # a cohort's live stream rides on the group streams
+
+
+def cohort_stream_id(cohort: Cohort) -> str:
+    return STREAM_PREFIX + cohort.id
+
+
+class Leagues:
+    def __init__(self, settings: Settings, db: Database, board: Board, groups: Groups,
+                 privacy: Privacy) -> None:
+        self.on = settings.leagues
+        self.rules = LeagueRules.of(settings)
+        self.policy = settings.tie_policy
+        self.db = db
+        self.board = board
+        self.groups = groups
+        self.privacy = privacy
+
+    def require(self) -> None:
+        if not self.on:
+            raise DomainError("not_found", "leagues are not configured (LAURELS_LEAGUE_TIERS)")
+
+    async def store_settings(self) -> None:
+        """The deployment's league switch, for every writer (migration 012)."""
+        await self.db.run("store_league_settings", enabled=self.on)
+
+    # -- placement -------------------------------------------------------------
+
+    async def _place(self, conn: Conn, season: str) -> list[Cohort]:
+        """Place every placeable join of a week (the caller holds its lock);
+        the cohorts that gained members."""
+        grown: list[Cohort] = []
+        while True:
+            rows = await self.db.fetch("place_joins", conn, season=season, top=self.rules.top,
+                                       size=self.rules.size, limit=PLACE_BATCH)
+            grown += [Cohort(season, r["tier"], r["cohort"]) for r in rows]
+            if sum(int(r["joined"]) for r in rows) < PLACE_BATCH:
+                return grown
+
+    async def place(self, season: str) -> int:
+        """Place what joined a week and is not placed yet; how many cohorts grew."""
+        async with self.db.transaction() as conn:
+            await self.db.fetch("lock_league_week", conn, season=season)
+            week = await self.db.fetch_one("league_week", conn, season=season)
+            if week is None or week["decided_at"] is not None:
+                return 0
+            await failpoints.pause("league_placing")
+            grown = await self._place(conn, season)
+        for cohort in grown:  # its streams reload their members
+            await self.board.publish_group_change(cohort_stream_id(cohort))
+        return len(grown)
+
+    async def open_weeks(self) -> list[str]:
+        return [r["season"] for r in await self.db.fetch("league_weeks_open")]
+
+    # -- the decision ------------------------------------------------------------
+
+    async def decide(self, season: str) -> bool:
+        """Decide a week's leagues once; True if this call did."""
+        names = list(self.rules.tiers)
+        async with self.db.transaction() as conn:
+            await self.db.fetch("lock_league_week", conn, season=season)
+            await self.db.fetch("lock_season_for_finalize", conn, season=season)
+            week = await self.db.fetch_one("league_week", conn, season=season)
+            if week is None or week["decided_at"] is not None:
+                return False
+            await self._place(conn, season)  # everyone who joined before now
+            await failpoints.pause("league_deciding")
+            row = await self.db.fetch_one(
+                "decide_league_week", conn, season=season, policy=self.policy,
+                top=self.rules.top, promote=list(self.rules.promote),
+                demote=list(self.rules.demote), names=names)
+        members = int(row["members"]) if row else 0
+        log.info("leagues of %s decided: %d members", season, members)
+        await self.board.announce_league_result(season)
+        return True
+
+    async def decide_due(self, now: datetime | None = None) -> list[str]:
+        """Decide every week due (end plus grace passed), oldest first."""
+        now = now or datetime.now(UTC)
+        done = []
+        for season in await self.open_weeks():
+            if self.rules.due(season, now) and await self.decide(season):
+                done.append(season)
+        return done
+
+    async def tick(self) -> None:
+        """The leagues' background work: decide what is due, place, zones."""
+        await self.decide_due()
+        for season in await self.open_weeks():
+            await self.place(season)
+            await self.zones(season)
+
+    # -- cohort boards and zones -------------------------------------------------------
+
+    async def board_of(self, cohort: Cohort) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+        """A cohort's board (ranked like a group board, zones per entry) and,
+        by learner, each entry shown (with its zone)."""
+        rows = await self.db.fetch("cohort_members", season=cohort.season, tier=cohort.tier,
+                                   cohort=cohort.number)
+        if not rows:
+            raise DomainError("not_found", f"no cohort {cohort.id}")
+        week = parse_season(cohort.season)
+        policy, scored = await self.groups.standings(week, [r["user_id"] for r in rows])
+        ranked = rank_members(visible(scored, self.privacy), policy)
+        n = len(ranked)
+        entries, by_learner = [], {}
+        for r in ranked:
+            entry = {**public_entry(r.entry()),
+                     "zone": self.rules.zone(cohort.tier, r.rank, n)}
+            entries.append(entry)
+            by_learner[r.member.user_id] = {"rank": r.rank, "score": r.member.score,
+                                            "zone": entry["zone"]}
+        return entries, by_learner
+
+    async def zones(self, season: str) -> int:
+        """Notify the members of the week's touched cohorts who entered a
+        zone since their last notification; how many were notified."""
+        created: list[tuple[int, int]] = []
+        async with self.db.transaction() as conn:
+            await self.db.fetch("lock_league_week", conn, season=season)
+            week = await self.db.fetch_one("league_week", conn, season=season)
+            if week is None or week["decided_at"] is not None:
+                return 0
+            touched = await self.db.fetch("league_touched_cohorts", conn, season=season,
+                                          since=week["zone_seq"])
+            for row in touched:
+                cohort = Cohort(season, row["tier"], row["cohort"])
+                created += await self._cohort_zones(conn, cohort)
+            if touched:
+                await self.db.run("set_zone_seq", conn, season=season,
+                                  seq=max(int(r["last_seq"]) for r in touched))
+        for uid, nid in created:
+            await self.board.publish_notification(uid, nid)
+        return len(created)
+
+    async def _cohort_zones(self, conn: Conn, cohort: Cohort) -> list[tuple[int, int]]:
+        _, shown = await self.board_of(cohort)
+        created = []
+        members = await self.db.fetch("lock_cohort_zones", conn, season=cohort.season,
+                                      tier=cohort.tier, cohort=cohort.number)
+        for m in members:
+            now = shown.get(m["user_id"])
+            zone: Zone | None = now["zone"] if now else None
+            if zone == m["zone"]:
+                continue
+            await self.db.run("set_zone", conn, season=cohort.season, user_id=m["user_id"],
+                              zone=zone)
+            if zone is not None and now is not None:
+                nid = await self._notify_zone(conn, m["user_id"], cohort, zone, now["rank"])
+                if nid is not None:
+                    created.append((m["user_id"], nid))
+        return created
+
+    async def _notify_zone(self, conn: Conn, user_id: int, cohort: Cohort, zone: Zone,
+                           rank: int) -> int | None:
+        data = Jsonb({"tier": self.rules.tier_name(cohort.tier), "cohort_id": cohort.id,
+                      "zone": zone, "rank": rank})
+        key = f"league_zone:{cohort.season}:{zone}:{rank}:{datetime.now(UTC).timestamp()}"
+        row = await self.db.fetch_one("refresh_league_zone", conn, user_id=user_id,
+                                      season=cohort.season, data=data, dedup_key=key)
+        if row is None:
+            row = await self.db.fetch_one("insert_notification", conn, user_id=user_id,
+                                          kind="league_zone", season=cohort.season,
+                                          data=data, dedup_key=key)
+        return int(row["id"]) if row else None
+
+    # -- reads -------------------------------------------------------------------------
+
+    def week(self, season: Season) -> Season:
+        if season.period != "week":
+            raise DomainError("validation_error", "leagues are weekly: name a week (2026-W49)")
+        return season
+
+    async def learner(self, user_id: int, season: Season) -> dict[str, Any]:
+        """A learner's league of a week (`GET /v1/users/{id}/league`)."""
+        self.require()
+        week = self.week(season)
+        row = await self.db.fetch_one("league_membership", season=week.name, user_id=user_id)
+        if row is None:
+            tier_row = await self.db.fetch_one("league_tier_of", user_id=user_id)
+            status, tier = "none", int(tier_row["tier"]) if tier_row else 0
+        elif row["placed"]:
+            status, tier = "placed", int(row["tier"])
+        else:
+            status, tier = "pending", int(row["tier_now"])
+        tier = min(tier, self.rules.top)
+        body: dict[str, Any] = {
+            "season": week.name, "status": status, "tier": self.rules.tier_name(tier),
+            "tier_index": tier, "cohort_id": None, "ends_at": iso(week.ends_at),
+            "decides_at": iso(self.rules.decides_at(week)),
+            "promote": self.rules.promote[tier], "demote": self.rules.demote[tier],
+            "entries": [], "self": None, "result": None}
+        if status == "placed" and row is not None:
+            cohort = Cohort(week.name, tier, int(row["cohort"]))
+            body["cohort_id"] = cohort.id
+            body["entries"], shown = await self.board_of(cohort)
+            body["self"] = shown.get(user_id)
+        result = await self.db.fetch_one("league_result_of", season=week.name, user_id=user_id)
+        if result is not None:
+            body["result"] = {"rank": result["rank"], "outcome": result["outcome"],
+                              "new_tier": self.rules.tier_name(int(result["new_tier"]))}
+        return body
+
+    async def cohort(self, season: Season, cohort_id: str) -> tuple[dict[str, Any], Cohort]:
+        """A cohort's board (`GET /v1/leagues/{season}/cohorts/{id}`): the
+        caller's right to read it is the route's to check (`members`)."""
+        self.require()
+        week = self.week(season)
+        cohort = parse_cohort_id(cohort_id)
+        if cohort is None or cohort.season != week.name or cohort.tier > self.rules.top:
+            raise DomainError("not_found", f"no cohort {cohort_id}")
+        entries, _ = await self.board_of(cohort)
+        row = await self.db.fetch_one("league_week", season=week.name)
+        return {"season": week.name, "tier": self.rules.tier_name(cohort.tier),
+                "cohort_id": cohort.id, "decided": bool(row and row["decided_at"]),
+                "entries": entries}, cohort
+
+    async def members(self, cohort: Cohort) -> list[int]:
+        rows = await self.db.fetch("cohort_members", season=cohort.season, tier=cohort.tier,
+                                   cohort=cohort.number)
+        return [int(r["user_id"]) for r in rows]
+
+    async def history(self, user_id: int, limit: int, after: str | None
+                      ) -> tuple[dict[str, Any], str | None]:
+        """A learner's decided weeks, newest first; the last week shown when
+        more follow."""
+        self.require()
+        rows = await self.db.fetch("league_history", user_id=user_id, limit=limit + 1,
+                                   after=after)
+        shown = rows[:limit]
+        results = [{"season": r["season"], "tier": self.rules.tier_name(int(r["tier"])),
+                    "cohort_id": Cohort(r["season"], int(r["tier"]), int(r["cohort"])).id,
+                    "rank": r["rank"], "outcome": r["outcome"],
+                    "new_tier": self.rules.tier_name(int(r["new_tier"]))} for r in shown]
+        more = len(rows) > limit and shown
+        return {"results": results, "next": None}, (shown[-1]["season"] if more else None)
+
+    async def summary(self, season: Season) -> dict[str, Any]:
+        """A week's tiers (`GET /v1/admin/leagues/{season}`)."""
+        self.require()
+        week = self.week(season)
+        rows = {int(r["tier"]): r for r in await self.db.fetch("league_summary", season=week.name)}
+        row = await self.db.fetch_one("league_week", season=week.name)
+        tiers = []
+        for t, name in enumerate(self.rules.tiers):
+            r = rows.get(t)
+            tiers.append({"tier": name, "cohorts": int(r["cohorts"]) if r else 0,
+                          "members": int(r["members"]) if r else 0,
+                          "promoted": int(r["promoted"]) if r else 0,
+                          "demoted": int(r["demoted"]) if r else 0})
+        return {"season": week.name, "decided": bool(row and row["decided_at"]), "tiers": tiers}
+
+    def current_week(self, now: datetime | None = None) -> Season:
+        return season_of(now or datetime.now(UTC))

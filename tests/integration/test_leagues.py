@@ -1,0 +1,189 @@
+"""Weekly leagues on the real stores (issue 28; docs/contract.md, Leagues):
+joining with the first counted completion, placement in joining order
+(every cohort full but the newest), the decision once, from PostgreSQL,
+the next week placed by the new tiers, pending learners, zones."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from laurels import failpoints
+from laurels.league_rules import parse_cohort_id
+from laurels.runtime import Runtime, Services
+from laurels.seasons import parse_season
+from laurels.validation import ProfileIn
+
+W49, W50 = "2026-W49", "2026-W50"
+NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49, open
+LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver", "gold"), "league_size": 5,
+                           "league_promote": (2,), "league_demote": (1,)}
+
+
+def item(cid: str, uid: int, points: int, season: str = W49, minutes: int = 60
+         ) -> dict[str, Any]:
+    at = parse_season(season).starts_at + timedelta(minutes=minutes)
+    return {"completion_id": cid, "user_id": uid, "points": points,
+            "completed_at": at.isoformat()}
+
+
+async def leagues(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Services:
+    svc = rt.derive(clock=lambda: now, close_seasons=False, **{**LEAGUES, **overrides})
+    await svc.leagues.store_settings()
+    return svc
+
+
+async def members(svc: Services, season: str) -> dict[int, tuple[int, int]]:
+    """learner -> (tier, cohort)"""
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT user_id, tier, cohort FROM league_members"
+                                 " WHERE season = %s", (season,))
+        return {r["user_id"]: (r["tier"], r["cohort"]) for r in await cur.fetchall()}
+
+
+def full_but_newest(placed: dict[int, tuple[int, int]], size: int) -> bool:
+    sizes = Counter(placed.values())
+    for tier in {t for t, _ in sizes}:
+        cohorts = sorted(c for t, c in sizes if t == tier)
+        if cohorts != list(range(len(cohorts))):
+            return False
+        if any(sizes[(tier, c)] != size for c in cohorts[:-1]):
+            return False
+    return True
+
+
+async def test_joining_placement_and_decision(rt: Runtime) -> None:
+    svc = await leagues(rt)
+    await svc.learners.update(11, ProfileIn(visibility="hidden"))  # hidden: does not join
+    await svc.ingestor.record([item(f"a{u}", u, u) for u in range(1, 13)])
+    await svc.ingestor.record([item("again1", 1, 1)])  # a second completion: no second join
+    assert await svc.leagues.place(W49) == 3
+    placed = await members(svc, W49)
+    assert sorted(placed) == [u for u in range(1, 13) if u != 11]
+    assert full_but_newest(placed, 5)
+    assert {c for _, c in placed.values()} == {0, 1, 2}
+    # The first five to join fill cohort 0, in joining order.
+    assert sorted(u for u, (_, c) in placed.items() if c == 0) == [1, 2, 3, 4, 5]
+    cohort0 = (await svc.leagues.learner(3, parse_season(W49)))
+    assert cohort0["status"] == "placed" and cohort0["tier"] == "bronze"
+    entries = cohort0["entries"]
+    assert [(e["user_id"], e["zone"]) for e in entries] == [
+        (5, "promotion"), (4, "promotion"), (3, None), (1, None), (2, None)]  # 1 has 2 points
+    assert cohort0["self"] == {"rank": 3, "score": 3, "zone": None}
+    assert await svc.leagues.decide(W49)
+    assert not await svc.leagues.decide(W49)  # once
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT user_id, rank, outcome, new_tier FROM league_results"
+                                 " WHERE season = %s ORDER BY user_id", (W49,))
+        results = {r["user_id"]: (r["rank"], r["outcome"], r["new_tier"])
+                   for r in await cur.fetchall()}
+    assert results[5] == (1, "promoted", 1) and results[4] == (2, "promoted", 1)
+    assert results[3][1] == "stayed" and results[2] == (4, "stayed", 0)  # a tie; no demotion
+    notes = await svc.notifications.newest(5)
+    [result] = [n for n in notes["notifications"] if n["kind"] == "league_result"]
+    assert result["data"] == {"tier": "bronze", "cohort_id": f"{W49}.0.0", "rank": 1,
+                              "outcome": "promoted", "new_tier": "silver"}
+    # The next week places them by their new tier.
+    svc50 = await leagues(rt, now=NOW + timedelta(days=7))
+    await svc50.ingestor.record([item(f"b{u}", u, u, W50) for u in (1, 4, 5, 7)])
+    await svc50.leagues.place(W50)
+    assert await members(svc50, W50) == {1: (0, 0), 4: (1, 0), 5: (1, 0), 7: (0, 0)}
+
+
+async def test_a_learner_is_pending_until_their_earlier_week_is_decided(rt: Runtime) -> None:
+    svc = await leagues(rt, now=NOW + timedelta(days=7))  # W50; W49 still undecided
+    await svc.ingestor.record([item("p49", 1, 9), item("q49", 2, 1)])
+    await svc.leagues.place(W49)
+    await svc.ingestor.record([item("p50", 1, 5, W50), item("r50", 3, 5, W50)])
+    await svc.leagues.place(W50)
+    assert await members(svc, W50) == {3: (0, 0)}  # learner 1 waits for W49
+    view = await svc.leagues.learner(1, parse_season(W50))
+    assert view["status"] == "pending" and view["cohort_id"] is None
+    assert await svc.leagues.decide(W49)
+    await svc.leagues.place(W50)
+    assert await members(svc, W50) == {3: (0, 0), 1: (1, 0)}  # promoted, then placed
+
+
+async def test_placement_from_many_processes_fills_cohorts_in_order(rt: Runtime) -> None:
+    """Joins from several writers at once, placers racing: every cohort of
+    a tier is full but the newest, and nobody is placed twice."""
+    svc = await leagues(rt)
+    writers = [svc.ingestor.record([item(f"m{w}-{u}", 1000 * w + u + 1, 1) for u in range(40)])
+               for w in range(5)]
+    placers = [svc.leagues.place(W49) for _ in range(4)]
+    await asyncio.gather(*writers, *placers)
+    await svc.leagues.place(W49)
+    placed = await members(svc, W49)
+    assert len(placed) == 200 and full_but_newest(placed, 5)
+
+
+async def test_a_decision_held_midway_leaves_no_trace_and_runs_once(rt: Runtime) -> None:
+    """A decision stopped before its statement (a crash: its transaction
+    rolls back) decides nothing; a second decider waits for the first."""
+    svc = await leagues(rt)
+    await svc.ingestor.record([item(f"d{u}", u, u) for u in range(1, 7)])
+    await svc.leagues.place(W49)
+    with failpoints.hold("league_deciding") as held:
+        first = asyncio.create_task(svc.leagues.decide(W49))
+        await held.reached()
+        second = asyncio.create_task(svc.leagues.decide(W49))
+        await asyncio.sleep(0)
+        assert not second.done()
+    assert sorted([await first, await second]) == [False, True]
+    assert parse_cohort_id(f"{W49}.0.1") is not None
+
+
+@pytest.mark.parametrize("hidden_after", [True, False])
+async def test_a_member_who_turns_hidden_leaves_the_board_and_stays(rt: Runtime,
+                                                                   hidden_after: bool) -> None:
+    svc = await leagues(rt)
+    await svc.ingestor.record([item(f"h{u}", u, 10 * u) for u in range(1, 6)])
+    await svc.leagues.place(W49)
+    if hidden_after:
+        await svc.learners.update(5, ProfileIn(visibility="hidden"))
+    view = await svc.leagues.learner(1, parse_season(W49))
+    assert [e["user_id"] for e in view["entries"]] == ([4, 3, 2, 1] if hidden_after
+                                                       else [5, 4, 3, 2, 1])
+    await svc.leagues.decide(W49)
+    result = (await svc.leagues.learner(5, parse_season(W49)))["result"]
+    assert result == ({"rank": None, "outcome": "stayed", "new_tier": "bronze"} if hidden_after
+                      else {"rank": 1, "outcome": "promoted", "new_tier": "silver"})
+
+
+async def test_zones_notify_those_who_enter_one(rt: Runtime) -> None:
+    svc = await leagues(rt, league_tiers=("bronze", "silver"))
+    await svc.ingestor.record([item(f"z{u}", u, u) for u in range(1, 6)])
+    await svc.leagues.place(W49)
+    await svc.projector.drain(min_age_seconds=0)
+    await svc.leagues.zones(W49)
+    zones = {u: [n["data"]["zone"] for n in (await svc.notifications.newest(u))["notifications"]
+                 if n["kind"] == "league_zone"] for u in range(1, 6)}
+    assert zones == {1: [], 2: [], 3: [], 4: ["promotion"], 5: ["promotion"]}
+    # Learner 1 overtakes everyone: 1 enters the zone, 4 leaves it.
+    await svc.ingestor.record([item("z1b", 1, 100)])
+    await svc.projector.drain(min_age_seconds=0)
+    await svc.leagues.zones(W49)
+    firsts = [n["data"] for n in (await svc.notifications.newest(1))["notifications"]
+              if n["kind"] == "league_zone"]
+    assert firsts == [{"tier": "bronze", "cohort_id": f"{W49}.0.0", "zone": "promotion",
+                       "rank": 1}]
+
+
+async def test_erasure_removes_a_learner_from_every_cohort_and_result(rt: Runtime) -> None:
+    svc = await leagues(rt)
+    await svc.ingestor.record([item(f"e{u}", u, u) for u in range(1, 6)])
+    await svc.leagues.place(W49)
+    await svc.leagues.decide(W49)
+    await svc.learners.erase(5)
+    async with svc.db.connection() as conn:
+        for table in ("league_joins", "league_members", "league_results", "league_tiers"):
+            cur = await conn.execute(f"SELECT count(*) AS n FROM {table} WHERE user_id = 5")  # noqa: S608
+            row = await cur.fetchone()
+            assert row is not None and row["n"] == 0, table
+    view = await svc.leagues.learner(4, parse_season(W49))
+    assert 5 not in [e["user_id"] for e in view["entries"]]
+    assert view["result"] == {"rank": 2, "outcome": "promoted", "new_tier": "silver"}
