@@ -8,7 +8,7 @@ import json
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -335,17 +335,18 @@ def _ingest_chunks(s: Setup, tag: str, count: int, batch: int
     return [items[i:i + batch] for i in range(0, count, batch)]
 
 
-def _batch_bodies(chunks: list[list[tuple[str, int, int, datetime]]]) -> list[bytes]:
+def batch_bodies(chunks: list[list[tuple[str, int, int, datetime]]]) -> list[bytes]:
     return [orjson.dumps({"completions": [
         {"completion_id": cid, "user_id": uid, "points": pts, "completed_at": at.isoformat()}
         for cid, uid, pts, at in chunk]}) for chunk in chunks]
 
 
-async def _timed_batches(s: Setup, bodies: list[bytes], clients: int) -> tuple[float, float]:
+async def timed_batches(svc: Service, bodies: list[bytes], clients: int
+                        ) -> tuple[float, float]:
     """Seconds to post these batches, and the server's cores meanwhile."""
-    server = psutil.Process(s.svc.proc.pid)
+    server = psutil.Process(svc.proc.pid)
     t0, started = server.cpu_times(), time.perf_counter()
-    await api_batches(s, bodies, clients)
+    await api_batches(svc, bodies, clients)
     seconds = time.perf_counter() - started
     t1 = server.cpu_times()
     return seconds, (t1.user + t1.system - t0.user - t0.system) / seconds
@@ -360,8 +361,8 @@ async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> N
         await c.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
                         "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
         await c.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
-    raw_seconds = await raw_insert(s, chunks, clients)
-    seconds, cores = await _timed_batches(s, _batch_bodies(chunks), clients)
+    raw_seconds = await raw_insert(s.database_url, chunks, clients)
+    seconds, cores = await timed_batches(s.svc, batch_bodies(chunks), clients)
     s.figures.append(Figure(
         "durable batch ingest (completions/s)", count / seconds, count / raw_seconds,
         "raw batched INSERT + outbox row, same rows", "completions/s", goal=">= 0.5",
@@ -399,7 +400,7 @@ async def group_writes(s: Setup, count: int, clients: int = 4, batch: int = 1000
     instead: an apply script that also increments each learner's 3 group
     sets, against the same script on the season's set alone (raw EVALSHA)."""
     classes = s.learners * GROUPS_PER_LEARNER // CLASS_SIZE
-    before, _ = await _timed_batches(s, _batch_bodies(_ingest_chunks(s, "h", count, batch)),
+    before, _ = await timed_batches(s.svc, batch_bodies(_ingest_chunks(s, "h", count, batch)),
                                      clients)
     async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
         await c.execute("INSERT INTO groups (group_id, name, access) "
@@ -418,11 +419,11 @@ async def group_writes(s: Setup, count: int, clients: int = 4, batch: int = 1000
             if resp.status_code != 200:
                 raise BenchError(f"class board answered {resp.status_code}")
     chunks = _ingest_chunks(s, "g", count, batch)
-    seconds, cores = await _timed_batches(s, _batch_bodies(chunks), clients)
+    seconds, cores = await timed_batches(s.svc, batch_bodies(chunks), clients)
     async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
         await c.execute("DELETE FROM group_members WHERE group_id LIKE %s",
                         (f"bench-{s.learners}-c%",))
-    after, _ = await _timed_batches(s, _batch_bodies(_ingest_chunks(s, "k", count, batch)),
+    after, _ = await timed_batches(s.svc, batch_bodies(_ingest_chunks(s, "k", count, batch)),
                                     clients)
     s.figures.append(Figure(
         f"batch ingest, every learner in {GROUPS_PER_LEARNER} groups (completions/s)",
@@ -447,9 +448,9 @@ async def periods(s: Setup, count: int, one: Service, four: Service, prefix4: st
     rates: dict[str, list[float]] = {"one": [], "four": []}
     cores: list[float] = []
     for tag in ("q", "r"):
-        bodies = _batch_bodies(_ingest_chunks(s, tag, count // 2, 1000))
+        bodies = batch_bodies(_ingest_chunks(s, tag, count // 2, 1000))
         for name, svc in (("one", one), ("four", four)):
-            seconds, used = await _timed_batches(replace(s, svc=svc), bodies, 4)
+            seconds, used = await timed_batches(svc, bodies, 4)
             rates[name].append(count // 2 / seconds)
             if name == "four":
                 cores.append(used)
@@ -524,9 +525,9 @@ def _wrk_script(url: str, pid: int, script: str) -> Load:
     return wrk(url, pid, 5.0, 16, script=script)
 
 
-async def raw_insert(s: Setup, chunks: list[list[tuple[str, int, int, datetime]]],
+async def raw_insert(database_url: str, chunks: list[list[tuple[str, int, int, datetime]]],
                      clients: int) -> float:
-    conns = [await psycopg.AsyncConnection.connect(s.database_url, autocommit=True)
+    conns = [await psycopg.AsyncConnection.connect(database_url, autocommit=True)
              for _ in range(clients)]
     pending = iter(chunks)
 
@@ -551,13 +552,13 @@ async def raw_insert(s: Setup, chunks: list[list[tuple[str, int, int, datetime]]
     return seconds
 
 
-async def api_batches(s: Setup, bodies: list[bytes], clients: int) -> None:
+async def api_batches(svc: Service, bodies: list[bytes], clients: int) -> None:
     pending = iter(bodies)
-    headers = {"authorization": f"Bearer {s.svc.ingest_token}",
+    headers = {"authorization": f"Bearer {svc.ingest_token}",
                "content-type": "application/json"}
 
     async def work() -> None:
-        async with httpx.AsyncClient(base_url=s.svc.base_url, headers=headers, timeout=120,
+        async with httpx.AsyncClient(base_url=svc.base_url, headers=headers, timeout=120,
                                      trust_env=False) as c:
             for body in pending:
                 resp = await c.post("/v1/completions/batch", content=body)

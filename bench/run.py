@@ -5,6 +5,7 @@ Run from the project root:
     .venv/bin/python -m bench.run --quick   # one small board, about 1 minute
     .venv/bin/python -m bench.run           # 50,000 learners, about 3 minutes
     .venv/bin/python -m bench.run --full    # 10,000, 100,000 and 1,000,000 learners
+    .venv/bin/python -m bench.run --leagues # the league lines alone (bench/leagues.py)
 
 It uses the PostgreSQL at $LAURELS_BENCH_DATABASE_URL and the Redis at
 $LAURELS_BENCH_REDIS_URL (both on the loopback interface), creates its own
@@ -36,7 +37,7 @@ import psycopg
 import redis
 from psycopg import sql
 
-from bench import phases
+from bench import leagues, phases
 from bench.phases import Figure, Setup
 from bench.support import (
     BenchError,
@@ -52,6 +53,7 @@ from tests.helpers import stop_process, with_database
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 RESULTS = Path(__file__).resolve().with_name("results.json")
+LEAGUE_RESULTS = RESULTS.with_name("results-leagues.json")  # results.json keeps the scale curve
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,17 @@ class Plan:
     idle_viewers: int  # held streams for the memory figure
     latency_samples: int  # single completions timed per apply path
     budget_seconds: float
+    league_learners: int = 0  # the joins line: first completions of as many learners
+    league_members: int = 0  # the decision line: members of one week
+    explain: bool = False  # print the decision's EXPLAIN (ANALYZE, BUFFERS)
 
 
 PLANS = {
     "quick": Plan("quick", [5_000], 20_000, 3, 500, 500, 50, 300),
     "default": Plan("default", [50_000], 50_000, 5, 1_000, 1_000, 100, 900),
     "full": Plan("full", [10_000, 100_000, 1_000_000], 100_000, 5, 5_000, 3_000, 200, 3600),
+    "leagues": Plan("leagues", [], 0, 0, 0, 0, 0, 3600, league_learners=100_000,
+                    league_members=100_000),
 }
 
 
@@ -112,7 +119,8 @@ def report(plan: Plan, setups: list[Setup], once: list[Figure], seconds: float) 
           "ratio = value / baseline (for throughput above 1 is better; for time, memory "
           "and latency below 1 is)")
     for title, figures in [*((f"{s.learners:,} learners, {s.completions:,} completions",
-                              s.figures) for s in setups), ("once", once)]:
+                              s.figures) for s in setups),
+                           ("leagues" if plan.mode == "leagues" else "once", once)]:
         print()
         print(title)
         width = max(len(f.name) for f in figures)
@@ -149,13 +157,36 @@ def parse_plan(argv: list[str] | None) -> Plan:
     group.add_argument("--quick", action="store_true", help="one small board, about 1 minute")
     group.add_argument("--full", action="store_true",
                        help="the scale curve: 10,000, 100,000 and 1,000,000 learners")
+    group.add_argument("--leagues", action="store_true",
+                       help="the league lines alone: joins while ingesting, placement and "
+                            "the decision (bench/leagues.py; writes bench/results-leagues.json)")
     parser.add_argument("--learners", type=int, metavar="N",
                         help="one board of N learners instead of the mode's sizes "
                              "(e.g. 100000 for the 100,000-member group line)")
+    parser.add_argument("--league-learners", type=int, metavar="N",
+                        help="--leagues: first completions of N learners, ingested with leagues "
+                             "off and on (default 100000; 0 skips the line)")
+    parser.add_argument("--league-members", type=int, metavar="M",
+                        help="--leagues: the decision of a week of M members (default 100000; "
+                             "0 skips the line)")
+    parser.add_argument("--explain", action="store_true",
+                        help="--leagues: print EXPLAIN (ANALYZE, BUFFERS) of the decision "
+                             "(rolled back before the timed one)")
     args = parser.parse_args(argv)
-    plan = PLANS["quick" if args.quick else "full" if args.full else "default"]
+    mode = ("quick" if args.quick else "full" if args.full else "leagues" if args.leagues
+            else "default")
+    plan = PLANS[mode]
     if args.learners:
         plan = dataclasses.replace(plan, sizes=[args.learners])
+    if mode == "leagues":
+        plan = dataclasses.replace(
+            plan, explain=args.explain,
+            league_learners=plan.league_learners if args.league_learners is None
+            else args.league_learners,
+            league_members=plan.league_members if args.league_members is None
+            else args.league_members)
+    elif args.league_learners is not None or args.league_members is not None or args.explain:
+        parser.error("--league-learners, --league-members and --explain go with --leagues")
     return plan
 
 
@@ -201,6 +232,37 @@ def start_period_services(admin_url: str, redis_url: str, dbname: str, prefix: s
     return one, four
 
 
+async def measure_leagues(plan: Plan, run: leagues.LeagueRun) -> None:
+    if plan.league_learners:
+        log(f"joins: {plan.league_learners:,} first completions with leagues off and on")
+        await leagues.joins(run, plan.league_learners)
+    if plan.league_members:
+        plan_text = await leagues.decision(run, plan.league_members, plan.explain)
+        if plan_text:
+            print(plan_text, flush=True)
+
+
+def start_services(plan: Plan, admin_url: str, redis_url: str, run_id: str, workdir: Path,
+                   procs: list[Any], created: list[str]) -> tuple[list[Setup], Service]:
+    """The bench's databases and servers: the main service, the one without
+    a fast path, the two of the periods line and the bare app."""
+    dbname, dbname2 = f"bench_{run_id}", f"bench_{run_id}_np"
+    prefix, prefix2 = f"bench{run_id}", f"bench{run_id}np"
+    create_databases(admin_url, [dbname, dbname2, f"{dbname}_p1", f"{dbname}_p4"], created)
+    database_url = with_database(admin_url, dbname)
+    svc = start_service(database_url, redis_url, prefix, workdir)
+    procs.append(svc.proc)
+    projector_only = start_service(with_database(admin_url, dbname2), redis_url, prefix2,
+                                   workdir, name="projector-only",
+                                   LAURELS_FAILPOINTS="skip:fast_path")
+    procs.append(projector_only.proc)
+    bare, bare_url = start_bare(workdir)
+    procs.append(bare)
+    setups = [Setup(admin_url, database_url, redis_url, svc, bare_url, bare.pid, n, 5 * n,
+                    f"2026-W{40 + k}", run_id) for k, n in enumerate(plan.sizes)]
+    return setups, projector_only
+
+
 def main(argv: list[str] | None = None) -> int:
     plan = parse_plan(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
@@ -223,23 +285,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
         loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
-        log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis prefixes {prefix}*")
-        create_databases(admin_url, [dbname, dbname2, f"{dbname}_p1", f"{dbname}_p4"], created)
-        database_url = with_database(admin_url, dbname)
-        svc = start_service(database_url, redis_url, prefix, workdir)
-        procs.append(svc.proc)
-        projector_only = start_service(with_database(admin_url, dbname2), redis_url, prefix2,
-                                       workdir, name="projector-only",
-                                       LAURELS_FAILPOINTS="skip:fast_path")
-        procs.append(projector_only.proc)
-        one, four = start_period_services(admin_url, redis_url, dbname, prefix, workdir, procs)
-        bare, bare_url = start_bare(workdir)
-        procs.append(bare)
-        setups = [Setup(admin_url, database_url, redis_url, svc, bare_url, bare.pid, n, 5 * n,
-                        f"2026-W{40 + k}", run_id) for k, n in enumerate(plan.sizes)]
-        asyncio.run(asyncio.wait_for(
-            measure(plan, setups, projector_only, prefix, prefix2, once, (one, four)),
-            plan.budget_seconds))
+        if plan.mode == "leagues":
+            log(f"leagues mode; databases laurels_bench_leagues_{run_id}_*; Redis prefixes "
+                f"{prefix}*")
+            run = leagues.LeagueRun(admin_url, redis_url, run_id, workdir, procs, created,
+                                    create_databases, once)
+            asyncio.run(asyncio.wait_for(measure_leagues(plan, run), plan.budget_seconds))
+        else:
+            log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis prefixes {prefix}*")
+            setups, projector_only = start_services(plan, admin_url, redis_url, run_id, workdir,
+                                                    procs, created)
+            one, four = start_period_services(admin_url, redis_url, dbname, prefix, workdir,
+                                              procs)
+            asyncio.run(asyncio.wait_for(
+                measure(plan, setups, projector_only, prefix, prefix2, once, (one, four)),
+                plan.budget_seconds))
         ok = True
     except TimeoutError:
         log(f"ERROR: measuring took longer than its budget of {plan.budget_seconds:.0f} s")
@@ -256,8 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     seconds = time.perf_counter() - started
     report(plan, setups, once, seconds)
-    dump_json(RESULTS, results(plan, setups, once, seconds))
-    log(f"results written to {RESULTS}")
+    path = LEAGUE_RESULTS if plan.mode == "leagues" else RESULTS
+    dump_json(path, results(plan, setups, once, seconds))
+    log(f"results written to {path}")
     return 0
 
 

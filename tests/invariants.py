@@ -174,3 +174,53 @@ async def blocked_or_done(svc: Services, task: Awaitable[Any] | asyncio.Task[Any
 
         await eventually(blocked, timeout, "the task to finish or wait for a lock",
                          every=0.005)
+
+
+async def check_leagues(svc: Services, erased: set[int]) -> None:
+    """Weekly leagues as the contract wants them, whatever the timing: a
+    learner is placed once a week (a join first), each in the slot of their
+    tier's week whose cohort is slot // size (so every cohort is full but the
+    newest, erasures aside), no erased learner anywhere; a decided week has
+    one result per member, each outcome of its zone's kind (promoted ranks
+    above demoted ones, none unranked), the new tier one step at most, and
+    each learner's tier that of their latest result."""
+    size = svc.settings.league_size
+    async with svc.db.connection() as conn:
+        async def rows(sql: str) -> list[Any]:
+            cur = await conn.execute(sql)
+            return await cur.fetchall()
+
+        members = await rows("SELECT m.*, j.user_id IS NOT NULL AS joined FROM league_members m"
+                             " LEFT JOIN league_joins j USING (season, user_id)")
+        fill = {(r["season"], r["tier"]): r["members"]
+                for r in await rows("SELECT * FROM league_fill")}
+        results = await rows("SELECT r.*, w.decided_at FROM league_results r"
+                             " JOIN league_weeks w USING (season)")
+        tiers = {r["user_id"]: r for r in await rows("SELECT * FROM league_tiers")}
+        for table in ("league_joins", "league_members", "league_results", "league_tiers"):
+            found = await rows(f"SELECT user_id FROM {table}")  # noqa: S608
+            assert not {r["user_id"] for r in found} & erased, f"an erased learner in {table}"
+    slots: dict[tuple[str, int], set[int]] = {}
+    for m in members:
+        assert m["joined"], f"{m['user_id']} placed in {m['season']} without joining"
+        assert m["cohort"] == m["slot"] // size, f"{m} is not in its slot's cohort"
+        taken = slots.setdefault((m["season"], m["tier"]), set())
+        assert m["slot"] not in taken, f"two learners in slot {m['slot']} of {m['season']}"
+        taken.add(m["slot"])
+        assert m["slot"] < fill[(m["season"], m["tier"])]
+    by_cohort: dict[tuple[str, int, int], list[Any]] = {}
+    for r in results:
+        assert r["decided_at"] is not None
+        by_cohort.setdefault((r["season"], r["tier"], r["cohort"]), []).append(r)
+        assert abs(r["new_tier"] - r["tier"]) <= 1
+        assert (r["outcome"] == "stayed") == (r["new_tier"] == r["tier"]), r
+        assert r["rank"] is not None or r["outcome"] == "stayed", r
+    for cohort in by_cohort.values():
+        up = [r["rank"] for r in cohort if r["outcome"] == "promoted"]
+        down = [r["rank"] for r in cohort if r["outcome"] == "demoted"]
+        assert not up or not down or max(up) < min(down), cohort
+    latest: dict[int, Any] = {}
+    for r in sorted(results, key=lambda r: r["season"]):
+        latest[r["user_id"]] = r
+    for uid, r in latest.items():
+        assert uid in tiers and tiers[uid]["tier"] == r["new_tier"], (uid, r, tiers.get(uid))

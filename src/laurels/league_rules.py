@@ -40,7 +40,8 @@ def parse_cohort_id(text: str) -> Cohort | None:
     m = COHORT_ID.fullmatch(text)
     if m is None:
         return None
-    return Cohort(m.group(1), int(m.group(2)), int(m.group(3)))
+    cohort = Cohort(m.group(1), int(m.group(2)), int(m.group(3)))
+    return cohort if cohort.id == text else None  # one id per cohort (no leading zeros)
 
 
 @dataclass(frozen=True)

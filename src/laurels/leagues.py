@@ -44,7 +44,9 @@ from laurels.settings import Settings
 log = logging.getLogger("laurels.leagues")
 
 PLACE_BATCH = 10_000  # joins placed per statement
-STREAM_PREFIX = "league:"  # a cohort's live stream rides on the group streams
+# A cohort's live stream rides on the group streams, under an id no group can
+# have ("/" is not in a group id's alphabet).
+STREAM_PREFIX = "league/"
 
 
 def cohort_stream_id(cohort: Cohort) -> str:
@@ -223,6 +225,10 @@ class Leagues:
         self.require()
         week = self.week(season)
         row = await self.db.fetch_one("league_membership", season=week.name, user_id=user_id)
+        if row is not None and not row["placed"] and not row["pending"]:
+            await self.place(week.name)  # joined a moment ago: placed now, not "pending"
+            row = await self.db.fetch_one("league_membership", season=week.name,
+                                          user_id=user_id)
         if row is None:
             tier_row = await self.db.fetch_one("league_tier_of", user_id=user_id)
             status, tier = "none", int(tier_row["tier"]) if tier_row else 0

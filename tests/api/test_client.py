@@ -18,6 +18,7 @@ from laurels.client import (
     AuditLog,
     Board,
     Client,
+    CohortBoard,
     Completion,
     CompletionRecord,
     CompletionResult,
@@ -25,11 +26,20 @@ from laurels.client import (
     Deliveries,
     Delivery,
     Entry,
+    Forbidden,
     FriendEntry,
     FriendsBoard,
     Group,
     GroupBoard,
     GroupRef,
+    League,
+    LeagueEntry,
+    LeagueHistory,
+    LeagueRecord,
+    LeagueResult,
+    LeagueStanding,
+    LeagueSummary,
+    LeagueTier,
     MarkedRead,
     Membership,
     Neighbor,
@@ -327,3 +337,74 @@ async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
 
         assert await laurels.delete_group("k") is None
         assert await admin.erase_user(4) is None
+
+
+async def test_the_league_calls(serve: ApiFactory) -> None:
+    """Each league call against the app, its body typed as declared; and
+    `NotFound` from every one of them while leagues are off."""
+    api = await serve(close_seasons=False, league_tiers=("bronze", "silver"), league_size=5,
+                      league_promote=(1,), league_demote=(1,), late_grace_seconds=10**9,
+                      league_grace_seconds=10**9)  # nothing decided but by the test
+    leagues = api.runtime.leagues
+    weeks = ("2025-W47", "2025-W48", "2025-W49")
+    async with client(api, INGEST) as laurels, client(api, ADMIN) as admin, \
+            client(api, token_for(api.env, 1)) as one, client(api, token_for(api.env, 2)) as two:
+        for week in weeks:  # 1 beats 2 every week
+            monday = datetime.fromisocalendar(int(week[:4]), int(week[6:]), 1)
+            at = monday.replace(hour=10, tzinfo=UTC).isoformat()
+            await laurels.post_completions([Completion(f"{week}-1", 1, 10, at),
+                                            Completion(f"{week}-2", 2, 5, at)])
+
+            async def scored(week: str = week) -> bool:
+                return len((await laurels.board(week))["entries"]) == 2
+
+            await eventually(scored, what=f"the board of {week}")
+            await leagues.place(week)
+            mine = shaped(await one.league(1, week), League)
+            assert mine["status"] == "placed" and mine["cohort_id"]
+            each(mine["entries"], LeagueEntry)
+            shaped(mine["self"], LeagueStanding)
+            board = shaped(await one.cohort(week, mine["cohort_id"]), CohortBoard)
+            each(board["entries"], LeagueEntry)
+            assert board == await laurels.cohort(week, mine["cohort_id"])
+            assert board["entries"] == mine["entries"]
+            assert await leagues.decide(week)
+            shaped((await one.league(1, week))["result"], LeagueResult)
+        # W47: both bronze, 1 promoted; W48: 1 alone in silver (the highest
+        # tier: stays), 2 alone in bronze (promoted); W49: both silver.
+        silver = (await one.league(1, "2025-W48"))["cohort_id"]
+        assert silver is not None
+        with pytest.raises(Forbidden):
+            await two.cohort("2025-W48", silver)
+        history = shaped(await one.league_history(1, limit=2), LeagueHistory)
+        assert [r["season"] for r in history["results"]] == ["2025-W49", "2025-W48"]
+        each(history["results"], LeagueRecord)
+        walked = [r async for r in one.pages("league_history", 1, limit=1)]
+        assert [(r["season"], r["tier"], r["outcome"]) for r in walked] == [
+            ("2025-W49", "silver", "stayed"), ("2025-W48", "silver", "stayed"),
+            ("2025-W47", "bronze", "promoted")]
+        assert [r["outcome"] for r in (await two.league_history(2))["results"]] == [
+            "demoted", "promoted", "stayed"]
+        summary = shaped(await admin.league_summary("2025-W49"), LeagueSummary)
+        assert summary["decided"] is True
+        each(summary["tiers"], LeagueTier)
+        assert [(t["tier"], t["members"], t["demoted"]) for t in summary["tiers"]] == [
+            ("bronze", 0, 0), ("silver", 2, 1)]
+        assert (await one.league(1))["status"] == "none"  # this week: no completion yet
+        with pytest.raises(Forbidden):
+            await one.league(2)
+        with pytest.raises(NotFound):
+            await one.cohort("2025-W49", "no-such-cohort")
+        with pytest.raises(ValidationError):
+            await one.league(1, "2025-11")
+
+    off = await serve()
+    async with client(off, ADMIN) as admin:
+        with pytest.raises(NotFound):
+            await admin.league(1)
+        with pytest.raises(NotFound):
+            await admin.cohort("current", "x")
+        with pytest.raises(NotFound):
+            await admin.league_history(1)
+        with pytest.raises(NotFound):
+            await admin.league_summary("current")

@@ -18,8 +18,7 @@ from starlette.routing import Route
 from laurels.api import fast
 from tests.api.conftest import ApiFactory
 
-# Every endpoint of docs/contract.md that laurels serves (its leagues are
-# not served yet).
+# Every endpoint of docs/contract.md that laurels serves.
 CONTRACT = {
     ("POST", "/v1/completions"), ("POST", "/v1/completions/batch"),
     ("PUT", "/v1/users/{user_id}"), ("DELETE", "/v1/users/{user_id}"),
@@ -43,6 +42,9 @@ CONTRACT = {
     ("GET", "/v1/admin/rebuilds/{rebuild_id}"), ("GET", "/v1/admin/leaderboards/{season}/verify"),
     ("GET", "/v1/admin/webhooks/deliveries"),
     ("POST", "/v1/admin/webhooks/deliveries/{delivery_id}/retry"),
+    ("GET", "/v1/users/{user_id}/league"), ("GET", "/v1/leagues/{season}/cohorts/{cohort_id}"),
+    ("GET", "/v1/leagues/{season}/cohorts/{cohort_id}/events"),
+    ("GET", "/v1/users/{user_id}/league/history"), ("GET", "/v1/admin/leagues/{season}"),
 }
 Operation = tuple[str, str]  # (method, path)
 

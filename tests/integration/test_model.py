@@ -2,7 +2,8 @@
 
 A hypothesis RuleBasedStateMachine applies operations: new, replayed and conflicting
 completions (alone or in batches), name and visibility changes, erasures,
-rebuilds, finalizing the season, and losing every Redis key. Each operation is
+rebuilds, finalizing the season, losing every Redis key, and the week's
+leagues: placing who joined, and deciding them. Each operation is
 run against the real domain objects (PostgreSQL + Redis) and against a small
 model of the contract's rules (docs/contract.md: Domain, Ranking, Writes, Reads,
 notifications). After every step the public board, every learner's
@@ -49,7 +50,11 @@ NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
 VISIBILITIES = ["public", "anonymous", "hidden"]
 MINUTES = [0, 1, 2, 720, 10079]  # few distinct instants: ties on the latest completion
 TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
-          "rebuilds")
+          "rebuilds, league_weeks, league_joins, league_members, league_fill, league_results, "
+          "league_tiers")
+TIERS = ("bronze", "silver", "gold")
+LEAGUES: dict[str, Any] = {"league_tiers": TIERS, "league_size": 3, "league_promote": (1,),
+                           "league_demote": (1,)}
 _example = itertools.count(1)
 
 
@@ -82,6 +87,12 @@ class Model:
     finalized: bool = False
     board_live: bool = False  # the season has a board in Redis
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # leagues (docs/contract.md, Leagues): who joined, in order; their slots
+    joins: list[int] = field(default_factory=list)
+    slots: dict[int, int] = field(default_factory=dict)
+    fill: int = 0
+    decided: bool = False
+    results: dict[int, tuple[int | None, str, int]] = field(default_factory=dict)
 
     def user(self, uid: int) -> User:
         return self.users.setdefault(uid, User())
@@ -138,9 +149,11 @@ class Model:
         if vis != "hidden":
             index = order.index(uid)
             around = order[max(0, index - radius):index + radius + 1]
-        else:  # where they would stand, pushing nobody down
+        else:  # where they would stand; in their own view the others are ranked
+            # as if they were on the board (docs/contract.md; issue 26)
             index = sum(1 for u in order if self.key(st_, u) < self.key(st_, uid))
             around = [*order[max(0, index - radius):index], uid, *order[index:index + radius]]
+            order = [*order[:index], uid, *order[index:]]
         rank = self.rank(st_, order, index, score)
         neighbors = []
         for u in around:
@@ -157,6 +170,42 @@ class Model:
                 "neighbors": neighbors}
 
     # notifications
+    # leagues
+    def join(self, uids: list[int]) -> None:
+        """Learners whose completion now counts: those not hidden (nor
+        suspended), not erased, not joined yet, join while the week is not
+        decided, in id order within one statement."""
+        for uid in sorted(set(uids)):
+            if (uid not in self.joins and not self.decided and self.vis(uid) != "hidden"
+                    and not self.user(uid).erased):
+                self.joins.append(uid)
+
+    def place(self) -> None:
+        for uid in self.joins:  # all tier 0: one week, nobody decided before
+            if uid not in self.slots and not self.decided:
+                self.slots[uid] = self.fill
+                self.fill += 1
+
+    def decide(self, size: int) -> None:
+        if self.decided:
+            return
+        self.place()
+        self.decided = True
+        st_ = self.standings()
+        for cohort in {slot // size for slot in self.slots.values()}:
+            members = [u for u, s in self.slots.items() if s // size == cohort]
+            eligible = {u: st_[u] for u in members if u in st_ and self.vis(u) != "hidden"}
+            order = self.order(eligible)
+            for uid in members:
+                rank = (self.rank(eligible, order, order.index(uid), eligible[uid][0])
+                        if uid in eligible else None)
+                outcome, new = ("promoted", 1) if rank is not None and rank <= 1 else (
+                    "stayed", 0)  # tier 0: no demotion
+                self.results[uid] = (rank, outcome, new)
+                self.notify(uid, "league_result", {
+                    "tier": TIERS[0], "cohort_id": f"{SEASON}.0.{cohort}", "rank": rank,
+                    "outcome": outcome, "new_tier": TIERS[new]})
+
     def notify(self, uid: int, kind: str, data: dict[str, Any]) -> None:
         notes = self.notes.setdefault(uid, [])
         if kind == "overtaken":  # at most one unread per learner and season: refreshed
@@ -196,6 +245,10 @@ class Model:
                     self.notify(passed, "overtaken", {"by_user_id": uid, "season": SEASON})
 
     def erase(self, uid: int) -> None:
+        if uid in self.joins:
+            self.joins.remove(uid)
+        self.slots.pop(uid, None)
+        self.results.pop(uid, None)
         u = self.user(uid)
         u.erased, u.name, u.vis = True, None, "public"
         self.notes.pop(uid, None)
@@ -270,7 +323,8 @@ class System:
         self.rt = rt
         self.prefix = prefix
         svc = rt.derive(clock=lambda: NOW, tie_policy=policy, key_prefix=prefix,
-                        keep_seasons=keep_seasons)
+                        keep_seasons=keep_seasons, **LEAGUES)
+        self.leagues = svc.leagues
         self.settings = svc.settings
         self.board, self.lifecycle, self.rebuilder = svc.board, svc.lifecycle, svc.rebuilder
         self.notifier, self.projector, self.verifier = svc.notifier, svc.projector, svc.verifier
@@ -406,6 +460,7 @@ class Run:
         outcomes = await self.sys.ingestor.record(raw)
         assert len(outcomes) == len(raw)
         live = model.board_live
+        model.join([c.uid for w, _, c in expect if w == "recorded" and c is not None])
         for out, (want, cid, comp) in zip(outcomes, expect, strict=True):
             assert out.completion_id == cid
             if want == "recorded":
@@ -479,6 +534,8 @@ class Run:
                 if self.model.board_live and not self.keys_live():
                     assert await self.sys.keys() == []  # read from the archive from now on
                     self.model.board_live = False
+        elif kind == "leagues":
+            await self.leagues(op[1])
         elif kind == "lose_redis":
             self.log.append("lose_redis")
             await self.sys.lose_redis()
@@ -505,7 +562,19 @@ class Run:
         body = await act
         assert body == {"completion_id": cid, "seq": comp.seq, "season": SEASON,
                         "status": "voided" if voided else "recorded"}
+        if comp.voided and not voided:
+            self.model.join([comp.uid])  # it counts again: a first one joins
         comp.voided = voided
+
+    async def leagues(self, decide: bool) -> None:
+        """Place who joined the week's leagues, or decide them (once)."""
+        self.log.append("decide leagues" if decide else "place leagues")
+        if decide:
+            assert await self.sys.leagues.decide(SEASON) == (not self.model.decided)
+            self.model.decide(LEAGUES["league_size"])
+        else:
+            await self.sys.leagues.place(SEASON)
+            self.model.place()
 
     async def suspend(self, uid: int, suspended: bool) -> None:
         """Suspend or unsuspend: hidden on every board (their own visibility
@@ -557,6 +626,15 @@ class Run:
         if model.board_live:
             result = await self.sys.verifier.verify(SEASON)
             assert result.consistent, result.body()
+        async with self.sys.rt.db.connection() as conn:
+            cur = await conn.execute("SELECT user_id, slot FROM league_members")
+            assert {r["user_id"]: r["slot"] for r in await cur.fetchall()} == model.slots
+            cur = await conn.execute("SELECT user_id FROM league_joins ORDER BY join_seq")
+            assert [r["user_id"] for r in await cur.fetchall()] == model.joins, "joins"
+            cur = await conn.execute("SELECT user_id, rank, outcome, new_tier FROM league_results")
+            got_results = {r["user_id"]: (r["rank"], r["outcome"], r["new_tier"])
+                           for r in await cur.fetchall()}
+            assert got_results == model.results, "league results"
         # Nothing left behind for the projector: the fast path applied everything.
         assert await self.sys.projector.drain(min_age_seconds=0) == 0
         await self.sys.consume()
@@ -596,6 +674,7 @@ class ModelMachine(RuleBasedStateMachine):
                 await conn.execute(f"TRUNCATE {TABLES} CASCADE")
             n = next(_example)
             system = System(self.rt, f"{self.rt.keys.prefix}m{n}", self.policy, keep_seasons)
+            await system.leagues.store_settings()
             return Run(system, Model(self.policy), n)
 
         self.run = self.loop.run_until_complete(go())
@@ -646,6 +725,10 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(op=OPERATIONS["suspend"])
     def suspend(self, op: tuple[Any, ...]) -> None:
         self._do(op)
+
+    @rule(decide=st.booleans())
+    def leagues(self, decide: bool) -> None:
+        self._do(("leagues", decide))
 
     @rule()
     def rebuild(self) -> None:

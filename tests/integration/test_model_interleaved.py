@@ -5,6 +5,7 @@ erasure, profile change, finalize, rebuild, void and restore, suspend and
 unsuspend, losing Redis) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
+(weekly leagues are on: placements and decisions are operations too),
 while later rules start other operations, which run to their own pause point,
 block on a lock, or finish. Other rules release a held operation. So the
 machine explores interleavings of split operations deterministically, and
@@ -47,13 +48,16 @@ from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET
-from tests.invariants import HintTap, check_all
+from tests.invariants import HintTap, check_all, check_leagues
 
 SEASONS = ["2026-W47", "2026-W48"]
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
 TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
-          "rebuilds")
+          "rebuilds, league_weeks, league_joins, league_members, league_fill, league_results, "
+          "league_tiers")
+LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 2,
+                           "league_promote": (1,), "league_demote": (0,)}
 POINTS = {  # where each operation can be held (None: run it through)
     "ingest": [None, "ingest_after_commit", "fast_missing"],
     "profile": [None, "profile_committed"],
@@ -62,6 +66,8 @@ POINTS = {  # where each operation can be held (None: run it through)
     "rebuild": [None, "rebuild_snapshot_taken", "rebuild_before_switch"],
     "correct": [None, "correction_locked", "correction_committed"],
     "suspend": [None, "profile_committed"],
+    "place": [None, "league_placing"],
+    "decide": [None, "league_deciding"],
 }
 # What an operation may legitimately answer in some interleaving.
 EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
@@ -115,7 +121,8 @@ class InterleavingMachine(RuleBasedStateMachine):
                 await conn.execute(f"TRUNCATE {TABLES} CASCADE")
             prefix = f"{self.rt.keys.prefix}i{next(_example)}"
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
-                                      key_prefix=prefix)
+                                      key_prefix=prefix, **LEAGUES)
+            await self.svc.leagues.store_settings()
             self.tap = HintTap(self.svc, SEASONS)
             await self.tap.__aenter__()
 
@@ -237,6 +244,18 @@ class InterleavingMachine(RuleBasedStateMachine):
         assert self.svc is not None
         self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(season)))
 
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["place"]))
+    def place(self, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("place", None, point, self.svc.leagues.place(season)))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["decide"]))
+    def decide(self, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("decide", None, point, self.svc.leagues.decide(season)))
+
     @rule(season=st.sampled_from(SEASONS))
     def lose_board(self, season: str) -> None:
         """Redis forgets a season's board (a flush, a failover)."""
@@ -276,6 +295,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         hidden, erased = await self._pg_state()
         private = (hidden | erased) - busy  # settled: no operation on them in flight
         await check_all(svc, SEASONS, in_flight=busy)
+        await check_leagues(svc, erased)
         # A hint of this step may name a learner who was public when it was
         # sent; none may name one who was private before the step and still is.
         for hint in await self.tap.drain():

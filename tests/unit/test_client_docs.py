@@ -79,7 +79,8 @@ def test_the_reference_has_every_method_with_its_signature(doc: str) -> None:
             for text in signatures:
                 assert f"`{text}`" in doc, f"docs/client.md lacks {cls.__name__}.{text}"
     assert {"board", "friends", "completions", "void", "notifications", "pages",
-            "post_completions", "close", "aclose"} <= seen
+            "post_completions", "close", "aclose", "league", "cohort", "league_history",
+            "league_summary"} <= seen
 
 
 def test_the_reference_has_the_constructors(doc: str) -> None:

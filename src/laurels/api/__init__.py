@@ -10,9 +10,9 @@ the answer (or its error, api/problems.py).
 
 The modules: the fast lane (`fast.py`: the hottest operations, plain ASGI,
 in front of FastAPI) and FastAPI's routes by concern (`write_routes`,
-`learner_routes`, `group_routes`, `admin_routes`, `webhook_routes`,
-`page_routes`, `operation_routes`); each path has one handler, and
-/openapi.json describes them all (`openapi.py`).
+`learner_routes`, `group_routes`, `league_routes`, `admin_routes`,
+`webhook_routes`, `page_routes`, `operation_routes`); each path has one
+handler, and /openapi.json describes them all (`openapi.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from laurels.api import (
     admin_routes,
     fast,
     group_routes,
+    league_routes,
     learner_routes,
     operation_routes,
     page_routes,
@@ -72,8 +73,8 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     problems.install(app)
     app.add_middleware(RequestMetrics)
     app.router.routes.extend(fast.routes(state))
-    for module in (write_routes, learner_routes, group_routes, admin_routes, webhook_routes,
-                   page_routes, operation_routes):
+    for module in (write_routes, learner_routes, group_routes, league_routes, admin_routes,
+                   webhook_routes, page_routes, operation_routes):
         app.include_router(module.router)
     return app
 

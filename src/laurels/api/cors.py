@@ -1,12 +1,13 @@
 """CORS for reads, and only reads (`LAURELS_CORS_ORIGINS`).
 
 A platform embeds the board on its own pages (`/embed.js`): their browsers
-read boards, neighbourhoods and hint streams from another origin. Starlette's
-`CORSMiddleware` answers for the read paths below (GET and its preflight,
-the `Authorization` header allowed, `ETag` exposed; and the friends board,
-`POST /v1/leaderboards/{season}/ranks`, a read with a body); every other path
-(writes, admin calls, the page itself) goes straight to the app and never
-gets a CORS header, so a browser refuses it cross-origin.
+read boards, neighbourhoods, leagues and hint streams from another origin.
+Starlette's `CORSMiddleware` answers for the read paths below (GET and its
+preflight, the `Authorization` header allowed, `ETag` exposed; and the
+friends board, `POST /v1/leaderboards/{season}/ranks`, a read with a body);
+every other path (writes, admin calls such as a week's league summary, the
+page itself) goes straight to the app and never gets a CORS header, so a
+browser refuses it cross-origin.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 READS = re.compile(
     r"/v1/leaderboards/[^/]+(/events|/ranks|/users/[^/]+(/completions)?)?"
     r"|/v1/groups/[^/]+/leaderboards/[^/]+(/events|/users/[^/]+)?"
-    r"|/v1/users/[^/]+/(groups|notifications|notifications/events)")
+    r"|/v1/users/[^/]+/(groups|notifications|notifications/events|league|league/history)"
+    r"|/v1/leagues/[^/]+/cohorts/[^/]+(/events)?")
 
 
 class ReadCors:

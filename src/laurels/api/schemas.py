@@ -108,7 +108,7 @@ class VerifyOut(BaseModel):
 
 class NotificationOut(BaseModel):
     id: int
-    kind: Literal["overtaken", "top10", "season_final"]
+    kind: Literal["overtaken", "top10", "season_final", "league_zone", "league_result"]
     season: str
     data: dict[str, Any]
     created_at: str
@@ -240,3 +240,76 @@ class DeliveryOut(BaseModel):
 class DeliveriesOut(BaseModel):
     deliveries: list[DeliveryOut]
     next: str | None
+
+
+# -- leagues (docs/contract.md, Leagues) ----------------------------------------------
+
+LeagueZone = Literal["promotion", "demotion"]
+LeagueOutcome = Literal["promoted", "demoted", "stayed"]
+
+
+class LeagueEntryOut(EntryOut):
+    zone: LeagueZone | None
+
+
+class LeagueSelfOut(BaseModel):
+    rank: int
+    score: int
+    zone: LeagueZone | None
+
+
+class LeagueResultOut(BaseModel):
+    rank: int | None  # null: hidden, suspended or without counted points at the decision
+    outcome: LeagueOutcome
+    new_tier: str
+
+
+class LeagueOut(BaseModel):
+    season: str
+    status: Literal["none", "pending", "placed"]
+    tier: str
+    tier_index: int
+    cohort_id: str | None
+    ends_at: str
+    decides_at: str
+    promote: int
+    demote: int
+    entries: list[LeagueEntryOut]
+    self: LeagueSelfOut | None
+    result: LeagueResultOut | None
+
+
+class CohortOut(BaseModel):
+    season: str
+    tier: str
+    cohort_id: str
+    decided: bool
+    entries: list[LeagueEntryOut]
+
+
+class LeagueRecordOut(BaseModel):
+    season: str
+    tier: str
+    cohort_id: str
+    rank: int | None
+    outcome: LeagueOutcome
+    new_tier: str
+
+
+class LeagueHistoryOut(BaseModel):
+    results: list[LeagueRecordOut]
+    next: str | None
+
+
+class LeagueTierOut(BaseModel):
+    tier: str
+    cohorts: int
+    members: int
+    promoted: int
+    demoted: int
+
+
+class LeagueSummaryOut(BaseModel):
+    season: str
+    decided: bool
+    tiers: list[LeagueTierOut]

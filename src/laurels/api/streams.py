@@ -1,10 +1,12 @@
 """The live streams' responses (api/sse.py sends them): a season's hints, a
-group board's hints, a learner's notifications. Each checks the process's
-stream budget, listens on the hub, and names the frames it sends."""
+group board's or a league cohort's hints, a learner's notifications. Each
+checks the process's stream budget, listens on the hub, and names the
+frames it sends."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -13,6 +15,8 @@ from laurels.api.problems import Problem
 from laurels.api.sse import EventStream, frame
 from laurels.errors import DomainError
 from laurels.hub import CHANGED_PER_SECOND, Hub
+from laurels.league_rules import Cohort
+from laurels.leagues import cohort_stream_id
 from laurels.metrics import STREAMS_REFUSED
 from laurels.runtime import Services
 
@@ -47,11 +51,36 @@ def board_stream(svc: Services, season: str) -> EventStream:
 
 
 def group_stream(svc: Services, gid: str, season: str) -> EventStream:
-    """A group board's hints: the hub routes them by member (group_index.py);
-    the members are (re)loaded into the index whenever they are not loaded,
-    before it says `ready` and after each change."""
-    hub = svc.hub
+    """A group board's hints: the hub routes them by member (group_index.py)."""
     name = path_season(season, svc.settings.periods).name
+
+    async def members() -> list[int]:
+        return await svc.groups.member_ids(gid)
+
+    return _member_stream(svc, gid, name, members, {"season": name, "group_id": gid})
+
+
+def cohort_stream(svc: Services, cohort: Cohort) -> EventStream:
+    """A league cohort's hints: a group stream of its own id (`league:` and
+    the cohort's, leagues.cohort_stream_id), whose members are the cohort's;
+    the placer announces a group change of that id when the cohort gains
+    members, so they are loaded again."""
+
+    async def members() -> list[int]:
+        return await svc.leagues.members(cohort)
+
+    return _member_stream(svc, cohort_stream_id(cohort), cohort.season, members,
+                          {"season": cohort.season, "cohort_id": cohort.id})
+
+
+def _member_stream(svc: Services, gid: str, name: str,
+                   members: Callable[[], Awaitable[list[int]]],
+                   hello: dict[str, str]) -> EventStream:
+    """The hints of the season `name` routed to a set of learners (a group's
+    or a cohort's, under the id `gid` in the hub's index): the members are
+    (re)loaded into the index whenever they are not loaded, before it says
+    `ready` (with `hello`) and after each change."""
+    hub = svc.hub
     stream_budget(hub, svc.settings.max_streams)
     listener = hub.listen_group(gid, name)
 
@@ -61,7 +90,7 @@ def group_stream(svc: Services, gid: str, season: str) -> EventStream:
             return
         version = hub.index.version(gid)
         try:
-            hub.index.load(gid, await svc.groups.member_ids(gid), version)
+            hub.index.load(gid, await members(), version)
         except DomainError:  # the group was deleted: its boards are gone
             listener.closed = True
             listener.wake.set()
@@ -71,7 +100,7 @@ def group_stream(svc: Services, gid: str, season: str) -> EventStream:
     async def ready() -> bytes:
         await hub.hinted(name)
         await load()
-        return frame("ready", orjson.dumps({"season": name, "group_id": gid}))
+        return frame("ready", orjson.dumps(hello))
 
     async def due() -> list[bytes]:
         out = [frame(e["event"], e["data"]) for e in listener.take()]

@@ -25,6 +25,7 @@ returns a `Board`, `AsyncClient().board()` a coroutine of one.
 The package, one concern a module; every public name is here:
 
 - `types`: the contract's values (`Literal`s) and bodies (`TypedDict`s);
+- `league_types`: those of the league calls;
 - `errors`: `LaurelsError` and its subclasses, one per problem code, and the
   mapping of an error answer to its exception;
 - `transport`: the request, sending it, retries, backoff, `Retry-After`;
@@ -55,6 +56,20 @@ from laurels.client.errors import (
     UnsupportedMediaType,
     UserErased,
     ValidationError,
+)
+from laurels.client.league_types import (
+    CohortBoard,
+    League,
+    LeagueEntry,
+    LeagueHistory,
+    LeagueOutcome,
+    LeagueRecord,
+    LeagueResult,
+    LeagueStanding,
+    LeagueStatus,
+    LeagueSummary,
+    LeagueTier,
+    LeagueZone,
 )
 from laurels.client.transport import MAX_RETRY_AFTER_SECONDS as MAX_RETRY_AFTER_SECONDS
 from laurels.client.transport import RETRY_STATUSES as RETRY_STATUSES
@@ -107,13 +122,15 @@ from laurels.client.types import AttemptError as AttemptError
 # BATCH_MAX, ERRORS, GATEWAY_STATUSES, MAX_RETRY_AFTER_SECONDS, RETRY_STATUSES.
 __all__ = [
     "Access", "AsyncClient", "AuditAction", "AuditEntry", "AuditLog", "BatchResult", "Board",
-    "Client", "Completion", "CompletionConflict", "CompletionRecord", "CompletionResult",
-    "Correction", "Deliveries", "Delivery", "DeliveryStatus", "Entry", "Forbidden", "FriendEntry",
-    "FriendsBoard", "Group", "GroupBoard", "GroupRef", "ItemError", "LaurelsError", "MarkedRead",
-    "Membership", "Mismatch", "Neighbor", "Neighbourhood", "NotFound", "NotRanked",
-    "Notification", "NotificationKind", "Notifications", "Paged", "PayloadTooLarge", "Period",
-    "RateLimited", "Rebuild", "RebuildStarted", "Rebuilding", "Refused", "Rejected",
-    "SeasonClosed", "Standing", "Suspension", "TiePolicy", "Unauthorized", "Unavailable",
-    "UnsupportedMediaType", "User", "UserCompletions", "UserErased", "UserGroups",
-    "ValidationError", "VerifyResult", "Visibility",
+    "Client", "CohortBoard", "Completion", "CompletionConflict", "CompletionRecord",
+    "CompletionResult", "Correction", "Deliveries", "Delivery", "DeliveryStatus", "Entry",
+    "Forbidden", "FriendEntry", "FriendsBoard", "Group", "GroupBoard", "GroupRef", "ItemError",
+    "LaurelsError", "League", "LeagueEntry", "LeagueHistory", "LeagueOutcome", "LeagueRecord",
+    "LeagueResult", "LeagueStanding", "LeagueStatus", "LeagueSummary", "LeagueTier",
+    "LeagueZone", "MarkedRead", "Membership", "Mismatch", "Neighbor", "Neighbourhood",
+    "NotFound", "NotRanked", "Notification", "NotificationKind", "Notifications", "Paged",
+    "PayloadTooLarge", "Period", "RateLimited", "Rebuild", "RebuildStarted", "Rebuilding",
+    "Refused", "Rejected", "SeasonClosed", "Standing", "Suspension", "TiePolicy",
+    "Unauthorized", "Unavailable", "UnsupportedMediaType", "User", "UserCompletions",
+    "UserErased", "UserGroups", "ValidationError", "VerifyResult", "Visibility",
 ]

@@ -13,6 +13,7 @@ import httpx
 
 from laurels.client.calls import P
 from laurels.client.endpoints import Completion, Endpoints
+from laurels.client.league_types import LeagueRecord
 from laurels.client.transport import R, Request, Retry, headers, send, send_async
 from laurels.client.types import (
     AuditEntry,
@@ -41,7 +42,7 @@ def batches(items: Iterable[Completion | Mapping[str, Any]]) -> Iterator[list[di
 # Which list of a body a paged read walks through.
 ITEMS: dict[str, str] = {"board": "entries", "group_board": "entries",
                          "completions": "completions", "audit": "entries",
-                         "deliveries": "deliveries"}
+                         "deliveries": "deliveries", "league_history": "results"}
 
 
 def paged(method: str) -> str:
@@ -105,10 +106,14 @@ class Client(Endpoints):
     def pages(self, method: Literal["deliveries"], *args: Any, **kwargs: Any
               ) -> Iterator[Delivery]: ...
 
+    @overload
+    def pages(self, method: Literal["league_history"], *args: Any, **kwargs: Any
+              ) -> Iterator[LeagueRecord]: ...
+
     def pages(self, method: Paged, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Every item of a paged read (`board`, `group_board`,
-        `completions`, `audit`, `deliveries`, called with `args` and
-        `kwargs`), following the `next` cursors from `after` (default: the
+        `completions`, `audit`, `deliveries`, `league_history`, called with
+        `args` and `kwargs`), following the `next` cursors from `after` (default: the
         first page): `for e in c.pages("board", "all", limit=1000)`. Raises
         `ValueError` for another method, and what the method raises."""
         items, after = paged(method), kwargs.pop("after", None)
@@ -179,6 +184,10 @@ class AsyncClient(Endpoints):
     @overload
     def pages(self, method: Literal["deliveries"], *args: Any, **kwargs: Any
               ) -> AsyncIterator[Delivery]: ...
+
+    @overload
+    def pages(self, method: Literal["league_history"], *args: Any, **kwargs: Any
+              ) -> AsyncIterator[LeagueRecord]: ...
 
     async def pages(self, method: Paged, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """As `Client.pages`, asynchronously:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from laurels.client.calls import Call
+from laurels.client.league_types import CohortBoard, League, LeagueHistory, LeagueSummary
 from laurels.client.transport import Request
 from laurels.client.types import (
     Access,
@@ -198,6 +199,35 @@ class Endpoints:
         return Request("GET", f"/v1/leaderboards/{seg(season)}/users/{user_id}/completions",
                         page(limit, after))
 
+    # -- leagues (LAURELS_LEAGUE_TIERS; else every call raises NotFound) --------------------
+
+    @Call
+    def league(user_id: int, season: str = "current") -> Request[League]:
+        """A learner's league of a week (`current`, or `2026-W49`):
+        `GET /v1/users/{user_id}/league` (their learner token, or admin).
+        Returns a `League`: `status` none, pending or placed, with their
+        cohort's board when placed and the `result` once decided. Raises
+        `NotFound` (leagues are off), `ValidationError` (not a week)."""
+        return Request("GET", f"/v1/users/{user_id}/league", {"season": season})
+
+    @Call
+    def cohort(season: str, cohort_id: str) -> Request[CohortBoard]:
+        """A league cohort's board, a `zone` on each entry:
+        `GET /v1/leagues/{season}/cohorts/{cohort_id}` (a member's learner
+        token, or ingest or admin). Returns a `CohortBoard`. Raises
+        `NotFound` (no such cohort, or leagues are off), `Forbidden` (a
+        learner who is not a member)."""
+        return Request("GET", f"/v1/leagues/{seg(season)}/cohorts/{seg(cohort_id)}")
+
+    @Call
+    def league_history(user_id: int, limit: int = 20, after: str | None = None
+                       ) -> Request[LeagueHistory]:
+        """One page of a learner's decided weeks, newest first:
+        `GET /v1/users/{user_id}/league/history` (their learner token, or
+        admin). Returns a `LeagueHistory`. Raises `NotFound` (leagues are
+        off)."""
+        return Request("GET", f"/v1/users/{user_id}/league/history", page(limit, after))
+
     # -- notifications (the learner's token, or admin) --------------------------------------
 
     @Call
@@ -281,6 +311,13 @@ class Endpoints:
         `GET /v1/admin/leaderboards/{season}/verify` (admin token). Returns a
         `VerifyResult`. Raises `NotFound`."""
         return Request("GET", f"/v1/admin/leaderboards/{seg(season)}/verify")
+
+    @Call
+    def league_summary(season: str) -> Request[LeagueSummary]:
+        """A week's leagues by tier (cohorts, members, promoted, demoted):
+        `GET /v1/admin/leagues/{season}` (admin token). Returns a
+        `LeagueSummary`. Raises `NotFound` (leagues are off)."""
+        return Request("GET", f"/v1/admin/leagues/{seg(season)}")
 
     @Call
     def deliveries(status: DeliveryStatus | None = None, limit: int = 100,

@@ -17,7 +17,8 @@ NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "lea
 AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
                                  "group_delete"]
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "failed"]
-Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries"]
+Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries",
+                           "league_history"]
 
 
 # -- the contract's bodies (docs/contract.md); instants are RFC 3339 strings ----------------
@@ -314,3 +315,4 @@ class Deliveries(TypedDict):
 
     deliveries: list[Delivery]  # newest first
     next: str | None
+

@@ -663,8 +663,9 @@ WITH todo AS (
     SELECT j.season, j.user_id, j.join_seq, least(coalesce(t.tier, 0), %(top)s) AS tier
     FROM league_joins j LEFT JOIN league_tiers t ON t.user_id = j.user_id
     WHERE j.season = %(season)s AND NOT j.placed
-      AND NOT EXISTS (SELECT 1 FROM league_members m JOIN league_weeks w ON w.season = m.season
-                      WHERE m.user_id = j.user_id AND m.season < j.season
+      AND NOT EXISTS (SELECT 1 FROM league_joins e LEFT JOIN league_weeks w
+                                                  ON w.season = e.season
+                      WHERE e.user_id = j.user_id AND e.season < j.season
                         AND w.decided_at IS NULL)
     ORDER BY j.join_seq LIMIT %(limit)s),
 numbered AS (
@@ -690,7 +691,10 @@ SELECT p.tier, p.cohort, count(*) AS joined FROM placed p GROUP BY 1, 2 ORDER BY
 -- A learner's membership of a week (or their join, not yet placed), and
 -- whether an earlier week of theirs is undecided.
 SELECT j.user_id, m.tier, m.cohort, m.zone, (m.user_id IS NOT NULL) AS placed,
-       coalesce(t.tier, 0) AS tier_now
+       coalesce(t.tier, 0) AS tier_now,
+       EXISTS (SELECT 1 FROM league_joins e LEFT JOIN league_weeks w ON w.season = e.season
+               WHERE e.user_id = j.user_id AND e.season < j.season
+                 AND w.decided_at IS NULL) AS pending
 FROM league_joins j
 LEFT JOIN league_members m ON m.season = j.season AND m.user_id = j.user_id
 LEFT JOIN league_tiers t ON t.user_id = j.user_id
