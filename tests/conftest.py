@@ -62,10 +62,30 @@ SLOW = (
 )
 
 
+# Tests whose outcome cannot depend on which PostgreSQL and Redis the suite
+# was given (LAURELS_TEST_*): pure rules, servers the test starts itself,
+# the HTTP edge's own checks (input, tokens, OpenAPI, CORS, the client), the
+# page in a browser, the CLI's data-dir rules. `.ci/run` runs them on the
+# first store setup only (`-m "not once"` on the others).
+ONCE = (
+    "tests/unit/", "tests/faults/test_faults.py", "tests/faults/test_connections.py",
+    "tests/faults/test_soak.py",
+    "tests/acceptance/test_browser.py", "tests/acceptance/test_fuzz.py",
+    "tests/acceptance/test_cli.py", "tests/acceptance/test_integrating_walk.py",
+    "tests/acceptance/test_webhook_writers.py",
+    "tests/acceptance/test_http.py::test_embedded_default",
+    "tests/acceptance/test_http.py::test_bad_configuration_is_one_clear_line",
+    "tests/api/test_openapi.py", "tests/api/test_strict_input.py",
+    "tests/api/test_token_refusals.py", "tests/api/test_client.py", "tests/api/test_cors.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith(ONCE):
+            item.add_marker(pytest.mark.once)
 
 
 def stop_strays(folder: Path) -> None:
