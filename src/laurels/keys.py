@@ -25,6 +25,10 @@ class VersionKeys:
     chunks: str  # set: ids of the idempotency bitmaps this version uses
     applied_prefix: str  # + chunk id: bitmap, bit (seq mod 2^16) set once applied
     corrections: str  # hash: seq -> "correction:1|0" of voided/restored completions
+    # set: the closed seasons (weeks of `all`, days of a month) this version
+    # was built from their archived standings: their completions count on it
+    # already (apply.lua, "Parts")
+    parts: str
 
     def applied(self, chunk: int) -> str:
         return f"{self.applied_prefix}{chunk}"
@@ -77,7 +81,7 @@ class SeasonKeys:
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"
         return VersionKeys(v, f"{b}:public", f"{b}:hidden", f"{b}:users", f"{b}:chunks",
-                           f"{b}:applied:", f"{b}:corrections")
+                           f"{b}:applied:", f"{b}:corrections", f"{b}:parts")
 
 
 class Keys:

@@ -25,7 +25,7 @@ from laurels.db import Database
 from laurels.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
-from laurels.seasons import Period, season_of
+from laurels.seasons import Period, part_period, season_of
 from laurels.states import ApplyResult
 
 log = logging.getLogger("laurels.projector")
@@ -43,10 +43,14 @@ def boards_of(deltas: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
     exactly once; its outbox row goes only when every board has it."""
     if len(periods) == 1:
         return deltas
+    parts = {p: part_period(p, periods) for p in periods}
     out = []
     for d in deltas:
         out.append(d)
-        out += [replace(d, season=season_of(d.completed_at, p).name) for p in periods[1:]]
+        for p in periods[1:]:
+            part = parts[p]
+            out.append(replace(d, season=season_of(d.completed_at, p).name,
+                               part=season_of(d.completed_at, part).name if part else ""))
     return out
 
 

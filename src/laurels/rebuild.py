@@ -26,8 +26,9 @@ from laurels import db as dbmod
 from laurels import failpoints
 from laurels.board import Board, BuildGone
 from laurels.db import Database
+from laurels.history import History, history_of
 from laurels.keys import CHUNK_BITS
-from laurels.seasons import period_of
+from laurels.seasons import Period, period_of
 from laurels.states import RebuildStatus
 
 if TYPE_CHECKING:
@@ -44,6 +45,27 @@ Progress = Callable[[int, int], None]
 
 class RebuildRunning(Exception):
     """Another rebuild of the same season holds the lock."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a board's snapshot comes from: its completions (the named
+    queries season_*), or, for a long board with closed parts, their
+    archives plus its completions from the cutoff on (long_*)."""
+
+    season: str
+    count: str
+    seqs: str
+    aggregates: str
+    params: dict[str, Any]
+
+    @classmethod
+    def of(cls, season: str, history: History | None) -> Source:
+        if history is None:
+            return cls(season, "season_event_count", "season_seqs", "season_aggregates",
+                       {"season": season})
+        return cls(season, "long_event_count", "long_seqs", "long_aggregates",
+                   {"season": season, "parts": history.parts, "cutoff": history.cutoff})
 
 
 class RebuildFailed(Exception):
@@ -71,11 +93,12 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None
-                 ) -> None:
+    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None,
+                 periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
+        self.periods = periods  # which boards are long (history.py)
         self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
 
     def _lock(self, season: str) -> int:
@@ -207,22 +230,29 @@ class Rebuilder:
 
     async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
-        version, current, stale = await self.board.begin_build(season)
-        log.info("rebuild %s of %s: building version %s", rebuild_id, season, version)
+        # A long board is built from its closed parts' archives (history.py):
+        # they are named on the version from the moment it is building, so a
+        # completion of theirs applied live meanwhile counts once.
+        history = await history_of(self.db, self.periods, season)
+        version, current, stale = await self.board.begin_build(
+            season, history.parts if history else ())
+        log.info("rebuild %s of %s: building version %s%s", rebuild_id, season, version,
+                 f" from {len(history.parts)} archived seasons" if history else "")
+        source = Source.of(season, history)
         for old in stale:
             await self.board.drop_version(season, old)
         events = 0
         try:
             async with self.db.snapshot(conn):
-                row = await self.db.fetch_one("season_event_count", conn, season=season)
+                row = await self.db.fetch_one(source.count, conn, **source.params)
                 total = int(row["n"]) if row else 0
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
                 await self._load_erased(conn, season, version, current)
-                live = await self._merge_bits(conn, season, version, total, progress)
+                live = await self._merge_bits(conn, source, version, total, progress)
                 events = total
-                await self._load(conn, season, version, live)
+                await self._load(conn, source, version, live)
                 await self._load_corrections(conn, season, version)
             await failpoints.pause("rebuild_before_switch")
             previous = await self.board.switch(season, version)
@@ -253,7 +283,7 @@ class Rebuilder:
                  version, events)
         return RebuildResult(rebuild_id, season, events, version)
 
-    async def _merge_bits(self, conn: dbmod.Conn, season: str, version: str, total: int,
+    async def _merge_bits(self, conn: dbmod.Conn, source: Source, version: str, total: int,
                           progress: Progress | None) -> dict[int, int]:
         """Set the idempotency bit of every completion of the snapshot on the
         new version, one chunk (65,536 seqs) per script call; returns the
@@ -267,7 +297,8 @@ class Rebuilder:
             already.extend((chunk << CHUNK_BITS) | offset for offset in offsets)
 
         chunk, bits = -1, bytearray()
-        async for seqs in self.db.stream_column("season_seqs", conn, SEQ_BATCH, season=season):
+        season = source.season
+        async for seqs in self.db.stream_column(source.seqs, conn, SEQ_BATCH, **source.params):
             for seq in seqs:
                 if seq >> CHUNK_BITS != chunk:
                     if chunk >= 0:
@@ -308,14 +339,15 @@ class Rebuilder:
         await self.board.load_corrections(
             season, version, [(r["seq"], r["correction"], r["counted"]) for r in rows])
 
-    async def _load(self, conn: dbmod.Conn, season: str, version: str,
+    async def _load(self, conn: dbmod.Conn, source: Source, version: str,
                     live: dict[int, int]) -> None:
         """Add each learner's aggregate (less what reached the new version
         live) to it; a learner missing afterwards fails the rebuild, unless
         erased (the tombstone kept them off rightly)."""
         expected = loaded = 0
         seen: set[int] = set()
-        async for rows in self.db.stream("season_aggregates", conn, LOAD_BATCH, season=season):
+        season = source.season
+        async for rows in self.db.stream(source.aggregates, conn, LOAD_BATCH, **source.params):
             standings = []
             for r in rows:
                 seen.add(r["user_id"])

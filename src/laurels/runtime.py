@@ -102,7 +102,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     keys = Keys(settings.key_prefix, settings.tie_policy)
     board = Board(redis, keys, settings.tie_policy)
     lifecycle = Lifecycle(settings, db, board)
-    rebuilder = Rebuilder(db, board, lifecycle)
+    rebuilder = Rebuilder(db, board, lifecycle, settings.periods)
     healer = Healer(board, rebuilder, lifecycle, settings.periods)
     notifier = Notifier(db, board)
     lifecycle.on_finalized.append(notifier.season_final)
@@ -122,7 +122,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, clock or _now),
         learners=Learners(db, board, lifecycle, privacy),
-        verifier=Verifier(db, board, projector, lifecycle),
+        verifier=Verifier(db, board, projector, lifecycle, settings.periods),
         reads=reads,
         groups=groups,
         leagues=Leagues(settings, db, board, groups, privacy),

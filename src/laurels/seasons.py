@@ -178,6 +178,17 @@ def seasons_of(at: datetime, periods: tuple[Period, ...]) -> list[Season]:
     return [season_of(at, p) for p in periods]
 
 
+def part_period(period: Period, periods: tuple[Period, ...]) -> Period | None:
+    """The shorter period whose closed seasons make up a long board's history
+    (docs/operations.md, "A year of history"): weeks for `all`; days for a
+    month, when days are configured (weeks straddle months); else none."""
+    if period == "all":
+        return "week"
+    if period == "month" and "day" in periods:
+        return "day"
+    return None
+
+
 def parse_periods(text: str) -> tuple[Period, ...]:
     """`LAURELS_PERIODS`: a comma list of periods; `week` is always on. In
     the canonical order (week, day, month, all)."""

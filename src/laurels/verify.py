@@ -18,9 +18,10 @@ from typing import Any
 
 from laurels.board import Board, BoardMissing
 from laurels.db import Database
+from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
-from laurels.seasons import parse_season
+from laurels.seasons import Period, parse_season
 
 BATCH = 2000
 MAX_CANDIDATES = 10_000
@@ -30,6 +31,7 @@ MAX_LISTED = 100
 # (score, visibility, display name, tie time: the latest counted completion's
 # offset in the season, in microseconds; None under `shared`, where it orders nothing)
 State = tuple[int | None, str, str, int | None]
+Sums = tuple[str, str, dict[str, Any]]  # (all learners' query, by ids, their parameters)
 NONE: State = (None, "public", "", None)
 
 
@@ -79,9 +81,11 @@ class VerifyResult:
 
 class Verifier:
     def __init__(self, db: Database, board: Board, projector: Projector,
-                 lifecycle: Lifecycle | None = None) -> None:
+                 lifecycle: Lifecycle | None = None,
+                 periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
         self.board = board
+        self.periods = periods  # which boards are long (history.py)
         self.projector = projector
         self.lifecycle = lifecycle
 
@@ -98,8 +102,18 @@ class Verifier:
             return {u: found.get(u, NONE) for u in user_ids}
         return dict.fromkeys(user_ids, NONE)
 
-    async def _pg_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
-        rows = await self.db.fetch("season_sums_for", season=season, user_ids=user_ids)
+    async def _sums(self, season: str) -> Sums:
+        """The PostgreSQL side of a season: its completions' sums, or for a
+        long board its closed parts' archives plus the rest (history.py)."""
+        history = await history_of(self.db, self.periods, season)
+        if history is None:
+            return "season_sums", "season_sums_for", {}
+        return "long_sums", "long_sums_for", {"parts": history.parts, "cutoff": history.cutoff}
+
+    async def _pg_scores(self, season: str, user_ids: list[int], sums: Sums
+                         ) -> dict[int, State]:
+        _, by_id, params = sums
+        rows = await self.db.fetch(by_id, season=season, user_ids=user_ids, **params)
         found = {r["user_id"]: self._state(season, r) for r in rows}
         return {u: found.get(u, NONE) for u in user_ids}
 
@@ -117,10 +131,11 @@ class Verifier:
     async def verify(self, season: str) -> VerifyResult:
         result = VerifyResult(season)
         await self._settle()
+        sums = await self._sums(season)
         candidates: set[int] = set()
         seen_in_pg = 0
         async with self.db.transaction() as conn:
-            async for rows in self.db.stream("season_sums", conn, BATCH, season=season):
+            async for rows in self.db.stream(sums[0], conn, BATCH, season=season, **sums[2]):
                 seen_in_pg += len(rows)
                 redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
                 for r in rows:
@@ -129,7 +144,7 @@ class Verifier:
         # Learners on the board that PostgreSQL does not know (extra points).
         extra = 0
         async for batch in self.board.scan_scored(season, BATCH):
-            pg = await self._pg_scores(season, batch)
+            pg = await self._pg_scores(season, batch, sums)
             for uid in batch:
                 if pg[uid][0] is None:
                     extra += 1
@@ -141,7 +156,7 @@ class Verifier:
             ids = sorted(candidates)
             for i in range(0, len(ids), BATCH):
                 part = ids[i:i + BATCH]
-                pg = await self._pg_scores(season, part)
+                pg = await self._pg_scores(season, part, sums)
                 rs = await self._redis_scores(season, part)
                 for uid in part:
                     if pg[uid] != rs[uid]:

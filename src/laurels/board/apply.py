@@ -47,11 +47,12 @@ class Applying(BoardBase):
                           start.pad_ts(d.completed_at), d.profile.version,
                           d.profile.visibility, d.profile.display_name, d.correction,
                           "1" if d.counted else "0",
-                          start.pad_ts(d.reset_at) if d.reset_at else "", d.tie_token]
+                          start.pad_ts(d.reset_at) if d.reset_at else "", d.tie_token,
+                          d.part]
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
             vk = sk.version(v)
-            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections]
+            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
         for v in targets:
             keys += [sk.version(v).applied(chunk) for chunk in chunks]
         if not hint:

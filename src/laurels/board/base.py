@@ -113,7 +113,7 @@ class BoardBase:
         vk = self.season_keys(season).version(version)
         chunks = await self.redis.smembers(vk.chunks)
         return [*(vk.applied(int(c)) for c in chunks), vk.public, vk.hidden, vk.users,
-                vk.corrections, vk.chunks]
+                vk.corrections, vk.parts, vk.chunks]
 
     def versions(self, season: str) -> tuple[str, str]:
         return self._versions.get(season, ("", ""))

@@ -24,14 +24,19 @@ class BuildGone(Exception):
 
 
 class Building(BoardBase):
-    async def begin_build(self, season: str) -> tuple[str, str, list[str]]:
+    async def begin_build(self, season: str, parts: Sequence[str] = ()
+                          ) -> tuple[str, str, list[str]]:
         """Mark a new version of the season as building (every apply from now
-        on reaches it too): (the new version, the current one or '', stale
+        on reaches it too), with the closed seasons (`parts`) it is built
+        from their archives: (the new version, the current one or '', stale
         versions a dead builder left, to drop)."""
         sk = self.season_keys(season)
-        version, current, *stale = await self.scripts["begin_build"](
-            keys=[sk.building, sk.next_version, sk.versions, sk.current])
-        return str(version), str(current), [str(v) for v in stale]
+        version = str(await self.redis.incr(sk.next_version))
+        current, *stale = await self.scripts["begin_build"](
+            keys=[sk.building, sk.versions, sk.current, sk.version(version).parts,
+                  sk.next_version],
+            args=[version, *parts])
+        return version, str(current), [str(v) for v in stale]
 
     async def switch(self, season: str, version: str) -> str:
         """Make the built version current, atomically; the previous one ('' if

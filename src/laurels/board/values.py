@@ -48,6 +48,10 @@ class Delta:
     # A void under `first`: the learner's mark in the season's ties hash,
     # taken before `reset_at` was read (apply.lua, "Ties"); '' for none.
     tie_token: str = ""
+    # On a long board (all time, a month): the closed-able season of a
+    # shorter period it belongs to (its week, its day): a version built from
+    # that part's archive counts it already (apply.lua, "Parts"); '' else.
+    part: str = ""
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:

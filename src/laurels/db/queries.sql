@@ -826,3 +826,66 @@ WITH j AS (DELETE FROM league_joins WHERE user_id = %(user_id)s),
      m AS (DELETE FROM league_members WHERE user_id = %(user_id)s),
      r AS (DELETE FROM league_results WHERE user_id = %(user_id)s)
 DELETE FROM league_tiers WHERE user_id = %(user_id)s;
+
+-- name: part_seasons
+-- The seasons of a period (weeks `____-W__`, days `____-__-__`) PostgreSQL
+-- knows within a range of names, and whether each is finalized (archived):
+-- the parts a long board may be built from (rebuild.py, Parts).
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season LIKE %(pattern)s AND season >= %(first)s AND season <= %(last)s
+ORDER BY season;
+
+-- name: long_seqs
+-- A long board's idempotency bits: its completions from `cutoff` on (those
+-- before are counted in their parts' archives), in seq order.
+SELECT seq FROM completions
+WHERE SEASON_FILTER() AND completed_at >= %(cutoff)s ORDER BY seq;
+
+-- name: long_event_count
+SELECT (SELECT count(*) FROM completions WHERE SEASON_FILTER() AND completed_at >= %(cutoff)s)
+     + (SELECT count(*) FROM season_standings WHERE season = ANY(%(parts)s)) AS n;
+
+-- name: long_aggregates
+-- A long board from its history: the archived standings of its closed parts
+-- plus its completions from `cutoff` on, one row per learner.
+WITH history AS (
+    SELECT st.user_id, st.score, st.last_completed_at AS last_at
+    FROM season_standings st WHERE st.season = ANY(%(parts)s)
+    UNION ALL
+    SELECT c.user_id, c.points, c.completed_at FROM completions c
+    WHERE SEASON_FILTER(c) AND c.completed_at >= %(cutoff)s AND c.voided_at IS NULL)
+SELECT h.user_id, sum(h.score)::bigint AS score, max(h.last_at) AS last_at,
+       coalesce(u.profile_version, 0) AS profile_version,
+       coalesce(u.visibility, 'public') AS visibility,
+       coalesce(u.display_name, '') AS display_name
+FROM history h LEFT JOIN users u ON u.user_id = h.user_id
+GROUP BY h.user_id, u.profile_version, u.visibility, u.display_name;
+
+-- name: long_sums
+-- verify's PostgreSQL side of a long board: as long_aggregates, by learner.
+WITH history AS (
+    SELECT st.user_id, st.score, st.last_completed_at AS last_at
+    FROM season_standings st WHERE st.season = ANY(%(parts)s)
+    UNION ALL
+    SELECT c.user_id, c.points, c.completed_at FROM completions c
+    WHERE SEASON_FILTER(c) AND c.completed_at >= %(cutoff)s AND c.voided_at IS NULL)
+SELECT h.user_id, sum(h.score)::bigint AS score,
+       min(coalesce(u.visibility, 'public')) AS visibility,
+       min(coalesce(u.display_name, '')) AS display_name, max(h.last_at) AS last_at
+FROM history h LEFT JOIN users u ON u.user_id = h.user_id
+GROUP BY h.user_id ORDER BY h.user_id;
+
+-- name: long_sums_for
+WITH history AS (
+    SELECT st.user_id, st.score, st.last_completed_at AS last_at
+    FROM season_standings st
+    WHERE st.season = ANY(%(parts)s) AND st.user_id = ANY(%(user_ids)s)
+    UNION ALL
+    SELECT c.user_id, c.points, c.completed_at FROM completions c
+    WHERE SEASON_FILTER(c) AND c.completed_at >= %(cutoff)s AND c.voided_at IS NULL
+      AND c.user_id = ANY(%(user_ids)s))
+SELECT h.user_id, sum(h.score)::bigint AS score,
+       min(coalesce(u.visibility, 'public')) AS visibility,
+       min(coalesce(u.display_name, '')) AS display_name, max(h.last_at) AS last_at
+FROM history h LEFT JOIN users u ON u.user_id = h.user_id
+GROUP BY h.user_id;

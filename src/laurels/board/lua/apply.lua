@@ -9,9 +9,10 @@
 -- KEYS[3]  the season's set of erased learners (never scored again)
 -- KEYS[4]  the season's notification stream (rank events for the projector)
 -- KEYS[5]  the season's ties hash (learners a void is in flight for; see below)
--- KEYS[6+5t .. 10+5t], for each target version t (T of them):
---          public zset, hidden zset, users hash, chunks set, corrections hash
--- KEYS[6+5T + t*C + c], for target t and chunk c (C of them): applied bitmap
+-- KEYS[6+6t .. 11+6t], for each target version t (T of them):
+--          public zset, hidden zset, users hash, chunks set, corrections hash,
+--          parts set
+-- KEYS[6+6T + t*C + c], for target t and chunk c (C of them): applied bitmap
 -- ARGV[1]  expected current version ('' when none)
 -- ARGV[2]  expected building version ('' when none)
 -- ARGV[3]  tie policy
@@ -24,13 +25,21 @@
 --          the season's shard channel, in this script's slot) or '' (none)
 -- ARGV[8]  the hint channel, ARGV[9] the season's name
 -- ARGV[10 .. 9+C]  the chunk (bitmap) ids, in the order of their KEYS
--- then 13 values per completion: seq, chunk index (0-based), bit offset,
+-- then 14 values per completion: seq, chunk index (0-based), bit offset,
 --          padded user id, points, padded completed_at offset (microseconds),
 --          profile version, visibility, display name ('' = none),
 --          correction number (0: the completion as recorded), '1' if it
 --          counts ('0': voided), for a correction the learner's latest
 --          counted completion time in this season ('' when none counts), and
---          for a void under the `first` policy its ties token ('' for none)
+--          for a void under the `first` policy its ties token ('' for none),
+--          and its part: on a long board (all time, a month), the shorter
+--          closed-able season it belongs to (its week, its day), else ''
+--
+-- Parts: a version of a long board may be built from the archived
+-- standings of closed parts (rebuild.py) instead of their completions,
+-- whose bits it then never had set. A completion of such a part counts on
+-- the version already: applied again, it is a duplicate; corrected, it was
+-- counted until then.
 --
 -- Ties: a void's fallback tie time (the learner's latest completion that
 -- still counts) is read from PostgreSQL before this script runs. A
@@ -80,11 +89,12 @@ if refused then return refused end
 -- recorded there, and (on the current version, when the score changed) the
 -- learner's visibility after it.
 local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
-                           name, erased, correction, counts, reset_ts)
-  local base = 6 + 5 * t
+                           name, erased, correction, counts, reset_ts, part)
+  local base = 6 + 6 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   local corrections = KEYS[base + 4]
-  local bitmap = KEYS[6 + 5 * T + t * C + c]
+  local bitmap = KEYS[6 + 6 * T + t * C + c]
+  local archived = part ~= '' and redis.call('SISMEMBER', KEYS[base + 5], part) == 1
   local stored = redis.call('HGET', corrections, seq)
   local stored_n, stored_counts = nil, false
   if stored then
@@ -94,7 +104,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   local was_applied = redis.call('SETBIT', bitmap, offset, 1) == 1
   redis.call('SADD', chunks, ARGV[10 + c])
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
-  local counted = stored_counts or (not stored and was_applied)
+  local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
   local p = parse_profile(redis.call('HGET', users, uid))
   local score = 0
@@ -128,16 +138,19 @@ end
 -- Apply one completion to target t; returns 1 if newly applied there, and
 -- (on the current version) the learner's visibility after it.
 local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility, name,
-                         erased)
-  local base = 6 + 5 * t
+                         erased, part)
+  local base = 6 + 6 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
-  local bitmap = KEYS[6 + 5 * T + t * C + c]
+  local bitmap = KEYS[6 + 6 * T + t * C + c]
   local ranked = first_is_current and t == 0
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
   if redis.call('SETBIT', bitmap, offset, 1) == 1 then return 0, '' end
   redis.call('SADD', chunks, ARGV[10 + c])
   if erased then return 0, '' end
+  if part ~= '' and redis.call('SISMEMBER', KEYS[base + 5], part) == 1 then
+    return 0, ''  -- counted in its part's archived standing (see Parts above)
+  end
   local old_index, old_rank = nil, nil
   local p = parse_profile(redis.call('HGET', users, uid))
   local score = 0
@@ -209,10 +222,11 @@ local function note_change(uid, current_vis)
   end
 end
 
-for i = 10 + C, #ARGV, 13 do
+for i = 10 + C, #ARGV, 14 do
   local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
   local correction, counts, token = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1', ARGV[i + 12]
+  local part = ARGV[i + 13]
   if token ~= '' and redis.call('HGET', ties_key, uid) ~= token then
     out[#out + 1] = -2  -- retry: the void's tie time may be stale (see Ties above)
     out[#out + 1] = ''
@@ -225,10 +239,10 @@ for i = 10 + C, #ARGV, 13 do
         deferred = true  -- a version being built takes corrections once it is current
       elseif correction > 0 then
         n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                             ARGV[i + 8], erased, correction, counts, ARGV[i + 11])
+                             ARGV[i + 8], erased, correction, counts, ARGV[i + 11], part)
       else
         n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                           ARGV[i + 8], erased)
+                           ARGV[i + 8], erased, part)
       end
       applied = applied + n
       if vis ~= '' then current_vis = vis end

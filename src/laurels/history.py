@@ -1,0 +1,73 @@
+"""A long board's history: the closed seasons it is the sum of.
+
+The board of all time (and of a month, when days are configured) counts the
+same completions as the weeks (the days) it spans. Once one of those closes,
+its standings are archived in PostgreSQL, kept corrected (a void after the
+close re-ranks its archive) and never change otherwise. So a long board is
+rebuilt, and verified, from the archived standings of its closed parts plus
+its completions from the first part still open (the cutoff) on: its cost
+grows with learners and open weeks, not with years, and completions of
+closed parts may be retired (docs/operations.md, "A year of history").
+
+Which parts: for `all`, every finalized week before the earliest week still
+open (every completion's week has a `seasons` row, so weeks without one hold
+none); for a month, its days from the first, as long as each is finalized
+(a day without a row may hold completions recorded before days were
+configured: the parts stop there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from laurels.db import Database
+from laurels.seasons import Period, Season, parse_season, part_period
+
+PATTERNS = {"week": "____-W__", "day": "____-__-__"}
+
+
+@dataclass(frozen=True)
+class History:
+    parts: list[str]  # the closed seasons the board is built from (their archives)
+    cutoff: datetime  # its completions count from here on
+
+
+async def history_of(db: Database, periods: tuple[Period, ...], season: str,
+                     conn: Any = None) -> History | None:
+    """The history a long board is the sum of, or None: a board built from its
+    own completions (not long, or nothing of it closed yet)."""
+    board = parse_season(season)
+    part = part_period(board.period, periods)
+    if part is None:
+        return None
+    if part == "week":
+        rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["week"], first="0000",
+                              last="9999-W99")
+        return _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
+    first, last = board.start, board.ends_at.date() - timedelta(days=1)
+    rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["day"],
+                          first=first.isoformat(), last=last.isoformat())
+    return _days(board, {r["season"]: bool(r["finalized"]) for r in rows})
+
+
+def _weeks(weeks: list[tuple[Season, bool]]) -> History | None:
+    open_starts = [w.starts_at for w, finalized in weeks if not finalized]
+    closed = [w for w, finalized in weeks if finalized]
+    if not closed:
+        return None
+    cutoff = min(open_starts) if open_starts else max(w.ends_at for w in closed)
+    parts = [w.name for w in closed if w.starts_at < cutoff]
+    return History(parts, cutoff) if parts else None
+
+
+def _days(month: Season, finalized: dict[str, bool]) -> History | None:
+    parts: list[str] = []
+    day: date = month.start
+    while day < month.ends_at.date() and finalized.get(day.isoformat()):
+        parts.append(day.isoformat())
+        day += timedelta(days=1)
+    if not parts:
+        return None
+    return History(parts, parse_season(parts[-1]).ends_at)
