@@ -5,7 +5,8 @@ erasure, profile change, finalize, rebuild, void and restore, suspend and
 unsuspend, losing Redis) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
-(weekly leagues are on: placements and decisions are operations too),
+(weekly leagues are on: placements and decisions are operations too; the
+all-time board is on too, rebuilt from the archive of a week once it closes),
 while later rules start other operations, which run to their own pause point,
 block on a lock, or finish. Other rules release a held operation. So the
 machine explores interleavings of split operations deterministically, and
@@ -51,6 +52,7 @@ from tests.helpers import ADMIN, INGEST, USER_SECRET
 from tests.invariants import HintTap, check_all, check_leagues
 
 SEASONS = ["2026-W47", "2026-W48"]
+BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
 TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
@@ -121,9 +123,9 @@ class InterleavingMachine(RuleBasedStateMachine):
                 await conn.execute(f"TRUNCATE {TABLES} CASCADE")
             prefix = f"{self.rt.keys.prefix}i{next(_example)}"
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
-                                      key_prefix=prefix, **LEAGUES)
+                                      key_prefix=prefix, periods=("week", "all"), **LEAGUES)
             await self.svc.leagues.store_settings()
-            self.tap = HintTap(self.svc, SEASONS)
+            self.tap = HintTap(self.svc, BOARDS)
             await self.tap.__aenter__()
 
         self.run(go())
@@ -239,7 +241,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         self.run(self._launch("finalize", None, point, self.svc.lifecycle.finalize(season)))
 
     @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
-    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["rebuild"]))
+    @rule(season=st.sampled_from(BOARDS), point=st.sampled_from(POINTS["rebuild"]))
     def rebuild(self, season: str, point: str | None) -> None:
         assert self.svc is not None
         self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(season)))
@@ -256,7 +258,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         assert self.svc is not None
         self.run(self._launch("decide", None, point, self.svc.leagues.decide(season)))
 
-    @rule(season=st.sampled_from(SEASONS))
+    @rule(season=st.sampled_from(BOARDS))
     def lose_board(self, season: str) -> None:
         """Redis forgets a season's board (a flush, a failover)."""
         assert self.svc is not None
@@ -294,7 +296,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         busy = {op.uid for op in self.ops if op.uid is not None}
         hidden, erased = await self._pg_state()
         private = (hidden | erased) - busy  # settled: no operation on them in flight
-        await check_all(svc, SEASONS, in_flight=busy)
+        await check_all(svc, BOARDS, in_flight=busy)
         await check_leagues(svc, erased)
         # A hint of this step may name a learner who was public when it was
         # sent; none may name one who was private before the step and still is.
@@ -302,7 +304,7 @@ class InterleavingMachine(RuleBasedStateMachine):
             uid = hint.get("user_id")
             assert uid not in private or uid not in self.private, f"a hint named {hint}"
         self.private = private
-        for season in SEASONS:
+        for season in BOARDS:
             try:
                 body = await svc.reads.top(parse_season(season), 100)
             except DomainError as exc:  # a held rebuild keeps the board away meanwhile
@@ -350,7 +352,7 @@ class InterleavingMachine(RuleBasedStateMachine):
                     self.ops.clear()
                     await self._check()
                     await self.svc.projector.drain(min_age_seconds=0)
-                    for season in SEASONS:
+                    for season in BOARDS:
                         result = await self.svc.verifier.verify(season)
                         assert result.consistent, (season, result.body())
             except BaseException:
