@@ -62,6 +62,10 @@ class LeagueRun:
     created: list[str]
     create_databases: Callable[[str, list[str], list[str]], None]
     figures: list[Figure] = field(default_factory=list)
+    # ANALYZE before each timed run (the statistics autovacuum keeps in a
+    # running deployment); False leaves them to autovacuum, as in the first
+    # league week of a deployment.
+    analyze: bool = True
 
     def database(self, suffix: str) -> str:
         name = f"laurels_bench_leagues_{self.run_id}_{suffix}"
@@ -88,6 +92,12 @@ async def scalar(url: str, query: str, params: Any = ()) -> Any:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         row = await (await conn.execute(query, params)).fetchone()
         return row[0] if row else None
+
+
+async def analyze(*urls: str) -> None:
+    for url in urls:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("ANALYZE")
 
 
 async def settle(url: str, timeout: float = 120.0) -> None:
@@ -151,6 +161,7 @@ class JoinRates:
     lags: list[float] = field(default_factory=list)
     cores_off: list[float] = field(default_factory=list)
     cores_on: list[float] = field(default_factory=list)
+    analyze: bool = True
 
 
 async def _join_round(services: tuple[tuple[Service, str], tuple[Service, str]],
@@ -160,6 +171,8 @@ async def _join_round(services: tuple[tuple[Service, str], tuple[Service, str]],
     settled before the next. `services`: (service, database URL), off then on."""
     (off, off_url), (on, on_url) = services
     bodies = batch_bodies(chunks)
+    if rates.analyze:
+        await analyze(off_url, on_url)
     rates.raw += await raw_insert(off_url, chunks, clients)
     seconds, cores = await timed_batches(off, bodies, clients)
     rates.off += seconds
@@ -203,8 +216,12 @@ async def joins(run: LeagueRun, learners: int, clients: int = 4, batch: int = 10
             await c.execute("CREATE TABLE bench_raw (completion_id text UNIQUE, user_id bigint, "
                             "points int, completed_at timestamptz, seq bigserial)")
             await c.execute("CREATE TABLE bench_raw_outbox (seq bigint PRIMARY KEY)")
+        for url in (off_url, on_url):  # the learners exist: this is their week's first
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as c:
+                await c.execute("INSERT INTO users (user_id) "
+                                "SELECT g FROM generate_series(1, %s) g", (learners,))
         placer = Placer(rt.leagues, on_url, JOIN_WEEK)
-        rates = JoinRates()
+        rates = JoinRates(analyze=run.analyze)
         half = learners // 2
         for k, (first, last) in enumerate([(0, half), (half, learners)]):
             log(f"joins, round {k + 1}/2: learners {first + 1:,}..{last:,}: raw, leagues off, "
@@ -234,6 +251,8 @@ def join_figures(run: LeagueRun, learners: int, r: JoinRates, placer: Placer,
                  zone: tuple[int, int, float], clients: int, batch: int) -> None:
     off, on, raw = learners / r.off, learners / r.on, learners / r.raw
     how = f"batches of {batch}, {clients} clients"
+    stats = ("ANALYZE before each run" if r.analyze
+             else "statistics left to autovacuum (--no-analyze)")
     cohorts, notified, zone_seconds = zone
     run.figures += [
         Figure("batch ingest of first completions, leagues off (completions/s)", off, raw,
@@ -245,7 +264,7 @@ def join_figures(run: LeagueRun, learners: int, r: JoinRates, placer: Placer,
                        "a join per completion"),
         Figure("batch ingest, leagues on vs off (completions/s)", on, off,
                "the same ingest with the league switch off (fresh services, alternating)",
-               "completions/s", goal=">= 0.9"),
+               "completions/s", goal=">= 0.9", context=stats),
         Figure("placement while ingesting (joins/s)", learners / placer.seconds, on,
                "joins arriving: the ingest with leagues on", "joins/s", goal=">= 1.0",
                context=f"{placer.seconds:.1f} s placing in {placer.passes} passes, one every "
@@ -253,7 +272,7 @@ def join_figures(run: LeagueRun, learners: int, r: JoinRates, placer: Placer,
         Figure("placement lag after the last ingest (ms)", max(r.lags) * 1000,
                LOOP_SECONDS * 1000, "the loop's interval", "ms", higher_is_better=False,
                context="from the last batch's answer to every join placed; rounds "
-                       + ", ".join(f"{lag * 1000:.0f} ms" for lag in r.lags)),
+                       + ", ".join(f"{lag * 1000:.0f} ms" for lag in r.lags) + f"; {stats}"),
         Figure("zone pass over every cohort of the week (cohorts/s)", cohorts / zone_seconds,
                learners / placer.seconds / 30, "placement, in cohorts of 30 per second",
                "cohorts/s",

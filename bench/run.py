@@ -69,6 +69,7 @@ class Plan:
     league_learners: int = 0  # the joins line: first completions of as many learners
     league_members: int = 0  # the decision line: members of one week
     explain: bool = False  # print the decision's EXPLAIN (ANALYZE, BUFFERS)
+    league_analyze: bool = True  # ANALYZE before each timed run of the joins line
 
 
 PLANS = {
@@ -172,6 +173,10 @@ def parse_plan(argv: list[str] | None) -> Plan:
     parser.add_argument("--explain", action="store_true",
                         help="--leagues: print EXPLAIN (ANALYZE, BUFFERS) of the decision "
                              "(rolled back before the timed one)")
+    parser.add_argument("--no-analyze", action="store_true",
+                        help="--leagues: leave the statistics of the joins line to autovacuum "
+                             "(a deployment's first league week) instead of ANALYZE before "
+                             "each timed run")
     args = parser.parse_args(argv)
     mode = ("quick" if args.quick else "full" if args.full else "leagues" if args.leagues
             else "default")
@@ -180,13 +185,15 @@ def parse_plan(argv: list[str] | None) -> Plan:
         plan = dataclasses.replace(plan, sizes=[args.learners])
     if mode == "leagues":
         plan = dataclasses.replace(
-            plan, explain=args.explain,
+            plan, explain=args.explain, league_analyze=not args.no_analyze,
             league_learners=plan.league_learners if args.league_learners is None
             else args.league_learners,
             league_members=plan.league_members if args.league_members is None
             else args.league_members)
-    elif args.league_learners is not None or args.league_members is not None or args.explain:
-        parser.error("--league-learners, --league-members and --explain go with --leagues")
+    elif (args.league_learners is not None or args.league_members is not None or args.explain
+          or args.no_analyze):
+        parser.error("--league-learners, --league-members, --explain and --no-analyze go "
+                     "with --leagues")
     return plan
 
 
@@ -289,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"leagues mode; databases laurels_bench_leagues_{run_id}_*; Redis prefixes "
                 f"{prefix}*")
             run = leagues.LeagueRun(admin_url, redis_url, run_id, workdir, procs, created,
-                                    create_databases, once)
+                                    create_databases, once, plan.league_analyze)
             asyncio.run(asyncio.wait_for(measure_leagues(plan, run), plan.budget_seconds))
         else:
             log(f"{plan.mode} mode; databases {dbname}, {dbname2}; Redis prefixes {prefix}*")

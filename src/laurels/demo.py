@@ -1,4 +1,8 @@
-"""`laurels demo`: learners with names completing tutorials at a steady pace."""
+"""`laurels demo`: learners with names completing tutorials at a steady pace,
+with every feature on from the first minute: the day, month and all-time
+boards, classes (groups), and weekly leagues whose last week is already
+decided, so the learner the demo links to has a class, a cohort, and a
+result from last week."""
 
 from __future__ import annotations
 
@@ -7,9 +11,14 @@ import itertools
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from laurels.errors import DomainError
 from laurels.runtime import Runtime
+from laurels.seasons import Season, season_of
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
 
@@ -19,14 +28,60 @@ FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken"
          "Linus", "Margaret", "Dennis", "Katherine", "John", "Hedy", "Tim", "Sophie", "Guido",
          "Anita", "Niklaus", "Shafi", "Leslie", "Karen", "Bjarne", "Yukihiro", "Annie"]
 LAST = "ABCDEFGHIJKLMNOPRSTVWZ"
+# The learner whose link the demo prints: public (demo.seed), keen, in a class.
+FEATURED = 7
+CLASSES = (("class-7a", "Class 7A"), ("class-7b", "Class 7B"), ("class-8c", "Class 8C"))
+# Leagues small enough that a cohort fits on a screen and shows both zones.
+DEMO_LEAGUES = {"league_tiers": "bronze,silver,gold", "league_size": 12,
+                "league_promote": "3", "league_demote": "3", "league_grace_seconds": 0}
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """The settings with every feature on: all periods, leagues (unless
+    LAURELS_LEAGUE_TIERS chose others), and a late grace that still accepts
+    last week's completions (even those of its first day, on a Sunday)."""
+    update: dict[str, object] = {
+        "periods": "week,day,month,all",
+        "late_grace_seconds": max(settings.late_grace_seconds, 15 * 86400)}
+    if not settings.leagues:
+        update.update(DEMO_LEAGUES)
+    return Settings.model_validate({**settings.model_dump(), **update})
+
+
+def local_url(host: str, port: int) -> str:
+    """Where this process reaches the server it serves."""
+    if host in ("", "0.0.0.0"):  # noqa: S104 - a listen address, read here
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def featured(learners: int) -> int:
+    return min(FEATURED, learners)
 
 
 async def seed(rt: Runtime, learners: int, rnd: random.Random) -> None:
     """Names and visibility for the demo learners (a few anonymous or hidden)."""
     for uid in range(1, learners + 1):
-        vis = "anonymous" if uid % 23 == 0 else "hidden" if uid % 31 == 0 else "public"
+        vis = ("public" if uid == featured(learners) else "anonymous" if uid % 23 == 0
+               else "hidden" if uid % 31 == 0 else "public")
         name = f"{rnd.choice(FIRST)} {rnd.choice(LAST)}."
         await rt.learners.update(uid, ProfileIn(display_name=name, visibility=vis))
+
+
+async def classes(base_url: str, ingest_token: str, learners: int) -> None:
+    """A few classes, through the ingest API as a platform makes them; the
+    featured learner is in Class 7B."""
+    from laurels.client import AsyncClient
+
+    async with AsyncClient(base_url, ingest_token) as api:
+        for n, (group_id, name) in enumerate(CLASSES):
+            await api.put_group(group_id, name=name, access="members")
+            members = [uid for uid in range(1, learners + 1) if uid % len(CLASSES) == n]
+            if n == 1 and featured(learners) not in members:
+                members.append(featured(learners))
+            await api.change_members(group_id, add=members)
 
 
 class Simulation:
@@ -39,15 +94,58 @@ class Simulation:
         self.counter = itertools.count(1)
         self.run = f"{int(time.time())}"
         self.weights = [1 / (1 + (uid % 40)) for uid in range(1, learners + 1)]
+        self.weights[featured(learners) - 1] = 1 / 3  # their page moves too
 
-    def one(self) -> dict[str, object]:
-        uid = self.rnd.choices(range(1, self.learners + 1), self.weights)[0]
-        return {"completion_id": f"demo-{self.run}-{next(self.counter)}", "user_id": uid,
-                "points": self.rnd.choice([1, 1, 2, 3, 5, 8])}
+    def one(self, uid: int | None = None, at: datetime | None = None) -> dict[str, Any]:
+        if uid is None:
+            uid = self.rnd.choices(range(1, self.learners + 1), self.weights)[0]
+        item: dict[str, Any] = {"completion_id": f"demo-{self.run}-{next(self.counter)}",
+                                "user_id": uid, "points": self.rnd.choice([1, 1, 2, 3, 5, 8])}
+        if at is not None:
+            item["completed_at"] = at.isoformat()
+        return item
 
     async def burst(self, n: int) -> None:
-        """So the board has a shape before anyone looks."""
+        """So the board has a shape before anyone looks; the featured learner
+        joins this week's league first (their cohort is the first of their
+        tier's)."""
+        await self.rt.ingestor.record([self.one(featured(self.learners))])
         await self.rt.ingestor.record([self.one() for _ in range(n)])
+
+    async def last_week(self, n: int) -> None:
+        """Last week, recorded in one batch (so its league has everyone) and
+        decided at once: this week's cohorts are placed by tier, and the
+        featured learner, best of last week, plays one tier up."""
+        week = season_of(datetime.now(UTC) - timedelta(days=7))
+        span_seconds = (week.ends_at - week.starts_at).total_seconds() - 1
+
+        def when() -> datetime:
+            return week.starts_at + timedelta(seconds=self.rnd.uniform(0, span_seconds))
+
+        items = [self.one(at=when()) for _ in range(n)]
+        scores: Counter[int] = Counter()
+        for i in items:
+            scores[i["user_id"]] += i["points"]
+        top = self.one(featured(self.learners), when())
+        top["points"] = max(scores.values(), default=0) + 10
+        await self.rt.ingestor.record([top, *items])
+        await self.rt.leagues.decide_due()
+        await self.readable(week)
+
+    async def readable(self, week: Season) -> None:
+        """A past week's first completions build its boards from PostgreSQL
+        (heal.py), in the background: wait until the featured learner's
+        league of it answers, so the printed link opens without a `503
+        rebuilding` (the page would retry, but say so)."""
+        for _ in range(300):
+            try:
+                await self.rt.leagues.learner(featured(self.learners), week)
+                return
+            except DomainError as exc:
+                if exc.code != "rebuilding":
+                    raise
+            await asyncio.sleep(0.1)
+        log.warning("the boards of %s are still being rebuilt", week.name)
 
     async def steady(self, per_second: float) -> None:
         while True:
@@ -67,6 +165,7 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     from laurels.api.auth import mint
     from laurels.db import migrate
 
+    settings = demo_settings(settings)
     await migrate(database_url)
     rt = Runtime(settings, secrets, database_url, redis_url)
     api = serving_app(create_app(rt, migrate=False))
@@ -81,13 +180,16 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
         await asyncio.sleep(0.05)
     rnd = random.Random()  # noqa: S311 - a simulation, not cryptography
     await seed(rt, learners, rnd)
+    await classes(local_url(settings.host, settings.port), secrets.ingest_token, learners)
     simulation = Simulation(rt, learners, rnd)
+    await simulation.last_week(400)
     await simulation.burst(400)
     sim = asyncio.create_task(simulation.steady(rate))
     url = f"http://{settings.host}:{settings.port}/"
-    token = mint(secrets.user_token_secret, 7, 7 * 86400)
+    who = featured(learners)
+    token = mint(secrets.user_token_secret, who, 7 * 86400)
     say(f"laurels demo: the live board is at {url}")
-    say(f"laurels demo: learner 7 sees their rank at {url}#token={token}")
+    say(f"laurels demo: learner {who} sees their rank, class and league at {url}#token={token}")
     say("laurels demo: Ctrl-C stops it")
     await serving
     sim.cancel()

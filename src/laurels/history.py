@@ -19,7 +19,7 @@ configured: the parts stop there).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from laurels.db import Database
@@ -71,3 +71,29 @@ def _days(month: Season, finalized: dict[str, bool]) -> History | None:
     if not parts:
         return None
     return History(parts, parse_season(parts[-1]).ends_at)
+
+
+def month_of(at: datetime) -> date:
+    utc = at.astimezone(UTC)
+    return date(utc.year, utc.month, 1)
+
+
+class Partitions:
+    """The months of completions (migration 013): each month's partition is
+    made ahead of its first completion (this month's and the next, by the
+    service's loop; any other a batch needs, before it is recorded), so the
+    default partition stays empty."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.known: set[date] = set()  # made (by anyone) as far as this process knows
+
+    async def ensure(self, months: set[date]) -> None:
+        for month in sorted(months - self.known):
+            await self.db.fetch_one("ensure_partition", month=month)
+            self.known.add(month)
+
+    async def ahead(self, now: datetime) -> None:
+        this = month_of(now)
+        following = date(this.year + this.month // 12, this.month % 12 + 1, 1)
+        await self.ensure({this, following})

@@ -21,6 +21,7 @@ from laurels.board import Delta, Profile
 from laurels.db import Database, Row
 from laurels.errors import ErrorCode
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
+from laurels.history import Partitions, month_of
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.seasons import END_OF_TIME, seasons_of, shifted
@@ -84,10 +85,11 @@ REFUSALS: dict[str, tuple[ErrorCode, str]] = {
 
 class Ingestor:
     def __init__(self, settings: Settings, db: Database, projector: Projector,
-                 clock: Clock = lambda: datetime.now(UTC)) -> None:
+                 partitions: Partitions, clock: Clock = lambda: datetime.now(UTC)) -> None:
         self.settings = settings
         self.db = db
         self.projector = projector
+        self.partitions = partitions
         self.clock = clock
 
     async def record(self, raw_items: list[Any]) -> list[Outcome]:
@@ -172,6 +174,7 @@ class Ingestor:
         return deltas
 
     async def _insert(self, items: list[_Item], now: datetime) -> list[Row]:
+        await self.partitions.ensure({month_of(it.completed_at) for it in items})
         for attempt in range(5):
             try:
                 return await self.db.fetch(

@@ -24,6 +24,7 @@ from laurels.db import Database, migrate
 from laurels.epoch import EpochWatch
 from laurels.groups import Groups
 from laurels.heal import Healer
+from laurels.history import Partitions
 from laurels.hub import Hub
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
@@ -74,6 +75,7 @@ class Services:
     verifier: Verifier
     reads: Reads
     groups: Groups
+    partitions: Partitions
     leagues: Leagues
     corrections: Corrections
     notifications: Notifications
@@ -111,6 +113,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     privacy = Privacy(db)
     subscription = HintSubscription(board)
     reads = Reads(settings, db, board, healer, lifecycle, privacy)
+    partitions = Partitions(db)
     groups = Groups(db, reads, privacy)
     notifications = Notifications(db)
     webhooks = None
@@ -120,7 +123,8 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
-        ingestor=Ingestor(settings, db, projector, clock or _now),
+        ingestor=Ingestor(settings, db, projector, partitions, clock or _now),
+        partitions=partitions,
         learners=Learners(db, board, lifecycle, privacy),
         verifier=Verifier(db, board, projector, lifecycle, settings.periods),
         reads=reads,
@@ -152,6 +156,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
     if projector:
 
         async def seasons() -> None:
+            await svc.partitions.ahead(datetime.now(UTC))  # this month's and the next
             await svc.healer.prepare()  # this week's board before its first completion
             await svc.lifecycle.finalize_due()
 

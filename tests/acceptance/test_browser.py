@@ -12,13 +12,15 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import INGEST, completion, token_for
+from laurels.seasons import season_of
+from tests.helpers import ADMIN, INGEST, completion, token_for, wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -26,6 +28,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 # The README's picture is refreshed on purpose only:
 # LAURELS_REFRESH_SCREENSHOT=1 pytest tests/acceptance/test_browser.py
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
+DOCS_LEAGUE_SCREENSHOT = DOCS_SCREENSHOT.with_name("screenshot-league.png")
+
+
+def unexpected(errors: list[str]) -> list[str]:
+    """Every error the page's console showed: with leagues off the page knows
+    it from the server (a meta tag) and asks for no league, so none."""
+    return errors
 
 pytestmark = [pytest.mark.skipif(
     shutil.which(CHROMIUM) is None,
@@ -44,7 +53,8 @@ def browser_page(url: str) -> Iterator[tuple[Any, list[str]]]:
             page = browser.new_page(viewport={"width": 720, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("console", lambda m: errors.append(f"{m.text} {m.location.get('url', '')}")
+                    if m.type == "error" else None)
             page.goto(url)
             yield page, errors
         finally:
@@ -87,7 +97,7 @@ def test_page_moves_live(serve: Any, tmp_path: Path) -> None:
         # A phone can read it too.
         page.set_viewport_size({"width": 390, "height": 844})
         page.screenshot(path=str(screenshot), full_page=True)
-        assert errors == []
+        assert unexpected(errors) == []
     headers = httpx.get(f"{server.url}/").headers
     assert "script-src 'self'" in headers["content-security-policy"]
     assert screenshot.stat().st_size > 10_000
@@ -111,6 +121,8 @@ def test_groups_and_friends_are_tabs(serve: Any) -> None:
         rows = page.locator("#board tbody tr")
         expect(rows).to_have_count(5)
         page.get_by_role("button", name="Team").click()
+        # Leagues are off: no League tab (the tabs come once both answers are in).
+        expect(page.get_by_role("button", name="League")).to_have_count(0)
         expect(page.locator("#board-title")).to_have_text("Team: top 100")
         expect(rows).to_have_count(3)
         expect(rows.first).to_contain_text("Edsger D.")
@@ -123,8 +135,120 @@ def test_groups_and_friends_are_tabs(serve: Any) -> None:
         expect(rows.first).to_contain_text("Ada L.", timeout=10_000)
         page.get_by_role("button", name="Everyone").click()
         expect(rows).to_have_count(5)
-        assert errors == []
+        assert unexpected(errors) == []
 
+
+LEAGUE_NAMES = ["Ada L.", "Alan T.", "Grace H.", "Edsger D.", "Barbara L.", "Donald K.",
+                "Frances A.", "Ken T.", "Radia P.", "Linus T.", "Margaret H.", "Dennis R.",
+                "Katherine J.", "John B.", "Hedy L."]
+
+
+def two_weeks_of_leagues(server: Any) -> tuple[str, list[int]]:
+    """Last week's leagues, played and decided, then this week's first
+    silver cohort: last week's name, and the five silver learners this week
+    from best to last (50 to 10 points)."""
+    c, admin = server.client(INGEST), server.client(ADMIN)
+    for uid, name in enumerate(LEAGUE_NAMES, start=1):
+        assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
+    last = season_of(datetime.now(UTC) - timedelta(days=7))
+    at = (last.starts_at + timedelta(hours=12)).isoformat()
+    resp = c.post("/v1/completions/batch", json={"completions": [
+        completion(f"last{uid}", uid, uid, at) for uid in range(1, 16)]})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: admin.get(f"/v1/admin/leagues/{last.name}").json()["decided"],
+               what=f"the leagues of {last.name} decided")
+    # Three bronze cohorts of five; the best two of each go up to silver.
+    results = {uid: admin.get(f"/v1/users/{uid}/league", params={"season": last.name}
+                              ).json()["result"] for uid in range(1, 16)}
+    silver = sorted(uid for uid, r in results.items() if r["outcome"] == "promoted")
+    assert len(silver) == 6
+    # This week five of them play silver's first cohort.
+    for points, uid in zip((50, 40, 30, 20, 10), silver, strict=False):
+        assert c.post("/v1/completions", json=completion(f"now{uid}", uid, points)
+                      ).status_code == 201
+    return last.name, silver[:5]
+
+
+def expect_zones(page: Any, last_up: str, down: str) -> None:
+    """Two rows in the promotion zone, a line under the second; one in the
+    demotion zone, a line over it; each labelled in words."""
+    from playwright.sync_api import expect
+
+    promotion = page.locator("#league-board tr.zone-promotion")
+    expect(promotion).to_have_count(2)
+    expect(promotion.nth(0)).to_contain_text("▲ promotion")
+    expect(promotion.nth(1)).to_contain_text("▲ promotion")
+    expect(page.locator("#league-board tr.promote-line")).to_contain_text(last_up)
+    demotion = page.locator("#league-board tr.zone-demotion")
+    expect(demotion).to_have_count(1)
+    expect(demotion).to_contain_text("▼ demotion")
+    expect(demotion).to_contain_text(down)
+    expect(page.locator("#league-board tr.demote-line")).to_contain_text(down)
+
+
+def test_the_league_view(serve: Any, tmp_path: Path) -> None:
+    """With leagues on, a learner's League tab: the tier, the cohort's board
+    with its zones (labelled, not only coloured), their own row, a ticking
+    countdown, last week's result; it moves on the cohort's hints. Last
+    week's leagues are played first (in one batch: one league, decided at
+    once), so this week's cohort is a middle tier's, with both zones."""
+    from playwright.sync_api import expect
+
+    refresh = os.environ.get("LAURELS_REFRESH_SCREENSHOT") == "1"
+    screenshot = DOCS_LEAGUE_SCREENSHOT if refresh else tmp_path / "screenshot-league.png"
+    server = serve(LAURELS_LEAGUE_TIERS="bronze,silver,gold", LAURELS_LEAGUE_SIZE="5",
+                   LAURELS_LEAGUE_PROMOTE="2", LAURELS_LEAGUE_DEMOTE="1",
+                   LAURELS_CLOSE_SEASONS="false")  # last week still takes completions
+    last, silver = two_weeks_of_leagues(server)
+    names = LEAGUE_NAMES
+    # Ranks 1 and 2 go up, rank 5 down; the learner shown is 3rd.
+    me, last_one = silver[2], silver[4]
+    token = token_for(server.env, me)
+
+    with browser_page(f"{server.url}/#token={token}") as (page, errors):
+        streams: list[str] = []
+        page.on("request", lambda r: streams.append(r.url) if "/events" in r.url else None)
+        page.get_by_role("button", name="League").click()
+        expect(page.locator("#league-tier")).to_have_text("Silver league")
+        rows = page.locator("#league-board tbody tr")
+        expect(rows).to_have_count(5)
+        expect(page.locator("#league-board thead th")).to_have_count(4)
+        expect(page.locator("#board-section")).to_be_hidden()
+        expect_zones(page, names[silver[1] - 1], names[last_one - 1])
+        mine = page.locator("#league-board tr.me")
+        expect(mine).to_contain_text(f"{names[me - 1]} (you)")
+        expect(mine.locator("td").first).to_have_text("3")
+        expect(page.locator("#league-standing")).to_contain_text("You are 3rd of 5 with 30 points")
+        expect(page.locator("#league-legend")).to_contain_text("ranks 1 to 2 go up")
+        # The countdown to the week's end ticks.
+        countdown = page.locator("#league-countdown")
+        expect(countdown).to_contain_text("The week ends in")
+        before = countdown.text_content()
+        expect(countdown).not_to_have_text(before or "", timeout=5_000)
+        # Last week's result, and its notification.
+        expect(page.locator("#league-last")).to_contain_text(
+            f"Last week ({last}, Bronze league)")
+        expect(page.locator("#league-last")).to_contain_text("▲ promoted to Silver")
+        expect(page.locator("#notifications")).to_contain_text("▲ promoted to Silver")
+        # Live on the cohort's hints: the last one climbs to the top, no reload.
+        page.evaluate("window.__noReload = true")
+        assert server.client(INGEST).post(
+            "/v1/completions", json=completion("climb", last_one, 100)).status_code == 201
+        expect(rows.first).to_contain_text(names[last_one - 1], timeout=10_000)
+        expect(rows.first).to_contain_text("▲ promotion")
+        expect(page.locator("#league-standing")).to_contain_text("You are 4th of 5")
+        assert page.evaluate("window.__noReload") is True
+        cohort = f"/v1/leagues/{season_of(datetime.now(UTC)).name}/cohorts/"
+        assert any(cohort in url for url in streams), streams
+        # A phone's view of it.
+        page.set_viewport_size({"width": 420, "height": 900})
+        page.screenshot(path=str(screenshot), animations="disabled")
+        # Back to the whole board: the week's top 100 again.
+        page.get_by_role("button", name="Everyone").click()
+        expect(page.locator("#board tbody tr")).to_have_count(5)
+        expect(page.locator("#league")).to_be_hidden()
+        assert errors == []
+    assert screenshot.stat().st_size > 10_000
 
 
 def test_the_period_switch(serve: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 import psutil
 
+from tests.acceptance.test_browser import CHROMIUM, browser_page
 from tests.helpers import (
     ADMIN,
     INGEST,
@@ -165,6 +167,34 @@ def test_metrics_names(serve: Any) -> None:
     assert re.search(r'laurels_completions_total\{outcome="recorded"\} 1\.0', text)
 
 
+def demo_learner_is_active(base: str, token: str) -> None:
+    """The learner the demo links to opens on every feature: a rank this
+    week, a class, a cohort of a league (last week decided, so one tier up),
+    the day, month and all-time boards; in a browser, the League tab."""
+    import jwt
+
+    uid = jwt.decode(token, options={"verify_signature": False})["sub"]
+    me = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+    with me:
+        assert me.get(f"/v1/leaderboards/current/users/{uid}").status_code == 200
+        assert me.get(f"/v1/users/{uid}/groups").json()["groups"]
+        league = me.get(f"/v1/users/{uid}/league").json()
+        assert league["status"] == "placed" and len(league["entries"]) > 1, league
+        history = me.get(f"/v1/users/{uid}/league/history").json()["results"]
+        assert history and history[0]["outcome"] == "promoted", history
+    assert '<meta name="laurels-periods" content="week,day,month,all">' in httpx.get(base).text
+    if shutil.which(CHROMIUM) is None:
+        return
+    from playwright.sync_api import expect
+
+    with browser_page(f"{base}/#token={token}") as (page, errors):
+        page.get_by_role("button", name="League").click()
+        expect(page.locator("#league-tier")).to_have_text("Silver league")
+        expect(page.locator("#league-board tr.me")).to_contain_text("(you)")
+        expect(page.locator("#league-last")).to_contain_text("▲ promoted to Silver")
+        assert errors == []
+
+
 def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
     env["LAURELS_DATA_DIR"] = str(data_dir)
@@ -183,6 +213,7 @@ def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
         board = f"http://127.0.0.1:{port}/v1/leaderboards/current"
         first = httpx.get(board).json()
         assert first["total"] > 10 and first["entries"][0]["display_name"] != ""
+        demo_learner_is_active(f"http://127.0.0.1:{port}", url.split("#token=", 1)[1])
         wait_until(lambda: httpx.get(board).json() != first)  # it keeps moving
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) in (0, 130)

@@ -172,12 +172,14 @@ async def test_fast_path_failure_leaves_the_outbox_row(rt: Runtime, redis_url: s
 
 
 async def test_unique_completion_id_is_enforced_by_postgres(rt: Runtime) -> None:
+    """completions is partitioned by month (migration 013): a completion_id
+    is unique forever through completion_ids, which every recording writes
+    first, whatever month the completion falls in."""
     await ingestor(rt).record([item("u1", 1, 1)])
     async with rt.db.connection() as conn:
         try:
-            await conn.execute(
-                "INSERT INTO completions (completion_id, user_id, points, completed_at,"
-                " received_at, season) VALUES ('u1', 1, 1, now(), now(), '2026-W49')")
+            await conn.execute("INSERT INTO completion_ids (completion_id, seq, completed_at)"
+                               " VALUES ('u1', 999, now() - interval '40 days')")
         except psycopg.errors.UniqueViolation:
             return
-    raise AssertionError("a second row with the same completion_id was accepted")
+    raise AssertionError("a second completion with the same completion_id was accepted")

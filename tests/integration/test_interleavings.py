@@ -196,7 +196,7 @@ async def test_keys_created_after_finalize_expire_with_the_season(rt: Runtime) -
     svc = services(rt, LATE_W47)
     await svc.ingestor.record([item("e1", 1, 5, W47), item("e2", 2, 3, W47)])
     async with svc.db.connection() as conn:  # the next seq opens a new bitmap chunk
-        await conn.execute("ALTER TABLE completions ALTER COLUMN seq RESTART WITH 131072")
+        await conn.execute("ALTER SEQUENCE completion_seq RESTART WITH 131072")
     with failpoints.hold("ingest_after_commit") as held:
         late = asyncio.create_task(svc.ingestor.record([item("e3", 3, 2, W47)]))
         await held.reached()  # committed before the finalize: it is archived

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from laurels.api.dependencies import periods
 from laurels.api.problems import Problem
+from laurels.api.state import services
 
 PAGE_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -30,9 +31,11 @@ router = APIRouter()
 async def page(request: Request) -> Response:
     """The live board of the current season (`#token=<learner token>` shows your
     rank); the configured periods are named in the page, for its switch."""
+    leagues = ",".join(services(request).settings.league_tiers)  # empty: no leagues
     html = _STATIC.joinpath("index.html").read_text().replace(
         '<meta name="laurels-periods" content="week">',
-        f'<meta name="laurels-periods" content="{",".join(periods(request))}">')
+        f'<meta name="laurels-periods" content="{",".join(periods(request))}">'
+        f'\n  <meta name="laurels-leagues" content="{leagues}">')
     return HTMLResponse(html, headers=PAGE_HEADERS)
 
 

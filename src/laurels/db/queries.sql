@@ -244,7 +244,13 @@ ON CONFLICT (user_id) DO UPDATE SET erased_at = coalesce(u.erased_at, now()),
     updated_at = now(), change_xid = pg_current_xact_id();
 
 -- name: delete_user_completions
-DELETE FROM completions WHERE user_id = %(user_id)s RETURNING season;
+-- An erasure: the learner's completions, their ids and their outbox rows
+-- (waiting for a projector that holds them: docs/concurrency.md).
+WITH gone AS (DELETE FROM completions WHERE user_id = %(user_id)s RETURNING seq, season,
+                                                                          completion_id),
+     ids AS (DELETE FROM completion_ids k USING gone g WHERE k.completion_id = g.completion_id),
+     queued AS (DELETE FROM outbox o USING gone g WHERE o.seq = g.seq)
+SELECT season FROM gone;
 
 -- name: delete_user_standings
 DELETE FROM season_standings WHERE user_id = %(user_id)s RETURNING season;
@@ -889,3 +895,7 @@ SELECT h.user_id, sum(h.score)::bigint AS score,
        min(coalesce(u.display_name, '')) AS display_name, max(h.last_at) AS last_at
 FROM history h LEFT JOIN users u ON u.user_id = h.user_id
 GROUP BY h.user_id;
+
+-- name: ensure_partition
+-- The month's partition of completions (migration 013), made if missing.
+SELECT laurels_completions_partition(%(month)s::date) AS name;

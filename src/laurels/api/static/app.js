@@ -4,7 +4,8 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null,
-                board: { kind: "all" }, friends: [], period: "week" };
+                board: { kind: "all" }, friends: [], period: "week",
+                listening: null, league: null, lastWeeks: new Map(), countdown: null };
 // Each period's board of "now" (docs/contract.md, Domain), and its label.
 const PERIODS = { week: ["current", "This week"], day: ["current-day", "Today"],
                   month: ["current-month", "This month"], all: ["all", "All time"] };
@@ -129,6 +130,15 @@ function renderMe(body) {
 }
 
 function describe(n) {
+  if (n.kind === "league_zone") {
+    const where = n.data.zone === "promotion" ? "▲ promotion" : "▼ demotion";
+    return `You entered the ${where} zone of your ${title(n.data.tier)} league ` +
+      `(rank ${n.data.rank}).`;
+  }
+  if (n.kind === "league_result") {
+    return `${n.season}: ${outcomeText(n.data.outcome, n.data.new_tier)}` +
+      (n.data.rank === null ? "." : ` (rank ${n.data.rank} in ${title(n.data.tier)}).`);
+  }
   if (n.kind === "top10") return `You entered the top 10 of ${n.season} (rank ${n.data.rank}).`;
   if (n.kind === "season_final") {
     return `${n.season} is over: final rank ${n.data.rank ?? "(hidden)"} with ${n.data.score} points.`;
@@ -165,12 +175,17 @@ async function fetchBoard() {
 
 async function refresh() {
   if (!state.season) return;
+  if (state.board.kind === "league") return refreshLeague();
+  const board = state.board;
   const body = await fetchBoard();
-  if (!body || body.problem) return;
+  if (!body || body.problem || state.board !== board) return;
   state.season = body.season;
   if (body.starts_at) state.startsAt = body.starts_at;
   if (state.userId) {
-    renderMe(await getJSON(`/v1/leaderboards/${state.season}/users/${state.userId}?radius=5`, true));
+    const url = `/v1/leaderboards/${state.season}/users/${state.userId}?radius=5`;
+    const me = await getJSON(url, true);
+    if (state.board !== board) return;
+    renderMe(me);
   }
   renderBoard(body);
   setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
@@ -183,8 +198,26 @@ function scheduleRefresh() {
   state.timer = setTimeout(() => { state.timer = null; refresh(); }, 100);
 }
 
+// Hints come from the cohort's stream while the League view shows a cohort,
+// else from the season's.
+function wantedStream() {
+  const l = state.league;
+  return state.board.kind === "league" && l && l.status === "placed" && l.season === state.season
+    ? `cohort ${l.season} ${l.cohort_id}` : "season";
+}
+
 function listen() {
   if (state.source) state.source.close();
+  state.listening = wantedStream();
+  if (state.listening !== "season") {
+    const l = state.league;
+    state.source = streamWithToken(
+      `/v1/leagues/${l.season}/cohorts/${encodeURIComponent(l.cohort_id)}/events`, (event) => {
+        if (event === "ready") setStatus("live");
+        if (["ready", "changed", "rebuilt"].includes(event)) scheduleRefresh();
+      });
+    return;
+  }
   const source = new EventSource(`/v1/leaderboards/${state.season}/events`);
   source.addEventListener("ready", () => { setStatus("live"); scheduleRefresh(); });
   source.addEventListener("changed", scheduleRefresh);
@@ -204,6 +237,55 @@ async function listenInbox() {
   });
 }
 
+// A server-sent event stream that needs the learner's token in a header,
+// which `EventSource` cannot send: fetch's streamed body, read frame by
+// frame; it reconnects like EventSource does, and ends for good on 403/404.
+function streamWithToken(url, onEvent) {
+  const controller = new AbortController();
+  let closed = false;
+  let delay = 1000;
+  const frame = (block) => {
+    let event = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (event === "ready") delay = 1000;
+    if (block.trim() && !block.startsWith(":")) onEvent(event, data.join("\n"));
+  };
+  (async () => {
+    while (!closed) {
+      try {
+        const resp = await fetch(url, {
+          headers: { Authorization: `Bearer ${state.token}`, Accept: "text/event-stream" },
+          cache: "no-store", signal: controller.signal });
+        if (resp.status === 403 || resp.status === 404) return;
+        if (!resp.ok || !resp.body) throw new Error(`status ${resp.status}`);
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value.replace(/\r/g, "");
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            frame(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+        }
+      } catch (e) {
+        if (closed) return;
+      }
+      if (closed) return;
+      setStatus("reconnecting…");
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 30000);
+    }
+  })();
+  return { close() { closed = true; controller.abort(); } };
+}
+
 function addTab(label, board) {
   const button = document.createElement("button");
   button.type = "button";
@@ -215,10 +297,32 @@ function addTab(label, board) {
   return button;
 }
 
-function select(button, board) {
-  for (const b of $("tabs").querySelectorAll("button")) b.setAttribute("aria-pressed", "false");
-  button.setAttribute("aria-pressed", "true");
+// Press a tab: the League view replaces the board (and "You") while it shows.
+function show(button, board) {
+  for (const b of $("tabs").querySelectorAll("button")) {
+    b.setAttribute("aria-pressed", String(b === button));
+  }
   state.board = board;
+  const league = board.kind === "league";
+  $("league").hidden = !league;
+  $("board-section").hidden = league;
+  if (league) {
+    $("me").hidden = true;
+    if (!state.countdown) state.countdown = setInterval(tickCountdown, 1000);
+  } else if (state.countdown) {
+    clearInterval(state.countdown);
+    state.countdown = null;
+  }
+}
+
+function select(button, board) {
+  show(button, board);
+  if (board.kind === "league" && state.period !== "week") {  // leagues are weekly
+    $("period").value = "week";
+    go(isoWeek(new Date()));
+    return;
+  }
+  if (wantedStream() !== state.listening) listen();
   refresh();
 }
 
@@ -227,7 +331,9 @@ function select(button, board) {
 async function tabs() {
   const everyone = $("tabs").querySelector("button");
   everyone.addEventListener("click", () => select(everyone, { kind: "all" }));
-  const body = await getJSON(`/v1/users/${state.userId}/groups`, true);
+  const [body, league] = await Promise.all([
+    getJSON(`/v1/users/${state.userId}/groups`, true), leaguesOn()]);
+  if (league) addTab("League", { kind: "league" });
   for (const g of (body && body.groups) || []) addTab(g.name, { kind: "group", id: g.group_id, name: g.name });
   if (state.friends.length) addTab("Friends", { kind: "friends" });
 }
@@ -246,7 +352,200 @@ function periods() {
     select.hidden = false;
   }
   select.value = state.period;
-  select.addEventListener("change", () => go(PERIODS[select.value][0]));
+  select.addEventListener("change", () => {
+    if (state.board.kind === "league" && select.value !== "week") {
+      show($("tabs").querySelector("button"), { kind: "all" });
+    }
+    go(PERIODS[select.value][0]);
+  });
+}
+
+// -- the League view (docs/contract.md, Leagues) ---------------------------------------------
+
+const title = (tier) => tier.charAt(0).toUpperCase() + tier.slice(1);
+const ZONES = { promotion: "▲ promotion", demotion: "▼ demotion" };
+
+function outcomeText(outcome, newTier) {
+  if (outcome === "promoted") return `▲ promoted to ${title(newTier)}`;
+  if (outcome === "demoted") return `▼ demoted to ${title(newTier)}`;
+  return `= stayed in ${title(newTier)}`;
+}
+
+function ordinal(n) {
+  const s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" }[n % 10] || "th");
+  return `${n}${s}`;
+}
+
+// Whether this server plays leagues: a page that names it says so, else the
+// learner's league answers (404 while leagues are off).
+async function leaguesOn() {
+  const meta = document.querySelector('meta[name="laurels-leagues"]');
+  if (meta && !meta.content) return false;
+  const body = await getJSON(`/v1/users/${state.userId}/league?season=current`, true);
+  return Boolean(body && !body.problem);
+}
+
+function span(text, cls) {
+  const el = document.createElement("span");
+  el.textContent = text;
+  if (cls) el.className = cls;
+  return el;
+}
+
+function duration(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const hms = [Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60, s % 60]
+    .map((x) => String(x).padStart(2, "0")).join(":");
+  return s >= 86400 ? `${Math.floor(s / 86400)}d ${hms}` : hms;
+}
+
+function tickCountdown() {
+  const l = state.league;
+  const out = $("league-countdown");
+  if (!l || state.board.kind !== "league") return;
+  const left = Date.parse(l.ends_at) - Date.now();
+  out.dataset.endsAt = l.ends_at;
+  if (left > 0) {
+    out.textContent = `The week ends in ${duration(left)}`;
+  } else if (l.result || l.status !== "placed") {
+    out.textContent = `The week ended ${new Date(Date.parse(l.ends_at)).toLocaleString()}.`;
+  } else {
+    const decides = Date.parse(l.decides_at) - Date.now();
+    out.textContent = decides > 0 ? `The week is over: it is decided in ${duration(decides)}`
+      : "The week is over: it is being decided…";
+  }
+}
+
+// The league of the week before this one (its result does not change once decided).
+async function lastWeek(body) {
+  const season = isoWeek(new Date(Date.parse(body.ends_at) - 10 * 86400000));
+  if (state.lastWeeks.has(season)) return state.lastWeeks.get(season);
+  const last = await getJSON(`/v1/users/${state.userId}/league?season=${season}`, true);
+  if (last && !last.problem && last.result) state.lastWeeks.set(season, last);
+  return last && !last.problem ? last : null;
+}
+
+async function refreshLeague() {
+  const board = state.board;
+  const body = await getJSON(`/v1/users/${state.userId}/league?season=${state.season}`, true);
+  if (!body || state.board !== board) return;
+  if (body.problem) {
+    $("league-standing").textContent = body.status === 404
+      ? "Leagues are not played on this server." : "Your token was not accepted.";
+    $("league-board").hidden = true;
+    return;
+  }
+  const last = await lastWeek(body);
+  if (state.board !== board) return;
+  state.season = body.season;
+  state.startsAt = new Date(Date.parse(body.ends_at) - 7 * 86400000).toISOString()
+    .replace(".000Z", "Z");
+  state.league = body;
+  renderLeague(body, last);
+  if (wantedStream() !== state.listening) listen();
+  setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
+  document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
+}
+
+function renderLeague(body, last) {
+  const n = body.entries.length;
+  $("season").textContent = body.season;
+  $("range").textContent = `${state.startsAt} to ${body.ends_at}`;
+  $("prev").hidden = $("next").hidden = false;
+  $("league-tier").textContent = `${title(body.tier)} league`;
+  $("league-size").textContent = body.status === "placed" ? `${body.season} · ${n} learners`
+    : body.season;
+  tickCountdown();
+  renderStanding(body, n);
+  renderCohort(body);
+  renderLastWeek(last);
+}
+
+function renderStanding(body, n) {
+  const out = $("league-standing");
+  out.replaceChildren();
+  const running = Date.parse(body.ends_at) > Date.now();
+  if (body.status === "none") {
+    out.textContent = running ? "Complete a tutorial this week to join a league."
+      : "You played no league this week.";
+    return;
+  }
+  if (body.status === "pending") {
+    out.textContent = `You play in the ${title(body.tier)} league this week: ` +
+      "you are placed in a cohort once last week is decided.";
+    return;
+  }
+  const me = body.self;
+  if (!me) {
+    out.textContent = "You are in this cohort, but hidden from its board.";
+  } else {
+    out.append(`You are ${ordinal(me.rank)} of ${n} with ${me.score} points`);
+    if (me.zone) {
+      const [cls, way] = me.zone === "promotion" ? ["up", "up"] : ["down", "down"];
+      out.append(": ", span(ZONES[me.zone], cls),
+        running ? ` zone: you go ${way} if the week ended now.` : " zone.");
+    } else {
+      out.append(".");
+    }
+  }
+  if (body.result) {
+    const r = body.result;
+    out.append(" Final: ", span(outcomeText(r.outcome, r.new_tier),
+      r.outcome === "promoted" ? "up" : r.outcome === "demoted" ? "down" : ""), ".");
+  }
+}
+
+function renderCohort(body) {
+  const table = $("league-board");
+  const tbody = table.querySelector("tbody");
+  table.hidden = body.entries.length === 0;
+  const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
+  tbody.replaceChildren();
+  const promoted = body.entries.filter((e) => e.zone === "promotion");
+  const demoted = body.entries.filter((e) => e.zone === "demotion");
+  const self = body.self;
+  for (const e of body.entries) {
+    const tr = document.createElement("tr");
+    tr.dataset.key = e.user_id === null ? `anon-${e.rank}-${e.score}` : String(e.user_id);
+    tr.dataset.rank = String(e.rank);
+    const mine = e.user_id !== null ? String(e.user_id) === state.userId
+      : self !== null && e.rank === self.rank && e.score === self.score;
+    cell(tr, String(e.rank));
+    cell(tr, mine ? `${e.display_name} (you)` : e.display_name);
+    cell(tr, e.zone ? ZONES[e.zone] : "");
+    cell(tr, String(e.score));
+    if (e.zone) tr.classList.add(`zone-${e.zone}`);
+    if (e === promoted[promoted.length - 1]) tr.classList.add("promote-line");
+    if (e === demoted[0]) tr.classList.add("demote-line");
+    if (mine) tr.classList.add("me");
+    if (before.has(tr.dataset.key) && before.get(tr.dataset.key) !== tr.dataset.rank) {
+      tr.classList.add("moved");
+    }
+    tbody.appendChild(tr);
+  }
+  const ranks = (from, to) => from === to ? `rank ${from} goes` : `ranks ${from} to ${to} go`;
+  const legend = [];
+  if (promoted.length) legend.push(`▲ ${ranks(1, promoted[promoted.length - 1].rank)} up a tier`);
+  if (demoted.length) {
+    legend.push(`▼ ${ranks(demoted[0].rank, demoted[demoted.length - 1].rank)} down a tier`);
+  }
+  $("league-legend").textContent = legend.length
+    ? `${legend.join("; ")} when the week is decided.` : "";
+}
+
+function renderLastWeek(last) {
+  const out = $("league-last");
+  out.replaceChildren();
+  if (!last || last.status === "none") return;
+  out.append(span("Last week ", "label"), `(${last.season}, ${title(last.tier)} league): `);
+  const r = last.result;
+  if (!r) {
+    out.append(`not decided yet (${new Date(Date.parse(last.decides_at)).toLocaleString()}).`);
+    return;
+  }
+  out.append(r.rank === null ? "" : `${ordinal(r.rank)}, `,
+    span(outcomeText(r.outcome, r.new_tier),
+      r.outcome === "promoted" ? "up" : r.outcome === "demoted" ? "down" : ""), ".");
 }
 
 function go(season) {
