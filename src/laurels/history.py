@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from laurels.db import Database
-from laurels.seasons import Period, Season, parse_season, part_period
+from laurels.seasons import END_OF_TIME, Period, Season, parse_season, part_period, season_of
 
 PATTERNS = {"week": "____-W__", "day": "____-__-__"}
 
@@ -39,6 +39,13 @@ async def history_of(db: Database, periods: tuple[Period, ...], season: str,
     """The history a long board is the sum of, or None: a board built from its
     own completions (not long, or nothing of it closed yet)."""
     board = parse_season(season)
+    if board.bounded:
+        closed = await db.fetch("part_seasons", conn, pattern=board.name, first=board.name,
+                                last=board.name)
+        if closed and closed[0]["finalized"]:
+            # A closed season is its own archive (its completions may be
+            # retired): a rebuild reads its standings, as its reads do.
+            return History([board.name], END_OF_TIME)
     part = part_period(board.period, periods)
     if part is None:
         return None
@@ -97,3 +104,45 @@ class Partitions:
         this = month_of(now)
         following = date(this.year + this.month // 12, this.month % 12 + 1, 1)
         await self.ensure({this, following})
+
+    async def retire(self, now: datetime, retain_days: int | None, leagues: bool) -> list[date]:
+        """Drop the months of completions wholly older than `retain_days`
+        whose seasons (every week, day and month they touch) are closed and
+        archived, and whose league weeks are decided: every board, archive and
+        result stays as it was (docs/operations.md). The months dropped."""
+        if retain_days is None:
+            return []
+        limit = now - timedelta(days=retain_days)
+        done = []
+        for row in await self.db.fetch("completion_months"):
+            month: date = row["month"]
+            start = datetime(month.year, month.month, 1, tzinfo=UTC)
+            end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
+            if end > limit or not await self._closed(start, end, leagues):
+                continue
+            found = await self.db.fetch_one("retire_month", month=month)
+            if found and found["retired"]:
+                self.known.discard(month)
+                done.append(month)
+        return done
+
+    async def _closed(self, start: datetime, end: datetime, leagues: bool) -> bool:
+        """Whether every season touching [start, end) is finalized (a season
+        PostgreSQL does not know holds no completions) and, with leagues, every
+        week of it decided."""
+        weeks = _spanned(start, end, "week")
+        names = weeks + _spanned(start, end, "day") + _spanned(start, end, "month")
+        rows = await self.db.fetch("seasons_touching", seasons=names)
+        if not all(r["finalized"] for r in rows):
+            return False
+        return not (leagues and await self.db.fetch("undecided_league_weeks", seasons=weeks))
+
+
+def _spanned(start: datetime, end: datetime, period: Period) -> list[str]:
+    """The names of the seasons of `period` that touch [start, end)."""
+    out = []
+    season = season_of(start, period)
+    while season.starts_at < end:
+        out.append(season.name)
+        season = season.next()
+    return out

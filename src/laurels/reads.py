@@ -19,6 +19,7 @@ from laurels.board import Around, Board, BoardMissing, Entry, beside, default_na
 from laurels.db import Database
 from laurels.errors import DomainError
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS, Healer
+from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.ranking import Position
@@ -208,7 +209,14 @@ class Reads:
         """"Why is my score X": a learner's completions in a season, newest first
         (`limit` after the position of the previous page's last one), each counted
         or voided; the counted points add up to `score`, their score on the board.
-        Returns the body and the position of the page's last entry when more follow."""
+        Returns the body and the position of the page's last entry when more follow.
+        A season some of whose completions were retired answers `"retired":
+        true` with its archived score and no completions."""
+        retired = await self.db.fetch_one(
+            "retired_between", starts=season.starts_at if season.bounded else EPOCH_OF_BOARDS,
+            ends=season.ends_at)
+        if retired and retired["retired"]:
+            return await self._retired(season, user_id), None
         after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
         rows = await self.db.fetch("user_completions", season=season, user_id=user_id,
                                    limit=limit + 1, after_at=after_at,
@@ -226,6 +234,25 @@ class Reads:
         last = page[-1] if len(rows) > limit else None
         return body, (micros(last["completed_at"]), int(last["seq"]), 0) if last else None
 
+    async def _retired(self, season: Season, user_id: int) -> dict[str, Any]:
+        score = await _retired_score(self.db, season, user_id, self.settings.periods)
+        return {"season": season.name, "user_id": user_id, "score": score, "retired": True,
+                "completions": [], "next": None}
+
+
+async def _retired_score(db: Database, season: Season, user_id: int, periods: Any) -> int:
+    """A learner's score on a season whose completions were (partly) retired:
+    its archive's (a closed season), or its history's (all time)."""
+    if season.bounded:
+        row = await db.fetch_one("archived_score", season=season, user_id=user_id)
+        return int(row["score"]) if row else 0
+    history = await history_of(db, periods, season.name)
+    if history is None:  # pragma: no cover - retired months imply closed weeks
+        return 0
+    rows = await db.fetch("long_sums_for", season=season, user_ids=[user_id],
+                          parts=history.parts, cutoff=history.cutoff)
+    return int(rows[0]["score"]) if rows else 0
+
 
 def _archived_entry(row: Any) -> Entry:
     uid = int(row["user_id"])
@@ -235,6 +262,7 @@ def _archived_entry(row: Any) -> Entry:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH_OF_BOARDS = datetime(1, 1, 1, tzinfo=UTC)  # `all` starts with the first completion
 
 
 def micros(at: datetime) -> int:

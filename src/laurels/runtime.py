@@ -168,6 +168,14 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["epoch"] = svc.epoch.run
         if svc.settings.leagues:
             loops["leagues"] = every(0.5, svc.leagues.tick)
+        if svc.settings.retain_completions_days is not None:
+
+            async def retire() -> None:
+                await svc.partitions.retire(datetime.now(UTC),
+                                            svc.settings.retain_completions_days,
+                                            svc.settings.leagues)
+
+            loops["retention"] = every(60, retire)
     if svc.webhooks is not None:  # whoever has the URL sends (what anyone recorded)
         loops["webhooks"] = svc.webhooks.run
         loops["webhook-metrics"] = every(5, svc.webhooks.measure)

@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     league_promote: Annotated[tuple[int, ...], NoDecode] = (7,)
     league_demote: Annotated[tuple[int, ...], NoDecode] = (5,)
     league_grace_seconds: int = Field(0, ge=0)
+    # Completions older than this many days may be dropped (a month at a
+    # time) once every season they touch is closed and archived (history.py);
+    # unset: kept forever.
+    retain_completions_days: int | None = Field(None, ge=1)
     # Not in the contract's table: how long a receiver may take (the
     # contract's 10 s; tests shorten it).
     webhook_timeout_seconds: float = Field(10.0, gt=0, le=60)

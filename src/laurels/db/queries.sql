@@ -899,3 +899,28 @@ GROUP BY h.user_id;
 -- name: ensure_partition
 -- The month's partition of completions (migration 013), made if missing.
 SELECT laurels_completions_partition(%(month)s::date) AS name;
+
+-- name: completion_months
+-- The months completions are kept in (migration 014).
+SELECT name, month FROM laurels_completion_months();
+
+-- name: seasons_touching
+-- The seasons of every period whose names a caller lists, with whether each
+-- is finalized (archived); retention drops a month only once all are.
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season = ANY(%(seasons)s);
+
+-- name: undecided_league_weeks
+SELECT season FROM league_weeks WHERE decided_at IS NULL AND season = ANY(%(seasons)s);
+
+-- name: retire_month
+SELECT laurels_retire_month(%(month)s::date) AS retired;
+
+-- name: retired_between
+-- Whether some of a range's completions were retired (dropped with their month).
+SELECT EXISTS (SELECT 1 FROM retired_months
+               WHERE month < %(ends)s::date AND month + interval '1 month' > %(starts)s)
+       AS retired;
+
+-- name: archived_score
+SELECT score FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s;

@@ -35,11 +35,12 @@
 --          and its part: on a long board (all time, a month), the shorter
 --          closed-able season it belongs to (its week, its day), else ''
 --
--- Parts: a version of a long board may be built from the archived
--- standings of closed parts (rebuild.py) instead of their completions,
--- whose bits it then never had set. A completion of such a part counts on
--- the version already: applied again, it is a duplicate; corrected, it was
--- counted until then.
+-- Parts: a version may be built from archived standings (history.py)
+-- instead of completions, whose bits it then never had set: a long board
+-- from its closed parts, a closed season from its own archive. A
+-- completion of such a part (or of such a season) counts on the version
+-- already: applied again, it is a duplicate; corrected, it was counted
+-- until then.
 --
 -- Ties: a void's fallback tie time (the learner's latest completion that
 -- still counts) is read from PostgreSQL before this script runs. A
@@ -85,6 +86,17 @@ local TOP, NOTIFY_MAX, OVERTAKEN_MAX, ROUTES_MAX = 100, 10, 10, 100
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
 
+-- Whether a completion of `part` (or of this season) counts on target t
+-- from an archive (see Parts above); most versions have no parts at all.
+local has_parts = {}
+for t = 0, T - 1 do has_parts[t] = redis.call('EXISTS', KEYS[11 + 6 * t]) == 1 end
+local function from_archive(t, part)
+  if not has_parts[t] then return false end
+  local parts = KEYS[11 + 6 * t]
+  return redis.call('SISMEMBER', parts, season) == 1
+      or (part ~= '' and redis.call('SISMEMBER', parts, part) == 1)
+end
+
 -- Apply a correction to target t (see above); returns 1 if its state is newly
 -- recorded there, and (on the current version, when the score changed) the
 -- learner's visibility after it.
@@ -94,7 +106,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   local corrections = KEYS[base + 4]
   local bitmap = KEYS[6 + 6 * T + t * C + c]
-  local archived = part ~= '' and redis.call('SISMEMBER', KEYS[base + 5], part) == 1
+  local archived = from_archive(t, part)
   local stored = redis.call('HGET', corrections, seq)
   local stored_n, stored_counts = nil, false
   if stored then
@@ -148,8 +160,8 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   if redis.call('SETBIT', bitmap, offset, 1) == 1 then return 0, '' end
   redis.call('SADD', chunks, ARGV[10 + c])
   if erased then return 0, '' end
-  if part ~= '' and redis.call('SISMEMBER', KEYS[base + 5], part) == 1 then
-    return 0, ''  -- counted in its part's archived standing (see Parts above)
+  if from_archive(t, part) then
+    return 0, ''  -- counted in its archived standing (see Parts above)
   end
   local old_index, old_rank = nil, nil
   local p = parse_profile(redis.call('HGET', users, uid))

@@ -1,0 +1,80 @@
+"""Retention (issue 29; LAURELS_RETAIN_COMPLETIONS_DAYS): a month of
+completions is dropped once every season it touches is closed and archived,
+and every board, archive read, notification, league result and all-time
+score stays as it was; "why my score" for a retired season says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from laurels.runtime import Runtime, Services
+from laurels.seasons import parse_season
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)  # W49
+OLD = ["2026-W40", "2026-W41", "2026-W42"]  # Sep 28 .. Oct 18: September and October
+
+
+def item(cid: str, uid: int, points: int, week: str, hours: int = 30) -> dict[str, Any]:
+    at = parse_season(week).starts_at + timedelta(hours=hours)
+    return {"completion_id": cid, "user_id": uid, "points": points,
+            "completed_at": at.isoformat()}
+
+
+async def setup(rt: Runtime) -> Services:
+    svc = rt.derive(clock=lambda: NOW, periods=("week", "month", "all"), close_seasons=False,
+                    retain_completions_days=30, league_tiers=("bronze", "silver"),
+                    league_size=5, league_promote=(1,), league_demote=(1,))
+    await svc.leagues.store_settings()
+    for n, week in enumerate([*OLD, "2026-W49"]):
+        await svc.ingestor.record([item(f"{week}-{u}", u, u + n, week) for u in (1, 2, 3)])
+    closing = rt.derive(clock=lambda: NOW, periods=("week", "month", "all"),
+                        retain_completions_days=30, league_tiers=("bronze", "silver"),
+                        league_size=5, league_promote=(1,), league_demote=(1,))
+    await closing.lifecycle.finalize_due(NOW)
+    for week in OLD:
+        await closing.leagues.decide(week)
+    await closing.rebuilder.run("all")
+    return closing
+
+
+async def everything(svc: Services) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for season in [*OLD, "2026-09", "2026-10", "2026-W49", "all"]:
+        out[season] = (await svc.reads.top(parse_season(season), 100))["entries"]
+    out["notes"] = [(await svc.notifications.newest(u))["notifications"] for u in (1, 2, 3)]
+    out["league"] = [await svc.leagues.learner(u, parse_season("2026-W41")) for u in (1, 2, 3)]
+    return out
+
+
+async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime) -> None:
+    svc = await setup(rt)
+    before = await everything(svc)
+    dropped = await svc.partitions.retire(NOW, 30, leagues=True)
+    assert dropped == [date(2026, 9, 1), date(2026, 10, 1)]
+    assert await svc.partitions.retire(NOW, 30, leagues=True) == []  # once
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM completions"
+                                 " WHERE completed_at < '2026-11-01'")
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 0
+    assert await everything(svc) == before
+    # The all-time board and a retired week's, rebuilt: from their archives.
+    for season in ("all", "2026-W41"):
+        await svc.rebuilder.run(season)
+        assert (await svc.reads.top(parse_season(season), 100))["entries"] == before[season]
+        assert (await svc.verifier.verify(season)).consistent
+    why, _ = await svc.reads.completions(parse_season("2026-W41"), 2, 50, None)
+    assert why == {"season": "2026-W41", "user_id": 2, "score": 3, "retired": True,
+                   "completions": [], "next": None}
+    why_all, _ = await svc.reads.completions(parse_season("all"), 2, 50, None)
+    assert why_all["retired"] is True and why_all["score"] == 2 + 3 + 4 + 5
+
+
+async def test_a_month_with_a_season_still_open_is_kept(rt: Runtime) -> None:
+    svc = await setup(rt)
+    # November holds W49's neighbour W48 (open): kept whatever its age.
+    assert date(2026, 11, 1) not in await svc.partitions.retire(
+        NOW + timedelta(days=45), 30, leagues=True)
+    # Without a retention setting nothing is ever dropped.
+    assert await svc.partitions.retire(NOW + timedelta(days=400), None, leagues=True) == []
