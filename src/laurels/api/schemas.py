@@ -226,6 +226,9 @@ class CompletionsOut(BaseModel):
     score: int
     completions: list[CompletionItemOut]
     next: str | None
+    # true when the season's completions were retired (LAURELS_RETAIN_COMPLETIONS_DAYS):
+    # the archived score, no completions
+    retired: bool | None = None
 
 
 class DeliveryOut(BaseModel):
