@@ -301,8 +301,12 @@ async def load_week(url: str, members: int) -> None:
             "%(start)s + ((g * 7919) %% 600000) * interval '1 second', now(), %(week)s "
             "FROM generate_series(1::bigint, %(n)s::bigint) g",
             {"m": members, "n": n, "start": start, "week": DECIDE_WEEK})
-        await conn.execute("INSERT INTO league_weeks (season, decided_at) VALUES (%s, now())",
-                           (PREVIOUS_WEEK,))
+        # The week's row exists when statistics are taken, as it does once autovacuum has
+        # seen it (lock_league_week makes it at the week's first placement). Without it,
+        # place_joins' pending check is planned as a nested loop over every undecided join
+        # (docs/performance.md, "Leagues").
+        await conn.execute("INSERT INTO league_weeks (season, decided_at) VALUES (%s, now()), "
+                           "(%s, NULL)", (PREVIOUS_WEEK, DECIDE_WEEK))
         await conn.execute("INSERT INTO league_tiers (user_id, tier, season) "
                            "SELECT g, g %% %s, %s FROM generate_series(1, %s) g",
                            (len(TIERS), PREVIOUS_WEEK, members))
