@@ -101,7 +101,7 @@ async def post_completion(state: ApiState, scope: Scope, receive: Receive, send:
     state.limiter.check(state.auth.require_ingest(bearer(scope)))
     check_headers(_header(scope, b"content-type") or "", _header(scope, b"content-length"))
     body = await read_json(_body(receive))
-    [outcome] = await state.services.ingestor.record([body])
+    outcome = await state.group_commit.submit(body)  # one commit for a moment's posts
     if outcome.status == "rejected":
         raise Problem(outcome.code or "validation_error", outcome.detail or "rejected")
     await _answer(send, outcome_status(outcome), orjson.dumps(outcome.body()))

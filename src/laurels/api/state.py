@@ -20,6 +20,7 @@ from laurels.api.auth import Auth
 from laurels.api.caches import BoardCache, GroupCache
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import RateLimiter
+from laurels.ingest import GroupCommit
 from laurels.runtime import Services
 from laurels.supervisor import Supervisor
 
@@ -33,6 +34,7 @@ class ApiState(State):
     limiter: RateLimiter
     board_cache: BoardCache
     group_cache: GroupCache
+    group_commit: GroupCommit  # single posts of one moment, in one transaction
     supervisor: Supervisor | None  # set while the app's lifespan runs
 
     def __init__(self, services: Services) -> None:
@@ -44,6 +46,7 @@ class ApiState(State):
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
             "group_cache": GroupCache(services.subscription, services.hub.index),
+            "group_commit": GroupCommit(services.ingestor),
             "supervisor": None,
         }
         super().__init__(fields)
