@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from laurels.board.connection import require_supported
 from laurels.board.values import BoardMissing
@@ -73,6 +74,73 @@ class Scripts:
         return self.by_name[name]
 
 
+Call = tuple[str, list[str], list[Any], "asyncio.Future[Any]"]  # script, keys, args, answer
+
+
+class Coalesced:
+    """The read script calls of one turn of the event loop, sent to Redis in
+    one round trip (issue 30): concurrent requests (a page refetching after
+    a hint, many learners' neighbourhoods) share one write and one read of
+    the connection instead of one each. A call alone goes out at once, as
+    before. The calls go as plain EVALSHA (a script pipeline of redis-py
+    would ask SCRIPT EXISTS first); one that finds its script missing
+    (NOSCRIPT: a Redis restarted) is sent again on its own, which loads it.
+    Redis Cluster routes each call to its slot's node: not coalesced."""
+
+    def __init__(self, redis: Redis, scripts: Scripts) -> None:
+        self.redis = redis
+        self.scripts = scripts
+        self._queue: list[Call] = []
+        self._sending: set[asyncio.Future[None]] = set()
+
+    async def call(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((script, keys, args, future))
+        if len(self._queue) == 1:
+            loop.call_soon(self._flush)  # after what this turn of the loop runs
+        return await future
+
+    def _flush(self) -> None:
+        calls, self._queue = self._queue, []
+        if calls:
+            task = asyncio.ensure_future(self._send(calls))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, calls: list[Call]) -> None:
+        try:
+            replies = await self._replies(calls)
+        except BaseException as exc:
+            for *_, future in calls:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (*_, future), reply in zip(calls, replies, strict=True):
+            if future.done():
+                continue
+            if isinstance(reply, Exception):
+                future.set_exception(reply)
+            else:
+                future.set_result(reply)
+
+    async def _replies(self, calls: list[Call]) -> list[Any]:
+        if len(calls) == 1:
+            script, keys, args, _ = calls[0]
+            return [await self.scripts[script](keys=keys, args=args)]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for script, keys, args, _ in calls:
+                pipe.evalsha(self.scripts[script].sha, len(keys), *keys, *args)
+            replies = list(await pipe.execute(raise_on_error=False))
+        for i, reply in enumerate(replies):
+            if isinstance(reply, NoScriptError):
+                script, keys, args, _ = calls[i]
+                replies[i] = await self.scripts[script](keys=keys, args=args)
+        return replies
+
+
 class BoardBase:
     def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy) -> None:
         self.redis = redis
@@ -80,6 +148,7 @@ class BoardBase:
         self.keys = keys
         self.policy = policy
         self.scripts = Scripts(redis)
+        self.coalesced = Coalesced(redis, self.scripts)
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
         self.on_hint: list[Callable[[Hint], None]] = []
@@ -180,7 +249,10 @@ class BoardBase:
         for _ in range(MAX_STALE_RETRIES):
             current = self.versions(season)[0]
             keys = [sk.current, *version_keys(sk.version(current or "0"))]
-            reply: list[Any] = await self.scripts[script](keys=keys, args=[current, *args])
+            call = [current, *args]
+            reply: list[Any] = (await self.scripts[script](keys=keys, args=call)
+                                if self.cluster else
+                                await self.coalesced.call(script, keys, call))
             if reply[0] == "STALE":
                 self._versions[season] = (reply[1], self.versions(season)[1])
                 continue
