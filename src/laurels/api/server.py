@@ -103,6 +103,44 @@ def options(settings: Settings) -> dict[str, Any]:
             "proxy_headers": False, "access_log": settings.access_log}
 
 
+class Corked:
+    """A connection's transport whose response head waits for its body:
+    uvicorn writes the status line and headers on `http.response.start` and
+    the body on `http.response.body`, two sends for every response; held
+    until the body follows (in the same turn of the loop, as the fast lane
+    and FastAPI send them), both go in one (issue 30). A head no body
+    follows in that turn (a live stream's) goes out at the end of the turn;
+    closing sends what is held first. Everything else is the transport's."""
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._held is not None:
+            data, self._held = self._held + data, None
+        elif data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 100 "):
+            self._held = data
+            self._loop.call_soon(self.release)
+            return
+        self._transport.write(data)
+
+    def release(self) -> None:
+        if self._held is not None:
+            data, self._held = self._held, None
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self.release()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class GuardedProtocol(HttpToolsProtocol):
     limits: ClassVar[Limits] = Limits()
 
@@ -118,6 +156,7 @@ class GuardedProtocol(HttpToolsProtocol):
             transport.abort()  # the excess only; everyone connected goes on
             return
         super().connection_made(transport)
+        self.transport = Corked(transport, self.loop)  # type: ignore[assignment]
         self._arm_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
