@@ -3,7 +3,12 @@
 
 - `GET /healthz`: `{"status": "ok"}`, the least an HTTP answer costs;
 - `GET /events`: a server-sent `ready`, then the connection is held until the
-  client leaves, the least a held stream costs.
+  client leaves, the least a held stream costs;
+- `POST /v1/completions`, when `BENCH_BARE_DATABASE_URL` names a database
+  with the tables `bench_raw` and `bench_raw_outbox`: the body's completion
+  inserted as one row and its outbox row, in a transaction of its own, from a
+  pool of 20 connections (laurels' default): the least a durable single post
+  costs.
 
     .venv/bin/uvicorn bench.bare_app:app --http httptools --loop uvloop --no-proxy-headers
 """
@@ -11,18 +16,54 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
+import orjson
+from psycopg_pool import AsyncConnectionPool
+
 HEALTH = b'{"status":"ok"}'
+ACCEPTED = b'{"status":"accepted"}'
+DATABASE_URL = os.environ.get("BENCH_BARE_DATABASE_URL")
+pool: AsyncConnectionPool | None = None
+
+
+async def insert(body: bytes) -> None:
+    item = orjson.loads(body)
+    assert pool is not None
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(
+            "INSERT INTO bench_raw (completion_id, user_id, points, completed_at) "
+            "VALUES (%s, %s, %s, %s) RETURNING seq",
+            (item["completion_id"], item["user_id"], item["points"], item["completed_at"]))
+        row = await cur.fetchone()
+        assert row is not None
+        await conn.execute("INSERT INTO bench_raw_outbox (seq) VALUES (%s)", (row[0],))
+
+
+async def read_body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
         while True:
             message = await receive()
+            global pool
             if message["type"] == "lifespan.startup":
+                if DATABASE_URL:
+                    pool = AsyncConnectionPool(DATABASE_URL, min_size=20, max_size=20,
+                                               open=False, kwargs={"autocommit": True})
+                    await pool.open(wait=True)
                 await send({"type": "lifespan.startup.complete"})
             else:
+                if pool is not None:
+                    await pool.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     if scope["path"] == "/events":
@@ -33,8 +74,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         return
+    answer = HEALTH
+    if scope["method"] == "POST" and scope["path"] == "/v1/completions" and pool is not None:
+        await insert(await read_body(receive))
+        answer = ACCEPTED
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(HEALTH)).encode())]})
-    await send({"type": "http.response.body", "body": HEALTH})
+                            (b"content-length", str(len(answer)).encode())]})
+    await send({"type": "http.response.body", "body": answer})
     await asyncio.sleep(0)

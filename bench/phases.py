@@ -77,12 +77,21 @@ async def load_season(s: Setup) -> None:
             "ON CONFLICT DO NOTHING", (s.learners,))
         await conn.execute("INSERT INTO seasons (season) VALUES (%s) ON CONFLICT DO NOTHING",
                            (s.season,))
+        last = start + timedelta(seconds=min(s.completions, 600_000))
+        await conn.execute(  # the months' partitions first, as the service makes them
+            "SELECT laurels_completions_partition(m::date) FROM generate_series("
+            "date_trunc('month', %s::timestamptz AT TIME ZONE 'UTC'), "
+            "%s::timestamptz AT TIME ZONE 'UTC', interval '1 month') m", (start, last))
         await conn.execute(
             "INSERT INTO completions (completion_id, user_id, points, completed_at, "
             "received_at, season) SELECT %s || g, 1 + (g * 7919) %% %s, 1 + g %% 10, "
             "%s + (g %% 600000) * interval '1 second', now(), %s "
             "FROM generate_series(1::bigint, %s::bigint) g",
             (f"{s.season}-", s.learners, start, s.season, s.completions))
+        await conn.execute(
+            "INSERT INTO completion_ids (completion_id, seq, completed_at) "
+            "SELECT completion_id, seq, completed_at FROM completions WHERE season = %s",
+            (s.season,))
         await conn.execute("ANALYZE completions")
 
 
@@ -355,7 +364,6 @@ async def timed_batches(svc: Service, bodies: list[bytes], clients: int
 async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> None:
     """Durable batch ingest against the same rows inserted raw (a completions
     table and an outbox, one transaction per batch), then single POSTs."""
-    start = parse_season(s.season).starts_at
     chunks = _ingest_chunks(s, "i", count, batch)
     async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
         await c.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
@@ -367,24 +375,35 @@ async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> N
         "durable batch ingest (completions/s)", count / seconds, count / raw_seconds,
         "raw batched INSERT + outbox row, same rows", "completions/s", goal=">= 0.5",
         context=f"batches of {batch}, {clients} clients; server {cores:.2f} cores"))
-    single_script = s.svc.log_path.with_name(f"single-{s.season}.lua")
-    single_script.write_text(
+    load = await single_posts(s, s.svc.base_url, s.svc.proc.pid, "p")
+    base = await single_posts(s, s.bare_url, s.bare_pid, "b")
+    health = await asyncio.to_thread(wrk, f"{s.svc.base_url}/healthz", s.svc.proc.pid, 5.0)
+    s.figures.append(Figure(
+        "single POST /v1/completions (req/s)", load.rps, base.rps,
+        "single-row INSERT + outbox row per request, plain ASGI app", "req/s", goal=">= 0.5",
+        context=f"16 connections; p99 {load.p99:.1f} ms (baseline {base.p99:.1f} ms); "
+                f"{load.rps / health.rps:.2f} of /healthz; {load.cpu}"))
+
+
+async def single_posts(s: Setup, base_url: str, pid: int, tag: str) -> Load:
+    """wrk posting one new completion per request to `base_url`."""
+    start = parse_season(s.season).starts_at
+    script = s.svc.log_path.with_name(f"single-{tag}-{s.season}.lua")
+    script.write_text(
         'counter = 0\n'
         'request = function()\n'
         '  counter = counter + 1\n'
-        f'  local body = string.format(\'{{"completion_id":"p{s.run_id}{s.season}-%d",'
+        f'  local body = string.format(\'{{"completion_id":"{tag}{s.run_id}{s.season}-%d",'
         f'"user_id":%d,"points":1,"completed_at":"{start.isoformat()}"}}\', counter, '
         f'1 + counter % {s.learners})\n'
         '  return wrk.format("POST", "/v1/completions", '
         '{["Content-Type"]="application/json", '
         f'["Authorization"]="Bearer {s.svc.ingest_token}"}}, body)\n'
         'end\n')
-    load = await asyncio.to_thread(
-        _wrk_script, f"{s.svc.base_url}/v1/completions", s.svc.proc.pid, str(single_script))
-    health = await asyncio.to_thread(wrk, f"{s.svc.base_url}/healthz", s.svc.proc.pid, 5.0)
-    s.figures.append(Figure(
-        "single POST /v1/completions (req/s)", load.rps, health.rps, "GET /healthz, same server",
-        "req/s", context=f"p99 {load.p99:.1f} ms; {load.cpu}"))
+    load = await asyncio.to_thread(_wrk_script, f"{base_url}/v1/completions", pid, str(script))
+    if load.errors:
+        raise BenchError(f"{load.errors} single posts to {base_url} failed")
+    return load
 
 
 GROUPS_PER_LEARNER, CLASS_SIZE = 3, 30

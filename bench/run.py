@@ -263,7 +263,7 @@ def start_services(plan: Plan, admin_url: str, redis_url: str, run_id: str, work
                                    workdir, name="projector-only",
                                    LAURELS_FAILPOINTS="skip:fast_path")
     procs.append(projector_only.proc)
-    bare, bare_url = start_bare(workdir)
+    bare, bare_url = start_bare(workdir, database_url)
     procs.append(bare)
     setups = [Setup(admin_url, database_url, redis_url, svc, bare_url, bare.pid, n, 5 * n,
                     f"2026-W{40 + k}", run_id) for k, n in enumerate(plan.sizes)]

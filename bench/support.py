@@ -144,15 +144,18 @@ def wait_ready(svc: Service, timeout: float = 60.0) -> None:
     raise BenchError(f"laurels serve not ready after {timeout:.0f} s:\n{svc.log_tail()}")
 
 
-def start_bare(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """bench/bare_app.py on the same uvicorn as laurels: the baseline server."""
+def start_bare(workdir: Path, database_url: str | None = None
+               ) -> tuple[subprocess.Popen[bytes], str]:
+    """bench/bare_app.py on the same uvicorn as laurels: the baseline server
+    (with `database_url`, its single-post baseline writes there)."""
     port = free_port()
+    env = {**os.environ, "BENCH_BARE_DATABASE_URL": database_url or ""}
     with open(workdir / "bare.log", "wb") as out:
         proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("uvicorn")), "bench.bare_app:app", "--host",
              "127.0.0.1", "--port", str(port), "--http", "httptools", "--loop", "uvloop",
              "--no-proxy-headers", "--no-access-log", "--log-level", "warning"],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.perf_counter() + 30

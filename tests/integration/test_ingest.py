@@ -183,3 +183,29 @@ async def test_unique_completion_id_is_enforced_by_postgres(rt: Runtime) -> None
         except psycopg.errors.UniqueViolation:
             return
     raise AssertionError("a second completion with the same completion_id was accepted")
+
+
+async def test_month_with_rows_in_the_default_partition(rt: Runtime) -> None:
+    """Rows of a month written before its partition was made (by hand, by a
+    restore) sit in the default partition; the first recording of that month
+    moves them into the month's new partition (migration 015) instead of
+    failing every batch of the month."""
+    async with rt.db.connection() as conn:
+        await conn.execute(
+            "INSERT INTO completions (completion_id, user_id, points, completed_at, "
+            "received_at, season) VALUES ('by-hand', 5, 3, '2026-10-07T10:00:00Z', now(), "
+            "'2026-W41')")
+        cur = await conn.execute("SELECT count(*) AS n FROM completions_default")
+        assert await cur.fetchone() == {"n": 1}
+    early = ingestor(rt, datetime(2026, 10, 8, 12, 0, tzinfo=UTC))
+    [rec] = await early.record([item("api", 5, 2, "2026-10-08T09:00:00Z")])
+    assert rec.status == "recorded"
+    async with rt.db.connection() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM completions_default")
+        assert await cur.fetchone() == {"n": 0}
+        cur = await conn.execute(
+            "SELECT tableoid::regclass::text AS part, completion_id FROM completions "
+            "WHERE season = '2026-W41' ORDER BY completion_id")
+        assert await cur.fetchall() == [
+            {"part": "completions_2026_10", "completion_id": "api"},
+            {"part": "completions_2026_10", "completion_id": "by-hand"}]
