@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import redis
+from hypothesis import Phase
 
 from laurels.api.auth import mint
 from laurels.settings import Settings
@@ -268,3 +269,15 @@ SEED_TIES = [("t1", 30, 10, "2026-11-03T09:00:00Z"), ("t2", 20, 10, "2026-11-03T
 SEED_TIE_RANKS = {"shared": [(1, 10), (1, 20), (1, 30), (4, 40)],
                   "first": [(1, 30), (2, 10), (3, 20), (4, 40)]}
 
+
+
+# The model machines skip hypothesis's explain phase: it traces every line of
+# a failing example again, which on these machines (real stores, an event
+# loop per step) runs for hours instead of printing the failure.
+NO_EXPLAIN = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+
+
+def model_examples(default: int) -> int:
+    """Examples per model machine: `LAURELS_MODEL_EXAMPLES` (.ci/run lowers it
+    on the setups after the first), else `default`."""
+    return int(os.environ.get("LAURELS_MODEL_EXAMPLES", str(default)))

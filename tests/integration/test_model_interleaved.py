@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,16 +47,16 @@ from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
-from tests.helpers import ADMIN, INGEST, USER_SECRET
+from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.invariants import HintTap, check_all, check_leagues
 
 SEASONS = ["2026-W47", "2026-W48"]
 BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
-TABLES = ("completions, outbox, users, seasons, season_standings, notifications, erasures, "
-          "rebuilds, league_weeks, league_joins, league_members, league_fill, league_results, "
-          "league_tiers")
+TABLES = ("completions, completion_ids, outbox, users, seasons, season_standings, "
+          "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
+          "league_fill, league_results, league_tiers")
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 2,
                            "league_promote": (1,), "league_demote": (0,)}
 POINTS = {  # where each operation can be held (None: run it through)
@@ -380,6 +379,6 @@ def test_interleavings_keep_privacy(settings: Settings, policy: str) -> None:
     machine = type(f"Interleaving_{policy}", (InterleavingMachine,),
                    {"cfg": settings, "policy": policy})
     run_state_machine_as_test(machine, settings=hsettings(
-        max_examples=int(os.environ.get("LAURELS_MODEL_EXAMPLES", "20")), stateful_step_count=25,
-        deadline=None,
+        max_examples=model_examples(20), stateful_step_count=25, deadline=None,
+        phases=NO_EXPLAIN,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
