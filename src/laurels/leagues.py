@@ -28,7 +28,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from psycopg.types.json import Jsonb
+import orjson
 
 from laurels import failpoints
 from laurels.board import Board
@@ -163,8 +163,9 @@ class Leagues:
 
     async def zones(self, season: str) -> int:
         """Notify the members of the week's touched cohorts who entered a
-        zone since their last notification; how many were notified."""
-        created: list[tuple[int, int]] = []
+        zone since their last notification; how many were notified. Set-based:
+        one statement locks the touched cohorts' members, their scores are
+        read in bulk, one statement writes the zones and one the notifications."""
         async with self.db.transaction() as conn:
             await self.db.fetch("lock_league_week", conn, season=season)
             week = await self.db.fetch_one("league_week", conn, season=season)
@@ -172,46 +173,61 @@ class Leagues:
                 return 0
             touched = await self.db.fetch("league_touched_cohorts", conn, season=season,
                                           since=week["zone_seq"])
-            for row in touched:
-                cohort = Cohort(season, row["tier"], row["cohort"])
-                created += await self._cohort_zones(conn, cohort)
-            if touched:
-                await self.db.run("set_zone_seq", conn, season=season,
-                                  seq=max(int(r["last_seq"]) for r in touched))
+            if not touched:
+                return 0
+            members = await self.db.fetch("lock_touched_members", conn, season=season,
+                                          tiers=[r["tier"] for r in touched],
+                                          cohorts=[r["cohort"] for r in touched])
+            shown = await self._shown(season, members)
+            changed = [(m, shown.get(m["user_id"])) for m in members
+                       if _zone(shown.get(m["user_id"])) != m["zone"]]
+            if changed:
+                await self.db.run("set_zones", conn, season=season,
+                                  user_ids=[m["user_id"] for m, _ in changed],
+                                  zones=[_zone(now) for _, now in changed])
+            created = await self._notify_zones(conn, season, [
+                (m, now) for m, now in changed if now is not None and now["zone"] is not None])
+            await self.db.run("set_zone_seq", conn, season=season,
+                              seq=max(int(r["last_seq"]) for r in touched))
         for uid, nid in created:
             await self.board.publish_notification(uid, nid)
         return len(created)
 
-    async def _cohort_zones(self, conn: Conn, cohort: Cohort) -> list[tuple[int, int]]:
-        _, shown = await self.board_of(cohort)
-        created = []
-        members = await self.db.fetch("lock_cohort_zones", conn, season=cohort.season,
-                                      tier=cohort.tier, cohort=cohort.number)
+    async def _shown(self, season: str, members: list[dict[str, Any]]) -> dict[int, Any]:
+        """By learner, what their cohort's board shows of them (rank, score,
+        zone), for the members given (whole cohorts): one read of the week's
+        board for all of them, then each cohort ranked as board_of ranks it."""
+        cohorts: dict[tuple[int, int], set[int]] = {}
         for m in members:
-            now = shown.get(m["user_id"])
-            zone: Zone | None = now["zone"] if now else None
-            if zone == m["zone"]:
-                continue
-            await self.db.run("set_zone", conn, season=cohort.season, user_id=m["user_id"],
-                              zone=zone)
-            if zone is not None and now is not None:
-                nid = await self._notify_zone(conn, m["user_id"], cohort, zone, now["rank"])
-                if nid is not None:
-                    created.append((m["user_id"], nid))
-        return created
+            cohorts.setdefault((m["tier"], m["cohort"]), set()).add(m["user_id"])
+        policy, scored = await self.groups.standings(parse_season(season),
+                                                     [m["user_id"] for m in members])
+        by_learner = {s.user_id: s for s in visible(scored, self.privacy)}
+        shown: dict[int, Any] = {}
+        for (tier, _), ids in cohorts.items():
+            ranked = rank_members([by_learner[u] for u in ids if u in by_learner], policy)
+            for r in ranked:
+                shown[r.member.user_id] = {"rank": r.rank, "score": r.member.score,
+                                           "zone": self.rules.zone(tier, r.rank, len(ranked))}
+        return shown
 
-    async def _notify_zone(self, conn: Conn, user_id: int, cohort: Cohort, zone: Zone,
-                           rank: int) -> int | None:
-        data = Jsonb({"tier": self.rules.tier_name(cohort.tier), "cohort_id": cohort.id,
-                      "zone": zone, "rank": rank})
-        key = f"league_zone:{cohort.season}:{zone}:{rank}:{datetime.now(UTC).timestamp()}"
-        row = await self.db.fetch_one("refresh_league_zone", conn, user_id=user_id,
-                                      season=cohort.season, data=data, dedup_key=key)
-        if row is None:
-            row = await self.db.fetch_one("insert_notification", conn, user_id=user_id,
-                                          kind="league_zone", season=cohort.season,
-                                          data=data, dedup_key=key)
-        return int(row["id"]) if row else None
+    async def _notify_zones(self, conn: Conn, season: str,
+                            entered: list[tuple[dict[str, Any], Any]]) -> list[tuple[int, int]]:
+        """One league_zone notification per member who entered a zone (an
+        unread one refreshed); (learner, notification id) of each."""
+        if not entered:
+            return []
+        stamp = datetime.now(UTC).timestamp()
+        rows = await self.db.fetch(
+            "notify_league_zones", conn, season=season,
+            user_ids=[m["user_id"] for m, _ in entered],
+            data=[orjson.dumps({"tier": self.rules.tier_name(m["tier"]),
+                                "cohort_id": Cohort(season, m["tier"], m["cohort"]).id,
+                                "zone": now["zone"], "rank": now["rank"]}).decode()
+                  for m, now in entered],
+            dedup_keys=[f"league_zone:{season}:{now['zone']}:{now['rank']}:{stamp}"
+                        for _, now in entered])
+        return [(int(r["user_id"]), int(r["id"])) for r in rows]
 
     # -- reads -------------------------------------------------------------------------
 
@@ -305,3 +321,8 @@ class Leagues:
 
     def current_week(self, now: datetime | None = None) -> Season:
         return season_of(now or datetime.now(UTC))
+
+
+def _zone(shown: Any) -> Zone | None:
+    """The zone a member's cohort board shows them in (None: in none, or not shown)."""
+    return shown["zone"] if shown else None

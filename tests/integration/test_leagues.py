@@ -173,6 +173,43 @@ async def test_zones_notify_those_who_enter_one(rt: Runtime) -> None:
                        "rank": 1}]
 
 
+async def test_a_learner_back_in_a_zone_has_one_unread_notice_with_the_latest(rt: Runtime
+                                                                             ) -> None:
+    """Zones are written for whole cohorts at once: a learner pushed out by
+    others' completions loses the zone, and entering it again refreshes the
+    unread notice (at most one per learner and week) instead of adding one."""
+    svc = await leagues(rt, league_tiers=("bronze", "silver"))
+
+    async def step(*items: dict[str, Any]) -> None:
+        await svc.ingestor.record(list(items))
+        await svc.leagues.place(W49)
+        await svc.projector.drain(min_age_seconds=0)
+        await svc.leagues.zones(W49)
+
+    async def notices(uid: int) -> list[dict[str, Any]]:
+        return [n["data"] for n in (await svc.notifications.newest(uid))["notifications"]
+                if n["kind"] == "league_zone"]
+
+    async def zone_of() -> dict[int, str | None]:
+        async with svc.db.connection() as conn:
+            cur = await conn.execute("SELECT user_id, zone FROM league_members"
+                                     " WHERE season = %s", (W49,))
+            return {r["user_id"]: r["zone"] for r in await cur.fetchall()}
+
+    await step(*(item(f"r{u}", u, u) for u in range(1, 6)))  # 5 and 4 promote
+    await step(item("r3b", 3, 10))  # 3 first, 5 second: 4 is pushed out
+    assert await zone_of() == {1: None, 2: None, 3: "promotion", 4: None, 5: "promotion"}
+    await step(item("r4b", 4, 20))  # 4 first again, 3 second, 5 out
+    assert await zone_of() == {1: None, 2: None, 3: "promotion", 4: "promotion", 5: None}
+    cohort = f"{W49}.0.0"
+    assert await notices(4) == [{"tier": "bronze", "cohort_id": cohort, "zone": "promotion",
+                                 "rank": 1}]
+    assert await notices(5) == [{"tier": "bronze", "cohort_id": cohort, "zone": "promotion",
+                                 "rank": 1}]
+    assert await notices(3) == [{"tier": "bronze", "cohort_id": cohort, "zone": "promotion",
+                                 "rank": 1}]
+
+
 async def test_erasure_removes_a_learner_from_every_cohort_and_result(rt: Runtime) -> None:
     svc = await leagues(rt)
     await svc.ingestor.record([item(f"e{u}", u, u) for u in range(1, 6)])

@@ -811,19 +811,45 @@ GROUP BY 1, 2;
 -- name: set_zone_seq
 UPDATE league_weeks SET zone_seq = greatest(zone_seq, %(seq)s) WHERE season = %(season)s;
 
--- name: lock_cohort_zones
-SELECT user_id, zone FROM league_members
-WHERE season = %(season)s AND tier = %(tier)s AND cohort = %(cohort)s
-ORDER BY user_id FOR UPDATE;
+-- name: lock_touched_members
+-- The members of the zone pass's cohorts (by tier and cohort number), their
+-- rows locked in learner order.
+SELECT m.tier, m.cohort, m.user_id, m.zone
+FROM league_members m
+JOIN unnest(%(tiers)s::smallint[], %(cohorts)s::integer[]) AS t(tier, cohort)
+  ON m.tier = t.tier AND m.cohort = t.cohort
+WHERE m.season = %(season)s
+ORDER BY m.user_id FOR UPDATE OF m;
 
--- name: set_zone
-UPDATE league_members SET zone = %(zone)s WHERE season = %(season)s AND user_id = %(user_id)s;
+-- name: set_zones
+UPDATE league_members m SET zone = z.zone
+FROM unnest(%(user_ids)s::bigint[], %(zones)s::text[]) AS z(user_id, zone)
+WHERE m.season = %(season)s AND m.user_id = z.user_id;
 
--- name: refresh_league_zone
--- At most one unread league_zone per learner and week: refresh it instead.
-UPDATE notifications SET data = %(data)s, created_at = now(), dedup_key = %(dedup_key)s
-WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'league_zone' AND NOT read
-RETURNING id;
+-- name: notify_league_zones
+-- One league_zone per learner given: at most one unread per learner and week,
+-- so an unread one is refreshed (its new dedup_key sends it to webhooks
+-- again), else one is created. Returns each learner's notification id.
+WITH z AS (
+    SELECT * FROM unnest(%(user_ids)s::bigint[], %(data)s::text[], %(dedup_keys)s::text[])
+        AS z(user_id, data, dedup_key)),
+refreshed AS (
+    UPDATE notifications n SET data = z.data::jsonb, created_at = now(),
+                               dedup_key = z.dedup_key
+    FROM z
+    WHERE n.user_id = z.user_id AND n.season = %(season)s AND n.kind = 'league_zone'
+      AND NOT n.read
+    RETURNING n.id, n.user_id),
+inserted AS (
+    INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+    SELECT z.user_id, 'league_zone', %(season)s, z.data::jsonb, z.dedup_key FROM z
+    WHERE NOT EXISTS (SELECT 1 FROM refreshed r WHERE r.user_id = z.user_id)
+    ORDER BY z.user_id
+    ON CONFLICT DO NOTHING
+    RETURNING id, user_id)
+SELECT id, user_id FROM refreshed
+UNION ALL
+SELECT id, user_id FROM inserted;
 
 -- name: delete_league_history
 -- An erasure: the learner's joins, memberships, results and tier go (the
