@@ -43,6 +43,18 @@ class Figure:
         return {**asdict(self), "ratio": self.ratio}
 
 
+def print_table(title: str, figures: list[Figure]) -> None:
+    """The run's figures as the bench prints them: value, baseline, ratio."""
+    print()
+    print(title)
+    width = max(len(f.name) for f in figures)
+    for f in figures:
+        print(f"  {f.name:<{width}}  {f.value:>12,.2f}  {f.baseline:>12,.2f}  "
+              f"{f.ratio:>7.2f}  {f.baseline_is}"
+              + (f"  [goal {f.goal}]" if f.goal else "")
+              + (f"  ({f.context})" if f.context else ""))
+
+
 @dataclass
 class Setup:
     """One board size: a season of its own in the bench's database."""

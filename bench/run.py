@@ -122,14 +122,7 @@ def report(plan: Plan, setups: list[Setup], once: list[Figure], seconds: float) 
     for title, figures in [*((f"{s.learners:,} learners, {s.completions:,} completions",
                               s.figures) for s in setups),
                            ("leagues" if plan.mode == "leagues" else "once", once)]:
-        print()
-        print(title)
-        width = max(len(f.name) for f in figures)
-        for f in figures:
-            print(f"  {f.name:<{width}}  {f.value:>12,.2f}  {f.baseline:>12,.2f}  "
-                  f"{f.ratio:>7.2f}  {f.baseline_is}"
-                  + (f"  [goal {f.goal}]" if f.goal else "")
-                  + (f"  ({f.context})" if f.context else ""))
+        phases.print_table(title, figures)
 
 
 def results(plan: Plan, setups: list[Setup], once: list[Figure], seconds: float) -> Any:
