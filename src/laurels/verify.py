@@ -4,7 +4,9 @@ Scores are compared, and so are the names and visibility the board holds
 (they are a projection of the users table too), and under the `first` policy
 each learner's tie time (their latest counted completion), which orders
 ties. Bounded memory: PostgreSQL sums are streamed through a server-side
-cursor and Redis learners are walked with HSCAN, a batch at a time. Tolerant
+cursor and Redis learners are walked with HSCAN, a batch at a time; the ids
+PostgreSQL streamed are kept (8 bytes a learner, in id order) so that only
+the learners it did not stream are looked up again. Tolerant
 of completions in flight: the outbox is settled first, and every difference
 seen is checked again after settling once more, so only lasting ones are
 reported.
@@ -13,6 +15,8 @@ reported.
 from __future__ import annotations
 
 import asyncio
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,40 +137,60 @@ class Verifier:
         await self._settle()
         sums = await self._sums(season)
         candidates: set[int] = set()
-        seen_in_pg = 0
-        async with self.db.transaction() as conn:
-            async for rows in self.db.stream(sums[0], conn, BATCH, season=season, **sums[2]):
-                seen_in_pg += len(rows)
-                redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
-                for r in rows:
-                    if redis_states[r["user_id"]] != self._state(season, r):
-                        self._note(result, candidates, r["user_id"])
-        # Learners on the board that PostgreSQL does not know (extra points).
-        extra = 0
-        async for batch in self.board.scan_scored(season, BATCH):
-            pg = await self._pg_scores(season, batch, sums)
-            for uid in batch:
-                if pg[uid][0] is None:
-                    extra += 1
-                    self._note(result, candidates, uid)
-        result.players_checked = seen_in_pg + extra
+        seen = await self._compare_streamed(result, candidates, season, sums)
+        extra = await self._find_extra(result, candidates, season, sums, seen)
+        result.players_checked = len(seen) + extra
         if candidates:
             await asyncio.sleep(0.2)  # let fast paths in flight finish
             await self._settle()
-            ids = sorted(candidates)
-            for i in range(0, len(ids), BATCH):
-                part = ids[i:i + BATCH]
-                pg = await self._pg_scores(season, part, sums)
-                rs = await self._redis_scores(season, part)
-                for uid in part:
-                    if pg[uid] != rs[uid]:
-                        what, difference = describe(rs[uid], pg[uid])
-                        result.mismatches.append(
-                            Mismatch(uid, rs[uid][0], pg[uid][0], what, difference))
+            await self._check_again(result, sorted(candidates), season, sums)
             # Differences beyond the candidates we could keep still count.
             result.mismatch_count = (len(result.mismatches)
                                      + max(0, result.mismatch_count - len(candidates)))
         return result
+
+    async def _compare_streamed(self, result: VerifyResult, candidates: set[int], season: str,
+                                sums: Sums) -> array[int]:
+        """Every learner PostgreSQL knows, against Redis; the ids streamed,
+        in id order (the sums are ORDER BY user_id)."""
+        seen = array("q")
+        async with self.db.transaction() as conn:
+            async for rows in self.db.stream(sums[0], conn, BATCH, season=season, **sums[2]):
+                seen.extend(r["user_id"] for r in rows)
+                redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
+                for r in rows:
+                    if redis_states[r["user_id"]] != self._state(season, r):
+                        self._note(result, candidates, r["user_id"])
+        return seen
+
+    async def _find_extra(self, result: VerifyResult, candidates: set[int], season: str,
+                          sums: Sums, seen: array[int]) -> int:
+        """Learners on the board that PostgreSQL did not stream (extra
+        points), looked up again in case they scored since; how many."""
+        extra = 0
+        async for batch in self.board.scan_scored(season, BATCH):
+            unseen = [uid for uid in batch if not _holds(seen, uid)]
+            if not unseen:
+                continue
+            pg = await self._pg_scores(season, unseen, sums)
+            for uid in unseen:
+                if pg[uid][0] is None:
+                    extra += 1
+                    self._note(result, candidates, uid)
+        return extra
+
+    async def _check_again(self, result: VerifyResult, ids: list[int], season: str,
+                           sums: Sums) -> None:
+        """The differences seen, once more after settling: only lasting ones are listed."""
+        for i in range(0, len(ids), BATCH):
+            part = ids[i:i + BATCH]
+            pg = await self._pg_scores(season, part, sums)
+            rs = await self._redis_scores(season, part)
+            for uid in part:
+                if pg[uid] != rs[uid]:
+                    what, difference = describe(rs[uid], pg[uid])
+                    result.mismatches.append(
+                        Mismatch(uid, rs[uid][0], pg[uid][0], what, difference))
 
     @staticmethod
     def _note(result: VerifyResult, candidates: set[int], uid: int) -> None:
@@ -174,3 +198,8 @@ class Verifier:
         if len(candidates) < MAX_CANDIDATES:
             candidates.add(uid)
 
+
+def _holds(ids: array[int], uid: int) -> bool:
+    """Whether the sorted `ids` hold `uid`."""
+    i = bisect_left(ids, uid)
+    return i < len(ids) and ids[i] == uid

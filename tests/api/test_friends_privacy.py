@@ -48,10 +48,10 @@ async def ranks(client: httpx.AsyncClient, season: str, user_ids: list[int]) -> 
     return resp.json()
 
 
-@pytest.mark.parametrize("season", ["current", "current-month"])
+@pytest.mark.parametrize("season", ["current", "current-day", "current-month", "all"])
 async def test_a_left_out_learner_is_answered_as_an_unknown_id(serve: ApiFactory,
                                                                season: str) -> None:
-    api = await serve(periods=("week", "month"))
+    api = await serve(periods=("week", "day", "month", "all"))
     await learners(api)
     public = (await api.get(f"/v1/leaderboards/{season}")).json()
     assert [(e["rank"], e["user_id"], e["score"]) for e in public["entries"]] == [

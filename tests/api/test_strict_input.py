@@ -101,7 +101,7 @@ async def test_malformed_uuids_are_422(serve: ApiFactory) -> None:
 
 @pytest.mark.usefixtures("no_traceback")
 async def test_malformed_user_ids_are_422_on_every_route(serve: ApiFactory) -> None:
-    api = await serve(close_seasons=False)
+    api = await serve(close_seasons=False, league_tiers=("bronze", "silver"))
     ingest, admin = api.client(INGEST), api.client(ADMIN)
     assert (await ingest.post("/v1/completions", json=completion("c1", 5, 3, AT))).status_code \
         == 201
@@ -116,6 +116,9 @@ async def test_malformed_user_ids_are_422_on_every_route(serve: ApiFactory) -> N
             admin.post(f"/v1/users/{bad}/notifications/read", json={"ids": []}),
             admin.get(f"/v1/users/{bad}/notifications/events"),
             admin.get(f"/v1/users/{bad}/groups"),
+            admin.get(f"/v1/users/{bad}/league"),
+            admin.get(f"/v1/users/{bad}/league/history"),
+            admin.get(f"/v1/groups/g1/leaderboards/2026-W49/users/{bad}"),
             admin.post(f"/v1/admin/users/{bad}/suspend", json={"reason": "spam"}),
             admin.post(f"/v1/admin/users/{bad}/unsuspend"),
             fastapi_only(api, ADMIN).get(f"/v1/leaderboards/2026-W49/users/{bad}"),

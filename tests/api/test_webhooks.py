@@ -108,8 +108,9 @@ async def receiver() -> AsyncIterator[Receiver]:
         yield r
 
 
-async def test_every_event_arrives_signed_after_failures(serve: ApiFactory,
-                                                         receiver: Receiver) -> None:
+async def test_every_event_arrives_signed_after_failures(
+        serve: ApiFactory, receiver: Receiver, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="laurels.webhooks")
     api = await serve(close_seasons=False, webhook_url=receiver.url,
                       webhook_timeout_seconds=0.5)
     c, admin = api.client(INGEST), api.client(ADMIN)
@@ -132,6 +133,11 @@ async def test_every_event_arrives_signed_after_failures(serve: ApiFactory,
         assert [(e["attempt"], e["error"]) for e in d["errors"]] == [
             (1, "HTTP 500"), (2, "no answer within 0.5 s"), (3, "HTTP 302")], d
         assert d["last_error"] == "HTTP 302"
+        logged = [r.getMessage() for r in caplog.records if r.name == "laurels.webhooks"
+                  and r.levelname == "INFO" and r.getMessage().startswith(f"webhook {d['id']} ")]
+        assert [line.split(" failed: ")[0].rsplit(" ", 1)[-1] for line in logged] == [
+            "1", "2", "3"], logged  # each failed attempt at INFO, with its number
+        assert "HTTP 500" in logged[0] and "HTTP 302" in logged[2]
     assert receiver.bad_signatures == 0 and receiver.attempts["followed a redirect"] == 0
     assert set(receiver.received) == {d["id"] for d in done}
     events = {e["type"]: e for e in receiver.received.values()}

@@ -131,6 +131,20 @@ async def test_verify_reports_differences(rt: Runtime) -> None:
     assert body["consistent"] is False and body["players_checked"] == len(sums)
 
 
+async def test_verify_reports_a_learner_postgresql_does_not_know(rt: Runtime) -> None:
+    """A learner on the board with no completion in PostgreSQL is reported
+    (the second pass looks up only the learners the sums did not stream)."""
+    await ingestor(rt).record(items("x", 40, users=10))
+    sums = await pg_sums(rt)
+    gone = max(sums)
+    async with rt.db.connection() as conn:  # their rows lost behind the board's back
+        await conn.execute("DELETE FROM completions WHERE user_id = %s", (gone,))
+    result = await rt.verifier.verify(SEASON)
+    assert [(m.user_id, m.redis, m.postgres) for m in result.mismatches] == [
+        (gone, sums[gone], None)]
+    assert result.body()["players_checked"] == len(sums)
+
+
 async def test_flushed_board_heals_itself(rt: Runtime) -> None:
     await ingestor(rt).record(items("h", 80))
     expected = await pg_sums(rt)
