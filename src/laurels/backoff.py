@@ -1,7 +1,7 @@
 """Exponential backoff with jitter, the one schedule of every retry loop
 that waits between attempts: the client's (laurels.client: 0.2 s, doubling,
-at most 10 s) and the webhook deliveries' (webhooks.py: 1 s, doubling, at
-most an hour).
+at most 10 s), the webhook deliveries' (webhooks.py: 1 s, doubling, at
+most an hour) and the background loops' restarts (supervisor.py).
 
 "Equal jitter": half of the delay is fixed, so the delays still grow, and
 half is random, so clients that failed together do not retry together

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Awaitable, Callable
 
 import psycopg
@@ -21,6 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from laurels.backoff import jittered_seconds
 from laurels.metrics import LOOP_RESTARTS, LOOP_UP
 
 log = logging.getLogger("laurels.supervisor")
@@ -66,9 +66,9 @@ class Supervisor:
                 LOOP_RESTARTS.labels(name).inc()
                 self.down[name] = f"{type(exc).__name__}: {exc}"[:200]
                 transient = isinstance(exc, TRANSIENT)
-                delay = min(TRANSIENT_MAX_SECONDS if transient else BACKOFF_MAX_SECONDS,
-                            self.backoff_first_seconds * 2 ** (failures - 1))
-                delay *= random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not cryptography
+                delay = jittered_seconds(
+                    failures - 1, base_seconds=self.backoff_first_seconds,
+                    cap_seconds=TRANSIENT_MAX_SECONDS if transient else BACKOFF_MAX_SECONDS)
                 if transient:
                     log.warning("background loop %r: %s; restarting in %.1f s", name,
                                 self.down[name], delay)

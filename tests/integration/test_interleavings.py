@@ -560,17 +560,33 @@ def at(cid: str, uid: int, points: int, minutes: int) -> dict[str, Any]:
             "completed_at": when.isoformat()}
 
 
-@pytest.mark.parametrize("path", ["fast_path", "projector"])
-async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str) -> None:
+# A restore racing the projector's delivery would pass correction_committed,
+# which holds the void there: the void's own fast path then goes first.
+@pytest.mark.parametrize(("path", "racer"), [("fast_path", "completion"),
+                                             ("fast_path", "restore"),
+                                             ("projector", "completion")])
+async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str, racer: str) -> None:
     """`first` policy. Learner 1 has 3 points at +1h and 5 at +3h; learner 2
     has 8 at +2h. A void of the +3h completion reads the fallback tie time
-    (+1h) from PostgreSQL and is held there; meanwhile learner 1 completes 5
-    more at +2h30, applied at once. The void's apply must not write +1h over
-    it: learner 1's tie time is +2h30, so learner 2 (8 points at +2h) ranks
+    (+1h) from PostgreSQL and is held there; meanwhile learner 1's 5 points
+    at +2h30 come to count, applied at once: a new completion, or a restore
+    of one voided before. The void's apply must not write +1h over it:
+    learner 1's tie time is +2h30, so learner 2 (8 points at +2h) ranks
     first, as a rebuild would rank them. Held in the void's own fast path,
     or in the projector delivering the void while its fast path waits."""
     svc = services(rt, tie_policy="first")
     await svc.ingestor.record([at("t1", 1, 3, 60), at("t2", 1, 5, 180), at("t3", 2, 8, 120)])
+    if racer == "restore":
+        await svc.ingestor.record([at("t4", 1, 5, 150)])
+        await svc.corrections.void("t4", "checked later")
+        await svc.projector.drain(min_age_seconds=0)
+
+    async def race() -> None:
+        if racer == "restore":
+            await svc.corrections.restore("t4", "it was fine")
+        else:
+            await svc.ingestor.record([at("t4", 1, 5, 150)])
+
     with failpoints.hold("correction_committed") as committed:
         if path == "projector":
             void = asyncio.create_task(svc.corrections.void("t2", "copied"))
@@ -578,14 +594,14 @@ async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str) -> N
             with failpoints.hold("void_tie_read") as held:
                 drain = asyncio.create_task(svc.projector.drain(min_age_seconds=0))
                 await held.reached()
-                await svc.ingestor.record([at("t4", 1, 5, 150)])
+                await race()
             await drain
         else:
             committed.release()
             with failpoints.hold("void_tie_read") as held:
                 void = asyncio.create_task(svc.corrections.void("t2", "copied"))
                 await held.reached()
-                await svc.ingestor.record([at("t4", 1, 5, 150)])
+                await race()
     await void
     await svc.projector.drain(min_age_seconds=0)
     assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
