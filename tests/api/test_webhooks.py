@@ -270,3 +270,41 @@ async def test_a_refreshed_notification_is_sent_once_per_window_with_its_latest_
         # carried them), then at most one for the window's refreshes.
         assert 1 <= len(sent) <= 2, sent
         assert {s["id"] for s in sent} == {latest["id"]}
+
+
+async def test_league_notifications_reach_the_platform(serve: ApiFactory) -> None:
+    """league_zone and league_result are notifications like any other: each
+    reaches the receiver as notification.created, signed, carrying its kind
+    and data as the API shows them, and LAURELS_WEBHOOK_EVENTS chooses them
+    by kind."""
+    receiver = Receiver([])
+    async for _ in running(receiver):
+        api = await serve(close_seasons=False, late_grace_seconds=10**9,
+                          league_grace_seconds=10**9, webhook_url=receiver.url,
+                          league_tiers=("bronze", "silver"), league_size=5,
+                          league_promote=(2,), league_demote=(1,),
+                          webhook_events=("notification.league_zone",
+                                          "notification.league_result"))
+        week = "2026-W40"
+        start = season_of(datetime(2026, 10, 1, tzinfo=UTC)).starts_at
+        await post(api.client(INGEST), [(f"lz{u}", u, u, start.replace(hour=u).isoformat())
+                                        for u in range(1, 6)])
+        rt = api.runtime
+        await rt.leagues.place(week)
+        await rt.projector.drain(min_age_seconds=0)
+        await rt.leagues.zones(week)
+        assert await rt.leagues.decide(week)
+        done = await settled(api)
+        assert {d["status"] for d in done} == {"delivered"} and receiver.bad_signatures == 0
+        sent = [e["data"] for e in receiver.received.values()]
+        assert {e["type"] for e in receiver.received.values()} == {"notification.created"}
+        zones = sorted((n["user_id"], n["data"]["zone"]) for n in sent
+                       if n["kind"] == "league_zone")
+        assert zones == [(4, "promotion"), (5, "promotion")]
+        results = {n["user_id"]: n["data"] for n in sent if n["kind"] == "league_result"}
+        assert sorted(results) == [1, 2, 3, 4, 5]
+        assert results[5] == {"tier": "bronze", "cohort_id": f"{week}.0.0", "rank": 1,
+                              "outcome": "promoted", "new_tier": "silver"}
+        listed = (await api.client(token_for(api.env, 5)).get(
+            "/v1/users/5/notifications")).json()["notifications"]
+        assert {n["id"] for n in listed} == {n["id"] for n in sent if n["user_id"] == 5}

@@ -224,3 +224,63 @@ async def test_erasure_removes_a_learner_from_every_cohort_and_result(rt: Runtim
     view = await svc.leagues.learner(4, parse_season(W49))
     assert 5 not in [e["user_id"] for e in view["entries"]]
     assert view["result"] == {"rank": 2, "outcome": "promoted", "new_tier": "silver"}
+
+
+async def test_someone_else_s_completion_pushes_a_learner_into_the_demotion_zone(
+        rt: Runtime) -> None:
+    """A silver cohort of three (promote 1, demote 1): the last is in the
+    demotion zone. Learner 3 climbs out of it with a completion of their
+    own, which pushes learner 4 in: learner 4 is notified, though they did
+    nothing."""
+    rules = {"league_tiers": ("bronze", "silver", "gold"), "league_promote": (3, 1, 1)}
+    svc = await leagues(rt, **rules)
+    await svc.ingestor.record([item(f"w{u}", u, u) for u in range(1, 6)])
+    await svc.leagues.place(W49)
+    assert await svc.leagues.decide(W49)  # 3, 4 and 5 go up to silver
+    svc50 = await leagues(rt, now=NOW + timedelta(days=7), **rules)
+
+    async def step(*items: dict[str, Any]) -> None:
+        await svc50.ingestor.record(list(items))
+        await svc50.leagues.place(W50)
+        await svc50.projector.drain(min_age_seconds=0)
+        await svc50.leagues.zones(W50)
+
+    async def notices(uid: int) -> list[dict[str, Any]]:
+        return [n["data"] for n in (await svc50.notifications.newest(uid))["notifications"]
+                if n["kind"] == "league_zone"]
+
+    await step(*(item(f"s{u}", u, 10 * u, W50) for u in (3, 4, 5)))
+    assert await members(svc50, W50) == {u: (1, 0) for u in (3, 4, 5)}
+    cohort = f"{W50}.1.0"
+    assert await notices(3) == [{"tier": "silver", "cohort_id": cohort, "zone": "demotion",
+                                 "rank": 3}]
+    assert await notices(5) == [{"tier": "silver", "cohort_id": cohort, "zone": "promotion",
+                                 "rank": 1}]
+    assert await notices(4) == []
+    await step(item("s3b", 3, 100, W50))  # 3 first; 4 is now last
+    assert await notices(4) == [{"tier": "silver", "cohort_id": cohort, "zone": "demotion",
+                                 "rank": 3}]
+    view = await svc50.leagues.learner(4, parse_season(W50))
+    assert view["self"] == {"rank": 3, "score": 40, "zone": "demotion"}
+    assert [(e["user_id"], e["zone"]) for e in view["entries"]] == [
+        (3, "promotion"), (5, None), (4, "demotion")]
+
+
+async def test_a_suspended_learner_does_not_join_and_a_suspended_member_stays(
+        rt: Runtime) -> None:
+    """Suspension is hidden to leagues: a learner suspended before their
+    first completion does not join; a member suspended during the week
+    leaves the cohort's board and ends it `stayed`, whatever they scored."""
+    svc = await leagues(rt)
+    await svc.learners.suspend(6, True, "spam")
+    await svc.ingestor.record([item(f"u{u}", u, 10 * u) for u in range(1, 7)])
+    await svc.leagues.place(W49)
+    assert sorted(await members(svc, W49)) == [1, 2, 3, 4, 5]
+    await svc.learners.suspend(5, True, "cheating")
+    view = await svc.leagues.learner(1, parse_season(W49))
+    assert [e["user_id"] for e in view["entries"]] == [4, 3, 2, 1]
+    assert await svc.leagues.decide(W49)
+    assert (await svc.leagues.learner(5, parse_season(W49)))["result"] == {
+        "rank": None, "outcome": "stayed", "new_tier": "bronze"}
+    assert (await svc.leagues.learner(4, parse_season(W49)))["result"] == {
+        "rank": 1, "outcome": "promoted", "new_tier": "silver"}
