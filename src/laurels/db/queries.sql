@@ -5,8 +5,10 @@ SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL
 FROM users WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 
 -- name: find_completions
-SELECT completion_id, seq, user_id, points, completed_at, received_at, season
-FROM completions WHERE completion_id = ANY(%(completion_ids)s);
+-- By id through completion_ids (migration 017): its key is the row's.
+SELECT c.completion_id, c.seq, c.user_id, c.points, c.completed_at, c.received_at, c.season
+FROM completion_ids k JOIN completions c ON c.seq = k.seq AND c.completed_at = k.completed_at
+WHERE k.completion_id = ANY(%(completion_ids)s);
 
 -- name: ingest_batch
 -- One round trip for a whole batch (migrations/004_ingest_function.sql, as
@@ -459,10 +461,13 @@ WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 -- order of docs/concurrency.md), with its state.
 SELECT c.seq, c.completion_id, c.user_id, c.points, c.completed_at, c.season,
        c.voided_at IS NULL AS counted, c.correction
-FROM completions c WHERE c.completion_id = %(completion_id)s FOR UPDATE;
+FROM completion_ids k JOIN completions c ON c.seq = k.seq AND c.completed_at = k.completed_at
+WHERE k.completion_id = %(completion_id)s FOR UPDATE OF c;
 
 -- name: find_completion
-SELECT seq, user_id, completed_at FROM completions WHERE completion_id = %(completion_id)s;
+SELECT c.seq, c.user_id, c.completed_at
+FROM completion_ids k JOIN completions c ON c.seq = k.seq AND c.completed_at = k.completed_at
+WHERE k.completion_id = %(completion_id)s;
 
 -- name: set_voided
 -- Void (voided = true) or restore a completion: its correction number goes
