@@ -55,6 +55,10 @@ TABLES = ("completions, completion_ids, outbox, users, seasons, season_standings
 TIERS = ("bronze", "silver", "gold")
 LEAGUES: dict[str, Any] = {"league_tiers": TIERS, "league_size": 3, "league_promote": (1,),
                            "league_demote": (1,)}
+# Each learner's tier after the week before (decided, so nobody is pending):
+# the week's cohorts span every tier, and the decision promotes and demotes.
+WEEK_BEFORE = "2026-W46"
+TIER_BEFORE = {uid: i % len(TIERS) for i, uid in enumerate(POOL)}
 _example = itertools.count(1)
 
 
@@ -87,10 +91,12 @@ class Model:
     finalized: bool = False
     board_live: bool = False  # the season has a board in Redis
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    # leagues (docs/contract.md, Leagues): who joined, in order; their slots
+    # leagues (docs/contract.md, Leagues): who joined, in order; their (tier,
+    # slot); each learner's tier (after the week before: TIER_BEFORE)
     joins: list[int] = field(default_factory=list)
-    slots: dict[int, int] = field(default_factory=dict)
-    fill: int = 0
+    slots: dict[int, tuple[int, int]] = field(default_factory=dict)
+    fill: dict[int, int] = field(default_factory=dict)
+    tiers: dict[int, int] = field(default_factory=lambda: dict(TIER_BEFORE))
     decided: bool = False
     results: dict[int, tuple[int | None, str, int]] = field(default_factory=dict)
 
@@ -181,10 +187,13 @@ class Model:
                 self.joins.append(uid)
 
     def place(self) -> None:
-        for uid in self.joins:  # all tier 0: one week, nobody decided before
+        """In joining order, each in their tier's next slot (the week before
+        is decided for everyone: nobody is pending)."""
+        for uid in self.joins:
             if uid not in self.slots and not self.decided:
-                self.slots[uid] = self.fill
-                self.fill += 1
+                tier = self.tiers.get(uid, 0)
+                self.slots[uid] = (tier, self.fill.get(tier, 0))
+                self.fill[tier] = self.fill.get(tier, 0) + 1
 
     def decide(self, size: int) -> None:
         if self.decided:
@@ -192,19 +201,24 @@ class Model:
         self.place()
         self.decided = True
         st_ = self.standings()
-        for cohort in {slot // size for slot in self.slots.values()}:
-            members = [u for u, s in self.slots.items() if s // size == cohort]
+        promote, demote, top = LEAGUES["league_promote"][0], LEAGUES["league_demote"][0], 2
+        for tier, cohort in {(t, slot // size) for t, slot in self.slots.values()}:
+            members = [u for u, (t, s) in self.slots.items() if t == tier and s // size == cohort]
             eligible = {u: st_[u] for u in members if u in st_ and self.vis(u) != "hidden"}
             order = self.order(eligible)
             for uid in members:
                 rank = (self.rank(eligible, order, order.index(uid), eligible[uid][0])
                         if uid in eligible else None)
-                outcome, new = ("promoted", 1) if rank is not None and rank <= 1 else (
-                    "stayed", 0)  # tier 0: no demotion
+                outcome, new = "stayed", tier
+                if rank is not None and rank <= promote and tier < top:
+                    outcome, new = "promoted", tier + 1
+                elif rank is not None and rank > max(promote, len(eligible) - demote) and tier:
+                    outcome, new = "demoted", tier - 1
                 self.results[uid] = (rank, outcome, new)
+                self.tiers[uid] = new
                 self.notify(uid, "league_result", {
-                    "tier": TIERS[0], "cohort_id": f"{SEASON}.0.{cohort}", "rank": rank,
-                    "outcome": outcome, "new_tier": TIERS[new]})
+                    "tier": TIERS[tier], "cohort_id": f"{SEASON}.{tier}.{cohort}",
+                    "rank": rank, "outcome": outcome, "new_tier": TIERS[new]})
 
     def notify(self, uid: int, kind: str, data: dict[str, Any]) -> None:
         notes = self.notes.setdefault(uid, [])
@@ -249,6 +263,7 @@ class Model:
             self.joins.remove(uid)
         self.slots.pop(uid, None)
         self.results.pop(uid, None)
+        self.tiers.pop(uid, None)
         u = self.user(uid)
         u.erased, u.name, u.vis = True, None, "public"
         self.notes.pop(uid, None)
@@ -577,6 +592,8 @@ class Run:
         if decide:
             assert await self.sys.leagues.decide(SEASON) == (not self.model.decided)
             self.model.decide(LEAGUES["league_size"])
+            for outcome in sorted({o for _, o, _ in self.model.results.values()}):
+                event(f"a league decision with a learner {outcome}")
         else:
             await self.sys.leagues.place(SEASON)
             self.model.place()
@@ -632,8 +649,12 @@ class Run:
             result = await self.sys.verifier.verify(SEASON)
             assert result.consistent, result.body()
         async with self.sys.rt.db.connection() as conn:
-            cur = await conn.execute("SELECT user_id, slot FROM league_members")
-            assert {r["user_id"]: r["slot"] for r in await cur.fetchall()} == model.slots
+            cur = await conn.execute("SELECT user_id, tier, slot FROM league_members")
+            assert {r["user_id"]: (r["tier"], r["slot"])
+                    for r in await cur.fetchall()} == model.slots, "placements"
+            cur = await conn.execute("SELECT user_id, tier FROM league_tiers")
+            assert {r["user_id"]: r["tier"] for r in await cur.fetchall()} == model.tiers, \
+                "tiers"
             cur = await conn.execute("SELECT user_id FROM league_joins ORDER BY join_seq")
             assert [r["user_id"] for r in await cur.fetchall()] == model.joins, "joins"
             cur = await conn.execute("SELECT user_id, rank, outcome, new_tier FROM league_results")
@@ -677,6 +698,10 @@ class ModelMachine(RuleBasedStateMachine):
         async def go() -> Run:
             async with self.rt.db.connection() as conn:  # this test's database: empty
                 await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+                await conn.execute(
+                    "INSERT INTO league_tiers (user_id, tier, season)"
+                    " SELECT unnest(%s::bigint[]), unnest(%s::smallint[]), %s",
+                    (list(TIER_BEFORE), list(TIER_BEFORE.values()), WEEK_BEFORE))
             n = next(_example)
             system = System(self.rt, f"{self.rt.keys.prefix}m{n}", self.policy, keep_seasons)
             await system.leagues.store_settings()

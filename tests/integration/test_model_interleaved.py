@@ -57,8 +57,12 @@ USERS = [1, 2, 3, 4]
 TABLES = ("completions, completion_ids, outbox, users, seasons, season_standings, "
           "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
           "league_fill, league_results, league_tiers")
-LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 2,
-                           "league_promote": (1,), "league_demote": (0,)}
+LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 3,
+                           "league_promote": (1,), "league_demote": (1,)}
+# Learners 3 and 4 were promoted the week before: silver cohorts, whose last
+# is demoted, beside bronze ones; a learner who plays W48 before W47 is
+# decided is pending until it is.
+SILVER_BEFORE = {3: 1, 4: 1}
 POINTS = {  # where each operation can be held (None: run it through)
     "ingest": [None, "ingest_after_commit", "fast_missing"],
     "profile": [None, "profile_committed"],
@@ -120,6 +124,10 @@ class InterleavingMachine(RuleBasedStateMachine):
         async def go() -> None:
             async with self.rt.db.connection() as conn:  # this test's database: empty
                 await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+                await conn.execute(
+                    "INSERT INTO league_tiers (user_id, tier, season)"
+                    " SELECT unnest(%s::bigint[]), unnest(%s::smallint[]), '2026-W46'",
+                    (list(SILVER_BEFORE), list(SILVER_BEFORE.values())))
             prefix = f"{self.rt.keys.prefix}i{next(_example)}"
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
                                       key_prefix=prefix, periods=("week", "all"), **LEAGUES)
