@@ -69,7 +69,7 @@ SLOW = (
 # first store setup only (`-m "not once"` on the others).
 ONCE = (
     "tests/unit/", "tests/faults/test_faults.py", "tests/faults/test_connections.py",
-    "tests/faults/test_soak.py",
+    "tests/faults/test_soak.py", "tests/faults/test_league_processes.py",
     "tests/acceptance/test_browser.py", "tests/acceptance/test_fuzz.py",
     "tests/acceptance/test_cli.py", "tests/acceptance/test_integrating_walk.py",
     "tests/acceptance/test_webhook_writers.py",
