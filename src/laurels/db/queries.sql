@@ -741,8 +741,8 @@ WHERE m.season = %(season)s GROUP BY m.tier ORDER BY m.tier;
 -- The week's decision, set-based, from the completions that count now: each
 -- cohort ranked by the tie policy among its members who are not hidden (nor
 -- suspended) and have points; each member's outcome by the zone of their
--- final rank (the others stay, rank null); the new tiers; a league_result
--- notification each. The caller holds the week's lock and the season row.
+-- final rank (the others stay, rank null); the tiers that change; a
+-- league_result notification each. The caller holds the week's lock and the season row.
 WITH scores AS (
     SELECT m.user_id, sum(c.points) AS score, max(c.completed_at) AS last_at
     FROM league_members m
@@ -782,9 +782,9 @@ results AS (
     FROM outcomes o
     ON CONFLICT DO NOTHING
     RETURNING user_id, tier, cohort, rank, outcome, new_tier),
-tiers AS (
+tiers AS (  -- only the tiers that change: who stays keeps their row (or none: 0)
     INSERT INTO league_tiers AS t (user_id, tier, season)
-    SELECT r.user_id, r.new_tier, %(season)s FROM results r
+    SELECT r.user_id, r.new_tier, %(season)s FROM results r WHERE r.new_tier <> r.tier
     ON CONFLICT (user_id) DO UPDATE SET tier = EXCLUDED.tier, season = EXCLUDED.season
     WHERE t.season < EXCLUDED.season),
 notified AS (
