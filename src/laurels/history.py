@@ -95,15 +95,23 @@ class Partitions:
         self.db = db
         self.known: set[date] = set()  # made (by anyone) as far as this process knows
 
-    async def ensure(self, months: set[date]) -> None:
+    async def ensure(self, months: set[date]) -> bool:
+        """Make the months' partitions; False when one could not be made now
+        (its locks were taken: migration 019). Nothing waits for that: the
+        month's rows go to the default partition, and the loop tries again."""
+        made = True
         for month in sorted(months - self.known):
-            await self.db.fetch_one("ensure_partition", month=month)
-            self.known.add(month)
+            row = await self.db.fetch_one("ensure_partition", month=month)
+            if row is not None and row["name"] is not None:
+                self.known.add(month)
+            else:
+                made = False
+        return made
 
-    async def ahead(self, now: datetime) -> None:
+    async def ahead(self, now: datetime) -> bool:
         this = month_of(now)
         following = date(this.year + this.month // 12, this.month % 12 + 1, 1)
-        await self.ensure({this, following})
+        return await self.ensure({this, following})
 
     async def retire(self, now: datetime, retain_days: int | None, leagues: bool) -> list[date]:
         """Drop the months of completions wholly older than `retain_days`
