@@ -130,18 +130,22 @@ def start_server(env: dict[str, str], log: Path, *args: str) -> Server:
         proc = subprocess.Popen([laurels_bin(), "serve", *args], env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", proc, env, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
+
+    def ready() -> bool:
+        if proc.poll() is not None:  # fails at once: no point waiting for it
             raise RuntimeError(f"laurels serve exited: {log.read_text()[-2000:]}")
         try:
-            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
-                return server
+            return httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"laurels serve did not become ready: {log.read_text()[-2000:]}")
+            return False
+
+    try:
+        wait_until(ready, 60, "laurels serve to be ready", every=0.1)
+    except AssertionError:
+        server.stop()
+        raise RuntimeError(f"laurels serve did not become ready: {log.read_text()[-2000:]}"
+                           ) from None
+    return server
 
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
