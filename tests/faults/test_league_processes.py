@@ -6,9 +6,9 @@ processes start on the week once it is due, each running the decision loop
 by a pause point in tests/integration/test_leagues.py).
 
 Checked: every learner who joined is placed exactly once; in each tier and
-week every cohort is full but the newest, numbered without a gap, filled in
-joining order; the decision happens once, with one result and one
-`league_result` notification per member."""
+week every cohort is full but the newest, numbered without a gap; the
+decision happens once, with one result and one `league_result`
+notification per member."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ def test_ten_thousand_joins_and_a_decision_from_three_processes(
     assert {t for t, _ in sizes} == {0} and cohorts == list(range(len(cohorts)))
     assert all(sizes[(0, c)] == SIZE for c in cohorts[:-1]), sizes
     assert len(cohorts) == -(-LEARNERS // SIZE)
-    # Joining order: a cohort's members joined no earlier than the cohort before's.
-    order = [c for _, _, c, _ in placed]
-    assert order == sorted(order)
+    # (Joining order across processes is the order placement sees the joins
+    # committed: a join numbered earlier whose transaction commits later is
+    # placed later, so cohorts need not follow join_seq here; a single
+    # writer's order is tested in tests/integration/test_leagues.py.)
     # 2. The week is due: three processes start, each deciding what is due.
     servers = serve_three({**env, "LAURELS_LEAGUE_GRACE_SECONDS": "0"}, tmp_path, "d")
     try:
