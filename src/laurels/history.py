@@ -18,6 +18,8 @@ configured: the parts stop there).
 
 from __future__ import annotations
 
+import asyncio
+import random
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -80,6 +82,9 @@ def _days(month: Season, finalized: dict[str, bool]) -> History | None:
     return History(parts, parse_season(parts[-1]).ends_at)
 
 
+RETRY_SECONDS = 0.25  # between tries of a partition a batch needs (Partitions)
+
+
 def month_of(at: datetime) -> date:
     utc = at.astimezone(UTC)
     return date(utc.year, utc.month, 1)
@@ -97,8 +102,8 @@ class Partitions:
 
     async def ensure(self, months: set[date]) -> bool:
         """Make the months' partitions; False when one could not be made now
-        (its locks were taken: migration 019). Nothing waits for that: the
-        month's rows go to the default partition, and the loop tries again."""
+        (its locks were taken: each try waits at most 100 ms for them,
+        migration 019, so no statement on completions queues behind it)."""
         made = True
         for month in sorted(months - self.known):
             row = await self.db.fetch_one("ensure_partition", month=month)
@@ -107,6 +112,15 @@ class Partitions:
             else:
                 made = False
         return made
+
+    async def ensure_before_recording(self, months: set[date]) -> None:
+        """What a batch needs before it is recorded: its months' partitions,
+        tried again every RETRY_SECONDS while a long transaction keeps them
+        from being made. Its rows never go to the default partition (whose
+        rows a later partition would have to move), and between the tries
+        every other statement on completions goes on."""
+        while not await self.ensure(months):
+            await asyncio.sleep(RETRY_SECONDS * random.uniform(0.5, 1.5))  # noqa: S311
 
     async def ahead(self, now: datetime) -> bool:
         this = month_of(now)

@@ -174,7 +174,7 @@ class Ingestor:
         return deltas
 
     async def _insert(self, items: list[_Item], now: datetime) -> list[Row]:
-        await self.partitions.ensure({month_of(it.completed_at) for it in items})
+        await self.partitions.ensure_before_recording({month_of(it.completed_at) for it in items})
         for attempt in range(5):
             try:
                 return await self.db.fetch(

@@ -211,29 +211,31 @@ async def test_month_with_rows_in_the_default_partition(rt: Runtime) -> None:
             {"part": "completions_2026_10", "completion_id": "by-hand"}]
 
 
-async def test_a_month_s_partition_never_waits_behind_a_long_transaction(rt: Runtime) -> None:
+async def test_a_month_s_partition_never_queues_others_behind_a_long_transaction(
+        rt: Runtime) -> None:
     """Making a partition takes ACCESS EXCLUSIVE on completions. While a long
     transaction reads completions (a rebuild's snapshot, a decision), the
-    first batch of a new month does not queue for it (which would have
-    queued every other statement on completions behind it): it records into
-    the default partition at once, and the month is made, its rows moved,
-    once the transaction is gone (migration 019)."""
+    first batch of a new month waits for its partition in tries of at most
+    100 ms (migration 019), so other statements on completions are never
+    queued behind its lock request; once the transaction is gone the month
+    is made and the batch recorded into it, never into the default
+    partition."""
     async with rt.db.connection() as long:
         await long.execute("BEGIN")
         await long.execute("SELECT count(*) FROM completions")  # holds ACCESS SHARE
         early = ingestor(rt, datetime(2026, 9, 8, 12, 0, tzinfo=UTC))
-        [rec] = await asyncio.wait_for(
-            early.record([item("sep", 5, 2, "2026-09-08T09:00:00Z")]), 5)
-        assert rec.status == "recorded"
-        # Other statements on completions are not queued behind a lock request.
-        await asyncio.wait_for(rt.db.fetch("season_sums", season="2026-W37"), 5)
-        async with rt.db.connection() as conn:
-            cur = await conn.execute("SELECT count(*) AS n FROM completions_default")
-            assert await cur.fetchone() == {"n": 1}
+        batch = asyncio.create_task(early.record([item("sep", 5, 2, "2026-09-08T09:00:00Z")]))
+        for _ in range(5):  # while the batch waits, reads of completions go on
+            await asyncio.wait_for(rt.db.fetch("season_sums", season="2026-W37"), 5)
+            await asyncio.sleep(0.1)
+        assert not batch.done()
         await long.execute("COMMIT")
-    assert await early.partitions.ahead(datetime(2026, 9, 8, tzinfo=UTC))
+    [rec] = await asyncio.wait_for(batch, 10)
+    assert rec.status == "recorded"
     async with rt.db.connection() as conn:
         cur = await conn.execute("SELECT tableoid::regclass::text AS part FROM completions"
                                  " WHERE completion_id = 'sep'")
         assert await cur.fetchall() == [{"part": "completions_2026_09"}]
+        cur = await conn.execute("SELECT count(*) AS n FROM completions_default")
+        assert await cur.fetchone() == {"n": 0}
     assert await score(rt, "2026-W37", 5) == 2

@@ -6,9 +6,10 @@
 -- the interleaving machine (an ingest's first batch of a month while an
 -- erasure and a decision were held). Now the function waits at most
 -- 100 ms for its locks; if it cannot have them it makes nothing and answers
--- NULL, and the caller tries again later (the service's loop does every few
--- seconds). Meanwhile that month's rows go to the default partition, which
--- takes any completion; this function moves them out when it makes the month.
+-- NULL, and the caller tries again later: the service's loop every 10 s, a
+-- batch that needs the month every 0.25 s (history.Partitions), letting
+-- every other statement on completions through between its tries. A batch
+-- never records into the default partition for want of its month.
 CREATE OR REPLACE FUNCTION laurels_completions_partition(p_month date) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
