@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 
@@ -224,11 +225,21 @@ async def test_a_month_s_partition_never_queues_others_behind_a_long_transaction
         await long.execute("BEGIN")
         await long.execute("SELECT count(*) FROM completions")  # holds ACCESS SHARE
         early = ingestor(rt, datetime(2026, 9, 8, 12, 0, tzinfo=UTC))
+        refused = 0
+        ensure = early.partitions.ensure
+
+        async def counted(months: set[Any]) -> bool:
+            nonlocal refused
+            made = await ensure(months)
+            refused += not made
+            return made
+
+        early.partitions.ensure = counted  # type: ignore[method-assign]
         batch = asyncio.create_task(early.record([item("sep", 5, 2, "2026-09-08T09:00:00Z")]))
-        for _ in range(5):  # while the batch waits, reads of completions go on
-            await asyncio.wait_for(rt.db.fetch("season_sums", season="2026-W37"), 5)
-            await asyncio.sleep(0.1)
-        assert not batch.done()
+        await eventually(lambda: refused >= 2, 10, "two tries refused by the long transaction")
+        # Between its tries, reads of completions go on (none queues behind it).
+        await asyncio.wait_for(rt.db.fetch("season_sums", season="2026-W37"), 5)
+        assert not batch.done()  # it cannot be: its month cannot be made yet
         await long.execute("COMMIT")
     [rec] = await asyncio.wait_for(batch, 10)
     assert rec.status == "recorded"
