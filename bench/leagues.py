@@ -286,9 +286,11 @@ def join_figures(run: LeagueRun, learners: int, r: JoinRates, placer: Placer,
 
 async def load_week(url: str, members: int) -> None:
     """`members` learners with 3 completions each in one week (in its month's
-    partition, made as the service makes it), their tiers after the week
-    before (spread over the 5 tiers), and their joins in a shuffled order; the
-    league switch stays off (no trigger work)."""
+    partition, made as the service makes it; 1 to 20 points each, scattered
+    by a multiplicative hash, so cohorts have few ties and every tier above
+    the lowest demotes), their tiers after the week before (spread over the
+    5 tiers), and their joins in a shuffled order; the league switch stays
+    off (no trigger work)."""
     week = parse_season(DECIDE_WEEK)
     start = week.starts_at
     n = COMPLETIONS_PER_MEMBER * members
@@ -301,7 +303,8 @@ async def load_week(url: str, members: int) -> None:
                            (PREVIOUS_WEEK, DECIDE_WEEK))
         await conn.execute(
             "INSERT INTO completions (completion_id, user_id, points, completed_at, "
-            "received_at, season) SELECT 'L' || g, 1 + (g - 1) %% %(m)s, 1 + (g * 7) %% 10, "
+            "received_at, season) SELECT 'L' || g, 1 + (g - 1) %% %(m)s, "
+            "1 + ((g * 2654435761) %% 4294967291) %% 20, "
             "%(start)s + ((g * 7919) %% 600000) * interval '1 second', now(), %(week)s "
             "FROM generate_series(1::bigint, %(n)s::bigint) g",
             {"m": members, "n": n, "start": start, "week": DECIDE_WEEK})

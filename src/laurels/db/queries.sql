@@ -779,12 +779,13 @@ results AS (
     INSERT INTO league_results (season, user_id, tier, cohort, rank, outcome, new_tier)
     SELECT %(season)s, o.user_id, o.tier, o.cohort, o.rank, o.outcome,
            o.tier + CASE o.outcome WHEN 'promoted' THEN 1 WHEN 'demoted' THEN -1 ELSE 0 END
-    FROM outcomes o
+    FROM outcomes o ORDER BY o.user_id  -- in key order: each index is written page by page
     ON CONFLICT DO NOTHING
     RETURNING user_id, tier, cohort, rank, outcome, new_tier),
 tiers AS (  -- only the tiers that change: who stays keeps their row (or none: 0)
     INSERT INTO league_tiers AS t (user_id, tier, season)
     SELECT r.user_id, r.new_tier, %(season)s FROM results r WHERE r.new_tier <> r.tier
+    ORDER BY r.user_id
     ON CONFLICT (user_id) DO UPDATE SET tier = EXCLUDED.tier, season = EXCLUDED.season
     WHERE t.season < EXCLUDED.season),
 notified AS (
@@ -795,7 +796,7 @@ notified AS (
                'rank', r.rank, 'outcome', r.outcome,
                'new_tier', (%(names)s::text[])[r.new_tier + 1]),
            'league_result:' || %(season)s
-    FROM results r
+    FROM results r ORDER BY r.user_id
     ON CONFLICT DO NOTHING
     RETURNING user_id, id),
 decided AS (
