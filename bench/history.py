@@ -10,8 +10,11 @@ a baseline measured in the same run.
    learners; each month's partition made by `laurels_completions_partition`;
    `--completions` completions spread evenly over `--weeks` past weeks, one
    INSERT of `completion_ids` and one of `completions` per week, with the
-   same seq; the open week (the one holding `--now`) gets `--current` more,
-   up to `--now`. Every learner completes something every week (learner
+   same seq (a closed week's ids straight into the sealed partition, where
+   the seasons loop's `Partitions.seal` moves them once the week is
+   finalized; the run checks that it then finds nothing to move); the open
+   week (the one holding `--now`) gets `--current` more, up to `--now`.
+   Every learner completes something every week (learner
    `1 + g * 7919 % L` for completion g), so each archived week holds every
    learner: the most standings a week can have.
 2. **Close season by season**: each past week, and each month all of whose
@@ -115,6 +118,7 @@ class Week:
     first: int  # g of its first completion
     count: int
     until: datetime  # completions spread over [starts_at, until)
+    sealed: bool = True  # its ids in completion_ids' sealed partition (a closed week's)
 
 
 def calendar(plan: Plan) -> tuple[list[Week], Week, list[Season]]:
@@ -127,7 +131,7 @@ def calendar(plan: Plan) -> tuple[list[Week], Week, list[Season]]:
         count = per + (1 if i < extra else 0)
         weeks.append(Week(s, g, count, s.ends_at))
         g += count
-    open_week = Week(current, g, plan.current, plan.now)
+    open_week = Week(current, g, plan.current, plan.now, sealed=False)
     months = []
     month = season_of(seasons[0].starts_at, "month")
     while month.ends_at <= current.starts_at:
@@ -169,9 +173,9 @@ async def execute(url: str, *queries: Any) -> None:
 
 
 IDS = """
-INSERT INTO completion_ids (completion_id, seq, completed_at)
+INSERT INTO completion_ids (completion_id, seq, completed_at, sealed)
 SELECT 'tutorial-' || (g %% 5000) || ':learner-' || (1 + g * %(step)s %% %(learners)s)
-       || ':' || g, g, %(start)s + (g - %(first)s) * %(gap)s
+       || ':' || g, g, %(start)s + (g - %(first)s) * %(gap)s, %(sealed)s
 FROM generate_series(%(first)s::bigint, %(last)s::bigint) g"""
 SWEEP = " ORDER BY 1"  # with the index: a week's ids in one sweep of it (random in it)
 COMPLETIONS = """
@@ -192,16 +196,19 @@ RANDOM_INDEXES = {
         "CREATE INDEX completions_season_user_p ON completions (season, user_id)",
     "completions_user_p": "CREATE INDEX completions_user_p ON completions (user_id)",
 }
+ID_KEYS = ("completion_ids_open", "completion_ids_sealed")  # migration 020's partitions
 BULK_BEFORE = [*(f"DROP INDEX {name}" for name in RANDOM_INDEXES),
-               "ALTER TABLE completion_ids DROP CONSTRAINT completion_ids_pkey",
+               *(f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey" for t in ID_KEYS),
                "ALTER TABLE completions DISABLE TRIGGER league_join"]
 BULK_AFTER = ["SET maintenance_work_mem = '1GB'", *RANDOM_INDEXES.values(),
-              "ALTER TABLE completion_ids ADD CONSTRAINT completion_ids_pkey "
-              "PRIMARY KEY (completion_id)",
+              *(f"ALTER TABLE {t} ADD CONSTRAINT {t}_pkey PRIMARY KEY (completion_id)"
+                for t in ID_KEYS),
               "ALTER TABLE completions ENABLE TRIGGER league_join"]
 INDEXES = """
 SELECT tablename, indexname, indexdef FROM pg_indexes
-WHERE schemaname = 'public' AND tablename IN ('completions', 'completion_ids')
+WHERE schemaname = 'public'
+  AND tablename IN ('completions', 'completion_ids', 'completion_ids_open',
+                    'completion_ids_sealed')
 UNION ALL
 SELECT 'trigger', tgname, tgenabled::text FROM pg_trigger
 WHERE tgrelid = 'completions'::regclass AND NOT tgisinternal
@@ -228,7 +235,7 @@ async def load_week(url: str, plan: Plan, week: Week) -> None:
     gap = (week.until - week.season.starts_at) / week.count
     params = {"step": STEP, "learners": plan.learners, "start": week.season.starts_at,
               "first": week.first, "last": week.first + week.count - 1, "gap": gap,
-              "season": week.season.name}
+              "season": week.season.name, "sealed": week.sealed}
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(IDS if plan.bulk else IDS + SWEEP, params)
         await conn.execute(COMPLETIONS, params)
@@ -604,7 +611,8 @@ async def explains(plan: Plan, sides: tuple[Side, Side], week: Season,
 
 
 SIZES = """
-SELECT c.relname, pg_total_relation_size(c.oid) AS bytes
+SELECT c.relname, (SELECT coalesce(sum(pg_total_relation_size(t.relid)), 0)
+                   FROM pg_partition_tree(c.oid) t) AS bytes
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition"""
 PARTITION_SIZES = """
@@ -708,6 +716,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, str], redis_url:
                 else "Lifecycle.finalize"))
             out["timings"]["finalize_seconds"] = await close_seasons(hist, closing,
                                                                      plan.finalize)
+            if await hist.partitions.seal() != (0, 0):  # the load left the ids as it would
+                raise BenchError("the seal found closed weeks' ids in the open partition")
             log("VACUUM ANALYZE and CHECKPOINT of both databases")
             out["timings"]["vacuum_seconds"] = (await settle_database(hist_url)
                                                 + await settle_database(empty_url))

@@ -83,6 +83,7 @@ def _days(month: Season, finalized: dict[str, bool]) -> History | None:
 
 
 RETRY_SECONDS = 0.25  # between tries of a partition a batch needs (Partitions)
+SEAL_BATCH = 100_000  # ids a seal moves at a time (Partitions.seal)
 
 
 def month_of(at: datetime) -> date:
@@ -126,6 +127,25 @@ class Partitions:
         this = month_of(now)
         following = date(this.year + this.month // 12, this.month % 12 + 1, 1)
         return await self.ensure({this, following})
+
+    async def seal(self, limit: int = SEAL_BATCH) -> tuple[int, int]:
+        """Move the ids of finalized weeks out of the open partition of
+        completion_ids into the sealed one (migration 020), so that a
+        recording's index holds the open weeks' ids, not all of history.
+        One step a call: stage up to `limit` ids, or move the staged ones once
+        every transaction that was running at the staging has ended. The
+        ids (staged, moved)."""
+        rows = await self.db.fetch("part_seasons", pattern=PATTERNS["week"], first="0000",
+                                   last="9999-W99")
+        history = _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
+        if history is None:
+            return 0, 0
+        row = await self.db.fetch_one("seal_completion_ids", cutoff=history.cutoff,
+                                      limit=limit)
+        staged, moved = (int(row["staged"]), int(row["moved"])) if row else (0, 0)
+        if moved:
+            await self.db.run("vacuum_open_ids")  # the moved rows' space, for the next ids
+        return staged, moved
 
     async def retire(self, now: datetime, retain_days: int | None, leagues: bool) -> list[date]:
         """Drop the months of completions wholly older than `retain_days`

@@ -52,6 +52,9 @@ class Lifecycle:
             # re-rank holding one must not wait for a row deleted here).
             await self.lock_archives(conn, [r["season"] for r in locked if r["finalized"]])
             await failpoints.pause("erase_locked")
+            # Ids are not moved between completion_ids' partitions while
+            # they are deleted here (migration 020: the seal's move).
+            await self.db.fetch("seal_lock_shared", conn)
             seasons |= {r["season"] for r in await self.db.fetch(
                 "delete_user_completions", conn, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(

@@ -159,6 +159,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
             await svc.partitions.ahead(datetime.now(UTC))  # this month's and the next
             await svc.healer.prepare()  # this week's board before its first completion
             await svc.lifecycle.finalize_due()
+            await svc.partitions.seal()  # finalized weeks' ids out of the recording's index
 
         loops["projector"] = svc.projector.run
         loops["notifier"] = every(0.25, svc.notifier.consume)

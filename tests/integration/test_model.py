@@ -49,7 +49,7 @@ POOL = [3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]  # 12: crosses the top 
 NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
 VISIBILITIES = ["public", "anonymous", "hidden"]
 MINUTES = [0, 1, 2, 720, 10079]  # few distinct instants: ties on the latest completion
-TABLES = ("completions, completion_ids, outbox, users, seasons, season_standings, "
+TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, seasons, season_standings, "
           "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
           "league_fill, league_results, league_tiers")
 TIERS = ("bronze", "silver", "gold")
@@ -344,7 +344,7 @@ class System:
         self.board, self.lifecycle, self.rebuilder = svc.board, svc.lifecycle, svc.rebuilder
         self.notifier, self.projector, self.verifier = svc.notifier, svc.projector, svc.verifier
         self.learners, self.reads, self.ingestor = svc.learners, svc.reads, svc.ingestor
-        self.corrections = svc.corrections
+        self.corrections, self.partitions = svc.corrections, svc.partitions
 
     async def keys(self) -> list[str]:
         return [k async for k in self.rt.redis.scan_iter(match=f"{self.prefix}:*", count=1000)]
@@ -545,6 +545,13 @@ class Run:
             assert await self.sys.projector.drain(min_age_seconds=0) == len(alive)
             if alive and not self.model.finalized:
                 self.model.board_live = True  # a lost board was rebuilt to apply them
+        elif kind == "seal":
+            # The finalized week's ids move to the sealed partition (stage,
+            # then move: nothing runs between); later replays and conflicts
+            # of them must answer as before (migration 020).
+            self.log.append("seal")
+            staged, _ = await self.sys.partitions.seal()
+            assert await self.sys.partitions.seal() == (0, staged)
         elif kind == "finalize":
             self.log.append("finalize")
             done = await self.sys.lifecycle.finalize(SEASON)
@@ -775,6 +782,10 @@ class ModelMachine(RuleBasedStateMachine):
     @rule()
     def lose_redis(self) -> None:
         self._do(("lose_redis",))
+
+    @rule()
+    def seal(self) -> None:
+        self._do(("seal",))
 
     def teardown(self) -> None:
         async def close() -> None:

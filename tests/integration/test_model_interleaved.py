@@ -44,7 +44,7 @@ from laurels import failpoints
 from laurels.errors import DomainError
 from laurels.rebuild import RebuildFailed, RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import parse_season, season_of
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
@@ -54,7 +54,7 @@ SEASONS = ["2026-W47", "2026-W48"]
 BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
-TABLES = ("completions, completion_ids, outbox, users, seasons, season_standings, "
+TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, seasons, season_standings, "
           "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
           "league_fill, league_results, league_tiers")
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 3,
@@ -114,6 +114,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         self.ops: list[Op] = []
         self.log: list[str] = []
         self.cids = itertools.count(1)
+        self.bodies: dict[str, dict[str, Any]] = {}  # what each ingest sent
         self.private: set[int] = set()  # hidden or erased, as of the last check
 
     def run(self, coro: Any) -> Any:
@@ -207,7 +208,33 @@ class InterleavingMachine(RuleBasedStateMachine):
         at = parse_season(season).starts_at + timedelta(hours=uid)
         body = {"completion_id": f"c{next(self.cids)}", "user_id": uid, "points": points,
                 "completed_at": at.isoformat()}
+        self.bodies[body["completion_id"]] = body
         self.run(self._launch("ingest", uid, point, self.svc.ingestor.record([body])))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT and self.bodies)
+    @rule(data=st.data(), moved=st.booleans(), point=st.sampled_from(POINTS["ingest"]))
+    def replay(self, data: st.DataObject, moved: bool, point: str | None) -> None:
+        """An ingest of a completion_id sent before: the same payload (a
+        duplicate), or its time moved to the other week (a conflict), whether
+        its id is in the open partition or sealed (migration 020)."""
+        assert self.svc is not None
+        body = dict(data.draw(st.sampled_from(sorted(self.bodies.values(),
+                                                     key=lambda b: b["completion_id"]))))
+        if moved:
+            at = datetime.fromisoformat(body["completed_at"])
+            other = SEASONS[1] if season_of(at, "week").name == SEASONS[0] else SEASONS[0]
+            body["completed_at"] = (parse_season(other).starts_at
+                                    + (at - season_of(at, "week").starts_at)).isoformat()
+        self.run(self._launch("replay", body["user_id"], point,
+                              self.svc.ingestor.record([body])))
+
+    @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
+    @rule()
+    def seal(self) -> None:
+        """One step of moving finalized weeks' ids to the sealed partition:
+        a stage, or a move once no transaction from before the stage runs."""
+        assert self.svc is not None
+        self.run(self._launch("seal", None, None, self.svc.partitions.seal()))
 
     @precondition(lambda self: len(self.ops) < MAX_IN_FLIGHT)
     @rule(uid=st.sampled_from(USERS),
@@ -305,6 +332,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         private = (hidden | erased) - busy  # settled: no operation on them in flight
         await check_all(svc, BOARDS, in_flight=busy)
         await check_leagues(svc, erased)
+        await self._check_ids()
         # A hint of this step may name a learner who was public when it was
         # sent; none may name one who was private before the step and still is.
         for hint in await self.tap.drain():
@@ -329,6 +357,24 @@ class InterleavingMachine(RuleBasedStateMachine):
                     continue
                 others = {n["user_id"] for n in me["neighbors"] if not n["self"]} - {None}
                 assert not others & private, f"{season}: neighbours show {others & private}"
+
+    async def _check_ids(self) -> None:
+        """Each completion recorded once, its id in exactly one partition of
+        completion_ids (open or sealed), and no id without its completion."""
+        assert self.svc is not None
+        async with self.svc.db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT (SELECT count(*) FROM (SELECT completion_id FROM completions"
+                "        GROUP BY 1 HAVING count(*) > 1) d) AS twice,"
+                " (SELECT count(*) FROM (SELECT completion_id FROM completion_ids"
+                "        GROUP BY 1 HAVING count(*) > 1) d) AS ids_twice,"
+                " (SELECT count(*) FROM completions c LEFT JOIN completion_ids k"
+                "        ON k.completion_id = c.completion_id AND k.seq = c.seq"
+                "        WHERE k.seq IS NULL) AS unindexed,"
+                " (SELECT count(*) FROM completion_ids k LEFT JOIN completions c"
+                "        ON c.seq = k.seq WHERE c.seq IS NULL) AS orphans")
+            row = await cur.fetchone()
+        assert row == {"twice": 0, "ids_twice": 0, "unindexed": 0, "orphans": 0}, row
 
     @invariant()
     def holds(self) -> None:

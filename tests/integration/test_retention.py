@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 
@@ -47,8 +49,15 @@ async def everything(svc: Services) -> dict[str, Any]:
     return out
 
 
-async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime) -> None:
+@pytest.mark.parametrize("sealed", [False, True], ids=["ids-open", "ids-sealed"])
+async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime,
+                                                               sealed: bool) -> None:
+    """Also once the old weeks' ids were sealed (migration 020): their ids
+    go with their months, from whichever partition holds them."""
     svc = await setup(rt)
+    if sealed:
+        staged, _ = await svc.partitions.seal()
+        assert staged == 9 and await svc.partitions.seal() == (0, 9)
     before = await everything(svc)
     dropped = await svc.partitions.retire(NOW, 30, leagues=True)
     assert dropped == [date(2026, 9, 1), date(2026, 10, 1)]
@@ -57,7 +66,11 @@ async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime) -> N
         cur = await conn.execute("SELECT count(*) AS n FROM completions"
                                  " WHERE completed_at < '2026-11-01'")
         row = await cur.fetchone()
+        cur = await conn.execute("SELECT count(*) AS n FROM completion_ids"
+                                 " WHERE completed_at < '2026-11-01'")
+        ids = await cur.fetchone()
     assert row is not None and row["n"] == 0
+    assert ids is not None and ids["n"] == 0
     assert await everything(svc) == before
     # The all-time board and a retired week's, rebuilt: from their archives.
     for season in ("all", "2026-W41"):

@@ -945,6 +945,18 @@ WHERE season = ANY(%(seasons)s);
 -- name: undecided_league_weeks
 SELECT season FROM league_weeks WHERE decided_at IS NULL AND season = ANY(%(seasons)s);
 
+-- name: seal_completion_ids
+-- One step of moving finalized weeks' ids to the sealed partition (migration 020).
+SELECT staged, moved FROM laurels_seal_completion_ids(%(cutoff)s, %(limit)s);
+
+-- name: vacuum_open_ids
+-- After a seal: the moved rows' space in the open partition, for new ids.
+VACUUM (ANALYZE) completion_ids_open;
+
+-- name: seal_lock_shared
+-- Held by a writer deleting ids (erasure): a seal's move never runs meanwhile.
+SELECT pg_advisory_xact_lock_shared(hashtext('laurels completion ids seal'));
+
 -- name: retire_month
 SELECT laurels_retire_month(%(month)s::date) AS retired;
 
