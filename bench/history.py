@@ -12,7 +12,8 @@ a baseline measured in the same run.
    INSERT of `completion_ids` and one of `completions` per week, with the
    same seq (a closed week's ids straight into the sealed partition, where
    the seasons loop's `Partitions.seal` moves them once the week is
-   finalized; the run checks that it then finds nothing to move); the open
+   finalized, and their filter built by `laurels_build_id_filter`; the run
+   checks that the seal then finds nothing to move); the open
    week (the one holding `--now`) gets `--current` more, up to `--now`.
    Every learner completes something every week (learner
    `1 + g * 7919 % L` for completion g), so each archived week holds every
@@ -60,7 +61,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -274,6 +275,11 @@ async def load(url: str, plan: Plan, weeks: list[Week], open_week: Week) -> dict
         started = time.perf_counter()
         await execute(url, *BULK_AFTER)
         timings["index_seconds"] = time.perf_counter() - started
+    # The sealed ids' filter, as the seal's moves would have left it (migration 020).
+    started = time.perf_counter()
+    await execute(url, "SELECT laurels_build_id_filter()")
+    timings["id_filter_seconds"] = time.perf_counter() - started
+    log(f"  the sealed ids' filter built in {timings['id_filter_seconds']:.0f} s")
     return timings
 
 
@@ -493,30 +499,41 @@ async def ingest_round(side: Side, items: list[dict[str, Any]], plan: Plan) -> f
     return seconds
 
 
-async def ingest(plan: Plan, empty: Side, history: Side, week: Season,
+async def ingest(plan: Plan, empty: Side, current: Side, history: Side, week: Season,
                  figures: list[Figure], out: dict[str, Any]) -> None:
-    # Fresh ids in both (a --reuse run ingested as many into each before).
+    # Fresh ids in all (a --reuse run ingested as many into each before).
     first = INGEST_FIRST + int(await scalar(empty.url, "SELECT count(*) FROM completions"))
     out["ingest_first"] = first
     order = []
-    for r in range(plan.rounds):  # ABBA: drift within the run cancels
-        order += [(r, empty), (r, history)] if r % 2 == 0 else [(r, history), (r, empty)]
+    for r in range(plan.rounds):  # ABCCBA: drift within the run cancels
+        sides = [empty, current, history]
+        order += [(r, s) for s in (sides if r % 2 == 0 else sides[::-1])]
     for r, side in order:
         items = ingest_items(plan, week, first + r * plan.ingest, plan.ingest)
         seconds = await ingest_round(side, items, plan)
         log(f"  ingest round {r + 1} on {side.name}: {len(items) / seconds:,.0f}/s "
             f"({seconds:.1f} s)")
-    rate_e, rate_h = empty.count / empty.seconds, history.count / history.seconds
+    rate_e, rate_c, rate_h = (s.count / s.seconds for s in (empty, current, history))
+    rounds = (f"batches of {plan.batch}, {plan.clients} clients, {plan.rounds} rounds of "
+              f"{plan.ingest:,} each on each database, alternating")
     figures.append(Figure(
-        "batch ingest with a year of history (completions/s)", rate_h, rate_e,
+        "batch ingest with a year of history, against no history (completions/s)",
+        rate_h, rate_c,
+        "the same batches on a database of the same learners and the same open week "
+        f"({plan.current:,} completions), without the closed weeks", "completions/s",
+        goal=">= 0.9", context=rounds))
+    figures.append(Figure(
+        "batch ingest with a year of history, against an empty database (completions/s)",
+        rate_h, rate_e,
         "the same batches on an empty database (same learners, no completions)",
         "completions/s", goal=">= 0.9",
-        context=f"batches of {plan.batch}, {plan.clients} clients, {plan.rounds} rounds of "
-                f"{plan.ingest:,} each, alternating"))
+        context=f"{rounds}; the open week alone, against the empty database: "
+                f"{rate_c / rate_e:.2f}"))
     out["ingest"] = {
         side.name: {"completions": side.count, "seconds": side.seconds,
                     "per_second": side.count / side.seconds,
-                    "blocks_per_completion": top_reads(side)} for side in (empty, history)}
+                    "blocks_per_completion": top_reads(side)}
+        for side in (empty, current, history)}
 
 
 def top_reads(side: Side, limit: int = 12) -> dict[str, dict[str, float]]:
@@ -684,32 +701,49 @@ async def disk(plan: Plan, svc: Services, url: str, total_loaded: int,
 # -- the run ---------------------------------------------------------------------------
 
 
-async def measure(plan: Plan, admin_url: str, names: tuple[str, str], redis_url: str,
+async def load_databases(plan: Plan, urls: tuple[str, str, str], weeks: list[Week],
+                         open_week: Week, closing: list[Season]) -> dict[str, float]:
+    """The history database (closed weeks and the open one), the empty one
+    (learners only), and the one without history (learners and the open
+    week): the same migrations, learners and open week's ids."""
+    hist_url, empty_url, current_url = urls
+    await prepare(hist_url, plan,
+                  months_between(weeks[0].season.starts_at, plan.now + timedelta(days=32)),
+                  [w.season.name for w in [*weeks, open_week]]
+                  + [m.name for m in closing if m.period == "month"])
+    await prepare(empty_url, plan, months_between(plan.now, plan.now + timedelta(days=32)), [])
+    await prepare(current_url, plan,
+                  months_between(open_week.season.starts_at, plan.now + timedelta(days=32)),
+                  [open_week.season.name])
+    timings = await load(hist_url, plan, weeks, open_week)
+    await load(current_url, replace(plan, bulk=False), [], open_week)
+    await same_schema(hist_url, empty_url)
+    return timings
+
+
+async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url: str,
                   workdir: Path, figures: list[Figure], out: dict[str, Any]) -> None:
     weeks, open_week, months = calendar(plan)
-    hist_url, empty_url = (with_database(admin_url, n) for n in names)
+    hist_url, empty_url, current_url = (with_database(admin_url, n) for n in names)
     closing = [w.season for w in weeks] + (months if plan.months else [])
     loaded = plan.completions + plan.current
     partitions = months_between(weeks[0].season.starts_at, plan.now + timedelta(days=32))
-    this_and_next = months_between(plan.now, plan.now + timedelta(days=32))
     out["calendar"] = {"closed_weeks": [weeks[0].season.name, weeks[-1].season.name],
                        "open_week": open_week.season.name,
                        "closed_months": [m.name for m in months] if plan.months else [],
                        "partitions": [m.isoformat()[:7] for m in partitions]}
     hist = runtime(plan, hist_url, redis_url, "hist", workdir)
     empty = runtime(plan, empty_url, redis_url, "empty", workdir)
+    current = runtime(plan, current_url, redis_url, "current", workdir)
     try:
         if not plan.reuse:
             log(f"loading {loaded:,} completions of {plan.learners:,} learners: "
                 f"{weeks[0].season.name} .. {open_week.season.name} (open)")
-            await prepare(hist_url, plan, partitions,
-                          [w.season.name for w in [*weeks, open_week]]
-                          + [m.name for m in closing if m.period == "month"])
-            await prepare(empty_url, plan, this_and_next, [])
-            out["timings"] = await load(hist_url, plan, weeks, open_week)
-            await same_schema(hist_url, empty_url)
+            out["timings"] = await load_databases(plan, (hist_url, empty_url, current_url),
+                                                  weeks, open_week, closing)
         await hist.open(run_migrations=False)
         await empty.open(run_migrations=False)
+        await current.open(run_migrations=False)
         if not plan.reuse:
             log(f"closing {len(closing)} seasons: " + (
                 "archive_standings + mark_finalized" if plan.finalize == "sql"
@@ -718,9 +752,10 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, str], redis_url:
                                                                      plan.finalize)
             if await hist.partitions.seal() != (0, 0):  # the load left the ids as it would
                 raise BenchError("the seal found closed weeks' ids in the open partition")
-            log("VACUUM ANALYZE and CHECKPOINT of both databases")
+            log("VACUUM ANALYZE and CHECKPOINT of the three databases")
             out["timings"]["vacuum_seconds"] = (await settle_database(hist_url)
-                                                + await settle_database(empty_url))
+                                                + await settle_database(empty_url)
+                                                + await settle_database(current_url))
             log(f"  loaded and closed: {out['timings']}")
         week = open_week.season.name
         log("rebuild and verify: the open week and the all-time board, in turn")
@@ -728,13 +763,16 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, str], redis_url:
         log("what the rebuild and verify ask PostgreSQL (EXPLAIN ANALYZE)")
         await query_profile(hist, hist_url, week, out)
         # the empty database's boards exist too (the fast path finds them)
-        await empty.rebuilder.run(week)
-        await empty.rebuilder.run("all")
+        for other in (empty, current):
+            await other.rebuilder.run(week)
+            await other.rebuilder.run("all")
         log(f"ingest: {plan.rounds} rounds of {plan.ingest:,} on each database, alternating")
-        sides = (Side("empty", empty_url, empty.derive(clock=lambda: plan.now)),
-                 Side("history", hist_url, hist.derive(clock=lambda: plan.now)))
-        await ingest(plan, *sides, open_week.season, figures, out)
-        await explains(plan, sides, open_week.season, figures, out)
+        empty_side = Side("empty", empty_url, empty.derive(clock=lambda: plan.now))
+        current_side = Side("current", current_url, current.derive(clock=lambda: plan.now))
+        history_side = Side("history", hist_url, hist.derive(clock=lambda: plan.now))
+        await ingest(plan, empty_side, current_side, history_side, open_week.season, figures,
+                     out)
+        await explains(plan, (empty_side, history_side), open_week.season, figures, out)
         log("disk: all history kept, then retention")
         await disk(plan, hist, hist_url, loaded, figures, out)
         log("verify of the all-time board after retention")
@@ -746,6 +784,7 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, str], redis_url:
     finally:
         await hist.close()
         await empty.close()
+        await current.close()
 
 
 def parse(argv: list[str] | None) -> Plan:
@@ -814,7 +853,8 @@ def main(argv: list[str] | None = None) -> int:
     reuse = plan.reuse
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     run_id = reuse or secrets.token_hex(4)
-    names = (f"laurels_bench_history_{run_id}", f"laurels_bench_history_{run_id}_empty")
+    names = (f"laurels_bench_history_{run_id}", f"laurels_bench_history_{run_id}_empty",
+             f"laurels_bench_history_{run_id}_current")
 
     def on_term(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt

@@ -49,7 +49,8 @@ POOL = [3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]  # 12: crosses the top 
 NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
 VISIBILITIES = ["public", "anonymous", "hidden"]
 MINUTES = [0, 1, 2, 720, 10079]  # few distinct instants: ties on the latest completion
-TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, seasons, season_standings, "
+TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, "
+          "seasons, season_standings, "
           "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
           "league_fill, league_results, league_tiers")
 TIERS = ("bronze", "silver", "gold")

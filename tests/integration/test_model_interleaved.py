@@ -54,7 +54,8 @@ SEASONS = ["2026-W47", "2026-W48"]
 BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
-TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, seasons, season_standings, "
+TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, "
+          "seasons, season_standings, "
           "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
           "league_fill, league_results, league_tiers")
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 3,
