@@ -600,7 +600,7 @@ def shorten(plan: str) -> str:
     return LONG_LITERAL.sub(lambda m: f"'{{{len(m.group(0)):,} characters}}'", plan)
 
 
-async def explains(plan: Plan, sides: tuple[Side, Side], week: Season,
+async def explains(plan: Plan, sides: tuple[Side, ...], week: Season,
                    figures: list[Figure], out: dict[str, Any]) -> None:
     """New completions (as the rounds), then a replay: batches the rounds
     recorded already (a client retrying), in both databases."""
@@ -618,10 +618,11 @@ async def explains(plan: Plan, sides: tuple[Side, Side], week: Season,
                                                      "nested": shorten(nested)}
         figures.append(Figure(
             f"one laurels_ingest call, {what}, with a year of history (ms)",
-            per["history"], per["empty"], "the same call on the empty database", "ms",
+            per["history"], per["current"],
+            "the same call on the database without history (the same open week)", "ms",
             higher_is_better=False,
             context=f"batches of {plan.batch}, EXPLAIN ANALYZE, rolled back; median of "
-                    f"{plan.explain_batches}"))
+                    f"{plan.explain_batches}; on the empty database {per['empty']:.1f} ms"))
 
 
 # -- disk --------------------------------------------------------------------------------
@@ -772,7 +773,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
         history_side = Side("history", hist_url, hist.derive(clock=lambda: plan.now))
         await ingest(plan, empty_side, current_side, history_side, open_week.season, figures,
                      out)
-        await explains(plan, (empty_side, history_side), open_week.season, figures, out)
+        await explains(plan, (empty_side, current_side, history_side), open_week.season,
+                       figures, out)
         log("disk: all history kept, then retention")
         await disk(plan, hist, hist_url, loaded, figures, out)
         log("verify of the all-time board after retention")
