@@ -52,13 +52,19 @@ async def history_of(db: Database, periods: tuple[Period, ...], season: str,
     if part is None:
         return None
     if part == "week":
-        rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["week"], first="0000",
-                              last="9999-W99")
-        return _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
+        return await weeks_history(db, conn)
     first, last = board.start, board.ends_at.date() - timedelta(days=1)
     rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["day"],
                           first=first.isoformat(), last=last.isoformat())
     return _days(board, {r["season"]: bool(r["finalized"]) for r in rows})
+
+
+async def weeks_history(db: Database, conn: Any = None) -> History | None:
+    """Every finalized week before the earliest week still open, and that
+    cutoff (the all-time board's history; the seal's cutoff too)."""
+    rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["week"], first="0000",
+                          last="9999-W99")
+    return _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
 
 
 def _weeks(weeks: list[tuple[Season, bool]]) -> History | None:
@@ -135,9 +141,7 @@ class Partitions:
         One step a call: stage up to `limit` ids, or move the staged ones once
         every transaction that was running at the staging has ended. The
         ids (staged, moved)."""
-        rows = await self.db.fetch("part_seasons", pattern=PATTERNS["week"], first="0000",
-                                   last="9999-W99")
-        history = _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
+        history = await weeks_history(self.db)
         if history is None:
             return 0, 0
         row = await self.db.fetch_one("seal_completion_ids", cutoff=history.cutoff,
