@@ -499,20 +499,25 @@ async def ingest_round(side: Side, items: list[dict[str, Any]], plan: Plan) -> f
     return seconds
 
 
-async def ingest(plan: Plan, empty: Side, current: Side, history: Side, week: Season,
-                 figures: list[Figure], out: dict[str, Any]) -> None:
-    # Fresh ids in all (a --reuse run ingested as many into each before).
-    first = INGEST_FIRST + int(await scalar(empty.url, "SELECT count(*) FROM completions"))
-    out["ingest_first"] = first
+async def alternate(plan: Plan, sides: list[Side], week: Season, first: int) -> None:
+    """`plan.rounds` rounds of `plan.ingest` new completions on each side, in
+    alternating order (ABCCBA: drift within the run cancels)."""
     order = []
-    for r in range(plan.rounds):  # ABCCBA: drift within the run cancels
-        sides = [empty, current, history]
+    for r in range(plan.rounds):
         order += [(r, s) for s in (sides if r % 2 == 0 else sides[::-1])]
     for r, side in order:
         items = ingest_items(plan, week, first + r * plan.ingest, plan.ingest)
         seconds = await ingest_round(side, items, plan)
         log(f"  ingest round {r + 1} on {side.name}: {len(items) / seconds:,.0f}/s "
             f"({seconds:.1f} s)")
+
+
+async def ingest(plan: Plan, empty: Side, current: Side, history: Side, week: Season,
+                 figures: list[Figure], out: dict[str, Any]) -> None:
+    # Fresh ids in all (a --reuse run ingested as many into each before).
+    first = INGEST_FIRST + int(await scalar(empty.url, "SELECT count(*) FROM completions"))
+    out["ingest_first"] = first
+    await alternate(plan, [empty, current, history], week, first)
     rate_e, rate_c, rate_h = (s.count / s.seconds for s in (empty, current, history))
     rounds = (f"batches of {plan.batch}, {plan.clients} clients, {plan.rounds} rounds of "
               f"{plan.ingest:,} each on each database, alternating")
@@ -541,6 +546,78 @@ def top_reads(side: Side, limit: int = 12) -> dict[str, dict[str, float]]:
     ranked = sorted(side.reads.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))
     return {rel: {"read": r / side.count, "hit": h / side.count}
             for rel, (r, h) in ranked[:limit] if r + h}
+
+
+async def seal_all(svc: Services) -> int:
+    """The seasons loop's seal, called until it finds nothing to stage or
+    move (nothing else runs: every move goes as soon as it is staged)."""
+    moved_in_all = 0
+    for _ in range(1_000):
+        staged, moved = await svc.partitions.seal()
+        moved_in_all += moved
+        if not staged and not moved:
+            return moved_in_all
+    raise BenchError("the seal did not finish in 1,000 steps")
+
+
+async def week_start(plan: Plan, hist: Services, fresh: Services, open_week: Season,
+                     figures: list[Figure], out: dict[str, Any]) -> None:
+    """Batch ingest at the start of the next week: the open week (its loaded
+    completions and the rounds' ones) finalized and its ids sealed, as the
+    seasons loop leaves them, so that the database holds nothing but closed
+    weeks; against a database that has never recorded anything (the same
+    learners), both taking the first completions of the new week. Both sides
+    then differ by history alone: the mid-week lines above also carry the
+    open week's own ids, which the empty database does not have."""
+    later = replace(plan, now=plan.now + timedelta(days=7))
+    week = open_week.next()
+    log(f"start of a week: {open_week.name} closed and sealed, ingest into {week.name}")
+    started = time.perf_counter()
+    if not await scalar(hist.settings.database_url,
+                        "SELECT finalized_at IS NOT NULL FROM seasons WHERE season = %s",
+                        (open_week.name,)):
+        await close_seasons(hist, [open_week], plan.finalize)
+    moved = await seal_all(hist)
+    closed_seconds = time.perf_counter() - started
+    log(f"  {open_week.name} finalized and {moved:,} ids sealed in {closed_seconds:.0f} s")
+    for svc in (hist, fresh):
+        await settle_database(svc.settings.database_url)
+        await svc.rebuilder.run(week.name)  # the boards exist (the fast path finds them)
+        await svc.rebuilder.run("all")
+    sides = [Side("empty", fresh.settings.database_url, fresh.derive(clock=lambda: later.now)),
+             Side("history", hist.settings.database_url, hist.derive(clock=lambda: later.now))]
+    held = int(await scalar(sides[1].url, "SELECT count(*) FROM completions"))
+    first = INGEST_FIRST + 100_000_000 + int(await scalar(sides[0].url,
+                                                          "SELECT count(*) FROM completions"))
+    await alternate(later, sides, week, first)
+    rate_e, rate_h = (s.count / s.seconds for s in sides)
+    figures.append(Figure(
+        "batch ingest at the start of a week with a year of history, against an empty "
+        "database (completions/s)", rate_h, rate_e,
+        "the same batches on a database that never recorded a completion (same learners)",
+        "completions/s", goal=">= 0.9",
+        context=f"{held:,} completions held, every one of a closed week and its id sealed; "
+                f"batches of {plan.batch}, {plan.clients} clients, {plan.rounds} rounds of "
+                f"{plan.ingest:,} each on each database, alternating"))
+    per: dict[str, float] = {}
+    for side in sides:
+        times, text, nested = await explain(side.url, later, week, EXPLAIN_FIRST)
+        per[side.name] = statistics.median(times)
+        out.setdefault("explain", {})[f"week start {side.name}"] = {
+            "ms": times, "plan": shorten(text), "nested": shorten(nested)}
+    figures.append(Figure(
+        "one laurels_ingest call at the start of a week, new completions, with a year of "
+        "history (ms)", per["history"], per["empty"],
+        "the same call on the database that never recorded a completion", "ms",
+        higher_is_better=False,
+        context=f"batches of {plan.batch}, EXPLAIN ANALYZE, rolled back; median of "
+                f"{plan.explain_batches}"))
+    out["week_start"] = {
+        "week": week.name, "held": held, "close_and_seal_seconds": closed_seconds,
+        "sealed": moved,
+        **{side.name: {"completions": side.count, "seconds": side.seconds,
+                       "per_second": side.count / side.seconds,
+                       "blocks_per_completion": top_reads(side)} for side in sides}}
 
 
 # -- EXPLAIN of one laurels_ingest call -----------------------------------------------
@@ -725,7 +802,7 @@ async def load_databases(plan: Plan, urls: tuple[str, str, str], weeks: list[Wee
 async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url: str,
                   workdir: Path, figures: list[Figure], out: dict[str, Any]) -> None:
     weeks, open_week, months = calendar(plan)
-    hist_url, empty_url, current_url = (with_database(admin_url, n) for n in names)
+    hist_url, empty_url, current_url, fresh_url = (with_database(admin_url, n) for n in names)
     closing = [w.season for w in weeks] + (months if plan.months else [])
     loaded = plan.completions + plan.current
     partitions = months_between(weeks[0].season.starts_at, plan.now + timedelta(days=32))
@@ -736,15 +813,19 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
     hist = runtime(plan, hist_url, redis_url, "hist", workdir)
     empty = runtime(plan, empty_url, redis_url, "empty", workdir)
     current = runtime(plan, current_url, redis_url, "current", workdir)
+    fresh = runtime(plan, fresh_url, redis_url, "fresh", workdir)
     try:
         if not plan.reuse:
             log(f"loading {loaded:,} completions of {plan.learners:,} learners: "
                 f"{weeks[0].season.name} .. {open_week.season.name} (open)")
             out["timings"] = await load_databases(plan, (hist_url, empty_url, current_url),
                                                   weeks, open_week, closing)
+            await prepare(fresh_url, plan, months_between(plan.now,
+                                                          plan.now + timedelta(days=32)), [])
         await hist.open(run_migrations=False)
         await empty.open(run_migrations=False)
         await current.open(run_migrations=False)
+        await fresh.open(run_migrations=False)
         if not plan.reuse:
             log(f"closing {len(closing)} seasons: " + (
                 "archive_standings + mark_finalized" if plan.finalize == "sql"
@@ -775,6 +856,7 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
                      out)
         await explains(plan, (empty_side, current_side, history_side), open_week.season,
                        figures, out)
+        await week_start(plan, hist, fresh, open_week.season, figures, out)
         log("disk: all history kept, then retention")
         await disk(plan, hist, hist_url, loaded, figures, out)
         log("verify of the all-time board after retention")
@@ -787,6 +869,7 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
         await hist.close()
         await empty.close()
         await current.close()
+        await fresh.close()
 
 
 def parse(argv: list[str] | None) -> Plan:
@@ -856,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     run_id = reuse or secrets.token_hex(4)
     names = (f"laurels_bench_history_{run_id}", f"laurels_bench_history_{run_id}_empty",
-             f"laurels_bench_history_{run_id}_current")
+             f"laurels_bench_history_{run_id}_current", f"laurels_bench_history_{run_id}_fresh")
 
     def on_term(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
