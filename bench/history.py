@@ -822,10 +822,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
                                                   weeks, open_week, closing)
             await prepare(fresh_url, plan, months_between(plan.now,
                                                           plan.now + timedelta(days=32)), [])
-        await hist.open(run_migrations=False)
-        await empty.open(run_migrations=False)
-        await current.open(run_migrations=False)
-        await fresh.open(run_migrations=False)
+        for each in (hist, empty, current, fresh):
+            await each.open(run_migrations=False)
         if not plan.reuse:
             log(f"closing {len(closing)} seasons: " + (
                 "archive_standings + mark_finalized" if plan.finalize == "sql"
@@ -866,10 +864,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
             raise BenchError(f"verify of all after retention: {result.body()}")
         out["verify_after_retention_seconds"] = time.perf_counter() - started
     finally:
-        await hist.close()
-        await empty.close()
-        await current.close()
-        await fresh.close()
+        for each in (hist, empty, current, fresh):
+            await each.close()
 
 
 def parse(argv: list[str] | None) -> Plan:

@@ -1,9 +1,11 @@
-"""The per-process caches of board pages: the top of a season's board and
-the first pages of group boards, serialized, with an `ETag`.
+"""The per-process caches of board pages: the top of a season's board, a
+learner's neighbourhood, and the first pages of group boards, serialized,
+with an `ETag`.
 
 Every hint makes every open page refetch the top of its board, so these are
-read far more often than they change, and they are the same for every
-viewer. Each cache keeps its own invalidation: it hears every hint of this
+read far more often than they change; the top is the same for every viewer,
+and a learner's page reads their neighbourhood again on each reload and in
+each tab. Each cache keeps its own invalidation: it hears every hint of this
 process before any stream does (the board's `on_hint`: this process's own
 changes at once, other processes' through the subscription), follows the
 seasons it holds on the subscription (so, on a cluster, their shards are
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +33,7 @@ from laurels.seasons import Season
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
 MAX_ENTRIES = 256
+AROUND_ENTRIES = 10_000  # neighbourhoods of about 1.5 KB: about 15 MB at most
 
 
 @dataclass(frozen=True)
@@ -40,14 +44,18 @@ class Cached:
 
 
 class BoardCache:
-    """The top of each season's board, per `limit`."""
+    """Bodies read from each season's board, per key within the season (the
+    top's `limit`; a neighbourhood's learner and radius): at most
+    `max_entries` in all (when full, the next body starts it afresh)."""
 
     def __init__(self, subscription: HintSubscription, cursors: Cursors,
-                 seconds: float = CACHE_SECONDS) -> None:
+                 seconds: float = CACHE_SECONDS, max_entries: int = MAX_ENTRIES) -> None:
         self.subscription = subscription
         self.cursors = cursors
         self.seconds = seconds
-        self.entries: dict[tuple[str, int], Cached] = {}
+        self.max_entries = max_entries
+        self.entries: dict[str, dict[Hashable, Cached]] = {}  # season -> key -> body
+        self.size = 0
         self.generations: dict[str, int] = {}  # season -> hints heard, while followed
         subscription.board.on_hint.append(self.hint)
 
@@ -67,24 +75,26 @@ class BoardCache:
     def drop(self, season: str | None = None) -> None:
         if season is None:
             self.entries.clear()
-        else:
-            for key in [k for k in self.entries if k[0] == season]:
-                del self.entries[key]
+            self.size = 0
+        elif (held := self.entries.pop(season, None)) is not None:
+            self.size -= len(held)
 
-    def get(self, season: str, limit: int) -> Cached | None:
+    def get(self, season: str, key: Hashable) -> Cached | None:
         if not self.subscription.is_hinted(season):
             return None  # a hint could be missed: no cache
-        entry = self.entries.get((season, limit))
+        entry = self.entries.get(season, {}).get(key)
         if entry is None or entry.expires < time.monotonic():
             return None
         return entry
 
-    def put(self, season: str, limit: int, body: bytes, generation: int) -> Cached:
+    def put(self, season: str, key: Hashable, body: bytes, generation: int) -> Cached:
         entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
         if generation == self.generation(season) and self.subscription.is_hinted(season):
-            if len(self.entries) >= MAX_ENTRIES:
-                self.entries.clear()
-            self.entries[(season, limit)] = entry
+            if self.size >= self.max_entries:
+                self.drop()
+            held = self.entries.setdefault(season, {})
+            self.size += key not in held
+            held[key] = entry
         return entry
 
 
@@ -219,6 +229,19 @@ async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: i
     body = await reads.top(season, limit)
     seal_next(body, cache.cursors, season)
     return cache.put(season.name, limit, orjson.dumps(body), generation)
+
+
+async def around_body(reads: Reads, cache: BoardCache, season: Season, user_id: int,
+                      radius: int) -> Cached:
+    """A learner's neighbourhood, serialized, from the cache when it may be
+    (the caller has checked that the token may read it)."""
+    key = (user_id, radius)
+    hit = cache.get(season.name, key)
+    if hit is not None:
+        return hit
+    generation = cache.generation(season.name)  # before reading: see put()
+    body = await reads.around(season, user_id, radius)
+    return cache.put(season.name, key, orjson.dumps(body), generation)
 
 
 def board_cursor_owner(season: Season) -> str:

@@ -12,7 +12,9 @@ FastAPI's per-request machinery; each is written once, here:
   process already receives, and by its own writes), with an `ETag`; a
   matching `If-None-Match` gets `304`; later pages (`after`) are read;
 - `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
-  neighbourhood (one script call; the learner token's check is remembered);
+  neighbourhood: the token checked (its check remembered), then the body
+  from `around_cache` (per learner and radius, dropped by the same hints as
+  the top's), or one script call;
 - `GET /v1/leaderboards/{season}/events`, the live streams (api/sse.py).
 
 The FastAPI router holds the same handlers (`routes`), so a wrong method is
@@ -47,7 +49,14 @@ from laurels.api import problems
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
 from laurels.api.bodies import check_headers, read_json
-from laurels.api.caches import Cached, GroupCache, board_body, board_cursor_owner, seal_next
+from laurels.api.caches import (
+    Cached,
+    GroupCache,
+    around_body,
+    board_body,
+    board_cursor_owner,
+    seal_next,
+)
 from laurels.api.params import (
     Cursor,
     Limit,
@@ -132,8 +141,9 @@ async def get_around(state: ApiState, scope: Scope, receive: Receive, send: Send
     state.auth.require_learner(bearer(scope), user_id)
     season = path_season(params["season"], state.services.settings.periods)
     radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)
-    body = await state.services.reads.around(season, user_id, radius)
-    await _answer(send, 200, orjson.dumps(body))
+    cached = await around_body(state.services.reads, state.around_cache, season, user_id,
+                               radius)
+    await _answer(send, 200, cached.body)
 
 
 async def board_events(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:

@@ -17,7 +17,7 @@ from fastapi import Request
 from starlette.datastructures import State
 
 from laurels.api.auth import Auth
-from laurels.api.caches import BoardCache, GroupCache
+from laurels.api.caches import AROUND_ENTRIES, BoardCache, GroupCache
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import RateLimiter
 from laurels.ingest import GroupCommit
@@ -33,6 +33,7 @@ class ApiState(State):
     cursors: Cursors
     limiter: RateLimiter
     board_cache: BoardCache
+    around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
     group_commit: GroupCommit  # single posts of one moment, in one transaction
     supervisor: Supervisor | None  # set while the app's lifespan runs
@@ -45,6 +46,8 @@ class ApiState(State):
             "cursors": cursors,
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
+            "around_cache": BoardCache(services.subscription, cursors,
+                                       max_entries=AROUND_ENTRIES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
             "group_commit": GroupCommit(services.ingestor),
             "supervisor": None,

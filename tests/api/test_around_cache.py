@@ -1,0 +1,147 @@
+"""A learner's neighbourhood from the per-process cache (issue 30; api/caches.py
+`around_body`): a second read of the same learner and radius is served
+without a script call, the token is checked first every time, and every
+change that can alter it (a completion, a name, a visibility, an erasure,
+here or in another process) shows on the next read after its hint."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from laurels.api.caches import AROUND_ENTRIES, BoardCache
+from tests.api.conftest import Api, ApiFactory
+from tests.api.test_groups import post_all
+from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
+
+AROUND = "/v1/leaderboards/current/users/{}?radius={}"
+
+
+def around_cache(api: Api) -> BoardCache:
+    [cache] = [hears.__self__ for hears in api.runtime.board.on_hint
+               if isinstance(getattr(hears, "__self__", None), BoardCache)
+               and hears.__self__.max_entries == AROUND_ENTRIES]
+    assert isinstance(cache, BoardCache)
+    return cache
+
+
+def cached(api: Api) -> set[tuple[Any, ...]]:
+    return {(season, *key) for season, held in around_cache(api).entries.items()
+            for key in held}
+
+
+def counting(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The neighbourhoods read from the board (not from the cache)."""
+    calls: list[tuple[int, int]] = []
+    reads = api.runtime.reads
+    real = reads.around
+
+    async def around(season: Any, user_id: int, radius: int) -> Any:
+        calls.append((user_id, radius))
+        return await real(season, user_id, radius)
+
+    monkeypatch.setattr(reads, "around", around)
+    return calls
+
+
+async def read(api: Api, user_id: int, radius: int = 1, token: str | None = None
+               ) -> dict[str, Any]:
+    resp = await api.client(token or token_for(api.env, user_id)).get(
+        AROUND.format(user_id, radius))
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+async def fill(api: Api, user_id: int, radius: int = 1) -> dict[str, Any]:
+    """Read until this process keeps the body (on a cluster once the
+    season's shard channel is subscribed)."""
+    async with asyncio.timeout(10):
+        while True:
+            body = await read(api, user_id, radius)
+            if any(key[1:] == (user_id, radius) for key in cached(api)):
+                return body
+
+
+def standing(body: dict[str, Any]) -> list[tuple[Any, Any, Any]]:
+    return [(e["user_id"], e["display_name"], e["score"]) for e in body["neighbors"]]
+
+
+async def test_a_second_read_comes_from_the_cache_and_the_token_is_checked_each_time(
+        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    api = await serve()
+    await post_all(api.client(INGEST), {1: 10, 2: 20, 3: 30})
+    first = await fill(api, 2)
+    calls = counting(api, monkeypatch)
+    assert await read(api, 2) == first and calls == []
+    assert await read(api, 2, token=ADMIN) == first and calls == []  # the admin may, too
+    # Another learner's token, or none, is refused before the cache is looked at.
+    assert_problem(await api.client(token_for(api.env, 3)).get(AROUND.format(2, 1)), 403,
+                   "forbidden")
+    assert (await api.get(AROUND.format(2, 1))).status_code == 401
+    # Another radius, another learner: read from the board.
+    wider = await read(api, 2, radius=2)
+    assert calls == [(2, 2)] and [e["user_id"] for e in wider["neighbors"]] == [3, 2, 1]
+    await read(api, 3)
+    assert calls == [(2, 2), (3, 1)]
+    # Not ranked: answered, never kept.
+    assert_problem(await api.client(token_for(api.env, 9)).get(AROUND.format(9, 1)), 404,
+                   "not_ranked")
+    assert not any(key[1] == 9 for key in cached(api))
+
+
+async def test_each_change_shows_on_the_next_read(serve: ApiFactory) -> None:
+    """A neighbour scores, is renamed, turns hidden, is erased: each is seen
+    by the very next read of a cached neighbourhood (this process's own
+    changes reach its caches before the answer)."""
+    api = await serve()
+    c = api.client(INGEST)
+    await post_all(c, {1: 10, 2: 20, 3: 30})
+    await fill(api, 2)
+    assert (await c.post("/v1/completions", json=completion("x1", 1, 15))).status_code == 201
+    assert standing(await read(api, 2)) == [(1, "Learner 1", 25), (2, "Learner 2", 20)]
+    await fill(api, 2)
+    assert (await c.put("/v1/users/1", json={"display_name": "Ada"})).status_code == 200
+    assert standing(await read(api, 2))[0] == (1, "Ada", 25)
+    await fill(api, 2)
+    assert (await c.put("/v1/users/1", json={"visibility": "hidden"})).status_code == 200
+    body = await read(api, 2)
+    assert "Ada" not in str(body) and [e["user_id"] for e in body["neighbors"]] == [3, 2]
+    assert (await c.put("/v1/users/1", json={"visibility": "public"})).status_code == 200
+    await fill(api, 2)
+    assert (await api.client(ADMIN).delete("/v1/users/1")).status_code == 204
+    body = await read(api, 2)
+    assert "Ada" not in str(body) and [e["user_id"] for e in body["neighbors"]] == [3, 2]
+
+
+async def test_another_process_s_change_shows_once_its_hint_arrives(
+        serve: ApiFactory) -> None:
+    here, there = await serve(), await serve()
+    await post_all(here.client(INGEST), {1: 10, 2: 20, 3: 30})
+    await fill(here, 2)
+    resp = await there.client(INGEST).post("/v1/completions", json=completion("x1", 1, 15))
+    assert resp.status_code == 201
+    await eventually(lambda: not cached(here), what="the hint to drop the neighbourhood")
+    assert standing(await read(here, 2))[0] == (1, "Learner 1", 25)
+
+
+def test_a_full_cache_starts_afresh() -> None:
+    class Subscription:
+        board = type("Board", (), {"on_hint": []})()
+
+        def follow(self, season: str) -> None:
+            pass
+
+        def is_hinted(self, season: str) -> bool:
+            return True
+
+    cache = BoardCache(Subscription(), None, max_entries=3)  # type: ignore[arg-type]
+    for uid in range(3):
+        cache.put("2026-W49", (uid, 5), b"{}", 0)
+    assert cache.size == 3 and cache.get("2026-W49", (2, 5)) is not None
+    cache.put("2026-W50", (7, 5), b"{}", 0)
+    assert cache.size == 1 and cache.get("2026-W49", (2, 5)) is None
+    cache.hint({"season": "2026-W50"})
+    assert cache.size == 0 and cache.get("2026-W50", (7, 5)) is None
