@@ -38,6 +38,11 @@ a baseline measured in the same run.
      `EXPLAIN (ANALYZE, BUFFERS, WAL)` of one `laurels_ingest` call in each
      (rolled back) with its inner statements (auto_explain), and the blocks
      each relation read during the rounds (pg_statio_user_*);
+   - batch ingest at the start of the next week: the open week finalized
+     and its ids sealed (`Partitions.seal`, until nothing is left), so the
+     history database holds closed weeks alone; against a fourth database
+     that never recorded a completion (the same learners), in alternating
+     rounds, and one `laurels_ingest` call in each;
    - disk bytes per completion (`pg_database_size` / completions) with all
      history kept, and after `Partitions.retire(now, days, leagues=False)`
      drops the months older than `--retain-days` (default: all but the

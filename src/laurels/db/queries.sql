@@ -950,8 +950,11 @@ SELECT season FROM league_weeks WHERE decided_at IS NULL AND season = ANY(%(seas
 SELECT staged, moved FROM laurels_seal_completion_ids(%(cutoff)s, %(limit)s);
 
 -- name: vacuum_open_ids
--- After a seal: the moved rows' space in the open partition, for new ids.
-VACUUM (ANALYZE) completion_ids_open;
+-- After a seal: the moved rows' space in the open partition, for new ids;
+-- and the filter's, whose every block the move may have written again (a
+-- new version of each row: without it the filter would grow by its size
+-- with each move, where autovacuum is off).
+VACUUM (ANALYZE) completion_ids_open, completion_ids_filter;
 
 -- name: seal_lock_shared
 -- Held by a writer deleting ids (erasure): a seal's move never runs meanwhile.
