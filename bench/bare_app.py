@@ -4,6 +4,8 @@
 - `GET /healthz`: `{"status": "ok"}`, the least an HTTP answer costs;
 - `GET /events`: a server-sent `ready`, then the connection is held until the
   client leaves, the least a held stream costs;
+- `GET /bytes/{n}`: a JSON body of n bytes (at most 1 MiB), the least an
+  answer of that size costs (a top-100 page is about 7 KB);
 - `POST /v1/completions`, when `BENCH_BARE_DATABASE_URL` names a database
   with the tables `bench_raw` and `bench_raw_outbox`: the body's completion
   inserted as one row and its outbox row, in a transaction of its own, from a
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from typing import Any
 
@@ -39,6 +42,12 @@ async def insert(body: bytes) -> None:
         row = await cur.fetchone()
         assert row is not None
         await conn.execute("INSERT INTO bench_raw_outbox (seq) VALUES (%s)", (row[0],))
+
+
+@functools.cache
+def padded(n: int) -> bytes:
+    n = max(12, min(n, 1 << 20))
+    return b'{"pad":"' + b"x" * (n - 10) + b'"}'
 
 
 async def read_body(receive: Any) -> bytes:
@@ -75,6 +84,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             pass
         return
     answer = HEALTH
+    if scope["path"].startswith("/bytes/"):
+        answer = padded(int(scope["path"][len("/bytes/"):]))
     if scope["method"] == "POST" and scope["path"] == "/v1/completions" and pool is not None:
         await insert(await read_body(receive))
         answer = ACCEPTED

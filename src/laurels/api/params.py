@@ -4,8 +4,10 @@ lane: one parser per kind, strict, so that a malformed value is 422
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 from urllib.parse import parse_qs
 
@@ -14,7 +16,7 @@ from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from laurels.api.problems import Problem
-from laurels.seasons import BadSeason, Period, PeriodOff, Season, configured_season
+from laurels.seasons import ALIASES, BadSeason, Period, PeriodOff, Season, configured_season
 from laurels.validation import USER_ID_MAX, Invalid, parse_user_id, parse_uuid
 
 T = TypeVar("T")
@@ -52,9 +54,31 @@ def valid(check: Callable[..., T], *raw: object) -> T:
 def path_season(text: str, periods: tuple[Period, ...]) -> Season:
     """A season of the URL (any period's name, or an alias: `current`,
     `current-day`, `current-month`): 422 if malformed, 404 if its period is
-    not configured (LAURELS_PERIODS)."""
+    not configured (LAURELS_PERIODS). Every read names its season, so the
+    answers are kept: a name's for good (a season is a value), an alias's
+    until its season ends by the clock."""
+    if text in ALIASES:
+        now = datetime.now(UTC)
+        held = _CURRENT.get((text, periods))
+        if held is not None and held.starts_at <= now < held.ends_at:
+            return held
+        season = _checked(text, periods, now)
+        _CURRENT[(text, periods)] = season
+        return season
+    return _named(text, periods)
+
+
+_CURRENT: dict[tuple[str, tuple[Period, ...]], Season] = {}  # alias -> its season now
+
+
+@functools.lru_cache(maxsize=1024)
+def _named(text: str, periods: tuple[Period, ...]) -> Season:
+    return _checked(text, periods, None)  # (a malformed name raises: nothing kept)
+
+
+def _checked(text: str, periods: tuple[Period, ...], now: datetime | None) -> Season:
     try:
-        return configured_season(text, periods)
+        return configured_season(text, periods, now)
     except BadSeason as exc:
         raise Problem("validation_error", str(exc)) from None
     except PeriodOff as exc:
@@ -79,12 +103,17 @@ def int_in(name: str, text: str, low: int, high: int) -> int:
 
 
 def _query_value(query: bytes, name: str) -> str | None:
-    if not query:
-        return None
-    # Blank values kept, as FastAPI's routes keep them: `limit=` is malformed;
-    # the last of repeated values counts, as in FastAPI's.
-    values = parse_qs(query.decode("latin-1"), keep_blank_values=True).get(name)
-    return values[-1] if values else None
+    return _query_fields(query).get(name) if query else None
+
+
+@functools.lru_cache(maxsize=256)
+def _query_fields(query: bytes) -> dict[str, str]:
+    """A query string's fields (read only: the dict is shared). Blank values
+    kept, as FastAPI's routes keep them: `limit=` is malformed; the last of
+    repeated values counts, as in FastAPI's. Kept per query string: a page's
+    readers send the same few."""
+    parsed = parse_qs(query.decode("latin-1"), keep_blank_values=True)
+    return {name: values[-1] for name, values in parsed.items()}
 
 
 def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
