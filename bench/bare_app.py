@@ -4,7 +4,7 @@
 - `GET /healthz`: `{"status": "ok"}`, the least an HTTP answer costs;
 - `GET /events`: a server-sent `ready`, then the connection is held until the
   client leaves, the least a held stream costs;
-- `GET /bytes/{n}`: a JSON body of n bytes (at most 1 MiB), the least an
+- `GET /bytes/{n}`: a JSON body of n bytes (12 to 1 MiB), the least an
   answer of that size costs (a top-100 page is about 7 KB);
 - `POST /v1/completions`, when `BENCH_BARE_DATABASE_URL` names a database
   with the tables `bench_raw` and `bench_raw_outbox`: the body's completion
@@ -44,9 +44,13 @@ async def insert(body: bytes) -> None:
         await conn.execute("INSERT INTO bench_raw_outbox (seq) VALUES (%s)", (row[0],))
 
 
+def padded(text: str) -> bytes:
+    n = int(text) if text.isdigit() and len(text) < 8 else 15
+    return _padded(max(12, min(n, 1 << 20)))
+
+
 @functools.cache
-def padded(n: int) -> bytes:
-    n = max(12, min(n, 1 << 20))
+def _padded(n: int) -> bytes:
     return b'{"pad":"' + b"x" * (n - 10) + b'"}'
 
 
@@ -85,7 +89,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     answer = HEALTH
     if scope["path"].startswith("/bytes/"):
-        answer = padded(int(scope["path"][len("/bytes/"):]))
+        answer = padded(scope["path"][len("/bytes/"):])
     if scope["method"] == "POST" and scope["path"] == "/v1/completions" and pool is not None:
         await insert(await read_body(receive))
         answer = ACCEPTED

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from laurels.api.caches import AROUND_ENTRIES, BoardCache
+from laurels.api.caches import BoardCache
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
@@ -22,7 +22,7 @@ AROUND = "/v1/leaderboards/current/users/{}?radius={}"
 def around_cache(api: Api) -> BoardCache:
     [cache] = [hears.__self__ for hears in api.runtime.board.on_hint
                if isinstance(getattr(hears, "__self__", None), BoardCache)
-               and hears.__self__.max_entries == AROUND_ENTRIES]
+               and hears.__self__.max_bytes is not None]
     assert isinstance(cache, BoardCache)
     return cache
 
@@ -137,11 +137,35 @@ def test_a_full_cache_starts_afresh() -> None:
         def is_hinted(self, season: str) -> bool:
             return True
 
-    cache = BoardCache(Subscription(), None, max_entries=3)  # type: ignore[arg-type]
+    cache = BoardCache(Subscription(), None, max_entries=3,  # type: ignore[arg-type]
+                       max_bytes=100)
     for uid in range(3):
         cache.put("2026-W49", (uid, 5), b"{}", 0)
-    assert cache.size == 3 and cache.get("2026-W49", (2, 5)) is not None
-    cache.put("2026-W50", (7, 5), b"{}", 0)
-    assert cache.size == 1 and cache.get("2026-W49", (2, 5)) is None
+    cache.put("2026-W49", (2, 5), b"{ }", 0)  # the same key again: counted once
+    assert (cache.size, cache.bytes) == (3, 7) and cache.get("2026-W49", (2, 5)) is not None
+    cache.put("2026-W50", (7, 5), b"{}", 0)  # a fourth body: afresh
+    assert (cache.size, cache.bytes) == (1, 2) and cache.get("2026-W49", (2, 5)) is None
+    cache.put("2026-W50", (8, 5), b"x" * 99, 0)  # past 100 bytes: afresh
+    assert (cache.size, cache.bytes) == (1, 99) and cache.get("2026-W50", (7, 5)) is None
     cache.hint({"season": "2026-W50"})
-    assert cache.size == 0 and cache.get("2026-W50", (7, 5)) is None
+    assert (cache.size, cache.bytes) == (0, 0) and cache.get("2026-W50", (8, 5)) is None
+
+
+async def test_a_neighbourhood_read_while_a_hint_arrives_is_not_kept(
+        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body read before the hint may hold what the hint changed: it is
+    answered (it was current when read), and the next read goes to the board."""
+    api = await serve()
+    await post_all(api.client(INGEST), {1: 10, 2: 20})
+    await fill(api, 2)  # the season followed and hinted
+    around_cache(api).drop()
+    reads, real = api.runtime.reads, api.runtime.reads.around
+
+    async def around(season: Any, user_id: int, radius: int) -> Any:
+        body = await real(season, user_id, radius)
+        around_cache(api).hint({"season": season.name})  # arrives during the read
+        return body
+
+    monkeypatch.setattr(reads, "around", around)
+    await read(api, 2)
+    assert cached(api) == set()

@@ -7,6 +7,7 @@ waits for every transaction that was running when its ids were staged."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from laurels.db import migrate, migrations
 from laurels.history import history_of
 from laurels.runtime import Runtime, Services
-from tests.helpers import with_database
+from tests.helpers import eventually, with_database
 from tests.integration.test_history import WEEKS, history, item, pg_all, scores
 from tests.invariants import check_all
 
@@ -306,6 +307,42 @@ async def test_migration_021_empties_the_two_bit_filter_and_the_next_seal_builds
             assert hit == (20_000, 20_000)  # four bits of every sealed id are set
             cur = await conn.execute(replay, (ids[9],))
             assert [r[0] for r in await cur.fetchall()] == ["exists"]  # through the filter
+    finally:
+        async with await psycopg.AsyncConnection.connect(pg_server_url,
+                                                         autocommit=True) as admin:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def test_migration_021_waits_for_a_seal_step_at_work(pg_server_url: str) -> None:
+    """A seal step may be building the filter the old way (two bits) when
+    021 runs: the migration waits for it (the seal step's lock), so no
+    two-bit filter commits after the four-bit test is in place."""
+    name = f"laurels_t_m021w_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(pg_server_url, autocommit=True) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    url = with_database(pg_server_url, name)
+    try:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn, \
+                await psycopg.AsyncConnection.connect(url) as step:
+            await migrated_before(conn, 21)
+            await step.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('laurels completion ids seal step'))")
+            migration = asyncio.create_task(migrate(url))
+
+            async def waiting() -> bool:
+                cur = await conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+                row = await cur.fetchone()
+                return row is not None and row[0] == 1
+
+            await eventually(waiting, what="the migration to wait for the seal step")
+            assert not migration.done()
+            await step.execute("UPDATE completion_ids_filter_size SET blocks = 16, ids = 1")
+            await step.commit()  # the step's (two-bit) filter commits first ...
+            assert await migration == ["021_id_filter_four_bits.sql"]
+            cur = await conn.execute("SELECT blocks, ids FROM completion_ids_filter_size")
+            assert await cur.fetchone() == (0, 0)  # ... and the migration empties it
     finally:
         async with await psycopg.AsyncConnection.connect(pg_server_url,
                                                          autocommit=True) as admin:

@@ -38,7 +38,10 @@ def test_an_alias_is_kept_until_its_season_ends(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_name_is_parsed_once_and_a_malformed_one_refused_each_time() -> None:
-    assert path_season("2026-W49", PERIODS) is path_season("2026-W49", PERIODS)
+    path_season("2026-W48", PERIODS)
+    hits = params._named.cache_info().hits
+    assert path_season("2026-W48", PERIODS).name == "2026-W48"
+    assert params._named.cache_info().hits == hits + 1
     for _ in range(2):
         with pytest.raises(Problem) as bad:
             path_season("2026-W54", PERIODS)
@@ -60,3 +63,9 @@ def test_query_fields_are_shared_per_string_and_checked_per_name() -> None:
         with pytest.raises(Problem):
             query_cursor(b"after=a%21")
     assert query_int(b"limit=%35", "limit", 100, 1, 1000) == 5  # percent-decoded
+    # Kept per string, up to KEPT_QUERY_BYTES; a longer one is parsed each time.
+    assert params._kept_fields(query) is params._kept_fields(query)
+    long = b"limit=9&" + b"x=1&" * 100
+    size = params._kept_fields.cache_info().currsize
+    assert query_int(long, "limit", 100, 1, 1000) == 9
+    assert params._kept_fields.cache_info().currsize == size

@@ -33,7 +33,7 @@ from laurels.seasons import Season
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
 MAX_ENTRIES = 256
-AROUND_ENTRIES = 10_000  # neighbourhoods of about 1.5 KB: about 15 MB at most
+AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
 
 
 @dataclass(frozen=True)
@@ -46,16 +46,20 @@ class Cached:
 class BoardCache:
     """Bodies read from each season's board, per key within the season (the
     top's `limit`; a neighbourhood's learner and radius): at most
-    `max_entries` in all (when full, the next body starts it afresh)."""
+    `max_entries` bodies and `max_bytes` of them in all (when full, the next
+    body starts it afresh)."""
 
     def __init__(self, subscription: HintSubscription, cursors: Cursors,
-                 seconds: float = CACHE_SECONDS, max_entries: int = MAX_ENTRIES) -> None:
+                 seconds: float = CACHE_SECONDS, max_entries: int = MAX_ENTRIES,
+                 max_bytes: int | None = None) -> None:
         self.subscription = subscription
         self.cursors = cursors
         self.seconds = seconds
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.entries: dict[str, dict[Hashable, Cached]] = {}  # season -> key -> body
         self.size = 0
+        self.bytes = 0
         self.generations: dict[str, int] = {}  # season -> hints heard, while followed
         subscription.board.on_hint.append(self.hint)
 
@@ -75,9 +79,10 @@ class BoardCache:
     def drop(self, season: str | None = None) -> None:
         if season is None:
             self.entries.clear()
-            self.size = 0
+            self.size = self.bytes = 0
         elif (held := self.entries.pop(season, None)) is not None:
             self.size -= len(held)
+            self.bytes -= sum(len(e.body) for e in held.values())
 
     def get(self, season: str, key: Hashable) -> Cached | None:
         if not self.subscription.is_hinted(season):
@@ -90,11 +95,16 @@ class BoardCache:
     def put(self, season: str, key: Hashable, body: bytes, generation: int) -> Cached:
         entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
         if generation == self.generation(season) and self.subscription.is_hinted(season):
-            if self.size >= self.max_entries:
+            if (old := self.entries.get(season, {}).pop(key, None)) is not None:
+                self.size -= 1
+                self.bytes -= len(old.body)
+            if self.size >= self.max_entries or (
+                    self.max_bytes is not None and self.bytes + len(body) > self.max_bytes):
                 self.drop()
             held = self.entries.setdefault(season, {})
-            self.size += key not in held
             held[key] = entry
+            self.size += 1
+            self.bytes += len(body)
         return entry
 
 

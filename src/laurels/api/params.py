@@ -102,18 +102,27 @@ def int_in(name: str, text: str, low: int, high: int) -> int:
     return int(text)
 
 
+KEPT_QUERY_BYTES = 256  # longer query strings are parsed each time, never kept
+
+
 def _query_value(query: bytes, name: str) -> str | None:
-    return _query_fields(query).get(name) if query else None
+    if not query:
+        return None
+    fields = _kept_fields(query) if len(query) <= KEPT_QUERY_BYTES else _query_fields(query)
+    return fields.get(name)
 
 
-@functools.lru_cache(maxsize=256)
 def _query_fields(query: bytes) -> dict[str, str]:
-    """A query string's fields (read only: the dict is shared). Blank values
-    kept, as FastAPI's routes keep them: `limit=` is malformed; the last of
-    repeated values counts, as in FastAPI's. Kept per query string: a page's
-    readers send the same few."""
+    """A query string's fields. Blank values kept, as FastAPI's routes keep
+    them: `limit=` is malformed; the last of repeated values counts, as in
+    FastAPI's."""
     parsed = parse_qs(query.decode("latin-1"), keep_blank_values=True)
     return {name: values[-1] for name, values in parsed.items()}
+
+
+# Kept per query string (read only: the dict is shared): a page's readers
+# send the same few. At most 256 strings of at most KEPT_QUERY_BYTES.
+_kept_fields = functools.lru_cache(maxsize=256)(_query_fields)
 
 
 def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:

@@ -17,7 +17,7 @@ from fastapi import Request
 from starlette.datastructures import State
 
 from laurels.api.auth import Auth
-from laurels.api.caches import AROUND_ENTRIES, BoardCache, GroupCache
+from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import RateLimiter
 from laurels.ingest import GroupCommit
@@ -47,7 +47,7 @@ class ApiState(State):
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
             "around_cache": BoardCache(services.subscription, cursors,
-                                       max_entries=AROUND_ENTRIES),
+                                       max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
             "group_commit": GroupCommit(services.ingestor),
             "supervisor": None,

@@ -11,6 +11,14 @@
 -- slower one), and the seasons loop's next seal builds it again, as it built
 -- the first. Nothing else changes: the batch's lookup (laurels_ingest) calls
 -- laurels_id_in_block, which is inlined and planned for each call.
+--
+-- No filter built the old way may commit after this: the migration first
+-- waits for the seal step's lock (a seal step at work, maybe building the
+-- filter with two bits, ends first; a later one finds the lock taken until
+-- this commits, and does nothing), and the build, from now on, locks the
+-- size row before it reads the sealed ids (an operator's build by hand
+-- waits for, or is waited for by, any other writer of the filter).
+SELECT pg_advisory_xact_lock(hashtext('laurels completion ids seal step'));
 
 CREATE OR REPLACE FUNCTION laurels_id_bit(p_hash bigint, p_which integer) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -32,6 +40,7 @@ DECLARE
     v_ids bigint;
     v_blocks integer;
 BEGIN
+    PERFORM 1 FROM completion_ids_filter_size FOR UPDATE;  -- one writer of the filter
     SELECT count(*) INTO v_ids FROM completion_ids_sealed;
     v_blocks := greatest(16, ceil(v_ids * 16.0 / 64000)::integer);
     DELETE FROM completion_ids_filter;
@@ -85,6 +94,6 @@ END $$;
 
 -- The two-bit filter, emptied in the same transaction as the new functions:
 -- no batch reads a filter built one way with the test of the other.
-LOCK TABLE completion_ids_filter_size IN EXCLUSIVE MODE;
+SELECT 1 FROM completion_ids_filter_size FOR UPDATE;
 DELETE FROM completion_ids_filter;
 UPDATE completion_ids_filter_size SET blocks = 0, ids = 0;
