@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from laurels.api.caches import BoardCache
+from laurels.api import caches
+from laurels.api.caches import MAX_SEASONS, BoardCache
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
@@ -127,25 +128,71 @@ async def test_another_process_s_change_shows_once_its_hint_arrives(
     assert standing(await read(here, 2))[0] == (1, "Learner 1", 25)
 
 
+class Subscription:
+    """What a BoardCache asks of the hint subscription: following counted."""
+
+    def __init__(self) -> None:
+        self.board = type("Board", (), {"on_hint": []})()
+        self.followed: dict[str, int] = {}
+
+    def follow(self, season: str) -> None:
+        self.followed[season] = self.followed.get(season, 0) + 1
+
+    def unfollow(self, season: str) -> None:
+        self.followed[season] -= 1
+        if not self.followed[season]:
+            del self.followed[season]
+
+    def is_hinted(self, season: str) -> bool:
+        return True
+
+
+def test_a_cache_asked_for_too_many_seasons_forgets_them_all() -> None:
+    """Any valid season may be asked for: past MAX_SEASONS followed, the
+    cache unfollows every one and drops every body, and a body read before
+    that is not kept."""
+    sub = Subscription()
+    cache = BoardCache(sub, None)  # type: ignore[arg-type]
+    names = [f"{2000 + i // 52}-W{1 + i % 52:02d}" for i in range(MAX_SEASONS + 1)]
+    early = cache.generation(names[0])
+    cache.put(names[0], 100, b"{}", early)
+    for name in names[1:MAX_SEASONS]:
+        cache.generation(name)
+    assert len(sub.followed) == MAX_SEASONS and cache.size == 1
+    in_flight = cache.generation(names[1])
+    cache.generation(names[MAX_SEASONS])  # one more: afresh
+    assert sub.followed == {names[MAX_SEASONS]: 1} and cache.size == 0
+    cache.put(names[1], 100, b"{}", in_flight)  # read before the forgetting
+    assert cache.get(names[1], 100) is None and cache.size == 0
+
+
+async def test_a_group_cache_asked_for_too_many_seasons_forgets_them_all(
+        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(caches, "MAX_SEASONS", 2)
+    api = await serve(periods=("week", "day", "month", "all"))
+    c = api.client(INGEST)
+    await post_all(c, {1: 10, 2: 20})
+    await c.put("/v1/groups/g", json={"access": "public"})
+    await c.post("/v1/groups/g/members", json={"add": [1, 2]})
+    [cache] = [hears.__self__ for hears in api.runtime.board.on_hint
+               if isinstance(getattr(hears, "__self__", None), caches.GroupCache)]
+    for season in ("current", "current-day", "current-month"):
+        resp = await api.get(f"/v1/groups/g/leaderboards/{season}")
+        assert resp.status_code == 200 and resp.json()["total"] == 2
+    assert len(cache.seasons) == 1 and cache.epoch == 1
+    assert {s for _, s, _ in cache.entries} <= cache.seasons
+
+
 def test_a_full_cache_starts_afresh() -> None:
-    class Subscription:
-        board = type("Board", (), {"on_hint": []})()
-
-        def follow(self, season: str) -> None:
-            pass
-
-        def is_hinted(self, season: str) -> bool:
-            return True
-
     cache = BoardCache(Subscription(), None, max_entries=3,  # type: ignore[arg-type]
                        max_bytes=100)
     for uid in range(3):
-        cache.put("2026-W49", (uid, 5), b"{}", 0)
-    cache.put("2026-W49", (2, 5), b"{ }", 0)  # the same key again: counted once
+        cache.put("2026-W49", (uid, 5), b"{}", (0, 0))
+    cache.put("2026-W49", (2, 5), b"{ }", (0, 0))  # the same key again: counted once
     assert (cache.size, cache.bytes) == (3, 7) and cache.get("2026-W49", (2, 5)) is not None
-    cache.put("2026-W50", (7, 5), b"{}", 0)  # a fourth body: afresh
+    cache.put("2026-W50", (7, 5), b"{}", (0, 0))  # a fourth body: afresh
     assert (cache.size, cache.bytes) == (1, 2) and cache.get("2026-W49", (2, 5)) is None
-    cache.put("2026-W50", (8, 5), b"x" * 99, 0)  # past 100 bytes: afresh
+    cache.put("2026-W50", (8, 5), b"x" * 99, (0, 0))  # past 100 bytes: afresh
     assert (cache.size, cache.bytes) == (1, 99) and cache.get("2026-W50", (7, 5)) is None
     cache.hint({"season": "2026-W50"})
     assert (cache.size, cache.bytes) == (0, 0) and cache.get("2026-W50", (8, 5)) is None

@@ -33,6 +33,10 @@ from laurels.seasons import Season
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
 MAX_ENTRIES = 256
+# Seasons a cache follows at once: any valid season name may be asked for
+# (every ISO week of 9,999 years), so past this a cache forgets them all
+# and starts afresh (its bodies dropped, its seasons unfollowed).
+MAX_SEASONS = 512
 AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
 
 
@@ -61,6 +65,7 @@ class BoardCache:
         self.size = 0
         self.bytes = 0
         self.generations: dict[str, int] = {}  # season -> hints heard, while followed
+        self.epoch = 0  # times it forgot every season (MAX_SEASONS)
         subscription.board.on_hint.append(self.hint)
 
     def hint(self, hint: Hint) -> None:
@@ -69,12 +74,23 @@ class BoardCache:
             self.generations[season] += 1
             self.drop(season)
 
-    def generation(self, season: str) -> int:
-        """The season's hints so far (following it from now on)."""
+    def generation(self, season: str) -> tuple[int, int]:
+        """The season's hints so far, in this epoch (following it from now on)."""
         if season not in self.generations:
+            if len(self.generations) >= MAX_SEASONS:
+                self.forget()
             self.generations[season] = 0
             self.subscription.follow(season)
-        return self.generations[season]
+        return self.epoch, self.generations[season]
+
+    def forget(self) -> None:
+        """Every season unfollowed and every body dropped; a body being read
+        meanwhile is not kept (its generation is of the epoch before)."""
+        for season in self.generations:
+            self.subscription.unfollow(season)
+        self.generations.clear()
+        self.drop()
+        self.epoch += 1
 
     def drop(self, season: str | None = None) -> None:
         if season is None:
@@ -92,7 +108,8 @@ class BoardCache:
             return None
         return entry
 
-    def put(self, season: str, key: Hashable, body: bytes, generation: int) -> Cached:
+    def put(self, season: str, key: Hashable, body: bytes, generation: tuple[int, int]
+            ) -> Cached:
         entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
         if generation == self.generation(season) and self.subscription.is_hinted(season):
             if (old := self.entries.get(season, {}).pop(key, None)) is not None:
@@ -117,6 +134,7 @@ class _Fill:
     season_generation: int
     group_generation: int
     version: int
+    epoch: int
 
 
 class GroupCache:
@@ -143,6 +161,7 @@ class GroupCache:
         self.season_generations: dict[str, int] = {}  # season -> changes of all groups
         self.filling: dict[str, int] = {}  # groups being read: concerned by every hint
         self.seasons: set[str] = set()
+        self.epoch = 0  # times it forgot every season (MAX_SEASONS)
         subscription.board.on_hint.append(self.hint)
         subscription.board.on_group_change.append(self.group_changed)
 
@@ -174,11 +193,19 @@ class GroupCache:
 
     def begin(self, group_id: str, season: str) -> _Fill:
         if season not in self.seasons:
+            if len(self.seasons) >= MAX_SEASONS:  # afresh: see BoardCache.forget
+                self._drop(lambda g, s: True)
+                for followed in self.seasons:
+                    self.subscription.unfollow(followed)
+                self.seasons.clear()
+                self.season_generations.clear()
+                self.epoch += 1
             self.seasons.add(season)
             self.subscription.follow(season)
         self.filling[group_id] = self.filling.get(group_id, 0) + 1
         return _Fill(group_id, season, self.season_generations.get(season, 0),
-                     self.generations.get(group_id, 0), self.index.version(group_id))
+                     self.generations.get(group_id, 0), self.index.version(group_id),
+                     self.epoch)
 
     def put(self, fill: _Fill, limit: int, body: bytes, access: str,
             members: list[int]) -> Cached:
@@ -187,9 +214,10 @@ class GroupCache:
         gid, season = fill.group_id, fill.season
         self.end(fill)
         entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
-        if (fill.season_generation, fill.group_generation, fill.version) != (
+        if (fill.season_generation, fill.group_generation, fill.version, fill.epoch) != (
                 self.season_generations.get(season, 0), self.generations.get(gid, 0),
-                self.index.version(gid)) or not self.subscription.is_hinted(season):
+                self.index.version(gid), self.epoch) or season not in self.seasons \
+                or not self.subscription.is_hinted(season):
             return entry
         if len(self.entries) >= MAX_ENTRIES:
             self._drop(lambda g, s: True)

@@ -12,7 +12,9 @@
 -- the first. Nothing else changes: the batch's lookup (laurels_ingest) calls
 -- laurels_id_in_block, which is inlined and planned for each call.
 --
--- No filter built the old way may commit after this: the migration first
+-- The build and the bits' setter are 020's, restated with four bits (a
+-- migration replaces a function whole). No filter built the old way may
+-- commit after this: the migration first
 -- waits for the seal step's lock (a seal step at work, maybe building the
 -- filter with two bits, ends first; a later one finds the lock taken until
 -- this commits, and does nothing), and the build, from now on, locks the
