@@ -27,6 +27,12 @@ from pathlib import Path
 
 import httpx
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: bench/ and tests/ from the root
+    sys.path.insert(0, str(ROOT))
+
+from bench.support import every_learner_lua  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,14 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     top = f"{args.laurels}/v1/leaderboards/current?limit=100"
     size = len(httpx.get(top).content)
     auth = f"authorization: Bearer {args.admin_token}"
-    script = Path(tempfile.mkdtemp(prefix="laurels-alternating-")) / "every.lua"
-    script.write_text(  # every learner in turn, the radius 0..10 by pass (no cache hit)
-        'local n, p = 0, 0\n'
-        'request = function()\n'
-        f'  n = n + 1\n  if n > {args.learners} then n, p = 1, p + 1 end\n'
-        '  return wrk.format("GET", "/v1/leaderboards/current/users/" .. n .. "?radius=" '
-        f'.. (p % 11), {{["Authorization"]="Bearer {args.admin_token}"}})\n'
-        'end\n')
+    script = every_learner_lua(Path(tempfile.mkdtemp(prefix="laurels-alternating-"))
+                               / "every.lua", "current", args.learners, args.admin_token)
     endpoints = {
         "bare": (f"{args.bare}/healthz", []),
         "bare_bytes": (f"{args.bare}/bytes/{size}", []),
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         "around": (f"{args.laurels}/v1/leaderboards/current/users/{args.learners // 2}"
                    "?radius=5", ["-H", auth]),
         "around_all": (f"{args.laurels}/v1/leaderboards/current/users/1?radius=5",
-                       ["-s", str(script)]),
+                       ["-s", script]),
     }
     rates: dict[str, list[float]] = {name: [] for name in endpoints}
     for _ in range(args.rounds):

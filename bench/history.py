@@ -784,17 +784,19 @@ async def disk(plan: Plan, svc: Services, url: str, total_loaded: int,
 # -- the run ---------------------------------------------------------------------------
 
 
-async def load_databases(plan: Plan, urls: tuple[str, str, str], weeks: list[Week],
+async def load_databases(plan: Plan, urls: tuple[str, str, str, str], weeks: list[Week],
                          open_week: Week, closing: list[Season]) -> dict[str, float]:
     """The history database (closed weeks and the open one), the empty one
-    (learners only), and the one without history (learners and the open
-    week): the same migrations, learners and open week's ids."""
-    hist_url, empty_url, current_url = urls
+    (learners only), the one without history (learners and the open week),
+    and the fresh one (learners only, for the next week's start): the same
+    migrations, learners and open week's ids."""
+    hist_url, empty_url, current_url, fresh_url = urls
     await prepare(hist_url, plan,
                   months_between(weeks[0].season.starts_at, plan.now + timedelta(days=32)),
                   [w.season.name for w in [*weeks, open_week]]
                   + [m.name for m in closing if m.period == "month"])
-    await prepare(empty_url, plan, months_between(plan.now, plan.now + timedelta(days=32)), [])
+    for url in (empty_url, fresh_url):
+        await prepare(url, plan, months_between(plan.now, plan.now + timedelta(days=32)), [])
     await prepare(current_url, plan,
                   months_between(open_week.season.starts_at, plan.now + timedelta(days=32)),
                   [open_week.season.name])
@@ -823,10 +825,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
         if not plan.reuse:
             log(f"loading {loaded:,} completions of {plan.learners:,} learners: "
                 f"{weeks[0].season.name} .. {open_week.season.name} (open)")
-            out["timings"] = await load_databases(plan, (hist_url, empty_url, current_url),
-                                                  weeks, open_week, closing)
-            await prepare(fresh_url, plan, months_between(plan.now,
-                                                          plan.now + timedelta(days=32)), [])
+            out["timings"] = await load_databases(
+                plan, (hist_url, empty_url, current_url, fresh_url), weeks, open_week, closing)
         for each in (hist, empty, current, fresh):
             await each.open(run_migrations=False)
         if not plan.reuse:

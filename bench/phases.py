@@ -20,7 +20,7 @@ import psutil
 import psycopg
 import redis.asyncio as aioredis
 
-from bench.support import BenchError, Load, Service, log, percentile, wrk
+from bench.support import BenchError, Load, Service, every_learner_lua, log, percentile, wrk
 from laurels.seasons import parse_season
 
 
@@ -225,21 +225,10 @@ def reads(s: Setup, seconds: float) -> dict[str, Load]:
     check = httpx.get(paths["around"][0], headers={"authorization": f"Bearer {token}"})
     if check.status_code != 200:
         raise BenchError(f"around-me answered {check.status_code}: {check.text[:200]}")
-    # Every learner in turn (the admin token may read anyone's), each pass
-    # over them with the next radius of 0..10 (5 on average, as the line
-    # above): a (learner, radius) comes again only 11 passes later, past
-    # the per-process cache's 5 s (api/caches.py around_body), so no read
-    # comes from it.
-    script = s.svc.log_path.with_name(f"around-{s.season}.lua")
-    script.write_text(
-        f'local n, pass = 0, 0\n'
-        f'request = function()\n'
-        f'  n = n + 1\n'
-        f'  if n > {s.learners} then n, pass = 1, pass + 1 end\n'
-        f'  return wrk.format("GET", "/v1/leaderboards/{s.season}/users/" .. n .. '
-        f'"?radius=" .. (pass % 11), {{["Authorization"]="Bearer {s.svc.admin_token}"}})\n'
-        f'end\n')
-    scripts = {"around_all": str(script)}
+    # Every learner in turn: no read comes from the cache (support.every_learner_lua).
+    scripts = {"around_all": every_learner_lua(
+        s.svc.log_path.with_name(f"around-{s.season}.lua"), s.season, s.learners,
+        s.svc.admin_token)}
     # The bare app answering a body of the top-100's size: what the bytes cost.
     size = len(httpx.get(paths["top"][0]).content)
     paths["bare_top"] = (f"{s.bare_url}/bytes/{size}", s.bare_pid, [])

@@ -216,6 +216,22 @@ def wrk(url: str, server_pid: int, seconds: float = 5.0, connections: int = 32,
     return Load(float(found.group(1)), _ms(p50.group(1)), _ms(p99.group(1)), errors, cpu)
 
 
+def every_learner_lua(path: Path, season: str, learners: int, token: str) -> str:
+    """A wrk script reading every learner's neighbourhood in turn (learners
+    1 to `learners`, with the admin `token`, which may read anyone's), each
+    pass over them with the next radius of 0..10 (5 on average): a (learner,
+    radius) comes again only 11 passes later, past the per-process cache's
+    5 s (api/caches.py around_body), so no read comes from it. Its path."""
+    path.write_text(
+        'local n, pass = 0, 0\n'
+        'request = function()\n'
+        f'  n = n + 1\n  if n > {learners} then n, pass = 1, pass + 1 end\n'
+        f'  return wrk.format("GET", "/v1/leaderboards/{season}/users/" .. n .. '
+        f'"?radius=" .. (pass % 11), {{["Authorization"]="Bearer {token}"}})\n'
+        'end\n')
+    return str(path)
+
+
 def dump_json(path: Path, data: Any) -> None:
     import orjson
 

@@ -20,6 +20,7 @@ import hashlib
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -43,8 +44,12 @@ AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5
 @dataclass(frozen=True)
 class Cached:
     body: bytes
-    etag: bytes
     expires: float
+
+    @cached_property
+    def etag(self) -> bytes:
+        """Computed when first sent (a neighbourhood's is never: it has none)."""
+        return etag_of(self.body)
 
 
 class BoardCache:
@@ -110,7 +115,7 @@ class BoardCache:
 
     def put(self, season: str, key: Hashable, body: bytes, generation: tuple[int, int]
             ) -> Cached:
-        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
+        entry = Cached(body, time.monotonic() + self.seconds)
         if generation == self.generation(season) and self.subscription.is_hinted(season):
             if (old := self.entries.get(season, {}).pop(key, None)) is not None:
                 self.size -= 1
@@ -193,13 +198,8 @@ class GroupCache:
 
     def begin(self, group_id: str, season: str) -> _Fill:
         if season not in self.seasons:
-            if len(self.seasons) >= MAX_SEASONS:  # afresh: see BoardCache.forget
-                self._drop(lambda g, s: True)
-                for followed in self.seasons:
-                    self.subscription.unfollow(followed)
-                self.seasons.clear()
-                self.season_generations.clear()
-                self.epoch += 1
+            if len(self.seasons) >= MAX_SEASONS:
+                self.forget()
             self.seasons.add(season)
             self.subscription.follow(season)
         self.filling[group_id] = self.filling.get(group_id, 0) + 1
@@ -207,13 +207,23 @@ class GroupCache:
                      self.generations.get(group_id, 0), self.index.version(group_id),
                      self.epoch)
 
+    def forget(self) -> None:
+        """As BoardCache.forget: every season unfollowed, every body dropped,
+        and a body being read meanwhile not kept (its fill's epoch)."""
+        self._drop(lambda g, s: True)
+        for season in self.seasons:
+            self.subscription.unfollow(season)
+        self.seasons.clear()
+        self.season_generations.clear()
+        self.epoch += 1
+
     def put(self, fill: _Fill, limit: int, body: bytes, access: str,
             members: list[int]) -> Cached:
         """Keep the body (and the members it was read from, in the index)
         unless something it depends on changed since `begin`."""
         gid, season = fill.group_id, fill.season
         self.end(fill)
-        entry = Cached(body, etag_of(body), time.monotonic() + self.seconds)
+        entry = Cached(body, time.monotonic() + self.seconds)
         if (fill.season_generation, fill.group_generation, fill.version, fill.epoch) != (
                 self.season_generations.get(season, 0), self.generations.get(gid, 0),
                 self.index.version(gid), self.epoch) or season not in self.seasons \
