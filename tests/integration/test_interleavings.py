@@ -211,6 +211,33 @@ async def test_keys_created_after_finalize_expire_with_the_season(rt: Runtime) -
     await check_all(svc, [W47])
 
 
+async def test_a_finalized_seasons_rebuild_gives_its_corrections_the_expiry(
+        rt: Runtime) -> None:
+    """A rebuild of a finalized season with a voided completion: the version
+    being built writes the snapshot's corrections hash before it switches, and
+    that hash expires with the season like every key of the version (found by
+    the interleaving machine: it had no expiry until the switch, and none
+    after it if the switch never came)."""
+    svc = services(rt, LATE_W47)
+    await svc.ingestor.record([item("x1", 1, 5, W47), item("x2", 2, 3, W47)])
+    assert await svc.lifecycle.finalize(W47)
+    await svc.corrections.void("x2", "test")
+    sk = svc.board.season_keys(W47)
+    with failpoints.hold("rebuild_before_switch") as held:
+        rebuild = asyncio.create_task(svc.rebuilder.run(W47))
+        await held.reached()
+        building = await svc.redis.get(sk.building)
+        corrections = sk.version(building).corrections
+        assert await svc.redis.hlen(corrections) == 1
+        assert await svc.redis.pttl(corrections) > 0
+        await check_all(svc, [W47])
+    await rebuild
+    assert await svc.redis.pttl(corrections) > 0
+    assert {u: s for u, _, s in await top(svc, W47)} == {1: 5}
+    await consistent(svc, W47)
+    await check_all(svc, [W47])
+
+
 async def test_a_tombstoned_apply_tracks_its_bitmap(rt: Runtime) -> None:
     svc = services(rt)
     await svc.ingestor.record([item("t1", 2, 5)])

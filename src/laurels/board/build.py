@@ -86,12 +86,16 @@ class Building(BoardBase):
         """The snapshot's state (seq, correction number, counts) of corrected
         completions, unless a newer one reached the version live
         (load_corrections.lua; the stored form is _common.lua's)."""
-        vk = self.season_keys(season).version(version)
+        sk = self.season_keys(season)
+        keys = [sk.building, sk.version(version).corrections]
         args: list[Any] = []
         for seq, correction, counted in corrected:
             args += [seq, correction, "1" if counted else "0"]
         for i in range(0, len(args), 3 * 1000):
-            await self.scripts["load_corrections"](keys=[vk.corrections], args=args[i:i + 3000])
+            reply = await self.scripts["load_corrections"](
+                keys=keys, args=[version, *args[i:i + 3000]])
+            if reply[0] != "OK":
+                raise BuildGone("the building board vanished from Redis")
 
     async def load_standings(self, season: str, version: str,
                              standings: Sequence[tuple[int, int, datetime | None, int, str,
