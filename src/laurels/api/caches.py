@@ -17,6 +17,7 @@ than the newest hint this process has seen.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from typing import Any
 import orjson
 
 from laurels.api.cursors import Cursors
-from laurels.api.params import path_season
 from laurels.board import Hint, HintSubscription
 from laurels.group_index import GroupIndex
 from laurels.reads import Reads
@@ -39,6 +39,41 @@ MAX_ENTRIES = 256
 # and starts afresh (its bodies dropped, its seasons unfollowed).
 MAX_SEASONS = 512
 AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
+
+
+MAX_KNOWN_PAGES = 4096
+MAX_KNOWN_QUERY = 256  # bytes: longer query strings are parsed each time
+
+
+class KnownPages:
+    """Each (path, query string) the lane answered with a top page of
+    `BoardCache`, and the page it named: the season's name and the limit,
+    kept for good for a season's name, for an alias (`current`) while its
+    season runs by the clock (as `path_season` keeps them). The lane looks a
+    request up here first, and a known page that the cache holds is sent
+    without routing or parsing (issue 30). Bounded: past `MAX_KNOWN_PAGES`
+    it starts afresh."""
+
+    def __init__(self) -> None:
+        self.pages: dict[tuple[str, bytes], tuple[str, int, float, float]] = {}
+
+    def keep(self, path: str, query: bytes, season: Season, alias: bool, limit: int) -> None:
+        if len(query) > MAX_KNOWN_QUERY:
+            return
+        if len(self.pages) >= MAX_KNOWN_PAGES:
+            self.pages.clear()
+        since, until = ((season.starts_at.timestamp(), season.ends_at.timestamp()) if alias
+                        else (-math.inf, math.inf))
+        self.pages[(path, query)] = (season.name, limit, since, until)
+
+    def get(self, path: str, query: bytes) -> tuple[str, int] | None:
+        page = self.pages.get((path, query))
+        if page is None:
+            return None
+        name, limit, since, until = page
+        if not since <= time.time() < until:
+            return None
+        return name, limit
 
 
 @dataclass(frozen=True)
@@ -266,10 +301,9 @@ def etag_of(body: bytes) -> bytes:
     return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
 
 
-async def board_body(reads: Reads, cache: BoardCache, season_text: str, limit: int
+async def board_body(reads: Reads, cache: BoardCache, season: Season, limit: int
                      ) -> Cached:
     """The top of a season's board, serialized, from the cache when it may be."""
-    season = path_season(season_text, reads.settings.periods)
     hit = cache.get(season.name, limit)
     if hit is not None:
         return hit

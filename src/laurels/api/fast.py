@@ -10,7 +10,9 @@ FastAPI's per-request machinery; each is written once, here:
 - `GET /v1/leaderboards/{season}`: its first pages from `BoardCache` (the
   serialized body, kept per process and dropped by the very hints the
   process already receives, and by its own writes), with an `ETag`; a
-  matching `If-None-Match` gets `304`; later pages (`after`) are read;
+  matching `If-None-Match` gets `304`; later pages (`after`) are read. A
+  (path, query string) answered before is looked up first (`KnownPages`),
+  and sent from the cache without routing or parsing while it holds it;
 - `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
   neighbourhood: the token checked (its check remembered), then the body
   from `around_cache` (per learner and radius, dropped by the same hints as
@@ -71,6 +73,7 @@ from laurels.api.params import (
 from laurels.api.problems import Problem, outcome_status
 from laurels.api.state import ApiState
 from laurels.api.streams import board_stream
+from laurels.seasons import ALIASES
 from laurels.validation import CompletionIn
 
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
@@ -123,11 +126,12 @@ async def get_board(state: ApiState, scope: Scope, receive: Receive, send: Send)
     unchanged."""
     limit, after = _paging(scope.get("query_string", b""))
     svc, season_text = state.services, scope["path_params"]["season"]
-    if after is None:
-        await _cached(scope, send, await board_body(svc.reads, state.board_cache, season_text,
-                                                    limit))
-        return
     season = path_season(season_text, svc.settings.periods)
+    if after is None:
+        await _cached(scope, send, await board_body(svc.reads, state.board_cache, season, limit))
+        state.top_pages.keep(scope["path"], scope.get("query_string", b""), season,
+                             season_text in ALIASES, limit)
+        return
     position = state.cursors.decode(board_cursor_owner(season), after)
     body = await svc.reads.top(season, limit, position)
     seal_next(body, state.cursors, season)
@@ -227,6 +231,8 @@ class FastLane:
             if op is not None:
                 await self._serve(op, {}, scope, receive, send)
                 return
+            if method == "GET" and await self._known_page(scope, send, path):
+                return
             for pattern, op in self.patterns.get(method, ()):
                 if (match := pattern.match(path)) is not None:
                     await self._serve(op, match.groupdict(), scope, receive, send)
@@ -243,6 +249,18 @@ class FastLane:
             await op.handler(self.state, scope, receive, send)
         except Exception as exc:  # mapped exactly as FastAPI's handlers map them
             await problems.response_for(exc)(scope, receive, send)
+
+    async def _known_page(self, scope: Scope, send: Send, path: str) -> bool:
+        """A top page this process answered before, for the same path and
+        query string, straight from the cache when it holds the page."""
+        page = self.state.top_pages.get(path, scope.get("query_string", b""))
+        if page is None:
+            return False
+        hit = self.state.board_cache.get(*page)
+        if hit is None:
+            return False
+        await _cached(scope, send, hit)
+        return True
 
     async def _cached_group(self, scope: Scope, send: Send, group_id: str,
                             season_text: str) -> bool:

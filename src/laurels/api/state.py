@@ -17,7 +17,7 @@ from fastapi import Request
 from starlette.datastructures import State
 
 from laurels.api.auth import Auth
-from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache
+from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache, KnownPages
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import RateLimiter
 from laurels.ingest import GroupCommit
@@ -33,6 +33,7 @@ class ApiState(State):
     cursors: Cursors
     limiter: RateLimiter
     board_cache: BoardCache
+    top_pages: KnownPages  # (path, query) -> the top page it names, for the lane
     around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
     group_commit: GroupCommit  # single posts of one moment, in one transaction
@@ -46,6 +47,7 @@ class ApiState(State):
             "cursors": cursors,
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
+            "top_pages": KnownPages(),
             "around_cache": BoardCache(services.subscription, cursors,
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
