@@ -60,6 +60,14 @@ async def check_season(svc: Services, season: str, erased: set[int] | None = Non
         assert not public & hidden, f"{where}: in both public and hidden: {public & hidden}"
         assert all(vis.get(u) != "hidden" for u in public), f"{where}: hidden in public set"
         assert all(vis.get(u) == "hidden" for u in hidden), f"{where}: non-hidden in hidden set"
+        # Under `shared`, the default profile is stored for nobody (the
+        # memory of most learners' entries, _common.lua); a hidden learner
+        # always has an entry (their visibility is not the default).
+        if svc.board.policy == "shared":
+            default = [u for u, p in users.items() if p.split("\t")[0] == "0"
+                       and p.split("\t")[1] == "public" and p.split("\t")[3] == ""]
+            assert not default, f"{where}: default profiles stored: {default}"
+        assert hidden <= set(vis), f"{where}: hidden learners without a profile entry"
         leaked = (public | hidden | set(vis)) & erased
         assert not leaked, f"{where}: erased learners on the board: {leaked}"
         chunks = {int(c) for c in await redis.smembers(vk.chunks)}

@@ -369,7 +369,7 @@ async def test_a_rebuild_puts_back_the_tombstones_a_lost_board_took(rt: Runtime,
                 sk = svc.board.season_keys(W49)
                 building = sk.version(await svc.redis.get(sk.building))
                 # The copy reached the version being built (no tombstone yet).
-                assert await svc.redis.hget(building.users, pad_uid(2)) is not None
+                assert await svc.redis.zscore(building.public, pad_uid(2)) is not None
             await rebuild
     await ingest
     assert await on_board(svc, W49) == {1}

@@ -104,7 +104,7 @@ class Reading(BoardBase):
                                       *(pad_uid(u) for u in chunk)])
             for k, uid in enumerate(chunk):
                 score, raw = reply[1 + width * k], reply[2 + width * k]
-                if score == "" or not raw:
+                if score == "":
                     continue
                 profile = StoredProfile.parse(raw)
                 rank = int(reply[3 + width * k]) if board_rank else None
@@ -124,25 +124,26 @@ class Reading(BoardBase):
         out: dict[int, tuple[int | None, str, str, int | None]] = {}
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
-            parsed = StoredProfile.parse(profile) if profile else None
-            vis, name = (parsed.visibility, parsed.name) if parsed else ("public", "")
-            tie = int(parsed.last_ts) if parsed and parsed.last_ts else None
-            out[uid] = (-int(float(score)) if score != "" else None, vis, name, tie)
+            parsed = StoredProfile.parse(profile)
+            tie = int(parsed.last_ts) if parsed.last_ts else None
+            out[uid] = (-int(float(score)) if score != "" else None, parsed.visibility,
+                        parsed.name, tie)
         return out
 
     async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:
-        """Batches of the learners scored on the current board (HSCAN: bounded memory)."""
+        """Batches of the learners scored on the current board: both sorted
+        sets, ZSCAN (bounded memory; the users hash holds no entry for a
+        learner with the default profile under `shared`)."""
         current = await self.redis.get(self.season_keys(season).current)
         if not current:
             return
-        users = self.season_keys(season).version(str(current)).users
-        cursor = 0
-        while True:
-            reply: Any = await self.redis.hscan(users, cursor, count=count)
-            cursor, batch = reply
-            ids = [int(uid) for uid, prof in batch.items()
-                   if StoredProfile.parse(str(prof)).last_ts]
-            if ids:
-                yield ids
-            if cursor == 0:
-                return
+        vk = self.season_keys(season).version(str(current))
+        for zset in (vk.public, vk.hidden):
+            cursor = 0
+            while True:
+                reply: Any = await self.redis.zscan(zset, cursor, count=count)
+                cursor, batch = reply
+                if batch:
+                    yield [member_uid(str(member)) for member, _score in batch]
+                if cursor == 0:
+                    break

@@ -122,14 +122,19 @@ class StoredProfile(NamedTuple):
 
     @classmethod
     def parse(cls, text: str) -> StoredProfile:
+        """A stored profile; '' (no entry) is the default profile, which
+        under `shared` is stored for nobody (`_common.lua`, load_profile)."""
+        if not text:
+            return DEFAULT_PROFILE
         version, visibility, last_ts, name = text.split("\t", 3)
         return cls(version, visibility, last_ts, name)
 
 
+DEFAULT_PROFILE = StoredProfile("0", "public", "", "")
+
+
 def parse_profile(text: str, user_id: int) -> tuple[str, str]:
     """(visibility, display name) of a stored profile string."""
-    if not text:
-        return "public", default_name(user_id)
     profile = StoredProfile.parse(text)
     return profile.visibility, profile.name or default_name(user_id)
 

@@ -12,6 +12,39 @@ local function format_profile(p)
   return p.ver .. '\t' .. p.vis .. '\t' .. p.ts .. '\t' .. p.name
 end
 
+-- Under the `shared` policy a learner whose profile was never set (version
+-- 0, public, no name: most learners) has no entry in the users hash; the
+-- entry cost about as much memory as their place in the sorted set
+-- (docs/performance.md, "Memory"). Such a learner is on the board when the
+-- public set holds their member (their padded id: `shared` orders ties by
+-- id alone, so no tie time is kept). An absent entry is the version-0
+-- default, so a profile carried by a later write still wins by its
+-- version exactly as before. Under `first` the tie time is part of the
+-- member, so every entry is stored. ON_BOARD stands for a tie time that
+-- is not kept (below every stored one: '-' sorts before the digits).
+local ON_BOARD = '-'
+
+local function load_profile(users, public, policy, uid)
+  local stored = redis.call('HGET', users, uid)
+  if stored then
+    local p = parse_profile(stored)
+    p.stored = true
+    return p
+  end
+  if policy == 'shared' and redis.call('ZSCORE', public, uid) then
+    return {ver = '0', vis = 'public', ts = ON_BOARD, name = ''}
+  end
+  return nil
+end
+
+local function store_profile(users, policy, uid, p)
+  if policy == 'shared' and tonumber(p.ver) == 0 and p.vis == 'public' and p.name == '' then
+    if p.stored then redis.call('HDEL', users, uid) end
+  else
+    redis.call('HSET', users, uid, format_profile(p))
+  end
+end
+
 -- A completion reaches a learner's stored profile: the profile it carries
 -- wins if it is newer (its version is higher), and the learner's tie time
 -- becomes the latest completion time. `p` is nil for a learner new to this
@@ -52,12 +85,12 @@ end
 -- Take a learner off one version of a board (both sets and the users hash);
 -- true if they were on it.
 local function remove_learner(public, hidden, users, policy, uid)
-  local p = parse_profile(redis.call('HGET', users, uid))
+  local p = load_profile(users, public, policy, uid)
   if not p then return false end
   if p.ts ~= '' then
     redis.call('ZREM', zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid))
   end
-  redis.call('HDEL', users, uid)
+  if p.stored then redis.call('HDEL', users, uid) end
   return true
 end
 

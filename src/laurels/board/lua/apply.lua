@@ -118,7 +118,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
-  local p = parse_profile(redis.call('HGET', users, uid))
+  local p = load_profile(users, public, policy, uid)
   local score = 0
   if p ~= nil and p.ts ~= '' then
     local old_zset = zset_of(p.vis, public, hidden)
@@ -142,7 +142,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   if p.ts ~= '' then
     redis.call('ZADD', zset_of(p.vis, public, hidden), score, member_of(policy, p.ts, uid))
   end
-  redis.call('HSET', users, uid, format_profile(p))
+  store_profile(users, policy, uid, p)
   if first_is_current and t == 0 then return 1, p.vis end
   return 1, ''
 end
@@ -164,7 +164,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
     return 0, ''  -- counted in its archived standing (see Parts above)
   end
   local old_index, old_rank = nil, nil
-  local p = parse_profile(redis.call('HGET', users, uid))
+  local p = load_profile(users, public, policy, uid)
   local score = 0
   if p ~= nil and p.ts ~= '' then
     local old_zset = zset_of(p.vis, public, hidden)
@@ -182,7 +182,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   p = merge_profile(p, profile_version, visibility, name, ts)
   local new_score, new_member = score - points, member_of(policy, p.ts, uid)
   redis.call('ZADD', zset_of(p.vis, public, hidden), new_score, new_member)
-  redis.call('HSET', users, uid, format_profile(p))
+  store_profile(users, policy, uid, p)
   if not ranked then return 1, '' end
   if not rank_events then return 1, p.vis end
   if p.vis ~= 'hidden' then

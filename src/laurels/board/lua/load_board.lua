@@ -24,7 +24,7 @@ for i = 3, #ARGV, 6 do
   if redis.call('SISMEMBER', erased_key, uid) == 1 then
     skipped = skipped + 1
   else
-    local p = parse_profile(redis.call('HGET', users, uid))
+    local p = load_profile(users, public, policy, uid)
     local score = 0
     if p ~= nil and p.ts ~= '' then
       local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
@@ -38,7 +38,7 @@ for i = 3, #ARGV, 6 do
       redis.call('ZADD', zset_of(p.vis, public, hidden), score - points,
                  member_of(policy, p.ts, uid))
     end
-    redis.call('HSET', users, uid, format_profile(p))
+    store_profile(users, policy, uid, p)
     loaded = loaded + 1
   end
 end

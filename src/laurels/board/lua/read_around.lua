@@ -19,7 +19,7 @@ local current = redis.call('GET', current_key)
 if not current then return {'MISSING'} end
 if current ~= expected_current then return {'STALE', current} end
 
-local p = parse_profile(redis.call('HGET', users, uid))
+local p = load_profile(users, public, policy, uid)
 if p == nil or p.ts == '' or redis.call('SISMEMBER', erased, uid) == 1 then
   return {'NOT_RANKED'}
 end

@@ -8,7 +8,8 @@
 -- Returns {'MISSING'} | {'STALE', current} |
 --         {'OK', score1, profile1, [rank1,] score2, ...}: per learner the score
 --         as stored (minus the total; '' when they have none on this board),
---         the stored profile ('' when none), and with 'rank' their rank on
+--         the stored profile ('' when none: the default profile, stored
+--         for nobody under `shared`, _common.lua), and with 'rank' their rank on
 --         the public board (for a hidden learner, the rank they would hold,
 --         pushing nobody down; '' when no score).
 local current_key, public, hidden, users = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -34,8 +35,7 @@ end
 local out = {'OK'}
 for i = 4, #ARGV do
   local uid = ARGV[i]
-  local raw = redis.call('HGET', users, uid)
-  local p = parse_profile(raw)
+  local p = load_profile(users, public, policy, uid)
   local score, rank = false, ''
   if p and p.ts ~= '' then
     local member = member_of(policy, p.ts, uid)
@@ -43,7 +43,7 @@ for i = 4, #ARGV do
     if score and with_rank then rank = board_rank(p, member, score) end
   end
   out[#out + 1] = score or ''
-  out[#out + 1] = raw or ''
+  out[#out + 1] = (p and p.stored) and format_profile(p) or ''
   if with_rank then out[#out + 1] = rank end
 end
 return out

@@ -22,10 +22,10 @@ if redis.call('SISMEMBER', erased_key, uid) == 1 then return {'OK', 0} end
 local changed = 0
 for i = 0, (#KEYS - 3) / 3 - 1 do
   local public, hidden, users = KEYS[4 + 3 * i], KEYS[5 + 3 * i], KEYS[6 + 3 * i]
-  local p = parse_profile(redis.call('HGET', users, uid))
+  local p = load_profile(users, public, policy, uid)
   if p == nil then
     p = {ver = profile_version, vis = visibility, ts = '', name = name}
-    redis.call('HSET', users, uid, format_profile(p))
+    store_profile(users, policy, uid, p)
     changed = changed + 1
   elseif tonumber(profile_version) > tonumber(p.ver) then
     local from, to = zset_of(p.vis, public, hidden), zset_of(visibility, public, hidden)
@@ -38,7 +38,7 @@ for i = 0, (#KEYS - 3) / 3 - 1 do
       end
     end
     p.ver, p.vis, p.name = profile_version, visibility, name
-    redis.call('HSET', users, uid, format_profile(p))
+    store_profile(users, policy, uid, p)
     changed = changed + 1
   end
 end
