@@ -21,7 +21,9 @@ class VersionKeys:
     version: str
     public: str  # zset: public and anonymous learners
     hidden: str  # zset: hidden learners (never read publicly)
-    users: str  # hash: padded user_id -> "profile_version\tvisibility\tlast_ts\tname"
+    # hash: padded user_id -> "profile_version\tvisibility\tlast_ts\tname"; under
+    # `shared`, no entry for a learner whose profile was never set (_common.lua)
+    users: str
     chunks: str  # set: ids of the idempotency bitmaps this version uses
     applied_prefix: str  # + chunk id: bitmap, bit (seq mod 2^16) set once applied
     corrections: str  # hash: seq -> "correction:1|0" of voided/restored completions

@@ -110,7 +110,7 @@ class Reading(BoardBase):
                 rank = int(reply[3 + width * k]) if board_rank else None
                 out.append(Scored(uid, -int(float(score)), profile.visibility,
                                   profile.name or default_name(uid),
-                                  int(profile.last_ts or 0), rank))
+                                  profile.tie_time or 0, rank))
         return out
 
     async def scores(self, season: str, user_ids: list[int]
@@ -125,9 +125,8 @@ class Reading(BoardBase):
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]
             parsed = StoredProfile.parse(profile)
-            tie = int(parsed.last_ts) if parsed.last_ts else None
             out[uid] = (-int(float(score)) if score != "" else None, parsed.visibility,
-                        parsed.name, tie)
+                        parsed.name, parsed.tie_time)
         return out
 
     async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:

@@ -117,8 +117,15 @@ class StoredProfile(NamedTuple):
 
     version: str
     visibility: str
-    last_ts: str  # '' until the learner has scored in this version
+    last_ts: str  # '' until the learner has scored in this version; '-' not kept (`shared`)
     name: str  # '' when the learner set none
+
+    @property
+    def tie_time(self) -> int | None:
+        """The stored offset of the latest completion (the `first` policy's
+        tie time); None when not on the board or not kept (`shared` keeps
+        none for a learner stored without an entry: `_common.lua`, ON_BOARD)."""
+        return int(self.last_ts) if self.last_ts.isdigit() else None
 
     @classmethod
     def parse(cls, text: str) -> StoredProfile:
