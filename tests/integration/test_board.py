@@ -223,3 +223,43 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
     for name in seasons:
         sk = board.season_keys(name)
         await rt.redis.delete(sk.current, sk.building)
+
+
+async def test_a_default_profile_is_stored_for_nobody_under_shared(rt: Runtime) -> None:
+    """Under `shared` a learner whose profile was never set has no entry in
+    the users hash (issue 30's memory: the entry cost as much as the sorted
+    set's): reads, profile changes, erasure and a later profile carried by a
+    completion behave as if it were there. Under `first` the entry holds the
+    tie time, so it stays."""
+    board = await fresh_board(rt, "shared")
+    await board.apply([ev(1, 5), ev(2, 7), ev(3, 7), ev(1, 4)])
+    sk = board.season_keys(SEASON)
+    vk = sk.version(await rt.redis.get(sk.current))
+    assert await rt.redis.hlen(vk.users) == 0
+    assert [(e.rank, e.user_id, e.display_name, e.score)
+            for e in (await board.top(SEASON, 10)).entries] == [
+        (1, 1, "Learner 1", 9), (2, 2, "Learner 2", 7), (2, 3, "Learner 3", 7)]
+    around = await board.around(SEASON, 2, 1)
+    assert around is not None and (around.me.rank, around.me.visibility) == (2, "public")
+    assert await board.scores(SEASON, [1, 4]) == {1: (9, "public", "", None),
+                                                  4: (None, "public", "", None)}
+    # A profile set later is stored, and moves the learner (hidden: off the top).
+    await board.set_profile(SEASON, 2, Profile(1, "hidden", "Bea"))
+    assert (await rt.redis.hget(vk.users, "2".zfill(19))).startswith("1\thidden\t")
+    assert [e.user_id for e in (await board.top(SEASON, 10)).entries] == [1, 3]
+    # A late completion carrying the older, default profile changes nothing of it.
+    await board.apply([ev(2, 1)])
+    assert [e.user_id for e in (await board.top(SEASON, 10)).entries] == [1, 3]
+    around = await board.around(SEASON, 2, 0)
+    assert around is not None and (around.me.display_name, around.me.score) == ("Bea", 8)
+    # Erasure takes a learner without an entry off the board.
+    await board.erase(SEASON, 3, START + timedelta(days=30))
+    assert [e.user_id for e in (await board.top(SEASON, 10)).entries] == [1]
+    assert await board.around(SEASON, 3, 0) is None
+    assert sorted([uid async for batch in board.scan_scored(SEASON) for uid in batch]) == [1, 2]
+    assert await rt.redis.hkeys(vk.users) == ["2".zfill(19)]
+    # Under `first` every learner has an entry: the tie time is part of the member.
+    first = await fresh_board(rt, "first")
+    await first.apply([ev(5, 1, 3)])
+    fk = first.season_keys(SEASON)
+    assert await rt.redis.hlen(fk.version(await rt.redis.get(fk.current)).users) == 1
