@@ -15,7 +15,9 @@ import asyncio
 import time
 from typing import Any
 
+import hiredis
 from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
+from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.metrics import POOL_WAIT
@@ -60,6 +62,42 @@ class MeasuredPool(BlockingConnectionPool):
         self._available_connections.append(connection)
 
 
+class HiredisPacking:
+    """Commands packed by hiredis' C packer (`hiredis.pack_command`, what
+    redis-py's synchronous client uses when hiredis is installed). redis-py's
+    asyncio connection packs every argument in Python: with 14 arguments a
+    completion to apply.lua, that was a quarter of the server's samples in a
+    py-spy profile of batch ingest (docs/performance.md). Arguments hiredis
+    does not take (anything but str, int, float and bytes) go the library's
+    own way."""
+
+    def pack_command(self, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str):  # 'CONFIG GET': the server wants two arguments
+            args = (*args[0].encode().split(), *args[1:])
+        elif b" " in args[0]:
+            args = (*args[0].split(), *args[1:])
+        try:
+            return [hiredis.pack_command(args)]
+        except TypeError:
+            return super().pack_command(*args)  # type: ignore[misc, no-any-return]
+
+
+class PackedConnection(HiredisPacking, Connection):
+    pass
+
+
+class PackedSSLConnection(HiredisPacking, SSLConnection):
+    pass
+
+
+class PackedUnixConnection(HiredisPacking, UnixDomainSocketConnection):
+    pass
+
+
+PACKED: dict[type, type] = {Connection: PackedConnection, SSLConnection: PackedSSLConnection,
+                            UnixDomainSocketConnection: PackedUnixConnection}
+
+
 PUBSUB_ROOM = 16  # connections a process's subscriptions may hold on one node
 
 
@@ -95,6 +133,8 @@ def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float
                                              wait_seconds=timeout_seconds, **OPTIONS)
     pool = MeasuredPool.from_url(url, max_connections=pool_size, timeout=timeout_seconds,
                                  **OPTIONS)
+    # The class redis-py chose for the URL's scheme, packing with hiredis.
+    pool.connection_class = PACKED.get(pool.connection_class, pool.connection_class)
     return Redis.from_pool(pool)
 
 
