@@ -18,7 +18,7 @@ import psycopg
 
 from laurels import failpoints
 from laurels.board import Delta, Profile
-from laurels.db import Database, Row
+from laurels.db import Database, Row, bool_array, int_array, text_array, timestamp_array
 from laurels.errors import ErrorCode
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.history import Partitions, month_of
@@ -179,14 +179,16 @@ class Ingestor:
             try:
                 return await self.db.fetch(
                     "ingest_batch",
-                    completion_ids=[it.data.completion_id for it in items],
-                    user_ids=[it.data.user_id for it in items],
-                    points=[it.data.points for it in items],
+                    completion_ids=text_array([it.data.completion_id for it in items]),
+                    user_ids=int_array([it.data.user_id for it in items]),
+                    points=int_array([it.data.points for it in items]),
                     # As instants in UTC: RFC 3339 allows offsets up to 23:59,
                     # PostgreSQL's timestamptz input only up to 15:59.
-                    completed_ats=[it.completed_at.astimezone(UTC) for it in items],
-                    received_at=now, seasons=[it.season for it in items],
-                    closed=[it.closed for it in items], others=[it.others for it in items])
+                    completed_ats=timestamp_array([it.completed_at.astimezone(UTC)
+                                                   for it in items]),
+                    received_at=now, seasons=text_array([it.season for it in items]),
+                    closed=bool_array([it.closed for it in items]),
+                    others=text_array([it.others for it in items]))
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
                 if attempt == 4:
                     raise
