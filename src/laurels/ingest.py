@@ -182,10 +182,7 @@ class Ingestor:
                     completion_ids=text_array([it.data.completion_id for it in items]),
                     user_ids=int_array([it.data.user_id for it in items]),
                     points=int_array([it.data.points for it in items]),
-                    # As instants in UTC: RFC 3339 allows offsets up to 23:59,
-                    # PostgreSQL's timestamptz input only up to 15:59.
-                    completed_ats=timestamp_array([it.completed_at.astimezone(UTC)
-                                                   for it in items]),
+                    completed_ats=timestamp_array([it.completed_at for it in items]),
                     received_at=now, seasons=text_array([it.season for it in items]),
                     closed=bool_array([it.closed for it in items]),
                     others=text_array([it.others for it in items]))

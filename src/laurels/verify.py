@@ -168,8 +168,11 @@ class Verifier:
         """Learners on the board that PostgreSQL did not stream (extra
         points), looked up again in case they scored since; how many."""
         extra = 0
+        counted: set[int] = set()  # a scan may return a learner twice (ZSCAN, two sets)
         async for batch in self.board.scan_scored(season, BATCH):
-            unseen = [uid for uid in batch if not _holds(seen, uid)]
+            unseen = [uid for uid in dict.fromkeys(batch)
+                      if not _holds(seen, uid) and uid not in counted]
+            counted.update(unseen)
             if not unseen:
                 continue
             pg = await self._pg_scores(season, unseen, sums)

@@ -32,6 +32,7 @@ async def test_each_kind_comes_back_as_it_was(rt: Runtime) -> None:
         True, False, True]
     at = [datetime(2026, 12, 3, 7, 53, 32, 574123, tzinfo=UTC),
           datetime(2026, 12, 3, 23, 0, tzinfo=timezone(timedelta(hours=-14))),
+          datetime(2026, 12, 3, 23, 0, tzinfo=timezone(timedelta(hours=23, minutes=59))),
           datetime(1, 1, 1, tzinfo=UTC)]
     assert await _round_trip(rt, timestamp_array(at), "timestamptz[]") == at
     for empty, cast in ((text_array([]), "text[]"), (int_array([]), "bigint[]"),

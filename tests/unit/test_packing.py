@@ -37,3 +37,14 @@ def test_what_redis_py_refuses_is_refused() -> None:
         PackedConnection().pack_command("SET", "flag", True)
     with pytest.raises(DataError):
         PackedConnection().pack_command("SET", "none", None)
+
+
+@pytest.mark.parametrize(("options", "value"), [
+    ({"encoding": "latin-1"}, "Zoë"),
+    ({"encoding": "utf-8", "encoding_errors": "replace"}, "Zoë \ud800"),  # a lone surrogate
+])
+def test_another_encoding_is_packed_by_redis_py(options: dict[str, str], value: str) -> None:
+    command = ("SET", "name", value)
+    expected = _joined(Connection(**options).pack_command(*command))  # type: ignore[arg-type]
+    assert _joined(PackedConnection(**options).pack_command(*command)) == expected  # type: ignore[arg-type]
+    assert b"Zo\xeb\r\n" in expected or b"Zo\xc3\xab ?\r\n" in expected  # (not UTF-8 strict)

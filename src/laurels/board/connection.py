@@ -69,9 +69,15 @@ class HiredisPacking:
     completion to apply.lua, that was a quarter of the server's samples in a
     py-spy profile of batch ingest (docs/performance.md). Arguments hiredis
     does not take (anything but str, int, float and bytes) go the library's
-    own way."""
+    own way, and so does a connection whose encoding is not strict UTF-8
+    (hiredis always encodes strings so)."""
+
+    encoder: Any
 
     def pack_command(self, *args: Any) -> list[bytes]:
+        if (self.encoder.encoding.lower().replace("-", "").replace("_", "") != "utf8"
+                or self.encoder.encoding_errors != "strict"):
+            return super().pack_command(*args)  # type: ignore[misc, no-any-return]
         if isinstance(args[0], str):  # 'CONFIG GET': the server wants two arguments
             args = (*args[0].encode().split(), *args[1:])
         elif b" " in args[0]:

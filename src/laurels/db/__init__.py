@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, LiteralString
 
@@ -72,8 +72,10 @@ def text_array(values: list[str]) -> str | list[str]:
 
 
 def timestamp_array(values: list[datetime]) -> str:
-    """Aware datetimes, each in ISO 8601 with its offset."""
-    return '{"' + '","'.join([v.isoformat() for v in values]) + '"}' if values else "{}"
+    """Aware datetimes, each as an instant in UTC (RFC 3339 allows offsets up
+    to 23:59, PostgreSQL's timestamptz input only up to 15:59)."""
+    return ('{"' + '","'.join([v.astimezone(UTC).isoformat() for v in values]) + '"}'
+            if values else "{}")
 
 
 # `SEASON_FILTER(c)` in a query selects the completions of the season named by
