@@ -530,7 +530,7 @@ async def periods(s: Setup, count: int, one: Service, four: Service, prefix4: st
         "all-time board, Redis memory per learner (bytes)", (zset + users) / learners, 100,
         "the goal: 100 bytes", "bytes", higher_is_better=False, goal="<= 1.0",
         context=f"{learners:,} learners; zset {zset / learners:.0f} B + profile "
-                f"{users / learners:.0f} B (an 18-digit tie time)"))
+                f"{users / learners:.0f} B (under `shared`, none for a default profile)"))
 
 
 MATERIALIZED = """
