@@ -74,9 +74,13 @@ class HiredisPacking:
 
     encoder: Any
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hiredis = (self.encoder.encoding.lower().replace("-", "").replace("_", "")
+                         == "utf8" and self.encoder.encoding_errors == "strict")
+
     def pack_command(self, *args: Any) -> list[bytes]:
-        if (self.encoder.encoding.lower().replace("-", "").replace("_", "") != "utf8"
-                or self.encoder.encoding_errors != "strict"):
+        if not self._hiredis:
             return super().pack_command(*args)  # type: ignore[misc, no-any-return]
         if isinstance(args[0], str):  # 'CONFIG GET': the server wants two arguments
             args = (*args[0].encode().split(), *args[1:])

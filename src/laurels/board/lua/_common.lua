@@ -24,15 +24,18 @@ end
 -- is not kept (below every stored one: '-' sorts before the digits).
 local ON_BOARD = '-'
 
+-- p.stored is the entry as stored (nil when there is none); p.score is the
+-- learner's stored score when loading it already read it (see score_of).
 local function load_profile(users, public, policy, uid)
   local stored = redis.call('HGET', users, uid)
   if stored then
     local p = parse_profile(stored)
-    p.stored = true
+    p.stored = stored
     return p
   end
-  if policy == 'shared' and redis.call('ZSCORE', public, uid) then
-    return {ver = '0', vis = 'public', ts = ON_BOARD, name = ''}
+  local score = policy == 'shared' and redis.call('ZSCORE', public, uid)
+  if score then
+    return {ver = '0', vis = 'public', ts = ON_BOARD, name = '', score = score}
   end
   return nil
 end
@@ -80,6 +83,13 @@ end
 local function zset_of(vis, public, hidden)
   if vis == 'hidden' then return hidden end
   return public
+end
+
+-- A loaded learner's sorted set, member and stored score (a string; nil
+-- when the set does not hold them), read once.
+local function score_of(p, public, hidden, policy, uid)
+  local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
+  return zset, member, p.score or redis.call('ZSCORE', zset, member)
 end
 
 -- Take a learner off one version of a board (both sets and the users hash);

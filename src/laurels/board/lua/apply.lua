@@ -121,9 +121,8 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   local p = load_profile(users, public, policy, uid)
   local score = 0
   if p ~= nil and p.ts ~= '' then
-    local old_zset = zset_of(p.vis, public, hidden)
-    local old_member = member_of(policy, p.ts, uid)
-    score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
+    local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
+    score = tonumber(stored_score or '0')
     redis.call('ZREM', old_zset, old_member)
   end
   if counts then  -- restored: it counts again, and may be the latest again
@@ -167,9 +166,8 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   local p = load_profile(users, public, policy, uid)
   local score = 0
   if p ~= nil and p.ts ~= '' then
-    local old_zset = zset_of(p.vis, public, hidden)
-    local old_member = member_of(policy, p.ts, uid)
-    score = tonumber(redis.call('ZSCORE', old_zset, old_member) or '0')
+    local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
+    score = tonumber(stored_score or '0')
     if ranked and old_zset == public then
       old_index = redis.call('ZRANK', public, old_member)
       old_rank = old_index + 1

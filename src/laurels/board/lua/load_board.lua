@@ -27,8 +27,8 @@ for i = 3, #ARGV, 6 do
     local p = load_profile(users, public, policy, uid)
     local score = 0
     if p ~= nil and p.ts ~= '' then
-      local zset, member = zset_of(p.vis, public, hidden), member_of(policy, p.ts, uid)
-      score = tonumber(redis.call('ZSCORE', zset, member) or '0')
+      local zset, member, stored_score = score_of(p, public, hidden, policy, uid)
+      score = tonumber(stored_score or '0')
       redis.call('ZREM', zset, member)
     end
     p = merge_profile(p, profile_version, visibility, name, ts)

@@ -23,9 +23,7 @@ local p = load_profile(users, public, policy, uid)
 if p == nil or p.ts == '' or redis.call('SISMEMBER', erased, uid) == 1 then
   return {'NOT_RANKED'}
 end
-local member = member_of(policy, p.ts, uid)
-local own_set = zset_of(p.vis, public, hidden)
-local score = redis.call('ZSCORE', own_set, member)
+local own_set, member, score = score_of(p, public, hidden, policy, uid)
 if not score then return {'NOT_RANKED'} end
 
 local better = redis.call('ZCOUNT', public, '-inf', '(' .. score)

@@ -38,12 +38,12 @@ for i = 4, #ARGV do
   local p = load_profile(users, public, policy, uid)
   local score, rank = false, ''
   if p and p.ts ~= '' then
-    local member = member_of(policy, p.ts, uid)
-    score = redis.call('ZSCORE', zset_of(p.vis, public, hidden), member)
+    local _, member, stored_score = score_of(p, public, hidden, policy, uid)
+    score = stored_score
     if score and with_rank then rank = board_rank(p, member, score) end
   end
   out[#out + 1] = score or ''
-  out[#out + 1] = (p and p.stored) and format_profile(p) or ''
+  out[#out + 1] = p and p.stored or ''
   if with_rank then out[#out + 1] = rank end
 end
 return out
