@@ -44,7 +44,7 @@ a baseline measured in the same run.
      that never recorded a completion (the same learners), in alternating
      rounds, and one `laurels_ingest` call in each;
    - disk bytes per completion (`pg_database_size` / completions) with all
-     history kept, and after `Partitions.retire(now, days, leagues=False)`
+     history kept, and after `Partitions.retire(now, days)`
      drops the months older than `--retain-days` (default: all but the
      current and the previous month).
 
@@ -129,7 +129,7 @@ class Week:
 
 def calendar(plan: Plan) -> tuple[list[Week], Week, list[Season]]:
     """The closed weeks (oldest first), the open one, and the closed months."""
-    current = season_of(plan.now, "week")
+    current = season_of(plan.now, "week", zone="UTC")
     seasons = [current.later(-k) for k in range(plan.weeks, 0, -1)]
     per, extra = divmod(plan.completions, plan.weeks)
     weeks, g = [], 1
@@ -139,7 +139,7 @@ def calendar(plan: Plan) -> tuple[list[Week], Week, list[Season]]:
         g += count
     open_week = Week(current, g, plan.current, plan.now, sealed=False)
     months = []
-    month = season_of(seasons[0].starts_at, "month")
+    month = season_of(seasons[0].starts_at, "month", zone="UTC")
     while month.ends_at <= current.starts_at:
         months.append(month)
         month = month.next()
@@ -302,12 +302,12 @@ async def finalize_sql(svc: Services, season: str) -> bool:
     """What Lifecycle.finalize writes for the boards, through the same named
     queries in one transaction: the archived standings and the mark; not
     the re-rank, the `season_final` notifications or the webhook row."""
-    async with svc.db.transaction() as conn:
-        row = await svc.db.fetch_one("lock_season_for_finalize", conn, season=season)
+    async with svc.db.transaction() as tx:
+        row = await svc.db.fetch_one("lock_season_for_finalize", tx, season=season)
         if row is None or row["finalized"]:
             return False
-        await svc.db.run("archive_standings", conn, season=season)
-        await svc.db.run("mark_finalized", conn, season=season,
+        await svc.db.run("archive_standings", tx, season=season)
+        await svc.db.run("mark_finalized", tx, season=season,
                          tie_policy=svc.settings.tie_policy)
     return True
 
@@ -631,7 +631,8 @@ async def week_start(plan: Plan, hist: Services, fresh: Services, open_week: Sea
 INGEST_CALL = """
 SELECT * FROM laurels_ingest(%(ids)s::text[], %(users)s::bigint[], %(points)s::int[],
                              %(ats)s::timestamptz[], %(received)s::timestamptz,
-                             %(seasons)s::text[], %(closed)s::boolean[], %(others)s::text[])"""
+                             %(seasons)s::text[], %(closed)s::boolean[], %(others)s::text[],
+                             %(tags)s::text[])"""
 
 
 def ingest_params(plan: Plan, week: Season, first: int) -> dict[str, Any]:
@@ -640,7 +641,8 @@ def ingest_params(plan: Plan, week: Season, first: int) -> dict[str, Any]:
             "points": [i["points"] for i in items],
             "ats": [datetime.fromisoformat(i["completed_at"]) for i in items],
             "received": plan.now, "seasons": [week.name] * len(items),
-            "closed": [False] * len(items), "others": ["all"] * len(items)}
+            "closed": [False] * len(items), "others": ["all"] * len(items),
+            "tags": [""] * len(items)}
 
 
 async def explain(url: str, plan: Plan, week: Season, first: int
@@ -757,7 +759,7 @@ async def disk(plan: Plan, svc: Services, url: str, total_loaded: int,
         "bytes", higher_is_better=False,
         context=f"{kept['database'] / 1e9:.2f} GB for {n:,} completions: {breakdown(kept)}"))
     started = time.perf_counter()
-    dropped = await svc.partitions.retire(plan.now, plan.retain_days, leagues=False)
+    dropped = await svc.partitions.retire(plan.now, plan.retain_days)
     retire_seconds = time.perf_counter() - started
     log(f"  retention ({plan.retain_days} days) dropped {len(dropped)} months in "
         f"{retire_seconds:.0f} s: {', '.join(m.isoformat()[:7] for m in dropped)}")

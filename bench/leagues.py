@@ -148,7 +148,7 @@ class Placer:
 def join_chunks(tag: str, first: int, last: int, batch: int
                 ) -> list[list[tuple[str, int, int, datetime]]]:
     """The first completion of learners first+1 .. last, in batches."""
-    start = parse_season(JOIN_WEEK).starts_at
+    start = parse_season(JOIN_WEEK, zone="UTC").starts_at
     items = [(f"{tag}-{JOIN_WEEK}-{u}", u, 1 + u % 10, start + timedelta(seconds=u % 600_000))
              for u in range(first + 1, last + 1)]
     return [items[i:i + batch] for i in range(0, len(items), batch)]
@@ -291,7 +291,7 @@ async def load_week(url: str, members: int) -> None:
     the lowest demotes), their tiers after the week before (spread over the
     5 tiers), and their joins in a shuffled order; the league switch stays
     off (no trigger work)."""
-    week = parse_season(DECIDE_WEEK)
+    week = parse_season(DECIDE_WEEK, zone="UTC")
     start = week.starts_at
     n = COMPLETIONS_PER_MEMBER * members
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:

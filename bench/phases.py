@@ -82,7 +82,7 @@ class Setup:
 async def load_season(s: Setup) -> None:
     """`completions` rows over `learners` learners, written straight into
     PostgreSQL (no board yet: the rebuild builds it)."""
-    start = parse_season(s.season).starts_at
+    start = parse_season(s.season, zone="UTC").starts_at
     async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as conn:
         await conn.execute(
             "INSERT INTO users (user_id) SELECT g FROM generate_series(1, %s) g "
@@ -374,7 +374,7 @@ async def sql_rank(s: Setup) -> None:
 
 def _ingest_chunks(s: Setup, tag: str, count: int, batch: int
                    ) -> list[list[tuple[str, int, int, datetime]]]:
-    start = parse_season(s.season).starts_at
+    start = parse_season(s.season, zone="UTC").starts_at
     items = [(f"{tag}{s.run_id}-{s.season}-{i}", 1 + (i * 104729) % s.learners, 1 + i % 10,
               start + timedelta(seconds=i % 600_000)) for i in range(count)]
     return [items[i:i + batch] for i in range(0, count, batch)]
@@ -423,7 +423,7 @@ async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> N
 
 async def single_posts(s: Setup, base_url: str, pid: int, tag: str) -> Load:
     """wrk posting one new completion per request to `base_url`."""
-    start = parse_season(s.season).starts_at
+    start = parse_season(s.season, zone="UTC").starts_at
     script = s.svc.log_path.with_name(f"single-{tag}-{s.season}.lua")
     script.write_text(
         'counter = 0\n'
@@ -666,7 +666,7 @@ async def viewers(s: Setup, count: int) -> None:
                                 headers={"authorization": f"Bearer {s.svc.ingest_token}"},
                                 json={"completion_id": f"v{s.run_id}{s.season}{count}",
                                       "user_id": newcomer, "points": 10_000_000 // 10,
-                                      "completed_at": parse_season(s.season).starts_at
+                                      "completed_at": parse_season(s.season, zone="UTC").starts_at
                                       .isoformat()}) as resp:
             if resp.status != 201:
                 raise BenchError(f"the viewers' completion answered {resp.status}")
@@ -704,6 +704,9 @@ async def idle_viewer_kib(url: str, pid: int, count: int) -> float:
                                      timeout=aiohttp.ClientTimeout(total=None)) as session:
         warm = [asyncio.create_task(viewer(session)) for _ in range(20)]  # uncounted
         while ready < 20:
+            failed = [t for t in warm if t.done() and not t.cancelled() and t.exception()]
+            if failed:  # (a refused stream would otherwise be waited for forever)
+                raise failed[0].exception()  # type: ignore[misc]
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)
         ready, before = 0, process.memory_info().rss

@@ -39,54 +39,6 @@ from tests.helpers import (
     with_database,
 )
 
-# The long tiers, marked `slow` here in one place: `pytest -m "not slow"` is
-# the inner loop (README); CI runs everything. Whole modules: faults, soak,
-# fuzz, cluster, browser, burst, the model-based tests, kill -9. Single tests:
-# those that need a real process's lifetime (embedded start-up, the demo,
-# bad configuration, several workers, the CLI), load, or a fixed 15 s timer.
-SLOW = (
-    "tests/faults/", "tests/acceptance/test_fuzz.py", "tests/acceptance/test_cluster.py",
-    "tests/acceptance/test_browser.py", "tests/acceptance/test_burst.py",
-    "tests/acceptance/test_rebuild_traffic.py::test_thousands_of_retried_completions",
-    "tests/integration/test_model.py", "tests/integration/test_model_interleaved.py",
-    "tests/integration/test_crash.py",
-    "tests/acceptance/test_cli.py", "tests/acceptance/test_webhook_writers.py",
-    "tests/acceptance/test_http.py::test_embedded_default",
-    "tests/acceptance/test_http.py::test_bad_configuration_is_one_clear_line",
-    "tests/acceptance/test_http.py::test_cli_migrate_token_rebuild",
-    "tests/acceptance/test_http.py::test_several_workers_share_one_port",
-    "tests/acceptance/test_live.py::test_comment_line_at_least_every_15_seconds",
-    "tests/acceptance/test_live.py::test_demo_runs_and_stops_cleanly",
-    "tests/acceptance/test_live.py::test_many_connections_opened_and_dropped_leak_nothing",
-    "tests/acceptance/test_live.py::test_a_stuck_client_does_not_hold_up_the_others",
-)
-
-
-# Tests whose outcome cannot depend on which PostgreSQL and Redis the suite
-# was given (LAURELS_TEST_*): pure rules, servers the test starts itself,
-# the HTTP edge's own checks (input, tokens, OpenAPI, CORS, the client), the
-# page in a browser, the CLI's data-dir rules. `.ci/run` runs them on the
-# first store setup only (`-m "not once"` on the others).
-ONCE = (
-    "tests/unit/", "tests/faults/test_faults.py", "tests/faults/test_connections.py",
-    "tests/faults/test_soak.py", "tests/faults/test_league_processes.py",
-    "tests/acceptance/test_browser.py", "tests/acceptance/test_fuzz.py",
-    "tests/acceptance/test_cli.py", "tests/acceptance/test_integrating_walk.py",
-    "tests/acceptance/test_webhook_writers.py",
-    "tests/acceptance/test_http.py::test_embedded_default",
-    "tests/acceptance/test_http.py::test_bad_configuration_is_one_clear_line",
-    "tests/api/test_openapi.py", "tests/api/test_strict_input.py",
-    "tests/api/test_token_refusals.py", "tests/api/test_client.py", "tests/api/test_cors.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.nodeid.startswith(SLOW):
-            item.add_marker(pytest.mark.slow)
-        if item.nodeid.startswith(ONCE):
-            item.add_marker(pytest.mark.once)
-
 
 def stop_strays(folder: Path) -> None:
     """Stop embedded servers a killed `laurels` left behind under `folder`

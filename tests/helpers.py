@@ -19,14 +19,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import orjson
 import redis
+from aiohttp import web
 from hypothesis import Phase
 
 from laurels.api.auth import mint
@@ -58,6 +60,10 @@ def sync_redis(url: str, **options: Any) -> Iterator[Any]:
 
 INGEST = "test-ingest-token"
 ADMIN = "test-admin-token"
+ADMIN_AUTH = {"Authorization": f"Bearer {ADMIN}"}  # /metrics, admin calls
+# Every viewer of the suite's load tests comes from 127.0.0.1: the per-client
+# stream cap (16 by default) is lifted for them; tests of the cap set their own.
+SUITE_STREAMS_PER_CLIENT = 100_000
 USER_SECRET = "test-user-token-secret-0123456789abcdef"
 WEBHOOK_SECRET = "test-webhook-secret"
 
@@ -112,7 +118,8 @@ def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Pat
     env.update(LAURELS_DATABASE_URL=database_url, LAURELS_REDIS_URL=redis_url,
                LAURELS_KEY_PREFIX=key_prefix, LAURELS_DATA_DIR=str(data_dir),
                LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
-               LAURELS_USER_TOKEN_SECRET=USER_SECRET)
+               LAURELS_USER_TOKEN_SECRET=USER_SECRET,
+               LAURELS_MAX_STREAMS_PER_CLIENT=str(SUITE_STREAMS_PER_CLIENT))
     env.update(extra)
     if CLUSTER and env["LAURELS_REDIS_URL"] == os.environ.get("LAURELS_TEST_REDIS_URL"):
         env.setdefault("LAURELS_REDIS_CLUSTER", "true")  # own single nodes stay single
@@ -222,7 +229,7 @@ class Events:
 
 
 def metric(base: str, name: str) -> float:
-    text = httpx.get(f"{base}/metrics").text
+    text = httpx.get(f"{base}/metrics", headers=ADMIN_AUTH).text
     total = 0.0
     for line in text.splitlines():
         if line.startswith(name):
@@ -261,7 +268,7 @@ def make_settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix:
         database_url=database_url, redis_url=redis_url, key_prefix=key_prefix,
         redis_cluster=CLUSTER,
         data_dir=tmp_path / "data", ingest_token=INGEST, admin_token=ADMIN,
-        user_token_secret=USER_SECRET)
+        user_token_secret=USER_SECRET, max_streams_per_client=SUITE_STREAMS_PER_CLIENT)
     values.update(overrides)
     return Settings(**values)
 
@@ -285,3 +292,42 @@ def model_examples(default: int) -> int:
     """Examples per model machine: `LAURELS_MODEL_EXAMPLES` (.ci/run lowers it
     on the setups after the first), else `default`."""
     return int(os.environ.get("LAURELS_MODEL_EXAMPLES", str(default)))
+
+
+class Receiver:
+    """A webhook receiver on a free loopback port: takes every event (204)
+    and keeps it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks"
+        self.events: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.raw.append(body)
+        self.events.append(orjson.loads(body))
+        return web.Response(status=204)
+
+
+@contextlib.asynccontextmanager
+async def receiving() -> AsyncIterator[Receiver]:
+    r = Receiver()
+    app = web.Application()
+    app.router.add_post("/hooks", r.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", r.port).start()
+    try:
+        yield r
+    finally:
+        await runner.cleanup()
+
+
+def one_line_of(result: subprocess.CompletedProcess[str]) -> str:
+    """The line a refusing `laurels` ends with on stderr (after any lines
+    saying which stores it uses), with no traceback anywhere."""
+    text = result.stderr.strip()
+    assert "Traceback" not in text + result.stdout, text
+    return text.splitlines()[-1] if text else ""

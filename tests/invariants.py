@@ -234,3 +234,282 @@ async def check_leagues(svc: Services, erased: set[int]) -> None:
         # written only when a decision moves them; no row is the lowest tier
         tier = tiers[uid]["tier"] if uid in tiers else 0
         assert tier == r["new_tier"], (uid, r, tiers.get(uid))
+
+
+# -- erasure and visibility, by enumeration (issue 38) -----------------------------
+#
+# Checked from what exists, never from a list kept by hand: the tables and
+# columns from PostgreSQL's catalogue, the keys from a SCAN of the prefix
+# (each read by what keys.py declares it holds), the boards from the seasons
+# PostgreSQL knows, the groups and cohorts from their tables. A table, key,
+# board or cohort added next month is covered without a change here.
+
+# Where an erased learner's id is kept on purpose (CONTRACT.md, erasure): the
+# tombstone (their users row; the erasure job, until Redis forgot them), the
+# audit entry and the `user.erased` webhook. Each with the rows it may be in.
+KEPT = {"users": "true", "erasures": "true", "audit": "true",
+        "webhook_deliveries": "type = 'user.erased'"}
+# Tables a model machine keeps between examples: the schema's own record,
+# the append-only audit, the deployment's settings and the sealed ids'
+# filter (stale bits only send an id to the index).
+KEPT_ON_RESET = frozenset({"schema_migrations", "audit", "league_settings",
+                           "webhook_settings", "redis_epochs", "completion_ids_filter",
+                           "completion_ids_filter_size"})
+_LEARNER_WORDS = ("user", "learner", "member_id")
+
+
+def _learner_key(name: str) -> bool:
+    return name == "user_id" or name.endswith("_user_id")
+
+
+async def schema_tables(conn: Any) -> list[str]:
+    """Every table of the schema (a partitioned one once, not its parts)."""
+    cur = await conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+        " AND NOT c.relispartition ORDER BY 1")
+    return [r["relname"] for r in await cur.fetchall()]
+
+
+async def reset_tables(conn: Any) -> None:
+    """Empty every table a model machine's example writes (enumerated)."""
+    tables = [t for t in await schema_tables(conn) if t not in KEPT_ON_RESET]
+    await conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+async def learner_columns(conn: Any) -> list[tuple[str, str, str]]:
+    """(table, column, how) of every column that may hold a learner's id:
+    `id` (an integer `user_id` or `*_user_id`), `ids` (an integer array
+    `*user_ids`), `json` (walked for such keys). A column whose name speaks
+    of learners in another shape fails: say here how it holds them."""
+    cur = await conn.execute(
+        "SELECT c.relname AS t, a.attname AS col, format_type(a.atttypid, NULL) AS type"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped"
+        " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')"
+        " AND NOT c.relispartition ORDER BY 1, a.attnum")
+    out = []
+    for r in await cur.fetchall():
+        t, col, type_ = r["t"], r["col"], r["type"]
+        if type_ in ("json", "jsonb"):
+            out.append((t, col, "json"))
+        elif _learner_key(col) and type_ in ("bigint", "integer"):
+            out.append((t, col, "id"))
+        elif col.endswith("user_ids") and type_ in ("bigint[]", "integer[]"):
+            out.append((t, col, "ids"))
+        else:
+            assert not any(w in col for w in _LEARNER_WORDS), (
+                f"{t}.{col} ({type_}) seems to hold learners in a shape the erasure"
+                " invariant cannot read: name it user_id / *_user_id / *user_ids")
+    return out
+
+
+def json_ids(doc: Any) -> set[int]:
+    """The learner ids a JSON document names: under keys `user_id`,
+    `*_user_id` and `*user_ids`, at any depth."""
+    found: set[int] = set()
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if _learner_key(k) and isinstance(v, int):
+                found.add(v)
+            elif k.endswith("user_ids") and isinstance(v, list):
+                found |= {x for x in v if isinstance(x, int)}
+            else:
+                found |= json_ids(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            found |= json_ids(v)
+    return found
+
+
+async def tables_naming(svc: Services, learners: set[int]) -> list[str]:
+    """Where in PostgreSQL `learners` are named outside what KEPT allows."""
+    found = []
+    async with svc.db.connection() as conn:
+        for t, col, how in await learner_columns(conn):
+            outside = f"NOT ({KEPT[t]})" if t in KEPT else "true"
+            if how == "id":
+                cur = await conn.execute(
+                    f"SELECT DISTINCT {col} AS u FROM {t}"  # noqa: S608 (catalogue names)
+                    f" WHERE {col} = ANY(%s) AND {outside}", (sorted(learners),))
+                found += [f"{t}.{col} = {r['u']}" for r in await cur.fetchall()]
+            elif how == "ids":
+                cur = await conn.execute(
+                    f"SELECT {col} AS u FROM {t} WHERE {col} && %s::bigint[]"  # noqa: S608
+                    f" AND {outside}", (sorted(learners),))
+                found += [f"{t}.{col} holds {sorted(set(r['u']) & learners)}"
+                          for r in await cur.fetchall()]
+            else:
+                cur = await conn.execute(
+                    f"SELECT {col} AS doc FROM {t} WHERE {col} IS NOT NULL"  # noqa: S608
+                    f" AND {outside}")
+                found += [f"{t}.{col} names {sorted(json_ids(r['doc']) & learners)}"
+                          for r in await cur.fetchall() if json_ids(r["doc"]) & learners]
+        cur = await conn.execute(
+            "SELECT user_id FROM users WHERE user_id = ANY(%s) AND erased_at IS NOT NULL"
+            " AND display_name IS NOT NULL", (sorted(learners),))
+        found += [f"users: the tombstone of {r['user_id']} keeps a name"
+                  for r in await cur.fetchall()]
+    return found
+
+
+async def keys_naming(svc: Services, learners: set[int]) -> list[str]:
+    """Where in Redis `learners` are named: every key under the prefix, read
+    by what keys.py declares it holds (an undeclared key is a failure)."""
+    redis, keys = svc.redis, svc.keys
+    found = []
+    async for key in redis.scan_iter(match=f"{keys.prefix}:*", count=1000):
+        holds = keys.holds(key)
+        assert holds is not None, f"a key keys.py does not declare: {key}"
+        if holds in ("none", "tombstones"):
+            continue
+        kind = await redis.type(key)
+        if holds == "events":
+            ids: set[int] = set()
+            for _, fields in await redis.xrange(key):
+                ids |= {int(fields["uid"])} | {int(p) for p in fields.get("passed", "")
+                                               .split(",") if p}
+                assert "name" not in fields, f"{key}: a rank event carries a name"
+        elif kind == "zset":
+            ids = {member_uid(m) for m in await redis.zrange(key, 0, -1)}
+        elif kind == "hash":
+            ids = {int(f) for f in await redis.hkeys(key)}
+        elif kind == "set":
+            ids = {int(m) for m in await redis.smembers(key)}
+        else:
+            raise AssertionError(f"{key} holds learners as a {kind}: read it here")
+        if ids & learners:
+            found.append(f"{key} names {sorted(ids & learners)}")
+    return found
+
+
+async def check_erased_everywhere(svc: Services, erased: set[int] | None = None,
+                                  in_flight: set[int] | frozenset[int] = frozenset()
+                                  ) -> None:
+    """Once an erasure has committed, no table names the learner outside the
+    tombstone, the audit entry and the `user.erased` webhook; once it has
+    returned (not `in_flight`), no key of any board, stream or hash does."""
+    erased = await erased_ids(svc) if erased is None else erased
+    if not erased:
+        return
+    where = await tables_naming(svc, erased)
+    assert not where, f"erased learners still named in PostgreSQL: {where}"
+    where = await keys_naming(svc, erased - set(in_flight))
+    assert not where, f"erased learners still named in Redis: {where}"
+
+
+async def private_learners(svc: Services) -> tuple[set[int], set[int]]:
+    """(hidden or suspended, anonymous) learners as PostgreSQL has them."""
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT user_id, visibility FROM users WHERE erased_at IS NULL"
+                                 " AND visibility <> 'public'")
+        rows = await cur.fetchall()
+    return ({r["user_id"] for r in rows if r["visibility"] == "hidden"},
+            {r["user_id"] for r in rows if r["visibility"] == "anonymous"})
+
+
+def _ids(entries: list[dict[str, Any]]) -> set[int]:
+    return {e["user_id"] for e in entries if e.get("user_id") is not None and not e.get("self")}
+
+
+Shown = list[tuple[str, set[int]]]  # (which read, the learner ids it showed)
+
+
+async def _season_reads(svc: Services, name: str, learners: list[int], groups: list[str],
+                        private: set[int]) -> Shown:
+    """What a season's public reads show: its board, the neighbourhoods of
+    everyone not private, the friends board of everyone, each group's board
+    and each member's neighbourhood in it."""
+    from laurels.errors import DomainError
+    from laurels.seasons import parse_season
+
+    season = parse_season(name, zone="UTC")
+    try:
+        body = await svc.reads.top(season, 1000)
+    except DomainError as exc:
+        assert exc.code in ("rebuilding", "not_found"), exc
+        return []
+    shown = [(f"board {name}", _ids(body["entries"]))]
+    for uid in sorted(set(learners) - private):
+        try:
+            me = await svc.reads.around(season, uid, 50)
+        except DomainError as exc:
+            assert exc.code in ("not_ranked", "rebuilding", "user_erased"), exc
+            continue
+        shown.append((f"{uid}'s neighbours on {name}", _ids(me["neighbors"])))
+    friends = await svc.groups.friends(season, learners[:1000], None)
+    shown.append((f"friends on {name}", _ids(friends["entries"])))
+    for group in groups:
+        try:
+            page, _, _ = await svc.groups.board_top(group, season, 1000, None)
+        except DomainError as exc:
+            assert exc.code in ("not_found", "rebuilding"), exc
+            continue
+        shown.append((f"group {group} on {name}", _ids(page["entries"])))
+        for uid in sorted(set(learners) - private):
+            try:
+                near = await svc.groups.board_around(group, season, uid, 50)
+            except DomainError as exc:
+                assert exc.code in ("not_found", "not_ranked", "rebuilding"), exc
+                continue
+            shown.append((f"{uid}'s neighbours in group {group} on {name}",
+                          _ids(near["neighbors"])))
+    return shown
+
+
+async def _webhooks_shown(svc: Services, deliveries: list[Any]) -> Shown:
+    """The learners pending webhooks would name if sent now (the body a
+    delivery builds when it is sent: webhooks.Outgoing)."""
+    from laurels.webhooks import Outgoing
+
+    if not deliveries:
+        return []
+    async with svc.db.transaction() as tx:
+        rows = await svc.db.fetch("leased_deliveries", tx, ids=deliveries)
+        nids = sorted({int(r["notification_id"]) for r in rows if r["notification_id"]})
+        notes = await svc.db.fetch("notifications_by_id", tx, ids=nids) if nids else []
+        out = Outgoing(rows, {n["id"]: n for n in notes})
+        names = await svc.notifications.public_names(
+            sorted(json_ids([n["data"] for n in notes])), tx)
+    shown = []
+    for row in out.rows:
+        body = out.body(row, names)
+        if body is not None and row["type"] == "notification.created":
+            shown.append((f"webhook {row['id']}", json_ids(body["data"]["data"])))
+    return shown
+
+
+async def check_hidden_nowhere(svc: Services, private: set[int]) -> None:
+    """No public read shows a learner of `private` (hidden, suspended or
+    erased): the board of every season PostgreSQL knows (every period), the
+    neighbourhoods of others, every group's board, the friends board, every
+    cohort's board, others' notifications, the webhooks as they would be
+    sent. Enumerated from the tables, not listed here."""
+    from laurels.league_rules import Cohort
+
+    async with svc.db.connection() as conn:
+        async def column(sql: str) -> list[Any]:
+            cur = await conn.execute(sql)
+            return [tuple(r.values()) for r in await cur.fetchall()]
+
+        seasons = [r[0] for r in await column("SELECT season FROM seasons ORDER BY 1")]
+        learners = [r[0] for r in await column(
+            "SELECT user_id FROM users WHERE erased_at IS NULL UNION"
+            " SELECT DISTINCT user_id FROM completions ORDER BY 1")]
+        groups = [r[0] for r in await column("SELECT group_id FROM groups ORDER BY 1")]
+        cohorts = await column("SELECT DISTINCT season, tier, cohort FROM league_members")
+        deliveries = [r[0] for r in await column(
+            "SELECT id FROM webhook_deliveries WHERE status = 'pending'")]
+    shown: Shown = []
+    for name in seasons:
+        shown += await _season_reads(svc, name, learners, groups, private)
+    if svc.leagues.on:
+        for season, tier, number in cohorts:
+            entries, _ = await svc.leagues.board_of(Cohort(season, tier, number))
+            shown.append((f"cohort {season}.{tier}.{number}", _ids(entries)))
+    for uid in learners:
+        notes = (await svc.notifications.newest(uid))["notifications"]
+        shown.append((f"{uid}'s notifications", json_ids([n["data"] for n in notes]) - {uid}))
+    shown += await _webhooks_shown(svc, deliveries)
+    leaks = [f"{where} shows {sorted(ids & private)}" for where, ids in shown if ids & private]
+    assert not leaks, f"hidden, suspended or erased learners shown: {leaks}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from secrets import token_urlsafe
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -16,7 +18,18 @@ from urllib.parse import unquote, urlsplit
 
 import typer
 
-from laurels.settings import ConfigError, Secrets, Settings, load_settings, resolve_secrets
+from laurels.datadir import (
+    SECRET_NAMES,
+    VALKEY_PASSWORD,
+    SecretsProposal,
+    own_data_dir,
+    propose_secrets,
+    read_stored,
+    resolve_secrets,
+    stored_name,
+    stored_secret,
+)
+from laurels.settings import ConfigError, Secrets, Settings, load_settings
 
 if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
     from laurels.embedded import Servers
@@ -43,8 +56,42 @@ def _settings(**overrides: Any) -> Settings:
 def _secrets(settings: Settings, announce: bool = True) -> Secrets:
     try:
         return resolve_secrets(settings, announce=announce)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     except (OSError, ValueError) as exc:
         raise fail(f"cannot read or write secrets in {settings.data_dir}: {exc}") from None
+
+
+def _proposal(settings: Settings) -> SecretsProposal:
+    """The secrets a serve or projector would run with, none saved yet."""
+    try:
+        return propose_secrets(settings)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read or write secrets in {settings.data_dir}: {exc}") from None
+
+
+async def _join(db: Any, settings: Settings, proposal: SecretsProposal, kind: str,
+                process_id: str | None = None) -> Any:
+    """This serve or projector among the deployment's processes: it never
+    generates a secret the deployment has (it asks for it instead), and
+    with settings other than the running processes' it stops (one line);
+    then the secrets it generated, if any, are saved and printed."""
+    from laurels import deployment
+
+    has = await deployment.recorded_secrets(db)
+    missing = [n for n in proposal.generated if n in has]
+    if missing:
+        name = stored_name(missing[0])
+        raise deployment.DeploymentConflict(
+            f"{name} is not set and {settings.data_dir} has none, but the deployment has "
+            f"one: give this process the deployment's secrets ({name}, or its secrets.json; "
+            "docs/operations.md, Several processes)")
+    membership = deployment.Membership(db, kind, process_id)  # type: ignore[arg-type]
+    await membership.join(settings, proposal.secrets)
+    proposal.save()
+    return membership
 
 
 SEASON_HELP = ("a season of a configured period: 2026-W49, 2026-11-30, 2026-11, all; "
@@ -57,16 +104,39 @@ def _season(text: str, settings: Settings) -> str:
     from laurels.seasons import BadSeason, PeriodOff, configured_season
 
     try:
-        return configured_season(text, settings.periods).name
+        return configured_season(text, settings.periods, zone=settings.time_zone).name
     except (BadSeason, PeriodOff) as exc:
         raise fail(str(exc)) from None
 
 
-def _start_servers(settings: Settings) -> Any:
+BOARD_HELP = "global (the whole board) or a tag kind:value of a defined board kind"
+
+
+async def _board_season(rt: Any, text: str, board: str, settings: Settings) -> Any:
+    """A season (`_season`'s forms) on a board: `global`, or a board of a
+    defined kind, in its zone with its periods."""
+    from laurels.board_kinds import check_board
+    from laurels.errors import DomainError
+    from laurels.seasons import GLOBAL, BadSeason, PeriodOff, configured_season, parse_season
+
+    if board == GLOBAL:
+        return parse_season(_season(text, settings), zone=settings.time_zone)
+    try:
+        kind = await rt.board_kinds.find(check_board(board).partition(":")[0])
+        if kind is None:
+            raise fail(f"no board kind {board.partition(':')[0]} is defined")
+        return configured_season(text, kind.periods, zone=kind.time_zone).on(board, kind.metric)
+    except (DomainError, BadSeason, PeriodOff) as exc:
+        raise fail(getattr(exc, "detail", None) or str(exc)) from None
+
+
+def _start_servers(settings: Settings, secrets: Secrets) -> Any:
     from laurels import embedded
 
     try:
-        return embedded.start(settings)
+        return embedded.start(settings, secrets.valkey_password)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     except Exception as exc:  # any start failure becomes one clear line
         raise fail(f"cannot start the embedded servers: {exc}") from None
 
@@ -117,28 +187,31 @@ def _using(settings: Settings, servers: Servers) -> None:
 
 def _stored_secrets(settings: Settings) -> dict[str, str]:
     """The secrets file of the data dir ({} without one), read, never written."""
-    path = settings.data_dir / "secrets.json"
     try:
-        stored = json.loads(path.read_text()) if path.exists() else {}
+        own_data_dir(settings.data_dir, create=False)
+        stored = read_stored(settings.data_dir / "secrets.json")
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     except (OSError, ValueError) as exc:
         raise fail(f"cannot read secrets in {settings.data_dir}: {exc}") from None
-    if not isinstance(stored, dict):
-        raise fail(f"cannot read secrets in {settings.data_dir}: {path.name} is no JSON object")
     return {k: v for k, v in stored.items() if isinstance(v, str)}
 
 
-def _known_secrets(settings: Settings) -> Secrets:
+def _known_secrets(settings: Settings) -> tuple[Secrets, set[str]]:
     """The deployment's secrets as far as the environment and the data dir
-    know them, never generated nor saved. A one-shot command other than
-    `token` uses none of them (it serves no API and sends no webhook), so an
-    unknown one is a throwaway value that no token matches."""
+    know them, never generated nor saved, and the names of those known. A
+    one-shot command other than `token` uses none of them (it serves no API
+    and sends no webhook), so an unknown one is a throwaway value that no
+    token matches (and that the deployment's check leaves out)."""
     stored = _stored_secrets(settings)
-    values = {}
-    for name in ("ingest_token", "admin_token", "user_token_secret", "webhook_secret"):
+    values, known = {}, set()
+    for name in SECRET_NAMES:
         env = getattr(settings, name)
-        values[name] = (env.get_secret_value() if env is not None
-                        else stored.get(name) or token_urlsafe(32))
-    return Secrets(**values)
+        value = env.get_secret_value() if env is not None else stored_secret(stored, name)
+        if value is not None:
+            known.add(name)
+        values[name] = value or token_urlsafe(32)
+    return Secrets(**values, valkey_password=stored.get(VALKEY_PASSWORD, "")), known
 
 
 def _require_served(settings: Settings) -> None:
@@ -162,35 +235,43 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
     up. A one-shot command (every one but serve, projector and demo) starts
     embedded servers only where a serve ran, generates no secret, and says
     on stderr which data dir and stores it uses."""
+    from laurels import deployment
     from laurels.runtime import Runtime
 
     if one_shot:
         _require_served(settings)
-        secrets = _known_secrets(settings)
+        secrets, known = _known_secrets(settings)
     else:
-        secrets = _secrets(settings, announce=False)
-    servers = _start_servers(settings)
+        proposal = _proposal(settings)
+        secrets = proposal.secrets
+    servers = _start_servers(settings, secrets)
     if one_shot:
         _using(settings, servers)
 
     async def main() -> T:
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
         await rt.open()
+        membership = None
         try:
+            if one_shot:  # compares, never records
+                await deployment.check(rt.db, settings, secrets, known)
+            else:
+                membership = await _join(rt.db, settings, proposal, "projector")
+            rt.membership = membership  # its beats are among its background loops
             return await work(rt)
         finally:
+            if membership is not None:
+                await membership.leave()
             await rt.close()
 
-    import psycopg
-    from redis.exceptions import RedisClusterException, RedisError
-
     from laurels.board.connection import UnsupportedRedis
+    from laurels.errors import StoreUnavailable
 
     try:
         return asyncio.run(main())
-    except UnsupportedRedis as exc:
+    except (UnsupportedRedis, deployment.DeploymentConflict) as exc:
         raise fail(str(exc)) from None
-    except (OSError, psycopg.Error, RedisError, RedisClusterException) as exc:
+    except (StoreUnavailable, OSError) as exc:
         raise fail(f"cannot reach PostgreSQL or Redis: {exc}") from None
     finally:
         servers.stop()
@@ -198,9 +279,7 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
 
 def _check_redis(settings: Settings, url: str) -> None:
     """Refuse an unsupported Redis before serving (one line, exit 2)."""
-    from redis.exceptions import RedisClusterException, RedisError
-
-    from laurels.board.connection import UnsupportedRedis, connect, require_supported
+    from laurels.board.connection import REDIS_DOWN, UnsupportedRedis, connect, require_supported
 
     async def check() -> None:
         client = connect(url, settings.redis_cluster)
@@ -213,7 +292,7 @@ def _check_redis(settings: Settings, url: str) -> None:
         asyncio.run(check())
     except UnsupportedRedis as exc:
         raise fail(str(exc)) from None
-    except (OSError, RedisError, RedisClusterException) as exc:
+    except REDIS_DOWN as exc:
         # Not reachable yet: serve anyway; /readyz says so until it is.
         logging.getLogger("laurels").warning("cannot check the Redis version yet: %s", exc)
 
@@ -243,22 +322,27 @@ def serve(
 
     settings = _settings(host=host, port=port)
     _logging()
-    secrets = _secrets(settings)
-    servers = _start_servers(settings)
+    proposal = _proposal(settings)
+    secrets = proposal.secrets
+    servers = _start_servers(settings, secrets)
+    process_id = str(uuid.uuid4())  # this serve among the deployment's processes
     try:
         try:
             asyncio.run(migrate(servers.database_url))
         except Exception as exc:  # unreachable or broken database: one line
             raise fail(f"cannot migrate the database: {exc}") from None
         _check_redis(settings, servers.redis_url)
+        _serve_join(settings, proposal, servers.database_url, process_id)
         # Every worker builds its own service graph from these (api.worker_app).
         os.environ.update({
+            "LAURELS_PROCESS_ID": process_id,
             "LAURELS_DATABASE_URL": servers.database_url,
             "LAURELS_REDIS_URL": servers.redis_url,
             "LAURELS_INGEST_TOKEN": secrets.ingest_token,
             "LAURELS_ADMIN_TOKEN": secrets.admin_token,
             "LAURELS_USER_TOKEN_SECRET": secrets.user_token_secret,
-            "LAURELS_RUN_PROJECTOR": "false" if no_projector else "true"})
+            "LAURELS_RUN_PROJECTOR": "false" if no_projector else "true",
+            "LAURELS_REDIS_EMBEDDED": "true" if settings.redis_url is None else "false"})
         typer.echo(f"laurels: serving on http://{settings.host}:{settings.port}/"
                    + (f" with {workers} workers" if workers > 1 else ""))
         config = uvicorn.Config("laurels.api:worker_app", factory=True, host=settings.host,
@@ -276,7 +360,46 @@ def serve(
         else:
             uvicorn.Server(config).run()
     finally:
+        _serve_leave(servers.database_url, process_id)
         servers.stop()
+
+
+def _serve_join(settings: Settings, proposal: SecretsProposal, database_url: str,
+                process_id: str) -> None:
+    """A serve joins the deployment before it serves (its workers then say,
+    every 2 s, that it runs: LAURELS_PROCESS_ID); one line if it may not."""
+    from laurels import deployment
+    from laurels.db import Database
+
+    async def join() -> None:
+        db = Database(database_url, min_size=1, max_size=2)
+        await db.open()
+        try:
+            await _join(db, settings, proposal, "serve", process_id)
+        finally:
+            await db.close()
+
+    try:
+        asyncio.run(join())
+    except deployment.DeploymentConflict as exc:
+        raise fail(str(exc)) from None
+
+
+def _serve_leave(database_url: str, process_id: str) -> None:
+    """A serve stopped cleanly leaves the deployment at once."""
+    from laurels.db import Database
+    from laurels.deployment import Membership
+
+    async def leave() -> None:
+        db = Database(database_url, min_size=1, max_size=1)
+        await db.open()
+        try:
+            await Membership(db, "serve", process_id).leave()
+        finally:
+            await db.close()
+
+    with contextlib.suppress(Exception):  # killed stores: it is forgotten in 10 s
+        asyncio.run(leave())
 
 
 @app.command()
@@ -331,7 +454,7 @@ def token(
         secret, source = settings.user_token_secret.get_secret_value(), \
             "LAURELS_USER_TOKEN_SECRET"
     else:
-        stored = _stored_secrets(settings).get("user_token_secret")
+        stored = stored_secret(_stored_secrets(settings), "user_token_secret")
         if not stored:
             raise fail(_no_token_secret(settings))
         secret, source = stored, str(settings.data_dir / "secrets.json")
@@ -357,16 +480,19 @@ def _no_token_secret(settings: Settings) -> str:
 
 
 @app.command()
-def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) -> None:
+def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
+            board: Annotated[str, typer.Option("--board", help=BOARD_HELP)] = "global"
+            ) -> None:
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from laurels.rebuild import RebuildFailed, RebuildRunning
 
     settings = _settings()
-    name = _season(season, settings)
+    name = _season(season, settings) if board == "global" else f"{season} of {board}"
 
     async def work(rt: Any) -> Any:
+        named = (await _board_season(rt, season, board, settings)).name
         columns = (TextColumn("rebuild {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TextColumn("{task.fields[rate]} events/s"),
                    TimeElapsedColumn())
@@ -379,7 +505,7 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) 
                 rate = f"{done / elapsed:,.0f}" if elapsed > 0 and done else "-"
                 bar.update(task, completed=done, total=total, rate=rate)
 
-            return await rt.rebuilder.run(name, progress=progress, audited=True)
+            return await rt.rebuilder.run(named, progress=progress, audited=True)
 
     try:
         result = _with_runtime(settings, work)
@@ -392,13 +518,15 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) 
 
 
 @app.command()
-def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)]) -> None:
+def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
+           board: Annotated[str, typer.Option("--board", help=BOARD_HELP)] = "global"
+           ) -> None:
     """Compare the board in Redis with PostgreSQL: exit 0 if consistent, 1 if not."""
     settings = _settings()
-    name = _season(season, settings)
+    name = _season(season, settings) if board == "global" else f"{season} of {board}"
 
     async def work(rt: Any) -> Any:
-        return await rt.verifier.verify(name)
+        return await rt.verifier.verify((await _board_season(rt, season, board, settings)).name)
 
     result = _with_runtime(settings, work)
     if result.consistent:
@@ -459,6 +587,102 @@ def restore(completion_id: Annotated[str, typer.Argument(help="the completion to
     _correct(completion_id, reason, voided=False)
 
 
+kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                        help="Board kinds: list (no subcommand), define or delete them.")
+app.add_typer(kinds_app, name="kinds")
+JSON_HELP = "print JSON for scripts instead of a table"
+
+
+def _kind_rows(kinds: list[Any]) -> list[dict[str, Any]]:
+    return [{"kind": k.kind, "title": k.title, "metric": k.metric,
+             "periods": list(k.periods), "time_zone": k.time_zone, "notify": k.notify,
+             "created_at": k.created_at.isoformat()} for k in kinds]
+
+
+def _print_kinds(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"kinds": rows}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("kind", "title", "metric", "periods", "time zone", "notify")
+    for r in rows:
+        table.add_row(r["kind"], r["title"], r["metric"], ",".join(r["periods"]),
+                      r["time_zone"], "yes" if r["notify"] else "no")
+    Console().print(table)
+
+
+@kinds_app.callback()
+def kinds(ctx: typer.Context,
+          as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
+    """The board kinds (GET /v1/admin/board-kinds)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        return _kind_rows(await rt.board_kinds.all())
+
+    _print_kinds(_with_runtime(settings, work), as_json)
+
+
+@kinds_app.command("define")
+def define_kind(
+    kind: Annotated[str, typer.Argument(help="the kind, as in its tags (course)")],
+    title: Annotated[str | None, typer.Option(help="its title")] = None,
+    metric: Annotated[str | None, typer.Option(help="points, completions or best")] = None,
+    periods: Annotated[str | None, typer.Option(help="comma list: week,day,month,all")] = None,
+    time_zone: Annotated[str | None, typer.Option(help="an IANA time zone")] = None,
+    notify: Annotated[bool | None, typer.Option("--notify/--no-notify",
+                                                help="rank notifications")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Define a board kind, or retitle one (PUT /v1/admin/board-kinds/KIND)."""
+    from laurels.errors import DomainError
+
+    body: dict[str, Any] = {k: v for k, v in (("title", title), ("metric", metric),
+                                              ("time_zone", time_zone), ("notify", notify))
+                            if v is not None}
+    if periods is not None:
+        body["periods"] = [p.strip() for p in periods.split(",") if p.strip()]
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        return await rt.board_kinds.define(kind, body)
+
+    try:
+        defined, created = _with_runtime(settings, work)
+    except DomainError as exc:
+        raise fail(exc.detail, 1) from None
+    if as_json:
+        typer.echo(json.dumps(_kind_rows([defined])[0]))
+        return
+    typer.echo(f"laurels: board kind {kind} {'defined' if created else 'unchanged but its title'}")
+
+
+@kinds_app.command("delete")
+def delete_kind(kind: Annotated[str, typer.Argument(help="the kind to delete")],
+                as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False
+                ) -> None:
+    """Delete a board kind: its boards go (DELETE /v1/admin/board-kinds/KIND)."""
+    from laurels.errors import DomainError
+
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        return await rt.board_kinds.delete(kind)
+
+    try:
+        deleted = _with_runtime(settings, work)
+    except DomainError as exc:
+        raise fail(exc.detail, 1) from None
+    if as_json:
+        typer.echo(json.dumps({"kind": kind, "deleted": deleted}))
+        return
+    typer.echo(f"laurels: board kind {kind} {'deleted' if deleted else 'was not defined'}")
+
+
 @app.command()
 def demo(
     port: Annotated[int | None, typer.Option(help="listen port [env LAURELS_PORT, "
@@ -482,7 +706,7 @@ def demo(
     _logging()
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     secrets = _secrets(settings, announce=False)
-    servers = _start_servers(settings)
+    servers = _start_servers(settings, secrets)
 
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:

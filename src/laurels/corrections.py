@@ -16,7 +16,7 @@ learner's final rank before and after is kept in the audit entry. Old
 
 Lock order (docs/concurrency.md): the learner's row (FOR SHARE), the
 completion's seasons of every period (FOR SHARE: a finalize waits), the
-completion's row (FOR UPDATE), the archive's lock (re-rank), the outbox row.
+completion's row (FOR UPDATE), the archives' locks (re-rank), the outbox row.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
-from laurels import failpoints
+from laurels import failpoints, shapes
 from laurels.board import Delta, Profile
-from laurels.db import Conn, Database
+from laurels.board_kinds import board_seasons
+from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.lifecycle import Lifecycle
@@ -47,68 +46,79 @@ class Corrections:
         self.lifecycle = lifecycle
         self.periods = periods
 
-    async def void(self, completion_id: str, reason: str) -> dict[str, Any]:
+    async def void(self, completion_id: str, reason: str) -> shapes.Correction:
         return (await self.correct(completion_id, voided=True, reason=reason))[0]
 
-    async def restore(self, completion_id: str, reason: str | None = None) -> dict[str, Any]:
+    async def restore(self, completion_id: str, reason: str | None = None
+                      ) -> shapes.Correction:
         return (await self.correct(completion_id, voided=False, reason=reason))[0]
 
     async def audit_page(self, limit: int, after_id: int | None
-                         ) -> tuple[dict[str, Any], int | None]:
+                         ) -> tuple[shapes.Audit, int | None]:
         """The audit log, newest first: `limit` entries older than `after_id`,
         and the id to continue from when more follow."""
         rows = await self.db.fetch("audit_page", limit=limit + 1, after_id=after_id)
         shown = rows[:limit]
-        entries = [{"id": r["id"], "at": iso(r["at"]), "action": r["action"],
-                    "target": r["target"], "reason": r["reason"], "details": r["details"]}
-                   for r in shown]
+        entries: list[shapes.AuditEntry] = [
+            {"id": r["id"], "at": iso(r["at"]), "action": r["action"], "target": r["target"],
+             "reason": r["reason"], "details": r["details"]} for r in shown]
         return ({"entries": entries, "next": None},
                 shown[-1]["id"] if len(rows) > limit else None)
 
     async def correct(self, completion_id: str, voided: bool, reason: str | None
-                      ) -> tuple[dict[str, Any], bool]:
+                      ) -> tuple[shapes.Correction, bool]:
         """Void or restore: the answer's body (the same whether or not it was
         so already), and whether this call changed anything."""
         found = await self.db.fetch_one("find_completion", completion_id=completion_id)
         if found is None:
             raise DomainError("not_found", f"no completion {completion_id}")
-        seasons = [s.name for s in seasons_of(found["completed_at"], self.periods)]
-        async with self.db.transaction() as conn:
-            await self.db.fetch("share_lock_users", conn, user_ids=[found["user_id"]])
-            locked = await self.db.fetch("lock_seasons", conn, seasons=sorted(seasons))
-            row = await self.db.fetch_one("lock_completion", conn, completion_id=completion_id)
+        seasons = [s.name for s in seasons_of(found["completed_at"], self.periods,
+                                              zone=self.db.zone)]
+        if found["tags"] and self.projector.kinds is not None:  # its boards of kinds too
+            seasons += board_seasons(found["completed_at"], found["tags"],
+                                     await self.projector.kinds.live())
+        async with self.db.transaction() as tx:
+            await self.db.fetch("share_lock_users", tx, user_ids=[found["user_id"]])
+            locked = await self.db.fetch("lock_seasons", tx, seasons=sorted(seasons))
+            row = await self.db.fetch_one("lock_completion", tx, completion_id=completion_id)
             if row is None:  # erased meanwhile
                 raise DomainError("not_found", f"no completion {completion_id}")
             await failpoints.pause("correction_locked")
             changed = row["counted"] == voided
             correction = int(row["correction"])
             if changed:
-                done = await self.db.fetch_one("set_voided", conn, seq=row["seq"],
+                done = await self.db.fetch_one("set_voided", tx, seq=row["seq"],
                                                voided=voided)
                 correction = int(done["correction"]) if done else correction + 1
-                await self.db.run("delete_outbox", conn, seqs=[row["seq"]])
-                await self.db.run("insert_outbox", conn, seqs=[row["seq"]])
                 finals = await self._correct_archives(
-                    conn, [r["season"] for r in locked if r["finalized"]], row["user_id"])
-                await self.db.run("enqueue_webhook", conn,
+                    tx, [r["season"] for r in locked if r["finalized"]], row["user_id"])
+                # Its outbox row last (the lock order: a projector holding the
+                # old one is waited for after the archives' locks).
+                await self.db.run("delete_outbox", tx, seqs=[row["seq"]])
+                await self.db.run("insert_outbox", tx, seqs=[row["seq"]])
+                # The learner's cohort of the week: read again once applied.
+                await self.db.run("touch_learner_cohorts", tx, user_id=row["user_id"],
+                                  season=row["season"], seq=row["seq"])
+                await self.db.run("enqueue_webhook", tx,
                                   type="completion.voided" if voided else "completion.restored",
                                   user_id=row["user_id"], data=Jsonb({
                                       "completion_id": completion_id, "seq": row["seq"],
                                       "season": row["season"], "user_id": row["user_id"],
                                       "points": row["points"],
                                       "status": "voided" if voided else "recorded"}))
-                await self.db.run("insert_audit", conn, action="void" if voided else "restore",
+                await self.db.run("insert_audit", tx, action="void" if voided else "restore",
                                   target=completion_id, reason=reason,
                                   details=Jsonb({"seq": row["seq"], "points": row["points"],
                                                  "final_ranks": finals}))
-            user = await self.db.fetch_one("get_user", conn, user_id=row["user_id"])
+            user = await self.db.fetch_one("get_user", tx, user_id=row["user_id"])
         await failpoints.pause("correction_committed")
         if changed and user is not None:
             # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
             delta = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
-                          row["season"], profile, correction, not voided)
+                          row["season"], profile, correction, not voided,
+                          tags=tuple(row["tags"] or ()))
             try:
                 await self.projector.apply_now([delta], REQUEST_HEAL_WAIT_SECONDS)
             except Exception as exc:  # committed: the projector applies it from the outbox
@@ -117,22 +127,22 @@ class Corrections:
         return {"completion_id": completion_id, "seq": row["seq"], "season": row["season"],
                 "status": "voided" if voided else "recorded"}, changed
 
-    async def _correct_archives(self, conn: Conn, seasons: list[str], user_id: int
+    async def _correct_archives(self, tx: Tx, seasons: list[str], user_id: int
                                 ) -> list[dict[str, Any]]:
         """Finalized seasons: the learner's standing from what counts now,
         ranks closed up; their final rank before and after, per season."""
         out = []
         # The archives' locks before any standing is written (the lock order:
         # a re-rank holding one waits for no row this transaction holds).
-        await self.lifecycle.lock_archives(conn, seasons)
+        await self.lifecycle.lock_archives(tx, seasons)
         for season in seasons:
-            before = await self.db.fetch_one("archived_rank", conn, season=season,
+            before = await self.db.fetch_one("archived_rank", tx, season=season,
                                              user_id=user_id)
-            await self.db.run("delete_standing", conn, season=season, user_id=user_id)
-            await self.db.run("insert_standing", conn, season=season, user_id=user_id)
+            await self.db.run("delete_standing", tx, season=season, user_id=user_id)
+            await self.db.run("insert_standing", tx, season=season, user_id=user_id)
             await failpoints.pause("correction_restanded")
-            await self.lifecycle.rerank(conn, [season])
-            after = await self.db.fetch_one("archived_rank", conn, season=season,
+            await self.lifecycle.rerank(tx, [season])
+            after = await self.db.fetch_one("archived_rank", tx, season=season,
                                             user_id=user_id)
             out.append({"season": season,  # the completion's learner's final rank
                         "rank_before": before["rank"] if before else None,

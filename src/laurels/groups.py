@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from laurels import shapes
 from laurels.board import Entry, Scored, default_name
+from laurels.board.roles import MemberReader
 from laurels.db import Database, Row
 from laurels.errors import DomainError
 from laurels.privacy import Privacy
 from laurels.ranking import Position, TiePolicy, assign_ranks
 from laurels.reads import HIDDEN, Reads, public_entry
 from laurels.seasons import Season
+from laurels.shapes import visibility
 from laurels.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
 
 
@@ -88,21 +90,22 @@ def _archived(row: Row) -> Scored:
 
 
 class Groups:
-    def __init__(self, db: Database, reads: Reads, privacy: Privacy) -> None:
+    def __init__(self, db: Database, board: MemberReader, reads: Reads,
+                 privacy: Privacy) -> None:
         self.db = db
         self.reads = reads
-        self.board = reads.board
+        self.board = board
         self.privacy = privacy
 
     # -- the groups themselves ----------------------------------------------
 
-    async def put(self, group_id: str, body: GroupIn) -> dict[str, Any]:
+    async def put(self, group_id: str, body: GroupIn) -> shapes.Group:
         await self.db.run("put_group", group_id=group_id, group_name=body.name,
                           access=body.access)
         await self.board.publish_group_change(group_id)  # its access may have changed
         return await self.get(group_id)
 
-    async def get(self, group_id: str) -> dict[str, Any]:
+    async def get(self, group_id: str) -> shapes.Group:
         row = await self.db.fetch_one("get_group", group_id=group_id)
         if row is None:
             raise DomainError("not_found", f"no group {group_id}")
@@ -110,30 +113,30 @@ class Groups:
                 "members": int(row["members"])}
 
     async def delete(self, group_id: str) -> None:
-        async with self.db.transaction() as conn:
-            if await self.db.fetch_one("delete_group", conn, group_id=group_id) is None:
+        async with self.db.transaction() as tx:
+            if await self.db.fetch_one("delete_group", tx, group_id=group_id) is None:
                 raise DomainError("not_found", f"no group {group_id}")
-            await self.db.run("insert_audit", conn, action="group_delete", target=group_id,
+            await self.db.run("insert_audit", tx, action="group_delete", target=group_id,
                               reason=None, details=None)
         await self.board.publish_group_change(group_id)
 
-    async def change_members(self, group_id: str, body: MembersIn) -> dict[str, Any]:
+    async def change_members(self, group_id: str, body: MembersIn) -> shapes.MembersChanged:
         """Add and remove members in one transaction; erased learners are
         refused, the rest is idempotent; at most GROUP_MEMBERS_MAX members."""
         add = sorted(set(body.add) - set(body.remove))
-        async with self.db.transaction() as conn:
+        async with self.db.transaction() as tx:
             erased: set[int] = set()
             if add:
-                await self.db.run("ensure_users", conn, user_ids=add)
+                await self.db.run("ensure_users", tx, user_ids=add)
                 erased = {int(r["user_id"]) for r in await self.db.fetch(
-                    "share_lock_users", conn, user_ids=add) if r["erased"]}
-            if await self.db.fetch_one("lock_group", conn, group_id=group_id) is None:
+                    "share_lock_users", tx, user_ids=add) if r["erased"]}
+            if await self.db.fetch_one("lock_group", tx, group_id=group_id) is None:
                 raise DomainError("not_found", f"no group {group_id}")
-            await self.db.run("remove_members", conn, group_id=group_id,
+            await self.db.run("remove_members", tx, group_id=group_id,
                               user_ids=sorted(set(body.remove)))
-            await self.db.run("add_members", conn, group_id=group_id,
+            await self.db.run("add_members", tx, group_id=group_id,
                               user_ids=[u for u in add if u not in erased])
-            row = await self.db.fetch_one("count_members", conn, group_id=group_id)
+            row = await self.db.fetch_one("count_members", tx, group_id=group_id)
             members = int(row["members"]) if row else 0
             if members > GROUP_MEMBERS_MAX:
                 raise DomainError("validation_error",
@@ -142,7 +145,7 @@ class Groups:
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
 
-    async def of_learner(self, user_id: int) -> dict[str, Any]:
+    async def of_learner(self, user_id: int) -> shapes.LearnerGroups:
         rows = await self.db.fetch("user_groups", user_id=user_id)
         return {"groups": [{"group_id": r["group_id"], "name": r["name"],
                             "access": r["access"]} for r in rows]}
@@ -192,7 +195,7 @@ class Groups:
 
     async def board_top(self, group_id: str, season: Season, limit: int,
                         after: Position | None
-                        ) -> tuple[dict[str, Any], Position | None, list[int]]:
+                        ) -> tuple[shapes.GroupBoardPage, Position | None, list[int]]:
         """A group's board: its members ranked among themselves, `limit`
         entries after the position `after` (not an offset); the position of
         the page's last entry when more follow (the API seals it into the
@@ -204,14 +207,14 @@ class Groups:
         page = ranked if after is None else [r for r in ranked
                                              if _key(r.member, policy) > after]
         shown, rest = page[:limit], page[limit:]
-        body = self.reads.season_info(season)
-        body.update({"group_id": group_id, "name": name, "tie_policy": policy,
-                     "total": len(ranked),
-                     "entries": [public_entry(r.entry()) for r in shown], "next": None})
+        body: shapes.GroupBoardPage = {
+            **self.reads.season_info(season), "group_id": group_id, "name": name,
+            "tie_policy": policy, "total": len(ranked),
+            "entries": [public_entry(r.entry()) for r in shown], "next": None}
         return body, (_key(shown[-1].member, policy) if rest and shown else None), members
 
     async def board_around(self, group_id: str, season: Season, user_id: int,
-                           radius: int) -> dict[str, Any]:
+                           radius: int) -> shapes.GroupAround:
         """A member's neighbourhood within the group. Not a member: the same
         404 as for no group (after the same one query), unless the group is
         public, whose existence is no secret."""
@@ -229,24 +232,25 @@ class Groups:
         vis = self.privacy.visibility(user_id, me.visibility) if me else "erased"
         if me is None or vis == "erased":
             raise DomainError("not_ranked",
-                              f"learner {user_id} has no completions in {season.name}")
+                              f"learner {user_id} has no completions in {season.shown}")
         others = visible([m for m in scored if m.user_id != user_id], self.privacy)
         ranked, index = place(others, me, vis, policy)
         mine = ranked[index]
-        neighbors = []
+        neighbors: list[shapes.Neighbor] = []
         for r in ranked[max(0, index - radius):index + radius + 1]:
             if r is mine:
                 neighbors.append({"rank": mine.rank, "user_id": user_id,
                                   "display_name": me.name, "score": me.score, "self": True})
             else:
                 neighbors.append({**public_entry(r.entry()), "self": False})
-        return {"season": season.name, "group_id": group_id,
+        return {"season": season.label, "board": season.board, "metric": season.metric,
+                "group_id": group_id,
                 "user": {"rank": mine.rank, "user_id": user_id, "display_name": me.name,
-                         "score": me.score, "visibility": vis},
+                         "score": me.score, "visibility": visibility(vis)},
                 "neighbors": neighbors}
 
     async def friends(self, season: Season, user_ids: list[int], caller: int | None
-                      ) -> dict[str, Any]:
+                      ) -> shapes.Friends:
         """A friends board: the given public learners ranked among
         themselves, each with their rank on the whole board.
 
@@ -269,7 +273,7 @@ class Groups:
         else:
             ranked, index = place(shown, me, vis, policy)
             mine = ranked[index]
-        entries = []
+        entries: list[shapes.Friend] = []
         for r in ranked:
             m = r.member
             if r is mine:
@@ -277,5 +281,9 @@ class Groups:
                                 "user_id": m.user_id, "display_name": m.name,
                                 "score": m.score, "self": True})
             else:
-                entries.append({**public_entry(r.entry()), "board_rank": m.board_rank})
-        return {"season": season.name, "entries": entries}
+                e = public_entry(r.entry())
+                entries.append({"rank": e["rank"], "user_id": e["user_id"],
+                                "display_name": e["display_name"], "score": e["score"],
+                                "board_rank": m.board_rank})
+        return {"season": season.label, "board": season.board, "metric": season.metric,
+                "entries": entries}

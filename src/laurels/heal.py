@@ -15,7 +15,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from laurels.board import Board
+from laurels.board.roles import Presence
 from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
 from laurels.seasons import END_OF_TIME, Period, seasons_of
 
@@ -33,9 +33,10 @@ HEALS_AT_ONCE = 2  # boards a process builds at once when healing
 
 
 class Healer:
-    def __init__(self, board: Board, rebuilder: Rebuilder, lifecycle: Lifecycle | None = None,
-                 periods: tuple[Period, ...] = ("week",)) -> None:
+    def __init__(self, board: Presence, rebuilder: Rebuilder, lifecycle: Lifecycle | None = None,
+                 periods: tuple[Period, ...] = ("week",), *, zone: str) -> None:
         self.board = board
+        self.zone = zone  # the calendar of `prepare`'s seasons (LAURELS_TIME_ZONE)
         self.rebuilder = rebuilder
         self.lifecycle = lifecycle
         self.periods = periods  # the boards `prepare` creates ahead
@@ -82,7 +83,7 @@ class Healer:
         rather than absorbed by a first build."""
         now = now or datetime.now(UTC)
         seasons = []
-        for this in seasons_of(now, self.periods):
+        for this in seasons_of(now, self.periods, zone=self.zone):
             seasons.append(this)
             lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
             if this.bounded and this.ends_at - now < lead and this.ends_at < END_OF_TIME:

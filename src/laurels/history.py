@@ -19,13 +19,21 @@ configured: the parts stop there).
 from __future__ import annotations
 
 import asyncio
+import calendar
 import random
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
-from laurels.db import Database
-from laurels.seasons import END_OF_TIME, Period, Season, parse_season, part_period, season_of
+from laurels.db import Database, Tx
+from laurels.seasons import (
+    END_OF_TIME,
+    GLOBAL,
+    Period,
+    Season,
+    parse_season,
+    part_period,
+    season_of,
+)
 
 PATTERNS = {"week": "____-W__", "day": "____-__-__"}
 
@@ -37,34 +45,46 @@ class History:
 
 
 async def history_of(db: Database, periods: tuple[Period, ...], season: str,
-                     conn: Any = None) -> History | None:
+                     tx: Tx | None = None) -> History | None:
     """The history a long board is the sum of, or None: a board built from its
     own completions (not long, or nothing of it closed yet)."""
-    board = parse_season(season)
+    board = parse_season(season, zone=db.zone)
     if board.bounded:
-        closed = await db.fetch("part_seasons", conn, pattern=board.name, first=board.name,
-                                last=board.name)
+        closed = await db.fetch("part_seasons", tx, pattern=_like(board.name),
+                                first=board.name, last=board.name)
         if closed and closed[0]["finalized"]:
             # A closed season is its own archive (its completions may be
             # retired): a rebuild reads its standings, as its reads do.
             return History([board.name], END_OF_TIME)
+    # A board of a kind is built from its kept completions alone: its weeks
+    # exist only once built, so their archives cannot stand for the weeks
+    # before (docs/boards.md, "Not built yet": retention on boards of kinds).
+    if board.board != GLOBAL:
+        return None
     part = part_period(board.period, periods)
     if part is None:
         return None
     if part == "week":
-        return await weeks_history(db, conn)
-    first, last = board.start, board.ends_at.date() - timedelta(days=1)
-    rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["day"],
+        return await weeks_history(db, tx)
+    first, last = board.start, _last_day(board)
+    rows = await db.fetch("part_seasons", tx, pattern=PATTERNS["day"],
                           first=first.isoformat(), last=last.isoformat())
     return _days(board, {r["season"]: bool(r["finalized"]) for r in rows})
 
 
-async def weeks_history(db: Database, conn: Any = None) -> History | None:
+def _like(name: str) -> str:
+    """A season's name as a LIKE pattern matching itself (a board's value
+    may hold `_`)."""
+    return name.replace("_", "\\_")
+
+
+async def weeks_history(db: Database, tx: Tx | None = None) -> History | None:
     """Every finalized week before the earliest week still open, and that
     cutoff (the all-time board's history; the seal's cutoff too)."""
-    rows = await db.fetch("part_seasons", conn, pattern=PATTERNS["week"], first="0000",
+    rows = await db.fetch("part_seasons", tx, pattern=PATTERNS["week"], first="0000",
                           last="9999-W99")
-    return _weeks([(parse_season(r["season"]), bool(r["finalized"])) for r in rows])
+    return _weeks([(parse_season(r["season"], zone=db.zone), bool(r["finalized"]))
+                   for r in rows])
 
 
 def _weeks(weeks: list[tuple[Season, bool]]) -> History | None:
@@ -77,15 +97,22 @@ def _weeks(weeks: list[tuple[Season, bool]]) -> History | None:
     return History(parts, cutoff) if parts else None
 
 
+def _last_day(month: Season) -> date:
+    """A month's last local day (the last month of year 9999 has no next)."""
+    return month.start.replace(day=calendar.monthrange(month.start.year, month.start.month)[1])
+
+
 def _days(month: Season, finalized: dict[str, bool]) -> History | None:
     parts: list[str] = []
     day: date = month.start
-    while day < month.ends_at.date() and finalized.get(day.isoformat()):
+    while day <= _last_day(month) and finalized.get(day.isoformat()):
         parts.append(day.isoformat())
+        if day == date.max:
+            break
         day += timedelta(days=1)
     if not parts:
         return None
-    return History(parts, parse_season(parts[-1]).ends_at)
+    return History(parts, parse_season(parts[-1], zone=month.zone).ends_at)
 
 
 RETRY_SECONDS = 0.25  # between tries of a partition a batch needs (Partitions)
@@ -151,11 +178,13 @@ class Partitions:
             await self.db.run("vacuum_open_ids")  # the moved rows' space, for the next ids
         return staged, moved
 
-    async def retire(self, now: datetime, retain_days: int | None, leagues: bool) -> list[date]:
+    async def retire(self, now: datetime, retain_days: int | None) -> list[date]:
         """Drop the months of completions wholly older than `retain_days`
         whose seasons (every week, day and month they touch) are closed and
-        archived, and whose league weeks are decided: every board, archive and
-        result stays as it was (docs/operations.md). The months dropped."""
+        archived, and whose league weeks are decided (while the deployment's
+        leagues are on: its stored switch, not this process's settings):
+        every board, archive and result stays as it was (docs/operations.md).
+        The months dropped."""
         if retain_days is None:
             return []
         limit = now - timedelta(days=retain_days)
@@ -164,7 +193,7 @@ class Partitions:
             month: date = row["month"]
             start = datetime(month.year, month.month, 1, tzinfo=UTC)
             end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
-            if end > limit or not await self._closed(start, end, leagues):
+            if end > limit or not await self._closed(start, end):
                 continue
             found = await self.db.fetch_one("retire_month", month=month)
             if found and found["retired"]:
@@ -172,22 +201,24 @@ class Partitions:
                 done.append(month)
         return done
 
-    async def _closed(self, start: datetime, end: datetime, leagues: bool) -> bool:
+    async def _closed(self, start: datetime, end: datetime) -> bool:
         """Whether every season touching [start, end) is finalized (a season
-        PostgreSQL does not know holds no completions) and, with leagues, every
-        week of it decided."""
-        weeks = _spanned(start, end, "week")
-        names = weeks + _spanned(start, end, "day") + _spanned(start, end, "month")
+        PostgreSQL does not know holds no completions) and, with the
+        deployment's leagues on, every week of it someone joined decided."""
+        zone = self.db.zone
+        weeks = _spanned(start, end, "week", zone)
+        names = (weeks + _spanned(start, end, "day", zone)
+                 + _spanned(start, end, "month", zone))
         rows = await self.db.fetch("seasons_touching", seasons=names)
         if not all(r["finalized"] for r in rows):
             return False
-        return not (leagues and await self.db.fetch("undecided_league_weeks", seasons=weeks))
+        return not await self.db.fetch("undecided_league_weeks", seasons=weeks)
 
 
-def _spanned(start: datetime, end: datetime, period: Period) -> list[str]:
-    """The names of the seasons of `period` that touch [start, end)."""
+def _spanned(start: datetime, end: datetime, period: Period, zone: str) -> list[str]:
+    """The names of the seasons of `period` (in `zone`) that touch [start, end)."""
     out = []
-    season = season_of(start, period)
+    season = season_of(start, period, zone=zone)
     while season.starts_at < end:
         out.append(season.name)
         season = season.next()

@@ -20,6 +20,7 @@ import orjson
 
 from laurels.board import Hint, HintSubscription
 from laurels.group_index import GroupIndex
+from laurels.kinds import FOR_EVERYONE
 from laurels.metrics import HINTS_COALESCED, HINTS_SENT, NOTIFICATIONS_DROPPED, SSE_CONNECTIONS
 
 log = logging.getLogger("laurels.hub")
@@ -57,14 +58,25 @@ class SeasonListener:
         out = []
         if self.rebuilt:
             out.append({"event": "rebuilt", "data": orjson.dumps(
-                {"season": self.season}).decode()})
+                shown_season({"season": self.season})).decode()})
             self.rebuilt = False
         if self.pending is not None:
-            out.append({"event": "changed", "data": orjson.dumps(self.pending).decode()})
+            out.append({"event": "changed",
+                        "data": orjson.dumps(shown_season(self.pending)).decode()})
             self.pending = None
         self.wake.clear()
         HINTS_SENT.inc(len(out))
         return out
+
+
+def shown_season(data: dict[str, Any]) -> dict[str, Any]:
+    """A hint as a stream shows it: a board of a kind's season by its
+    period's name and its board (`course:python-101`), never by the name
+    it is stored under (seasons.Season.name)."""
+    qualifier, _, label = str(data["season"]).rpartition("/")
+    if not qualifier:
+        return data
+    return {**data, "season": label, "board": qualifier.split("/", 1)[0]}
 
 
 class LearnerListener:
@@ -102,9 +114,9 @@ class Hub:
         self.group_boards: dict[str, dict[str, set[SeasonListener]]] = {}
         self.index = GroupIndex()
         self._streams = 0
-        subscription.on_stream_hint.append(self.fan_out)
-        subscription.on_note.append(self._note)
-        subscription.board.on_group_change.append(self.group_changed)
+        self.holders: dict[str, int] = {}  # open streams by client (api/streams.py)
+        # It hears hints, notes and group changes as wire() connects it
+        # (board/signals.py): fan_out, note, group_changed.
 
     @property
     def connected(self) -> asyncio.Event:
@@ -183,7 +195,11 @@ class Hub:
 
     def fan_out(self, hint: Hint) -> None:
         """A hint to the streams of its season, and to the group streams it
-        concerns: by member through the index, not by asking every listener."""
+        concerns: by member through the index, not by asking every listener.
+        A quiet hint (only hidden learners changed) goes to no stream: no
+        board a stream follows shows anything new."""
+        if hint.get("quiet"):
+            return
         season = hint["season"]
         for listener in list(self.boards.get(season, ())):
             listener.offer(hint)
@@ -202,10 +218,10 @@ class Hub:
             for listener in list(groups.get(group_id, ())):
                 listener.offer({"season": season})
 
-    def _note(self, message: dict[str, Any]) -> None:
+    def note(self, message: dict[str, Any]) -> None:
         """A message of the notification channel: a learner's notification,
         or a season's final ranks."""
-        for kind in ("season_final", "league_result"):
+        for kind in FOR_EVERYONE:
             if kind in message:
                 for listeners in self.learners.values():
                     for listener in listeners:

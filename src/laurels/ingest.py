@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-
 from laurels import failpoints
 from laurels.board import Delta, Profile
 from laurels.db import Database, Row, bool_array, int_array, text_array, timestamp_array
@@ -26,6 +24,7 @@ from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
 from laurels.seasons import END_OF_TIME, seasons_of, shifted
 from laurels.settings import Settings
+from laurels.shapes import Recorded, Rejected
 from laurels.states import OutcomeStatus
 from laurels.validation import Completion, Invalid, validate_completion
 
@@ -43,7 +42,7 @@ class Outcome:
     code: ErrorCode | None = None
     detail: str | None = None
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> Recorded | Rejected:
         if self.status == "rejected":
             return {"completion_id": self.completion_id, "status": "rejected",
                     "error": {"code": self.code, "detail": self.detail}}
@@ -71,7 +70,7 @@ def _same(item: _Item, row: Row) -> bool:
     stored_at = row["completed_at"] if item.given else row["received_at"]
     want_at = item.completed_at if item.given else row["completed_at"]
     return bool(row["user_id"] == item.data.user_id and row["points"] == item.data.points
-                and stored_at == want_at)
+                and stored_at == want_at and tuple(row["tags"] or ()) == item.data.tags)
 
 
 def _closed(item: _Item) -> Outcome:
@@ -104,7 +103,7 @@ class Ingestor:
                 await self.apply_fast_path(deltas)
         final = [o or _reject(None, "validation_error", "invalid item") for o in outcomes]
         for o in final:
-            COMPLETIONS.labels(o.code or o.status).inc()
+            COMPLETIONS.labels(o.status).inc()
         return final
 
     def _validate(self, raw_items: list[Any], now: datetime,
@@ -126,13 +125,16 @@ class Ingestor:
                                       "23:59:59.999999Z)")
                 continue
             if at is not None and at > latest:
-                outcomes[i] = _reject(cid, "validation_error",
-                                      "completed_at lies too far in the future")
+                outcomes[i] = _reject(
+                    cid, "validation_error", "completed_at lies too far in the future (more "
+                    f"than {self.settings.max_future_skew_seconds} s after the server's clock: "
+                    "LAURELS_MAX_FUTURE_SKEW_SECONDS)")
                 continue
             completed_at = at or now
             # Every configured period's season (the week first); the item is
             # recorded only while all of them are open.
-            seasons = seasons_of(completed_at, self.settings.periods)
+            seasons = seasons_of(completed_at, self.settings.periods,
+                                 zone=self.settings.time_zone)
             closed = [s for s in seasons if s.is_closed(
                 now, self.settings.late_grace_seconds, self.settings.close_seasons)]
             items.append(_Item(i, data, completed_at, at is not None, seasons[0].name,
@@ -164,7 +166,7 @@ class Ingestor:
                 deltas.append(Delta(row["seq"], it.data.user_id, it.data.points,
                                     it.completed_at, it.season,
                                     Profile(row["profile_version"], row["visibility"],
-                                            row["display_name"])))
+                                            row["display_name"]), tags=it.data.tags))
             elif _same(it, row):  # a replay, or a later copy of an item of this batch
                 outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
             else:
@@ -175,22 +177,16 @@ class Ingestor:
 
     async def _insert(self, items: list[_Item], now: datetime) -> list[Row]:
         await self.partitions.ensure_before_recording({month_of(it.completed_at) for it in items})
-        for attempt in range(5):
-            try:
-                return await self.db.fetch(
-                    "ingest_batch",
-                    completion_ids=text_array([it.data.completion_id for it in items]),
-                    user_ids=int_array([it.data.user_id for it in items]),
-                    points=int_array([it.data.points for it in items]),
-                    completed_ats=timestamp_array([it.completed_at for it in items]),
-                    received_at=now, seasons=text_array([it.season for it in items]),
-                    closed=bool_array([it.closed for it in items]),
-                    others=text_array([it.others for it in items]))
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == 4:
-                    raise
-                await asyncio.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return await self.db.fetch_contended(
+            "ingest_batch",
+            completion_ids=text_array([it.data.completion_id for it in items]),
+            user_ids=int_array([it.data.user_id for it in items]),
+            points=int_array([it.data.points for it in items]),
+            completed_ats=timestamp_array([it.completed_at for it in items]),
+            received_at=now, seasons=text_array([it.season for it in items]),
+            closed=bool_array([it.closed for it in items]),
+            others=text_array([it.others for it in items]),
+            tags=text_array([",".join(it.data.tags) for it in items]))
 
     async def apply_fast_path(self, deltas: list[Delta]) -> None:
         """Apply right after commit; whatever is not applied stays in the outbox.

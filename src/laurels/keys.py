@@ -9,11 +9,32 @@ other: changing the policy finds no board, and the service rebuilds it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Literal
 
 from laurels.seasons import period_of
 
 CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
+
+# What each kind of key holds of learners, declared beside its name: the
+# erasure and visibility invariants (tests/invariants.py) enumerate the keys
+# that exist, read each by what it holds here, and refuse a key that is not
+# declared, so a new kind of key is covered the moment it exists.
+# - "learners": a sorted set's members, a hash's fields, a set's members are
+#   learners (padded ids);
+# - "events": a stream of rank events naming learners (`uid`, `passed`);
+# - "tombstones": erased learners, kept on purpose (never shown);
+# - "none": no learner.
+Holds = Literal["learners", "events", "tombstones", "none"]
+SEASON_KEYS: dict[str, Holds] = {
+    "current": "none", "building": "none", "nextver": "none", "notify": "events",
+    "erased": "tombstones", "ties": "learners", "versions": "none"}
+VERSION_KEYS: dict[str, Holds] = {
+    "public": "learners", "hidden": "learners", "users": "learners", "chunks": "none",
+    "applied": "none", "corrections": "none", "parts": "none", "scratch": "none"}
+_KEY = re.compile(r"^\{[^}]*\}:(?:shared|first):"
+                  r"(?:v\d+:(?P<version>[a-z]+)(?::\d+)?|(?P<season>[a-z]+))$")
 
 
 @dataclass(frozen=True)
@@ -106,14 +127,28 @@ class Keys:
         """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"
 
+    def holds(self, key: str) -> Holds | None:
+        """What a key under this prefix holds of learners (SEASON_KEYS,
+        VERSION_KEYS); None for a key no name here builds."""
+        head = f"{self.prefix}:"
+        m = _KEY.match(key[len(head):]) if key.startswith(head) else None
+        if m is None:
+            return None
+        if m["version"] is not None:
+            return VERSION_KEYS.get(m["version"])
+        return SEASON_KEYS.get(m["season"])
+
 
 def tag(season: str) -> str:
     """The cluster hash tag of a season's keys (weeks keep the name they had
-    before there were other periods)."""
-    period = period_of(season)
+    before there were other periods); a board's seasons (seasons.Season.name)
+    put their board, metric and zone before it."""
+    board, _, label = season.rpartition("/")
+    head = f"{board}/" if board else ""
+    period = period_of(label)
     if period == "all":
-        return "{all}"
-    return f"{{{'weekly' if period == 'week' else period}:{season}}}"
+        return f"{{{head}all}}"
+    return f"{{{head}{'weekly' if period == 'week' else period}:{label}}}"
 
 
 def chunk_of(seq: int) -> tuple[int, int]:

@@ -6,7 +6,7 @@ of `size` learners of a tier in a week; its id is opaque to clients
 entries: `promotion` when `rank <= promote` and the tier is not the highest;
 `demotion` when `rank > max(promote, n - demote)` and the tier is not the
 lowest; else none. The decision's outcome follows the zone of the final
-rank (the same rule, in SQL: db/queries.sql, decide_league_week).
+rank (the same rule, in SQL: db/queries/leagues.sql, decide_league_week).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from laurels.kinds import Zone
 from laurels.seasons import Season, parse_season, shifted
 from laurels.settings import Settings, per_tier
 
-Zone = Literal["promotion", "demotion"]
 Outcome = Literal["promoted", "demoted", "stayed"]
 COHORT_ID = re.compile(r"([0-9]{4}-W[0-9]{2})\.([0-9]{1,2})\.([0-9]{1,7})")
 
@@ -33,6 +33,12 @@ class Cohort:
     @property
     def id(self) -> str:
         return f"{self.season}.{self.tier}.{self.number}"
+
+    @property
+    def stream_id(self) -> str:
+        """The id its live stream rides on among the group streams: one no
+        group can have ("/" is not in a group id's alphabet)."""
+        return "league/" + self.id
 
 
 def parse_cohort_id(text: str) -> Cohort | None:
@@ -51,6 +57,7 @@ class LeagueRules:
     promote: tuple[int, ...]  # per tier, lowest first
     demote: tuple[int, ...]
     grace_seconds: int
+    time_zone: str  # the calendar of its weeks (LAURELS_TIME_ZONE)
 
     @classmethod
     def of(cls, settings: Settings) -> LeagueRules:
@@ -58,7 +65,7 @@ class LeagueRules:
         return cls(settings.league_tiers, settings.league_size,
                    tuple(per_tier(settings.league_promote, t) for t in range(n)),
                    tuple(per_tier(settings.league_demote, t) for t in range(n)),
-                   settings.league_grace_seconds)
+                   settings.league_grace_seconds, settings.time_zone)
 
     @property
     def top(self) -> int:
@@ -92,4 +99,4 @@ class LeagueRules:
         return shifted(week.ends_at, timedelta(seconds=self.grace_seconds))
 
     def due(self, season: str, now: datetime) -> bool:
-        return now >= self.decides_at(parse_season(season))
+        return now >= self.decides_at(parse_season(season, zone=self.time_zone))

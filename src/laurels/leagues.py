@@ -13,9 +13,11 @@
   (groups.Groups.standings): tie policy, privacy, zones per entry. Nothing
   new is kept in Redis, so a lost board brings its cohorts back with it.
 - **Zones** (`zones`): the cohorts whose members completed something since
-  the last pass (and whose completions every board has applied) are read
-  again; a member who enters the promotion or demotion zone is notified
-  (`league_zone`, at most one unread per learner and week).
+  the last pass (and whose completions every board has applied), or that
+  something else touched (a void or restore once applied, a visibility
+  change, a suspension, an erasure, a placement: `league_touches`), are
+  read again; a member who enters the promotion or demotion zone is
+  notified (`league_zone`, at most one unread per learner and week).
 - **The decision** (`decide`): once per week at its end plus the league
   grace, from PostgreSQL (the completions that count then), set-based in
   one statement, in one transaction holding the week's lock and its season
@@ -26,16 +28,17 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
-from laurels import failpoints
-from laurels.board import Board
-from laurels.db import Conn, Database
+from laurels import failpoints, shapes
+from laurels.board.roles import LeagueAnnouncer
+from laurels.db import Database, Tx
 from laurels.errors import DomainError
 from laurels.groups import Groups, rank_members, visible
-from laurels.league_rules import Cohort, LeagueRules, Zone, parse_cohort_id
+from laurels.kinds import Zone
+from laurels.league_rules import Cohort, LeagueRules, parse_cohort_id
 from laurels.privacy import Privacy
 from laurels.reads import iso, public_entry
 from laurels.seasons import Season, parse_season, season_of
@@ -44,17 +47,10 @@ from laurels.settings import Settings
 log = logging.getLogger("laurels.leagues")
 
 PLACE_BATCH = 10_000  # joins placed per statement
-# A cohort's live stream rides on the group streams, under an id no group can
-# have ("/" is not in a group id's alphabet).
-STREAM_PREFIX = "league/"
-
-
-def cohort_stream_id(cohort: Cohort) -> str:
-    return STREAM_PREFIX + cohort.id
 
 
 class Leagues:
-    def __init__(self, settings: Settings, db: Database, board: Board, groups: Groups,
+    def __init__(self, settings: Settings, db: Database, board: LeagueAnnouncer, groups: Groups,
                  privacy: Privacy) -> None:
         self.on = settings.leagues
         self.rules = LeagueRules.of(settings)
@@ -74,12 +70,12 @@ class Leagues:
 
     # -- placement -------------------------------------------------------------
 
-    async def _place(self, conn: Conn, season: str) -> list[Cohort]:
+    async def _place(self, tx: Tx, season: str) -> list[Cohort]:
         """Place every placeable join of a week (the caller holds its lock);
         the cohorts that gained members."""
         grown: list[Cohort] = []
         while True:
-            rows = await self.db.fetch("place_joins", conn, season=season, top=self.rules.top,
+            rows = await self.db.fetch("place_joins", tx, season=season, top=self.rules.top,
                                        size=self.rules.size, limit=PLACE_BATCH)
             grown += [Cohort(season, r["tier"], r["cohort"]) for r in rows]
             if sum(int(r["joined"]) for r in rows) < PLACE_BATCH:
@@ -87,15 +83,15 @@ class Leagues:
 
     async def place(self, season: str) -> int:
         """Place what joined a week and is not placed yet; how many cohorts grew."""
-        async with self.db.transaction() as conn:
-            await self.db.fetch("lock_league_week", conn, season=season)
-            week = await self.db.fetch_one("league_week", conn, season=season)
+        async with self.db.transaction() as tx:
+            await self.db.fetch("lock_league_week", tx, season=season)
+            week = await self.db.fetch_one("league_week", tx, season=season)
             if week is None or week["decided_at"] is not None:
                 return 0
             await failpoints.pause("league_placing")
-            grown = await self._place(conn, season)
+            grown = await self._place(tx, season)
         for cohort in grown:  # its streams reload their members
-            await self.board.publish_group_change(cohort_stream_id(cohort))
+            await self.board.publish_group_change(cohort.stream_id)
         return len(grown)
 
     async def open_weeks(self) -> list[str]:
@@ -106,16 +102,16 @@ class Leagues:
     async def decide(self, season: str) -> bool:
         """Decide a week's leagues once; True if this call did."""
         names = list(self.rules.tiers)
-        async with self.db.transaction() as conn:
-            await self.db.fetch("lock_league_week", conn, season=season)
-            await self.db.fetch("lock_season_for_finalize", conn, season=season)
-            week = await self.db.fetch_one("league_week", conn, season=season)
+        async with self.db.transaction() as tx:
+            await self.db.fetch("lock_league_week", tx, season=season)
+            await self.db.fetch("lock_season_for_finalize", tx, season=season)
+            week = await self.db.fetch_one("league_week", tx, season=season)
             if week is None or week["decided_at"] is not None:
                 return False
-            await self._place(conn, season)  # everyone who joined before now
+            await self._place(tx, season)  # everyone who joined before now
             await failpoints.pause("league_deciding")
             row = await self.db.fetch_one(
-                "decide_league_week", conn, season=season, policy=self.policy,
+                "decide_league_week", tx, season=season, policy=self.policy,
                 top=self.rules.top, promote=list(self.rules.promote),
                 demote=list(self.rules.demote), names=names)
         members = int(row["members"]) if row else 0
@@ -141,21 +137,23 @@ class Leagues:
 
     # -- cohort boards and zones -------------------------------------------------------
 
-    async def board_of(self, cohort: Cohort) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+    async def board_of(self, cohort: Cohort
+                       ) -> tuple[list[shapes.LeagueEntry], dict[int, shapes.LeagueSelf]]:
         """A cohort's board (ranked like a group board, zones per entry) and,
         by learner, each entry shown (with its zone)."""
         rows = await self.db.fetch("cohort_members", season=cohort.season, tier=cohort.tier,
                                    cohort=cohort.number)
         if not rows:
             raise DomainError("not_found", f"no cohort {cohort.id}")
-        week = parse_season(cohort.season)
+        week = parse_season(cohort.season, zone=self.rules.time_zone)
         policy, scored = await self.groups.standings(week, [r["user_id"] for r in rows])
         ranked = rank_members(visible(scored, self.privacy), policy)
         n = len(ranked)
-        entries, by_learner = [], {}
+        entries: list[shapes.LeagueEntry] = []
+        by_learner: dict[int, shapes.LeagueSelf] = {}
         for r in ranked:
-            entry = {**public_entry(r.entry()),
-                     "zone": self.rules.zone(cohort.tier, r.rank, n)}
+            entry: shapes.LeagueEntry = {**public_entry(r.entry()),
+                                         "zone": self.rules.zone(cohort.tier, r.rank, n)}
             entries.append(entry)
             by_learner[r.member.user_id] = {"rank": r.rank, "score": r.member.score,
                                             "zone": entry["zone"]}
@@ -166,29 +164,36 @@ class Leagues:
         zone since their last notification; how many were notified. Set-based:
         one statement locks the touched cohorts' members, their scores are
         read in bulk, one statement writes the zones and one the notifications."""
-        async with self.db.transaction() as conn:
-            await self.db.fetch("lock_league_week", conn, season=season)
-            week = await self.db.fetch_one("league_week", conn, season=season)
+        async with self.db.transaction() as tx:
+            await self.db.fetch("lock_league_week", tx, season=season)
+            week = await self.db.fetch_one("league_week", tx, season=season)
             if week is None or week["decided_at"] is not None:
                 return 0
-            touched = await self.db.fetch("league_touched_cohorts", conn, season=season,
+            touched = await self.db.fetch("league_touched_cohorts", tx, season=season,
                                           since=week["zone_seq"])
-            if not touched:
+            touches = await self.db.fetch("league_ready_touches", tx, season=season)
+            cohorts = sorted({(r["tier"], r["cohort"]) for r in [*touched, *touches]})
+            if not cohorts:
                 return 0
-            members = await self.db.fetch("lock_touched_members", conn, season=season,
-                                          tiers=[r["tier"] for r in touched],
-                                          cohorts=[r["cohort"] for r in touched])
+            members = await self.db.fetch("lock_touched_members", tx, season=season,
+                                          tiers=[t for t, _ in cohorts],
+                                          cohorts=[c for _, c in cohorts])
+            await failpoints.pause("league_zoning")
             shown = await self._shown(season, members)
             changed = [(m, shown.get(m["user_id"])) for m in members
                        if _zone(shown.get(m["user_id"])) != m["zone"]]
             if changed:
-                await self.db.run("set_zones", conn, season=season,
+                await self.db.run("set_zones", tx, season=season,
                                   user_ids=[m["user_id"] for m, _ in changed],
                                   zones=[_zone(now) for _, now in changed])
-            created = await self._notify_zones(conn, season, [
+            created = await self._notify_zones(tx, season, [
                 (m, now) for m, now in changed if now is not None and now["zone"] is not None])
-            await self.db.run("set_zone_seq", conn, season=season,
-                              seq=max(int(r["last_seq"]) for r in touched))
+            if touched:
+                await self.db.run("set_zone_seq", tx, season=season,
+                                  seq=max(int(r["last_seq"]) for r in touched))
+            if touches:
+                await self.db.run("delete_league_touches", tx,
+                                  ids=[int(r["id"]) for r in touches])
         for uid, nid in created:
             await self.board.publish_notification(uid, nid)
         return len(created)
@@ -200,9 +205,13 @@ class Leagues:
         cohorts: dict[tuple[int, int], set[int]] = {}
         for m in members:
             cohorts.setdefault((m["tier"], m["cohort"]), set()).add(m["user_id"])
-        policy, scored = await self.groups.standings(parse_season(season),
-                                                     [m["user_id"] for m in members])
-        by_learner = {s.user_id: s for s in visible(scored, self.privacy)}
+        policy, scored = await self.groups.standings(
+            parse_season(season, zone=self.rules.time_zone), [m["user_id"] for m in members])
+        # Who is shown, as PostgreSQL says now (the members' rows were read in
+        # this pass, after any touch it takes): a visibility change counts
+        # here whether or not Redis holds the new profile yet.
+        hidden = {m["user_id"] for m in members if m["visibility"] == "hidden"}
+        by_learner = {s.user_id: s for s in scored if s.user_id not in hidden}
         shown: dict[int, Any] = {}
         for (tier, _), ids in cohorts.items():
             ranked = rank_members([by_learner[u] for u in ids if u in by_learner], policy)
@@ -211,7 +220,7 @@ class Leagues:
                                            "zone": self.rules.zone(tier, r.rank, len(ranked))}
         return shown
 
-    async def _notify_zones(self, conn: Conn, season: str,
+    async def _notify_zones(self, tx: Tx, season: str,
                             entered: list[tuple[dict[str, Any], Any]]) -> list[tuple[int, int]]:
         """One league_zone notification per member who entered a zone (an
         unread one refreshed); (learner, notification id) of each."""
@@ -219,7 +228,7 @@ class Leagues:
             return []
         stamp = datetime.now(UTC).timestamp()
         rows = await self.db.fetch(
-            "notify_league_zones", conn, season=season,
+            "notify_league_zones", tx, season=season,
             user_ids=[m["user_id"] for m, _ in entered],
             data=[orjson.dumps({"tier": self.rules.tier_name(m["tier"]),
                                 "cohort_id": Cohort(season, m["tier"], m["cohort"]).id,
@@ -236,7 +245,7 @@ class Leagues:
             raise DomainError("validation_error", "leagues are weekly: name a week (2026-W49)")
         return season
 
-    async def learner(self, user_id: int, season: Season) -> dict[str, Any]:
+    async def learner(self, user_id: int, season: Season) -> shapes.League:
         """A learner's league of a week (`GET /v1/users/{id}/league`)."""
         self.require()
         week = self.week(season)
@@ -245,6 +254,7 @@ class Leagues:
             await self.place(week.name)  # joined a moment ago: placed now, not "pending"
             row = await self.db.fetch_one("league_membership", season=week.name,
                                           user_id=user_id)
+        status: Literal["none", "pending", "placed"]
         if row is None:
             tier_row = await self.db.fetch_one("league_tier_of", user_id=user_id)
             status, tier = "none", int(tier_row["tier"]) if tier_row else 0
@@ -253,7 +263,7 @@ class Leagues:
         else:
             status, tier = "pending", int(row["tier_now"])
         tier = min(tier, self.rules.top)
-        body: dict[str, Any] = {
+        body: shapes.League = {
             "season": week.name, "status": status, "tier": self.rules.tier_name(tier),
             "tier_index": tier, "cohort_id": None, "ends_at": iso(week.ends_at),
             "decides_at": iso(self.rules.decides_at(week)),
@@ -270,7 +280,8 @@ class Leagues:
                               "new_tier": self.rules.tier_name(int(result["new_tier"]))}
         return body
 
-    async def cohort(self, season: Season, cohort_id: str) -> tuple[dict[str, Any], Cohort]:
+    async def cohort(self, season: Season, cohort_id: str
+                     ) -> tuple[shapes.CohortBoard, Cohort]:
         """A cohort's board (`GET /v1/leagues/{season}/cohorts/{id}`): the
         caller's right to read it is the route's to check (`members`)."""
         self.require()
@@ -290,27 +301,28 @@ class Leagues:
         return [int(r["user_id"]) for r in rows]
 
     async def history(self, user_id: int, limit: int, after: str | None
-                      ) -> tuple[dict[str, Any], str | None]:
+                      ) -> tuple[shapes.LeagueHistory, str | None]:
         """A learner's decided weeks, newest first; the last week shown when
         more follow."""
         self.require()
         rows = await self.db.fetch("league_history", user_id=user_id, limit=limit + 1,
                                    after=after)
         shown = rows[:limit]
-        results = [{"season": r["season"], "tier": self.rules.tier_name(int(r["tier"])),
+        results: list[shapes.LeagueRecord] = [
+                   {"season": r["season"], "tier": self.rules.tier_name(int(r["tier"])),
                     "cohort_id": Cohort(r["season"], int(r["tier"]), int(r["cohort"])).id,
                     "rank": r["rank"], "outcome": r["outcome"],
                     "new_tier": self.rules.tier_name(int(r["new_tier"]))} for r in shown]
         more = len(rows) > limit and shown
         return {"results": results, "next": None}, (shown[-1]["season"] if more else None)
 
-    async def summary(self, season: Season) -> dict[str, Any]:
+    async def summary(self, season: Season) -> shapes.LeagueSummary:
         """A week's tiers (`GET /v1/admin/leagues/{season}`)."""
         self.require()
         week = self.week(season)
         rows = {int(r["tier"]): r for r in await self.db.fetch("league_summary", season=week.name)}
         row = await self.db.fetch_one("league_week", season=week.name)
-        tiers = []
+        tiers: list[shapes.LeagueTier] = []
         for t, name in enumerate(self.rules.tiers):
             r = rows.get(t)
             tiers.append({"tier": name, "cohorts": int(r["cohorts"]) if r else 0,
@@ -320,7 +332,7 @@ class Leagues:
         return {"season": week.name, "decided": bool(row and row["decided_at"]), "tiers": tiers}
 
     def current_week(self, now: datetime | None = None) -> Season:
-        return season_of(now or datetime.now(UTC))
+        return season_of(now or datetime.now(UTC), "week", zone=self.rules.time_zone)
 
 
 def _zone(shown: Any) -> Zone | None:

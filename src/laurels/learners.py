@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from laurels import failpoints
-from laurels.board import Board, Profile, default_name
-from laurels.db import Database
+from laurels.board import Profile, default_name
+from laurels.board.roles import Profiles
+from laurels.db import Database, Tx
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
+from laurels.shapes import LearnerProfile, Suspend, visibility
 from laurels.validation import ProfileIn
 
 log = logging.getLogger("laurels.learners")
@@ -23,13 +25,13 @@ class Learner:
     display_name: str
     visibility: str
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> LearnerProfile:
         return {"user_id": self.user_id, "display_name": self.display_name,
-                "visibility": self.visibility}
+                "visibility": visibility(self.visibility)}
 
 
 class Learners:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle,
+    def __init__(self, db: Database, board: Profiles, lifecycle: Lifecycle,
                  privacy: Privacy) -> None:
         self.db = db
         self.board = board
@@ -45,20 +47,27 @@ class Learners:
         # holding FOR SHARE, so every season with a completion of theirs is
         # visible), then their seasons (FOR SHARE: a finalize either committed
         # its archive, which is re-ranked here, or waits for this change).
-        async with self.db.transaction() as conn:
-            row = await self.db.fetch_one("upsert_user", conn, user_id=user_id,
+        async with self.db.transaction() as tx:
+            await self.db.fetch("share_board_kinds", tx)  # its boards of kinds hold still
+            row = await self.db.fetch_one("upsert_user", tx, user_id=user_id,
                                           display_name=body.display_name,
                                           visibility=body.visibility)
             if row is None:
                 raise DomainError("user_erased", "this learner was erased")
-            seasons = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            seasons = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
             if body.visibility is not None:
-                await self.lifecycle.rerank(conn, [r["season"] for r in seasons
+                await self.lifecycle.rerank(tx, [r["season"] for r in seasons
                                                    if r["finalized"]])
+                await self._touch_leagues(tx, user_id)
         await self._project(row, [r["season"] for r in seasons])
         # Their own choice (while suspended, they stay hidden on every board).
         return Learner(user_id, row["display_name"] or default_name(user_id),
                        row["own_visibility"])
+
+    async def _touch_leagues(self, tx: Tx, user_id: int) -> None:
+        """Their cohorts' zones may move with their visibility (they leave or
+        join the cohort's board): the zone pass reads those cohorts again."""
+        await self.db.run("touch_learner_cohorts", tx, user_id=user_id, season=None, seq=None)
 
     async def _project(self, row: Any, seasons: list[str]) -> None:
         """A committed profile change onto every board of the learner."""
@@ -77,21 +86,23 @@ class Learners:
             await self.board.publish_hint({"season": season})
 
     async def suspend(self, user_id: int, suspended: bool, reason: str | None
-                      ) -> dict[str, Any]:
+                      ) -> Suspend:
         """Suspend (off every public board and hint, like a hidden learner,
         whatever their own visibility) or unsuspend; their completions still
         count, and they still read their own would-be rank. Moved between the
         sets atomically on every board, like a visibility change; audited in
         the same transaction."""
-        async with self.db.transaction() as conn:
-            await self.db.run("ensure_users", conn, user_ids=[user_id])
-            row = await self.db.fetch_one("suspend_user", conn, user_id=user_id,
+        async with self.db.transaction() as tx:
+            await self.db.fetch("share_board_kinds", tx)  # its boards of kinds hold still
+            await self.db.run("ensure_users", tx, user_ids=[user_id])
+            row = await self.db.fetch_one("suspend_user", tx, user_id=user_id,
                                           suspended=suspended)
             if row is None:
                 raise DomainError("user_erased", "this learner was erased")
-            seasons = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
-            await self.lifecycle.rerank(conn, [r["season"] for r in seasons if r["finalized"]])
-            await self.db.run("insert_audit", conn,
+            seasons = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
+            await self.lifecycle.rerank(tx, [r["season"] for r in seasons if r["finalized"]])
+            await self._touch_leagues(tx, user_id)
+            await self.db.run("insert_audit", tx,
                               action="suspend" if suspended else "unsuspend",
                               target=str(user_id), reason=reason, details=None)
         await self._project(row, [r["season"] for r in seasons])

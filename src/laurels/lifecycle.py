@@ -14,72 +14,90 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from psycopg.types.json import Jsonb
-from redis.exceptions import RedisError
-
 from laurels import failpoints
-from laurels.board import Board
-from laurels.db import Database
-from laurels.metrics import ERASURES, SEASONS_FINALIZED
-from laurels.seasons import END_OF_TIME, parse_season, shifted
+from laurels.board.roles import Keeper
+from laurels.db import Database, Jsonb, Tx
+from laurels.errors import StoreUnavailable
+from laurels.league_rules import Cohort
+from laurels.metrics import SEASONS_FINALIZED
+from laurels.seasons import END_OF_TIME, GLOBAL, Season, parse_season, season_of, shifted
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.lifecycle")
 
 
 class Lifecycle:
-    def __init__(self, settings: Settings, db: Database, board: Board) -> None:
+    def __init__(self, settings: Settings, db: Database, board: Keeper) -> None:
         self.settings = settings
         self.db = db
         self.board = board
-        self.on_finalized: list[Any] = []  # async callbacks(season, conn): same transaction
+        self.on_finalized: list[Any] = []  # async callbacks(season, tx): same transaction
         self.after_finalized: list[Any] = []  # async callbacks(season): after commit
+        self._files_rewritten_for: datetime | None = None  # the erasure last scrubbed
 
     # -- erasure -------------------------------------------------------------
 
     async def erase(self, user_id: int, committed: Callable[[], None] | None = None) -> None:
-        async with self.db.transaction() as conn:
+        async with self.db.transaction() as tx:
             # Lock order: the learner's row (waits for ingests holding FOR
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
-            await self.db.run("erase_user", conn, user_id=user_id)
+            # Before it all, the kinds: none is defined until this commits.
+            await self.db.fetch("share_board_kinds", tx)
+            await self.db.run("erase_user", tx, user_id=user_id)
             # Webhook deliveries in flight that concern the learner are sent
             # first (webhooks.py); none is sent unscrubbed after this commits.
-            await self.db.fetch("erase_lock", conn, user_id=user_id)
-            locked = await self.db.fetch("lock_user_seasons", conn, user_id=user_id)
+            await self.db.fetch("erase_lock", tx, user_id=user_id)
+            # The league locks of every week they joined (name order): a
+            # placement, zone pass or decision of theirs has committed (and
+            # is undone below) or waits and then finds them gone.
+            for week in await self.db.fetch("learner_league_weeks", tx, user_id=user_id):
+                await self.db.fetch("lock_league_weeks_of", tx, season=week["season"])
+            locked = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
             seasons = {r["season"] for r in locked}  # every period's
+            # Every board of a kind they count on, built or not: a tombstone
+            # in each keeps a board built later from ever taking them.
+            seasons |= {r["season"] for r in await self.db.fetch(
+                "user_board_seasons", tx, user_id=user_id)}
             # The archives' locks before their standings are deleted (a
             # re-rank holding one must not wait for a row deleted here).
-            await self.lock_archives(conn, [r["season"] for r in locked if r["finalized"]])
+            await self.lock_archives(tx, [r["season"] for r in locked if r["finalized"]])
             await failpoints.pause("erase_locked")
             # Ids are not moved between completion_ids' partitions while
             # they are deleted here (migration 020: the seal's move).
-            await self.db.fetch("seal_lock_shared", conn)
+            await self.db.fetch("seal_lock_shared", tx)
             seasons |= {r["season"] for r in await self.db.fetch(
-                "delete_user_completions", conn, user_id=user_id)}
+                "delete_user_completions", tx, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(
-                "delete_user_standings", conn, user_id=user_id)}
-            await self.db.run("delete_user_notifications", conn, user_id=user_id)
-            await self.db.run("delete_league_history", conn, user_id=user_id)
+                "delete_user_standings", tx, user_id=user_id)}
+            await self.db.run("delete_user_notifications", tx, user_id=user_id)
+            # The others of their cohorts move up: the zone pass reads them again.
+            await self.db.run("touch_learner_cohorts", tx, user_id=user_id, season=None,
+                              seq=None)
+            cohorts = [Cohort(r["season"], r["tier"], r["cohort"]) for r in await self.db.fetch(
+                "delete_league_history", tx, user_id=user_id)]
             groups = [r["group_id"] for r in await self.db.fetch(
-                "delete_user_memberships", conn, user_id=user_id)]
-            await self.db.run("scrub_notifications_about", conn, user_id=str(user_id))
-            await self.rerank(conn, sorted(archived))
-            await self.db.run("record_erasure", conn, user_id=user_id,
+                "delete_user_memberships", tx, user_id=user_id)]
+            groups += [c.stream_id for c in cohorts]
+            await self.db.run("scrub_notifications_about", tx, user_id=str(user_id))
+            await self.rerank(tx, sorted(archived))
+            await self.db.run("record_erasure", tx, user_id=user_id,
                               seasons=sorted(seasons | archived))
             # The audit keeps the user id and nothing else about the learner,
             # and so does the webhook; the learner's events (sent or not) go,
             # and others' stop naming them.
-            await self.db.run("insert_audit", conn, action="erase", target=str(user_id),
+            await self.db.run("insert_audit", tx, action="erase", target=str(user_id),
                               reason=None, details=None)
-            await self.db.run("delete_deliveries_of", conn, user_id=user_id)
-            await self.db.run("scrub_deliveries_about", conn, user_id=str(user_id))
-            await self.db.run("enqueue_webhook", conn, type="user.erased", user_id=None,
+            await self.db.run("delete_deliveries_of", tx, user_id=user_id)
+            await self.db.run("scrub_deliveries_about", tx, user_id=str(user_id))
+            await self.db.run("enqueue_webhook", tx, type="user.erased", user_id=None,
                               data=Jsonb({"user_id": user_id}))
-        ERASURES.inc()
+            await failpoints.pause("erase_deleted")
         if committed is not None:
             committed()
-        for group_id in groups:  # cached group boards and member indexes, every process
+        # Cached group boards and member indexes, every process; the live
+        # streams of those groups and cohorts check their readers again.
+        for group_id in groups:
             await self.board.publish_group_change(group_id)
         log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
         await failpoints.pause("erase_committed")
@@ -101,37 +119,58 @@ class Lifecycle:
             try:
                 await self.finish_erasure(row["user_id"], list(row["seasons"]))
                 done += 1
-            except RedisError as exc:
+            except StoreUnavailable as exc:
                 log.warning("erasure of %s still pending: %s", row["user_id"], exc)
         return done
 
+    async def scrub_files(self) -> bool:
+        """The embedded Valkey's files after erasures: its append-only file
+        (and snapshot) still hold an erased learner's name and id until they
+        are written afresh. Called every minute (runtime.py) while Redis is
+        embedded, this rewrites them when an erasure committed since the
+        last rewrite (at start, when any ever did): an erasure leaves them
+        within a minute and the rewrite's own time. True if it rewrote."""
+        row = await self.db.fetch_one("last_erasure")
+        latest = row["at"] if row else None
+        if latest is None or (self._files_rewritten_for is not None
+                              and latest <= self._files_rewritten_for):
+            return False
+        if not await self.board.rewrite_files():
+            return False  # a rewrite is running: the next call sees to this one
+        self._files_rewritten_for = latest
+        log.info("the embedded Valkey's files are written afresh after an erasure")
+        return True
+
     # -- visibility of archived seasons ---------------------------------------
 
-    async def rerank(self, conn: Any, seasons: list[str]) -> None:
+    async def rerank(self, tx: Tx, seasons: list[str]) -> None:
         """Recompute the public ranks of archived seasons (in the caller's
         transaction): after a visibility change or an erasure, ranks close up."""
         for season in seasons:
-            await self._rerank(conn, season)
+            await self._rerank(tx, season)
 
-    async def lock_archives(self, conn: Any, seasons: list[str]) -> None:
+    async def lock_archives(self, tx: Tx, seasons: list[str]) -> None:
         """The re-rank locks of archived seasons, in name order, held to the
         end of the caller's transaction: taken before any standing row is
         written, so a re-rank never waits for a row while holding one."""
         for season in sorted(seasons):
-            await self.db.run("lock_archive", conn, season=season)
+            await self.db.run("lock_archive", tx, season=season)
 
-    async def _rerank(self, conn: Any, season: str) -> None:
-        row = await self.db.fetch_one("season_policies", conn, seasons=[season],
+    async def _rerank(self, tx: Tx, season: str) -> None:
+        row = await self.db.fetch_one("season_policies", tx, seasons=[season],
                                       tie_policy=self.settings.tie_policy)
         policy = row["tie_policy"] if row else self.settings.tie_policy
-        await self.db.run("lock_archive", conn, season=season)
-        await self.db.run("clear_archive_ranks", conn, season=season)
-        await self.db.run("rerank_archive", conn, season=season, tie_policy=policy)
+        await self.db.run("lock_archive", tx, season=season)
+        await self.db.run("clear_archive_ranks", tx, season=season)
+        await self.db.run("rerank_archive", tx, season=season, tie_policy=policy)
 
     # -- seasons ---------------------------------------------------------------
 
+    def _season(self, name: str) -> Season:
+        return parse_season(name, zone=self.settings.time_zone)
+
     def _closed(self, season: str, now: datetime) -> bool:
-        return parse_season(season).is_closed(now, self.settings.late_grace_seconds,
+        return self._season(season).is_closed(now, self.settings.late_grace_seconds,
                                               self.settings.close_seasons)
 
     async def finalize_due(self, now: datetime | None = None) -> list[str]:
@@ -140,26 +179,49 @@ class Lifecycle:
             return []
         now = now or datetime.now(UTC)
         done = []
+        # By name: the whole board's seasons (digits) before any board of a
+        # kind's (letters), which waits for the whole board's weeks it spans.
         for row in await self.db.fetch("unfinalized_seasons"):
-            if self._closed(row["season"], now) and await self.finalize(row["season"]):
-                done.append(row["season"])
+            season = row["season"]
+            if self._closed(season, now) and await self._spanned_weeks_final(season, now) \
+                    and await self.finalize(season):
+                done.append(season)
         return done
+
+    async def _spanned_weeks_final(self, name: str, now: datetime) -> bool:
+        """A board of a kind's season closes once every whole board's week it
+        spans is finalized (or has no row: nothing was recorded in it, and
+        nothing can be once it is closed): a completion is accepted by the
+        whole board's week alone, so no completion of this season can come
+        after (docs/boards.md). The whole board's own seasons: True."""
+        board = self._season(name)
+        if board.board == GLOBAL:
+            return True
+        weeks, week = [], season_of(board.starts_at, "week", zone=self.settings.time_zone)
+        while week.starts_at < board.ends_at:
+            if not self._closed(week.name, now):
+                return False
+            weeks.append(week.name)
+            week = week.next()
+        rows = await self.db.fetch("weeks_finalized", seasons=weeks)
+        return all(r["finalized"] for r in rows)
 
     async def finalize(self, season: str) -> bool:
         """Archive a closed season's standings once; True if this call did it."""
-        async with self.db.transaction() as conn:
-            row = await self.db.fetch_one("lock_season_for_finalize", conn, season=season)
+        async with self.db.transaction() as tx:
+            row = await self.db.fetch_one("lock_season_for_finalize", tx, season=season)
             if row is None or row["finalized"]:
                 return False
-            await self.db.run("archive_standings", conn, season=season)
-            await self.db.run("mark_finalized", conn, season=season,
+            await self.db.run("archive_standings", tx, season=season)
+            await self.db.run("mark_finalized", tx, season=season,
                               tie_policy=self.settings.tie_policy)
-            await self.db.run("enqueue_webhook", conn, type="season.finalized", user_id=None,
-                              data=Jsonb({"season": season,
-                                          "period": parse_season(season).period}))
-            await self._rerank(conn, season)
+            closed = self._season(season)
+            await self.db.run("enqueue_webhook", tx, type="season.finalized", user_id=None,
+                              data=Jsonb({"season": closed.label, "period": closed.period,
+                                          "board": closed.board}))
+            await self._rerank(tx, season)
             for callback in self.on_finalized:
-                await callback(season, conn)
+                await callback(season, tx)
             await failpoints.pause("finalize_before_commit")
         SEASONS_FINALIZED.inc()
         log.info("season %s finalized and archived", season)
@@ -167,7 +229,7 @@ class Lifecycle:
             await after(season)
         try:
             await self.expire(season)
-        except RedisError as exc:
+        except StoreUnavailable as exc:
             log.warning("could not set the expiry of %s in Redis: %s", season, exc)
         return True
 
@@ -175,7 +237,7 @@ class Lifecycle:
         """A closed season stays in Redis while it is among the KEEP most
         recent of its period (`all` never closes, never expires)."""
         try:
-            later = parse_season(season).later(self.settings.keep_seasons)
+            later = self._season(season).later(self.settings.keep_seasons)
         except (OverflowError, ValueError):  # its successors would lie past year 9999
             return END_OF_TIME
         return later.closes_at(self.settings.late_grace_seconds)
@@ -185,7 +247,7 @@ class Lifecycle:
         completion in it commits no earlier than its start less the allowed
         clock skew, and an erasure commits after the learner's completions;
         a day more covers clocks that disagree."""
-        start = parse_season(season)
+        start = self._season(season)
         if not start.bounded:
             return None
         return shifted(start.starts_at,
@@ -195,8 +257,8 @@ class Lifecycle:
         """Give every Redis key of a season its expiry; returns how many keys."""
         return await self.board.expire(season, self.expires_at(season))
 
-    async def finalized(self, seasons: list[str], conn: Any = None) -> dict[str, str]:
+    async def finalized(self, seasons: list[str], tx: Tx | None = None) -> dict[str, str]:
         """The finalized ones among `seasons`, with their tie policy."""
-        rows = await self.db.fetch("season_policies", conn, seasons=seasons,
+        rows = await self.db.fetch("season_policies", tx, seasons=seasons,
                                    tie_policy=self.settings.tie_policy)
         return {r["season"]: r["tie_policy"] for r in rows}

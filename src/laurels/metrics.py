@@ -12,7 +12,8 @@ from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
 COMPLETIONS = Counter("laurels_completions_total", "Completions received, by outcome "
-                      "(recorded, duplicate, or the error code)", ["outcome"])
+                      "(recorded, duplicate or rejected; rejections are not split by error "
+                      "code)", ["outcome"])
 APPLY_LAG = Histogram("laurels_apply_lag_seconds",
                       "From commit in PostgreSQL to applied in Redis", ["path"],
                       buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
@@ -37,7 +38,9 @@ REQUESTS = Histogram("laurels_http_request_duration_seconds",
 
 
 SEASONS_FINALIZED = Counter("laurels_seasons_finalized_total", "Seasons finalized and archived")
-ERASURES = Counter("laurels_erasures_total", "Learners erased")
+# No count of erasures: beside the boards' totals it would tell a learner's
+# erasure from their turning hidden (both leave the public board). For the
+# same reason COMPLETIONS does not split rejections by code (user_erased).
 SSE_CONNECTIONS = Gauge("laurels_sse_connections", "Open server-sent event connections",
                         ["stream"])
 HINTS_RECEIVED = Counter("laurels_hints_received_total", "Hints received from Pub/Sub")
@@ -55,6 +58,12 @@ WEBHOOK_ATTEMPTS = Counter("laurels_webhook_attempts_total",
 WEBHOOK_ATTEMPT_SECONDS = Histogram("laurels_webhook_attempt_seconds",
                                     "Time of one webhook delivery attempt")
 
+# An erasure leaves the public board as a learner turning hidden does: no
+# series may count it (the audit log, an operator's, does), so its request
+# is timed nowhere.
+UNCOUNTED = ("DELETE", "/v1/users/{user_id}")
+
+
 class RequestMetrics:
     """Pure ASGI middleware: latency to the response start (streams stay open)."""
 
@@ -69,9 +78,10 @@ class RequestMetrics:
 
         async def timed_send(message: Any) -> None:
             if message["type"] == "http.response.start":
-                route = scope.get("route")
-                REQUESTS.labels(scope["method"], getattr(route, "path", "unmatched"),
-                                str(message["status"])).observe(time.perf_counter() - start)
+                path = getattr(scope.get("route"), "path", "unmatched")
+                if (scope["method"], path) != UNCOUNTED:
+                    REQUESTS.labels(scope["method"], path, str(message["status"])).observe(
+                        time.perf_counter() - start)
             await send(message)
 
         await self.app(scope, receive, timed_send)

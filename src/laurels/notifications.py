@@ -17,8 +17,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from laurels import shapes
 from laurels.board import default_name
-from laurels.db import Conn, Database, Row
+from laurels.db import Database, Row, Tx
+from laurels.kinds import NAMING
 
 ANONYMOUS_NAME = "Anonymous"
 LIST_LIMIT = 100  # the newest notifications a learner's list shows
@@ -29,15 +31,12 @@ def named_ids(data: Iterable[dict[str, Any]]) -> list[int]:
     return sorted({d["by_user_id"] for d in data if isinstance(d.get("by_user_id"), int)})
 
 
-NAMING_KINDS = frozenset({"overtaken"})  # the kinds that name another learner
-
-
 def with_names(kind: str, data: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     """A notification's data as it may be shown: for a kind that names
     another learner, `by_user_id` and `by_display_name` from `names` (the
     public learners among those named: id -> name), else null and
     "Anonymous" (an erasure removes the id altogether)."""
-    if kind not in NAMING_KINDS:
+    if kind not in NAMING:
         return data
     uid = data.get("by_user_id")
     shown = dict(data)
@@ -57,14 +56,14 @@ class Notifications:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def public_names(self, user_ids: list[int], conn: Conn | None = None
+    async def public_names(self, user_ids: list[int], tx: Tx | None = None
                            ) -> dict[int, str]:
         """id -> name of the learners among `user_ids` who may be named now:
         public, not suspended (a suspended learner is hidden), not erased. A
         learner without a profile is public under their default name."""
         if not user_ids:
             return {}
-        rows = await self.db.fetch("naming_states", conn, user_ids=user_ids)
+        rows = await self.db.fetch("naming_states", tx, user_ids=user_ids)
         known = {r["user_id"]: r for r in rows}
         out = {}
         for uid in user_ids:
@@ -75,23 +74,24 @@ class Notifications:
                 out[uid] = row["display_name"] or default_name(uid)
         return out
 
-    async def bodies(self, rows: list[Row], conn: Conn | None = None) -> list[dict[str, Any]]:
+    async def bodies(self, rows: list[Row], tx: Tx | None = None
+                     ) -> list[shapes.Notification]:
         """Notification rows as the API shows them, names resolved now."""
-        names = await self.public_names(named_ids(r["data"] for r in rows), conn)
+        names = await self.public_names(named_ids(r["data"] for r in rows), tx)
         return [{"id": r["id"], "kind": r["kind"], "season": r["season"],
                  "data": with_names(r["kind"], r["data"], names),
                  "created_at": utc(r["created_at"]), "read": r["read"]} for r in rows]
 
-    async def newest(self, user_id: int) -> dict[str, Any]:
+    async def newest(self, user_id: int) -> shapes.Notifications:
         rows = await self.db.fetch("list_notifications", user_id=user_id, limit=LIST_LIMIT)
         return {"notifications": await self.bodies(rows)}
 
-    async def mark_read(self, user_id: int, ids: list[int]) -> dict[str, Any]:
+    async def mark_read(self, user_id: int, ids: list[int]) -> shapes.Read:
         rows = await self.db.fetch("mark_read", user_id=user_id, ids=ids)
         return {"read": sorted(r["id"] for r in rows)}
 
     async def by_id(self, user_id: int, ids: list[int], finals: list[tuple[str, str]]
-                    ) -> list[dict[str, Any]]:
+                    ) -> list[shapes.Notification]:
         """Some of a learner's notifications (their live stream's news): by
         id, and those written for everyone (kind, season): `season_final`,
         `league_result`."""

@@ -14,14 +14,11 @@ import logging
 import os
 import time
 from datetime import UTC, datetime
-from typing import Any
 
-from psycopg.types.json import Jsonb
-
-from laurels.board import Board
-from laurels.db import Database
+from laurels.board.roles import Announcer
+from laurels.db import Database, Jsonb, Tx
 from laurels.metrics import NOTIFICATIONS_WRITTEN
-from laurels.seasons import period_of, season_of
+from laurels.seasons import season_of, whole_week
 
 log = logging.getLogger("laurels.notifier")
 
@@ -31,7 +28,7 @@ SEASONS_SECONDS = 10.0  # how often the open weeks are read again
 class Notifier:
     """Turns the seasons' rank-event streams into durable notifications."""
 
-    def __init__(self, db: Database, board: Board) -> None:
+    def __init__(self, db: Database, board: Announcer) -> None:
         self.db = db
         self.board = board
         self.consumer = f"{os.uname().nodename}-{os.getpid()}"
@@ -44,7 +41,7 @@ class Notifier:
         a new week come at once)."""
         if time.monotonic() - self._seasons_at > SEASONS_SECONDS:
             self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")
-                             if period_of(r["season"]) == "week"]
+                             if whole_week(r["season"])]
             self._seasons_at = time.monotonic()
         return self._seasons
 
@@ -52,7 +49,7 @@ class Notifier:
         """Process what the streams hold (and what dead consumers left); returns entries."""
         handled = 0
         known = await self._open_seasons()
-        this_week = season_of(datetime.now(UTC)).name
+        this_week = season_of(datetime.now(UTC), "week", zone=self.db.zone).name
         for season in known if this_week in known else [*known, this_week]:
             events = await self.board.rank_events(season, self.consumer, count,
                                                   create=season in known)
@@ -67,17 +64,17 @@ class Notifier:
         uid, seq = int(f["uid"]), f["seq"]
         passed_ids = [int(p) for p in filter(None, f.get("passed", "").split(","))]
         created: list[tuple[int, int]] = []
-        async with self.db.transaction() as conn:
+        async with self.db.transaction() as tx:
             # Share-lock everyone involved: an erasure (FOR UPDATE) either
             # committed before (we see it and write nothing about them) or
             # waits for us (and then deletes and scrubs what we wrote).
-            users = await self.db.fetch("lock_users", conn, user_ids=sorted({uid, *passed_ids}))
+            users = await self.db.fetch("lock_users", tx, user_ids=sorted({uid, *passed_ids}))
             erased = {r["user_id"] for r in users if r["erased"]}
             if uid in erased:
                 return
             if f.get("top10") == "1":
                 row = await self.db.fetch_one(
-                    "insert_notification", conn, user_id=uid, kind="top10", season=season,
+                    "insert_notification", tx, user_id=uid, kind="top10", season=season,
                     data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"])}),
                     dedup_key=f"top10:{season}:{seq}")
                 if row:
@@ -91,11 +88,11 @@ class Notifier:
                 # mover is then (an anonymous one stays unnamed).
                 data = Jsonb({"by_user_id": uid, "season": season})
                 key = f"overtaken:{season}:{seq}"
-                row = await self.db.fetch_one("refresh_overtaken", conn, user_id=target,
+                row = await self.db.fetch_one("refresh_overtaken", tx, user_id=target,
                                               season=season, data=data, dedup_key=key)
                 if row is None:
                     row = await self.db.fetch_one(
-                        "insert_notification", conn, user_id=target, kind="overtaken",
+                        "insert_notification", tx, user_id=target, kind="overtaken",
                         season=season, data=data, dedup_key=key)
                 if row:
                     created.append((target, row["id"]))
@@ -103,14 +100,14 @@ class Notifier:
         for target, nid in created:
             await self.board.publish_notification(target, nid)
 
-    async def season_final(self, season: str, conn: Any) -> None:
+    async def season_final(self, season: str, tx: Tx) -> None:
         """In the finalizing transaction: everyone's final rank, once (weeks
         only: the contract's `season_final` is weekly)."""
-        if period_of(season) != "week":
+        if not whole_week(season):
             return
-        written = await self.db.run("notify_season_final", conn, season=season)
+        written = await self.db.run("notify_season_final", tx, season=season)
         NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
     async def announce_final(self, season: str) -> None:
-        if period_of(season) == "week":
+        if whole_week(season):
             await self.board.announce_final(season)

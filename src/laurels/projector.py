@@ -16,12 +16,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-import psycopg
-from redis.exceptions import RedisClusterException, RedisError
-
 from laurels import failpoints
-from laurels.board import Board, Delta
-from laurels.db import Database
+from laurels.board import Delta
+from laurels.board.roles import Applier
+from laurels.board_kinds import BoardKinds, tagged_boards
+from laurels.db import Database, Listener, Tx
+from laurels.errors import StoreUnavailable
 from laurels.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
@@ -30,13 +30,12 @@ from laurels.states import ApplyResult
 
 log = logging.getLogger("laurels.projector")
 
-STORE_ERRORS = (psycopg.Error, RedisError, RedisClusterException, OSError)
 FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-applies
 FLUSH_MAX = 100_000
 MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
 
 
-def boards_of(deltas: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
+def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str) -> list[Delta]:
     """Each completion once per board it counts on: its week's (the row's
     season), then the season of each other configured period. Each board
     keeps its own idempotency record, so a completion is applied to each
@@ -49,8 +48,9 @@ def boards_of(deltas: list[Delta], periods: tuple[Period, ...]) -> list[Delta]:
         out.append(d)
         for p in periods[1:]:
             part = parts[p]
-            out.append(replace(d, season=season_of(d.completed_at, p).name,
-                               part=season_of(d.completed_at, part).name if part else ""))
+            out.append(replace(d, season=season_of(d.completed_at, p, zone=zone).name,
+                               part=(season_of(d.completed_at, part, zone=zone).name
+                                     if part else "")))
     return out
 
 
@@ -59,10 +59,12 @@ class Projector:
     poll_seconds = 0.5  # the wait for a NOTIFY before polling anyway
     min_age_seconds = 0.25  # younger rows are left to the fast path
 
-    def __init__(self, db: Database, board: Board, healer: Healer,
-                 lifecycle: Lifecycle, periods: tuple[Period, ...] = ("week",)) -> None:
+    def __init__(self, db: Database, board: Applier, healer: Healer,
+                 lifecycle: Lifecycle, periods: tuple[Period, ...] = ("week",),
+                 kinds: BoardKinds | None = None) -> None:
         self.db = db
         self.periods = periods
+        self.kinds = kinds
         self.board = board
         self.healer = healer
         self.lifecycle = lifecycle
@@ -80,28 +82,31 @@ class Projector:
         here is never one whose completion is already gone: no erased learner
         can come back from a stale copy in memory.
         """
-        async with self.db.transaction() as conn:
-            rows = await self.db.fetch(query, conn, **params)
+        archived: dict[str, str] = {}
+        async with self.db.transaction() as tx:
+            rows = await self.db.fetch(query, tx, **params)
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            boards = boards_of([Delta.from_row(r) for r in rows], self.periods)
-            results = await self._apply(boards, conn)
+            boards = await self.boards_of([Delta.from_row(r) for r in rows], tx)
+            results = await self.apply(boards, tx)
             missing = {d.season for d, res in zip(boards, results, strict=True)
                        if res == "missing"}
             if missing:
                 # A finalized season is read from its archive (built from the
                 # completions themselves): nothing is left to apply.
-                archived = await self.lifecycle.finalized(sorted(missing), conn)
+                archived = await self.lifecycle.finalized(sorted(missing), tx)
                 missing -= set(archived)
             blocked = {d.seq for d, res in zip(boards, results, strict=True)
                        if d.season in missing or res == "deferred"}
             done = [r["seq"] for r in rows if r["seq"] not in blocked]
             if done:
-                await self.db.run("delete_outbox", conn, seqs=done)
+                await self.db.run("delete_outbox", tx, seqs=done)
         for r in rows:
             if r["seq"] not in blocked:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
+        for season in sorted(archived):  # a correction re-ranked its archive (as apply_now)
+            await self.board.publish_hint({"season": season})
         return len(done), missing
 
     async def apply_now(self, deltas: list[Delta], heal_wait_seconds: float) -> None:
@@ -116,8 +121,8 @@ class Projector:
         memory onto the rebuilt board. If the heal is still running, the
         projector finishes the job from the outbox."""
         started = time.perf_counter()
-        boards = boards_of(deltas, self.periods)
-        results = await self._apply(boards)
+        boards = await self.boards_of(deltas)
+        results = await self.apply(boards)
         missing = {d.season for d, res in zip(boards, results, strict=True)
                    if res == "missing"}
         if missing:
@@ -136,7 +141,17 @@ class Projector:
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([d.seq for d in deltas if d.seq not in blocked])
 
-    async def _apply(self, boards: list[Delta], conn: Any = None) -> list[ApplyResult]:
+    async def boards_of(self, deltas: list[Delta], tx: Tx | None = None) -> list[Delta]:
+        """Each committed completion once per board it counts on: the whole
+        board's of each configured period, then each board of a kind its
+        tags name, by the kinds as they are now (read after the commit: a
+        kind defined before it is among them)."""
+        boards = boards_of(deltas, self.periods, self.db.zone)
+        if self.kinds is not None and any(d.tags for d in deltas):
+            boards += tagged_boards(deltas, await self.kinds.live(tx))
+        return boards
+
+    async def apply(self, boards: list[Delta], tx: Tx | None = None) -> list[ApplyResult]:
         """Apply deltas to their boards. A void carries its fallback tie time,
         read for it here; when an apply of the same learner came between that
         read and the void's own apply (apply.lua, "Ties"), it is read and
@@ -146,7 +161,7 @@ class Projector:
         todo = list(range(len(boards)))
         for _ in range(MAX_TIE_ROUNDS):
             answers = await self.board.apply(
-                await self._with_resets([boards[i] for i in todo], conn))
+                await self._with_resets([boards[i] for i in todo], tx))
             again = []
             for i, answer in zip(todo, answers, strict=True):
                 if answer == "retry":
@@ -158,7 +173,7 @@ class Projector:
             todo = again
         return results
 
-    async def _with_resets(self, boards: list[Delta], conn: Any = None) -> list[Delta]:
+    async def _with_resets(self, boards: list[Delta], tx: Tx | None = None) -> list[Delta]:
         """A void carries, for each board, the learner's latest completion
         that still counts in that board's season (the `first` policy's tie
         time falls back to it): read from PostgreSQL, as it is now, after
@@ -179,7 +194,7 @@ class Projector:
         out = list(boards)
         for i in voids:
             d = boards[i]
-            row = await self.db.fetch_one("latest_counted", conn, season=d.season,
+            row = await self.db.fetch_one("latest_counted", tx, season=d.season,
                                           user_id=d.user_id)
             out[i] = replace(d, reset_at=row["last_at"] if row else None,
                              tie_token=tokens.get(i, ""))
@@ -258,14 +273,14 @@ class Projector:
                         if await self._notified(listener, stop):
                             async for _ in listener.notifies(timeout=self.min_age_seconds):
                                 pass
-            except STORE_ERRORS as exc:
+            except StoreUnavailable as exc:
                 log.warning("projector: %s; retrying in 1 s", exc)
                 try:
                     await asyncio.wait_for(stop.wait(), 1.0)
                 except TimeoutError:
                     pass
 
-    async def _notified(self, listener: psycopg.AsyncConnection[Any],
+    async def _notified(self, listener: Listener,
                         stop: asyncio.Event) -> bool:
         """Wait for a NOTIFY, the poll timeout or `stop`; True on a NOTIFY."""
 

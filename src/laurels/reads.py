@@ -14,17 +14,20 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from laurels import failpoints
-from laurels.board import Around, Board, BoardMissing, Entry, beside, default_name
+from laurels import failpoints, shapes
+from laurels.board import Around, BoardMissing, Entry, beside, default_name
+from laurels.board.roles import Reader
+from laurels.board_kinds import BoardKinds
 from laurels.db import Database
 from laurels.errors import DomainError
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS, Healer
 from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
-from laurels.ranking import Position
-from laurels.seasons import Season
+from laurels.ranking import Position, TiePolicy
+from laurels.seasons import GLOBAL, Season, configured_season
 from laurels.settings import Settings
+from laurels.shapes import tie_policy, visibility
 
 T = TypeVar("T")
 log = logging.getLogger("laurels.reads")
@@ -52,7 +55,7 @@ def shown(entries: list[Entry], privacy: Privacy) -> list[Entry]:
     return out
 
 
-def public_entry(e: Entry) -> dict[str, Any]:
+def public_entry(e: Entry) -> shapes.Entry:
     if e.visibility == "anonymous":
         return {"rank": e.rank, "user_id": None, "display_name": "Anonymous", "score": e.score}
     return {"rank": e.rank, "user_id": e.user_id, "display_name": e.display_name,
@@ -60,21 +63,24 @@ def public_entry(e: Entry) -> dict[str, Any]:
 
 
 class Reads:
-    def __init__(self, settings: Settings, db: Database, board: Board,
-                 healer: Healer, lifecycle: Lifecycle, privacy: Privacy) -> None:
+    def __init__(self, settings: Settings, db: Database, board: Reader,
+                 healer: Healer, lifecycle: Lifecycle, privacy: Privacy,
+                 kinds: BoardKinds | None = None) -> None:
         self.settings = settings
+        self.kinds = kinds
         self.db = db
         self.board = board
         self.healer = healer
         self.lifecycle = lifecycle
         self.privacy = privacy
 
-    def season_info(self, season: Season, now: datetime | None = None) -> dict[str, Any]:
+    def season_info(self, season: Season, now: datetime | None = None) -> shapes.SeasonInfo:
         now = now or datetime.now(UTC)
         closed = season.is_closed(now, self.settings.late_grace_seconds,
                                   self.settings.close_seasons)
         bounded = season.bounded  # `all` has no boundaries (null)
-        return {"season": season.name, "period": season.period,
+        return {"season": season.label, "board": season.board, "metric": season.metric,
+                "period": season.period,
                 "starts_at": iso(season.starts_at) if bounded else None,
                 "ends_at": iso(season.ends_at) if bounded else None,
                 "status": "closed" if closed else "open",
@@ -99,15 +105,47 @@ class Reads:
         try:
             return await read()
         except BoardMissing:
-            raise DomainError("rebuilding", f"the board of {season.name} is being rebuilt; "
+            raise DomainError("rebuilding", f"the board of {season.shown} is being rebuilt; "
                           "retry shortly", retry_after=RETRY_AFTER_SECONDS) from None
 
+    async def learner_boards(self, user_id: int, week: str) -> shapes.LearnerBoards:
+        """Every board on which a learner has a completion that counts in
+        `week` (`current`, or a week's name), each board's week in its own
+        zone: the whole board first, then by kind and board. The learner's
+        own standing, as on their neighbourhood (hidden: theirs too)."""
+        whole = configured_season(week, ("week",), zone=self.settings.time_zone)
+        seasons = [(whole, GLOBAL, "All learners")]
+        kinds = await self.kinds.fresh() if self.kinds is not None else {}
+        if kinds:  # a week in any zone lies within 26 hours of another zone's
+            rows = await self.db.fetch("learner_tags", user_id=user_id,
+                                       starts=whole.starts_at - timedelta(days=2),
+                                       ends=whole.ends_at + timedelta(days=2))
+            for tag in sorted(r["tag"] for r in rows):
+                kind = kinds.get(tag.partition(":")[0])
+                if kind is not None:
+                    local = configured_season(week, ("week",), zone=kind.time_zone)
+                    seasons.append((local.on(tag, kind.metric), kind.kind, kind.title))
+        seasons.sort(key=lambda s: (s[0].board != GLOBAL, s[1], s[0].board))
+        boards: list[shapes.LearnerBoard] = []
+        for season, kind_name, title in seasons:
+            try:
+                me = (await self.around(season, user_id, 0))["user"]
+            except DomainError as exc:
+                if exc.code == "not_ranked":
+                    continue
+                raise
+            total = (await self.top(season, 1))["total"]
+            boards.append({"board": season.board, "kind": kind_name, "title": title,
+                           "metric": season.metric, "season": season.label,
+                           "rank": me["rank"], "score": me["score"], "total": total})
+        return {"boards": boards}
+
     async def top(self, season: Season, limit: int, after: Position | None = None
-                  ) -> dict[str, Any]:
+                  ) -> shapes.BoardPage:
         """The public board from the top, or after a position; `next` is the
         position of the page's last entry when more follow (the API seals it
         into a cursor), else None."""
-        policy: str = self.settings.tie_policy
+        policy: TiePolicy = self.settings.tie_policy
 
         async def redis() -> tuple[int, list[Entry], Position | None]:
             top = await self.board.top(season, limit, after)
@@ -115,17 +153,14 @@ class Reads:
 
         async def archive(archived_policy: str) -> tuple[int, list[Entry], Position | None]:
             nonlocal policy
-            policy = archived_policy
+            policy = tie_policy(archived_policy)
             return await self._archived_top(season, limit, after, archived_policy)
 
         total, entries, last = await self.with_board(season, redis, archive,
                                                      lambda: (0, [], None))
-        body = self.season_info(season)
-        body["tie_policy"] = policy
-        body["total"] = total
-        body["entries"] = [public_entry(e) for e in shown(entries, self.privacy)]
-        body["next"] = last
-        return body
+        return {**self.season_info(season), "tie_policy": policy, "total": total,
+                "entries": [public_entry(e) for e in shown(entries, self.privacy)],
+                "next": last}
 
     async def _archived_top(self, season: Season, limit: int, after: Position | None,
                             policy: str) -> tuple[int, list[Entry], Position | None]:
@@ -145,37 +180,35 @@ class Reads:
                     if policy == "first" else 0, int(r["user_id"]))
         return (int(total["total"]) if total else 0, [_archived_entry(r) for r in rows], last)
 
-    async def around(self, season: Season, user_id: int, radius: int) -> dict[str, Any]:
+    async def around(self, season: Season, user_id: int, radius: int) -> shapes.Around:
         around = await self.with_board(
             season, lambda: self.board.around(season, user_id, radius),
             lambda policy: self._archived_around(season, user_id, radius, policy),
             lambda: None)
         if around is None:
             raise DomainError("not_ranked",
-                              f"learner {user_id} has no completions in {season.name}")
+                              f"learner {user_id} has no completions in {season.shown}")
         me = around.me
-        neighbors = []
+        neighbors: list[shapes.Neighbor] = []
         for i, e in enumerate(around.neighbors):
             if i == around.index:
-                entry = {"rank": e.rank, "user_id": e.user_id, "display_name": e.display_name,
-                         "score": e.score, "self": True}
+                neighbors.append({"rank": e.rank, "user_id": e.user_id,
+                                  "display_name": e.display_name, "score": e.score,
+                                  "self": True})
             elif kept := shown([e], self.privacy):
-                entry = {**public_entry(kept[0]), "self": False}
-            else:
-                continue
-            neighbors.append(entry)
-        return {"season": season.name,
+                neighbors.append({**public_entry(kept[0]), "self": False})
+        return {"season": season.label, "board": season.board, "metric": season.metric,
                 "user": {"rank": me.rank, "user_id": me.user_id,
                          "display_name": me.display_name, "score": me.score,
-                         "visibility": me.visibility},
+                         "visibility": visibility(me.visibility)},
                 "neighbors": neighbors}
 
     async def _archived_around(self, season: Season, user_id: int, radius: int,
                                policy: str) -> Around | None:
         # One snapshot: a re-rank committing between the learner's place and
         # the slice around it would move both.
-        async with self.db.connection() as conn, self.db.snapshot(conn):
-            row = await self.db.fetch_one("archive_user", conn, season=season,
+        async with self.db.snapshot() as tx:
+            row = await self.db.fetch_one("archive_user", tx, season=season,
                                           user_id=user_id)
             if row is None:
                 return None
@@ -185,7 +218,7 @@ class Reads:
                 first, last = max(0, index - radius), index + radius
             else:  # hidden: where they would stand, pushing nobody down
                 place = await self.db.fetch_one(
-                    "archive_would_be", conn, season=season.name, score=row["score"],
+                    "archive_would_be", tx, season=season.name, score=row["score"],
                     last=row["last_completed_at"], user_id=user_id, tie_policy=policy)
                 index = int(place["before"]) if place else 0
                 better = int(place["better"]) if place else 0
@@ -193,7 +226,7 @@ class Reads:
                 me = Entry(rank, me.user_id, me.display_name, me.visibility, me.score)
                 first, last = max(0, index - radius), index + radius - 1
             await failpoints.pause("archive_around_placed")
-            rows = await self.db.fetch("archive_slice", conn, season=season,
+            rows = await self.db.fetch("archive_slice", tx, season=season,
                                        first=first, last=last)
         neighbors = [_archived_entry(r) for r in rows]
         pos = index - first
@@ -205,7 +238,7 @@ class Reads:
         return Around(me, pos, neighbors)
 
     async def completions(self, season: Season, user_id: int, limit: int,
-                          after: Position | None) -> tuple[dict[str, Any], Position | None]:
+                          after: Position | None) -> tuple[shapes.Completions, Position | None]:
         """"Why is my score X": a learner's completions in a season, newest first
         (`limit` after the position of the previous page's last one), each counted
         or voided; the counted points add up to `score`, their score on the board.
@@ -224,7 +257,8 @@ class Reads:
         total = await self.db.fetch_one("user_season_score", season=season,
                                         user_id=user_id)
         page = rows[:limit]
-        body = {"season": season.name, "user_id": user_id,
+        body: shapes.Completions = {"season": season.label, "board": season.board,
+                                    "metric": season.metric, "user_id": user_id,
                 "score": int(total["score"]) if total else 0,
                 "completions": [{"completion_id": r["completion_id"], "points": r["points"],
                                  "completed_at": iso(r["completed_at"]),
@@ -234,9 +268,10 @@ class Reads:
         last = page[-1] if len(rows) > limit else None
         return body, (micros(last["completed_at"]), int(last["seq"]), 0) if last else None
 
-    async def _retired(self, season: Season, user_id: int) -> dict[str, Any]:
+    async def _retired(self, season: Season, user_id: int) -> shapes.Completions:
         score = await _retired_score(self.db, season, user_id, self.settings.periods)
-        return {"season": season.name, "user_id": user_id, "score": score, "retired": True,
+        return {"season": season.label, "board": season.board, "metric": season.metric,
+                "user_id": user_id, "score": score, "retired": True,
                 "completions": [], "next": None}
 
 

@@ -18,17 +18,18 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from psycopg.types.json import Jsonb
-
-from laurels import db as dbmod
-from laurels import failpoints
-from laurels.board import Board, BuildGone
-from laurels.db import Database
+from laurels import failpoints, shapes
+from laurels.board import BuildGone
+from laurels.board.roles import Builder
+from laurels.board_kinds import BoardKinds
+from laurels.db import Database, Jsonb, Tx
+from laurels.errors import DomainError
 from laurels.history import History, history_of
 from laurels.keys import CHUNK_BITS
-from laurels.seasons import Period, period_of
+from laurels.seasons import GLOBAL, Period, parse_season, whole_week
 from laurels.states import RebuildStatus
 
 if TYPE_CHECKING:
@@ -72,6 +73,10 @@ class RebuildFailed(Exception):
     """A rebuild could not finish (its reason is recorded on the rebuild)."""
 
 
+class NotDefined(RebuildFailed, LookupError):
+    """A board of a kind that is not defined (any more): nothing to build."""
+
+
 @dataclass
 class RebuildResult:
     rebuild_id: str
@@ -93,9 +98,11 @@ def lock_key(prefix: str, policy: str, season: str) -> int:
 
 
 class Rebuilder:
-    def __init__(self, db: Database, board: Board, lifecycle: Lifecycle | None = None,
-                 periods: tuple[Period, ...] = ("week",)) -> None:
+    def __init__(self, db: Database, board: Builder, lifecycle: Lifecycle | None = None,
+                 periods: tuple[Period, ...] = ("week",), kinds: BoardKinds | None = None
+                 ) -> None:
         self.db = db
+        self.kinds = kinds  # a board of a kind is built only while its kind is defined
         self.board = board
         self.lifecycle = lifecycle
         self.periods = periods  # which boards are long (history.py)
@@ -108,18 +115,20 @@ class Rebuilder:
         """The rebuild's row (and, for one an operator asked for, its audit
         entry, in the same transaction)."""
         rebuild_id = str(uuid.uuid4())
-        async with self.db.transaction() as conn:
+        async with self.db.transaction() as tx:
             # A board of another period built for the first time (switched on
             # later, for a past season) gets its season row: the lifecycle
             # finalizes, archives and expires it like any other. (A week's
             # row comes with its first completion, as before periods.)
-            if period_of(season) != "week":
-                await self.db.run("ensure_seasons", conn, seasons=[season])
-            await self.db.run("insert_rebuild", conn, rebuild_id=rebuild_id, season=season,
+            if not whole_week(season):
+                await self.db.run("ensure_seasons", tx, seasons=[season])
+            await self.db.run("insert_rebuild", tx, rebuild_id=rebuild_id, season=season,
                               tie_policy=self.board.policy)
             if audited:
-                await self.db.run("insert_audit", conn, action="rebuild", target=season,
-                                  reason=None, details=Jsonb({"rebuild_id": rebuild_id}))
+                named = parse_season(season, zone=self.db.zone)
+                await self.db.run("insert_audit", tx, action="rebuild", target=named.label,
+                                  reason=None, details=Jsonb({"rebuild_id": rebuild_id,
+                                                              "board": named.board}))
         return rebuild_id
 
     async def start(self, season: str, progress: Progress | None = None,
@@ -132,18 +141,20 @@ class Rebuilder:
         owns it, that connection is closed, never handed back to the pool
         still holding the lock.
         """
-        conn = await self.db.getconn()
+        if self.kinds is not None and not await self.kinds.defined(season):
+            raise NotDefined(f"{season} is not a board of a kind defined now")
+        tx = await self.db.hold()
         locked = False
         try:
-            locked = await self.db.try_session_lock(conn, self._lock(season))
+            locked = await self.db.try_session_lock(tx, self._lock(season))
             if not locked:
                 raise RebuildRunning(season)
             await failpoints.pause("rebuild_locked")
             rebuild_id = await self.start_record(season, audited)
         except BaseException:
-            await self._release(conn, season, locked=locked, discard=locked)
+            await self._release(tx, season, locked=locked, discard=locked)
             raise
-        task = asyncio.create_task(self._locked_build(conn, season, rebuild_id, progress))
+        task = asyncio.create_task(self._locked_build(tx, season, rebuild_id, progress))
         task.add_done_callback(retrieved)  # its failure is recorded and logged already
         self._running[rebuild_id] = task
         task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
@@ -155,29 +166,26 @@ class Rebuilder:
         _, task = await self.start(season, progress, audited)
         return await task
 
-    async def _locked_build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
+    async def _locked_build(self, tx: Tx, season: str, rebuild_id: str,
                             progress: Progress | None) -> RebuildResult:
         try:
-            return await self._build(conn, season, rebuild_id, progress)
+            return await self._build(tx, season, rebuild_id, progress)
         finally:
-            await self._release(conn, season, locked=True)
+            await self._release(tx, season, locked=True)
 
-    async def _release(self, conn: dbmod.Conn, season: str, locked: bool,
+    async def _release(self, tx: Tx, season: str, locked: bool,
                        discard: bool = False) -> None:
         """Unlock and give the connection back; if unlocking is not certain
         (an error, a cancellation), close it: a closed session holds no lock."""
         try:
-            if locked and not discard and not conn.closed:
-                await self.db.session_unlock(conn, self._lock(season))
+            if locked and not discard and not tx.closed:
+                await self.db.session_unlock(tx, self._lock(season))
         except BaseException:
             discard = True
             log.warning("could not release the rebuild lock of %s cleanly; closing its "
                         "connection", season)
         finally:
-            if discard:
-                with contextlib.suppress(Exception):
-                    await conn.close()
-            await self.db.putconn(conn)
+            await self.db.release(tx, discard)
 
     async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
         """Start a rebuild in the background (an operator's: audited), or name
@@ -187,6 +195,8 @@ class Rebuilder:
             try:
                 rebuild_id, _task = await self.start(season, audited=True)
                 return rebuild_id
+            except NotDefined:
+                raise DomainError("not_found", "that board's kind is not defined") from None
             except RebuildRunning:
                 running = await self.running(season)
                 if running is not None:
@@ -201,7 +211,7 @@ class Rebuilder:
                                       tie_policy=self.board.policy)
         return str(row["rebuild_id"]) if row else None
 
-    async def status(self, rebuild_id: str) -> dict[str, object] | None:
+    async def status(self, rebuild_id: str) -> shapes.RebuildStatus | None:
         row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
         if row is None:
             return None
@@ -212,7 +222,9 @@ class Rebuilder:
             row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
             if row is None:  # erased meanwhile? report it as unknown
                 return None
-        return {"rebuild_id": str(row["rebuild_id"]), "season": row["season"],
+        board, _, label = str(row["season"]).rpartition("/")  # a board's: its tag first
+        return {"rebuild_id": str(row["rebuild_id"]), "season": label,
+                "board": board.split("/", 1)[0] if board else GLOBAL,
                 "status": row["status"], "events": row["events"], "error": row["error"]}
 
     async def cancel_all(self) -> None:
@@ -228,7 +240,7 @@ class Rebuilder:
         await self.db.run("update_rebuild", rebuild_id=rebuild_id, status=status,
                           events=events, error=error)
 
-    async def _build(self, conn: dbmod.Conn, season: str, rebuild_id: str,
+    async def _build(self, tx: Tx, season: str, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
         # A long board is built from its closed parts' archives (history.py):
         # they are named on the version from the moment it is building, so a
@@ -243,17 +255,17 @@ class Rebuilder:
             await self.board.drop_version(season, old)
         events = 0
         try:
-            async with self.db.snapshot(conn):
-                row = await self.db.fetch_one(source.count, conn, **source.params)
+            async with self.db.snapshot(tx):
+                row = await self.db.fetch_one(source.count, tx, **source.params)
                 total = int(row["n"]) if row else 0
                 await failpoints.pause("rebuild_snapshot_taken")
                 if progress:
                     progress(0, total)
-                await self._load_erased(conn, season, version, current)
-                live = await self._merge_bits(conn, source, version, total, progress)
+                await self._load_erased(tx, season, version, current)
+                live = await self._merge_bits(tx, source, version, total, progress)
                 events = total
-                await self._load(conn, source, version, live)
-                await self._load_corrections(conn, season, version)
+                await self._load(tx, source, version, live)
+                await self._load_corrections(tx, season, version)
             await failpoints.pause("rebuild_before_switch")
             previous = await self.board.switch(season, version)
             await failpoints.pause("rebuild_after_switch")
@@ -273,6 +285,12 @@ class Rebuilder:
             if isinstance(exc, BuildGone):
                 raise RebuildFailed(reason) from exc
             raise
+        if self.kinds is not None and not await self.kinds.defined(season):
+            # Its kind was deleted while it was built: what the deletion could
+            # not see goes now (docs/design.md, "Boards of a kind").
+            await self.board.expire(season, datetime.now(UTC))
+            await self._finish(rebuild_id, "failed", events, "its board kind was deleted")
+            raise RebuildFailed(f"{season}: its board kind was deleted")
         await self.board.publish_hint({"season": season, "kind": "rebuilt"})
         if previous:
             await self.board.drop_version(season, previous)
@@ -283,7 +301,7 @@ class Rebuilder:
                  version, events)
         return RebuildResult(rebuild_id, season, events, version)
 
-    async def _merge_bits(self, conn: dbmod.Conn, source: Source, version: str, total: int,
+    async def _merge_bits(self, tx: Tx, source: Source, version: str, total: int,
                           progress: Progress | None) -> dict[int, int]:
         """Set the idempotency bit of every completion of the snapshot on the
         new version, one chunk (65,536 seqs) per script call; returns the
@@ -298,7 +316,7 @@ class Rebuilder:
 
         chunk, bits = -1, bytearray()
         season = source.season
-        async for seqs in self.db.stream_column(source.seqs, conn, SEQ_BATCH, **source.params):
+        async for seqs in self.db.stream_column(source.seqs, tx, SEQ_BATCH, **source.params):
             for seq in seqs:
                 if seq >> CHUNK_BITS != chunk:
                     if chunk >= 0:
@@ -316,11 +334,11 @@ class Rebuilder:
         # new version already, so the snapshot's aggregate gives them back
         # (a completion voided in the snapshot then counts nothing).
         live: dict[int, int] = {}
-        for r in await self.db.fetch("completions_by_seq", conn, seqs=already):
+        for r in await self.db.fetch("completions_by_seq", tx, seqs=already):
             live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
         return live
 
-    async def _load_erased(self, conn: dbmod.Conn, season: str, version: str,
+    async def _load_erased(self, tx: Tx, season: str, version: str,
                            current: str) -> None:
         """The season's tombstones, as of the snapshot, and those learners
         off the version being built and the current one (load_erased.lua):
@@ -328,18 +346,18 @@ class Rebuilder:
         board (or rolled back with it), while a fast path still holds an
         erased learner's completion in memory."""
         since = self.lifecycle.erasures_since(season) if self.lifecycle else None
-        async for ids in self.db.stream_column("erased_since", conn, LOAD_BATCH, since=since):
+        async for ids in self.db.stream_column("erased_since", tx, LOAD_BATCH, since=since):
             await self.board.load_erased(season, version, current, ids)
 
-    async def _load_corrections(self, conn: dbmod.Conn, season: str, version: str) -> None:
+    async def _load_corrections(self, tx: Tx, season: str, version: str) -> None:
         """The snapshot's state of each corrected completion (void, restore),
         unless a newer one reached the version live (HSETNX): a correction
         projected later converges from there (apply.lua)."""
-        rows = await self.db.fetch("season_corrections", conn, season=season)
+        rows = await self.db.fetch("season_corrections", tx, season=season)
         await self.board.load_corrections(
             season, version, [(r["seq"], r["correction"], r["counted"]) for r in rows])
 
-    async def _load(self, conn: dbmod.Conn, source: Source, version: str,
+    async def _load(self, tx: Tx, source: Source, version: str,
                     live: dict[int, int]) -> None:
         """Add each learner's aggregate (less what reached the new version
         live) to it; a learner missing afterwards fails the rebuild, unless
@@ -347,7 +365,7 @@ class Rebuilder:
         expected = loaded = 0
         seen: set[int] = set()
         season = source.season
-        async for rows in self.db.stream(source.aggregates, conn, LOAD_BATCH, **source.params):
+        async for rows in self.db.stream(source.aggregates, tx, LOAD_BATCH, **source.params):
             standings = []
             for r in rows:
                 seen.add(r["user_id"])

@@ -15,13 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board import Board, HintSubscription
 from laurels.board.connection import connect
+from laurels.board.signals import Signals
+from laurels.board_kinds import BoardKinds
+from laurels.catchup import CatchUp
 from laurels.corrections import Corrections
 from laurels.db import Database, migrate
+from laurels.deployment import BEAT_SECONDS, Membership
 from laurels.epoch import EpochWatch
+from laurels.errors import StoreUnavailable
 from laurels.groups import Groups
 from laurels.heal import Healer
 from laurels.history import Partitions
@@ -80,12 +84,17 @@ class Services:
     corrections: Corrections
     notifications: Notifications
     subscription: HintSubscription
+    signals: Signals
     hub: Hub
     privacy: Privacy
     epoch: EpochWatch
     secrets: Secrets
     webhooks: Webhooks | None  # with LAURELS_WEBHOOK_URL
     deliveries: Deliveries  # the operator's view of them, with or without a URL
+    board_kinds: BoardKinds
+    # This process among the deployment's (a serve or projector the CLI
+    # started: deployment.py); it says it runs every 2 s.
+    membership: Membership | None = None
 
     async def ping(self) -> None:
         """Return once PostgreSQL and Redis both answer; raise if either does not."""
@@ -102,24 +111,34 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
          clock: Clock | None = None) -> Services:
     """Settings, secrets and store clients -> the whole service graph."""
     keys = Keys(settings.key_prefix, settings.tie_policy)
-    board = Board(redis, keys, settings.tie_policy)
+    signals = Signals()  # the live path (board/signals.py), connected below
+    board = Board(redis, keys, settings.tie_policy, signals, zone=settings.time_zone)
     lifecycle = Lifecycle(settings, db, board)
-    rebuilder = Rebuilder(db, board, lifecycle, settings.periods)
-    healer = Healer(board, rebuilder, lifecycle, settings.periods)
+    board_kinds = BoardKinds(db, settings.time_zone, board)
+    rebuilder = Rebuilder(db, board, lifecycle, settings.periods, board_kinds)
+    healer = Healer(board, rebuilder, lifecycle, settings.periods, zone=settings.time_zone)
     notifier = Notifier(db, board)
     lifecycle.on_finalized.append(notifier.season_final)
     lifecycle.after_finalized.append(notifier.announce_final)
-    projector = Projector(db, board, healer, lifecycle, periods=settings.periods)
+    projector = Projector(db, board, healer, lifecycle, periods=settings.periods,
+                          kinds=board_kinds)
     privacy = Privacy(db)
     subscription = HintSubscription(board)
-    reads = Reads(settings, db, board, healer, lifecycle, privacy)
+    hub = Hub(subscription)
+    # The live path: hints reach the caches (the API connects its own,
+    # api/state.py), then the hub's streams; notes and group changes the hub.
+    signals.streams.append(hub.fan_out)
+    signals.notes.append(hub.note)
+    signals.group_changes.append(hub.group_changed)
+    reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds)
     partitions = Partitions(db)
-    groups = Groups(db, reads, privacy)
+    groups = Groups(db, board, reads, privacy)
     notifications = Notifications(db)
     webhooks = None
     if settings.webhook_url is not None:
         webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
-                            settings.webhook_timeout_seconds)
+                            settings.webhook_timeout_seconds,
+                            concurrency=settings.webhook_concurrency)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
@@ -133,12 +152,18 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         corrections=Corrections(db, projector, lifecycle, settings.periods),
         notifications=notifications,
         subscription=subscription,
-        hub=Hub(subscription),
+        hub=hub,
+        signals=signals,
         privacy=privacy,
-        epoch=EpochWatch(db, board, rebuilder),
+        epoch=EpochWatch(db, board, rebuilder,
+                         CatchUp(db, board, projector, lifecycle, settings.periods)),
         secrets=secrets,
         webhooks=webhooks,
         deliveries=Deliveries(db, settings),
+        board_kinds=board_kinds,
+        # A serve's worker keeps its serve alive among the deployment's processes.
+        membership=(Membership(db, "serve", settings.process_id) if settings.process_id
+                    else None),
     )
 
 
@@ -167,16 +192,19 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
+        if svc.settings.redis_url is None or svc.settings.redis_embedded:
+            loops["private-files"] = every(60, svc.lifecycle.scrub_files)
         if svc.settings.leagues:
             loops["leagues"] = every(0.5, svc.leagues.tick)
         if svc.settings.retain_completions_days is not None:
 
             async def retire() -> None:
                 await svc.partitions.retire(datetime.now(UTC),
-                                            svc.settings.retain_completions_days,
-                                            svc.settings.leagues)
+                                            svc.settings.retain_completions_days)
 
             loops["retention"] = every(60, retire)
+    if svc.membership is not None:
+        loops["deployment"] = every(BEAT_SECONDS, svc.membership.beat)
     if svc.webhooks is not None:  # whoever has the URL sends (what anyone recorded)
         loops["webhooks"] = svc.webhooks.run
         loops["webhook-metrics"] = every(5, svc.webhooks.measure)
@@ -189,7 +217,7 @@ class Runtime(Services):
     def __init__(self, settings: Settings, secrets: Secrets, database_url: str,
                  redis_url: str) -> None:
         db = Database(database_url, max_size=settings.database_pool_size,
-                      timeout_seconds=settings.pool_timeout_seconds)
+                      timeout_seconds=settings.pool_timeout_seconds, zone=settings.time_zone)
         redis = redis_client(redis_url, settings.redis_cluster, settings)
         super().__init__(**vars(wire(settings, secrets, db, redis)))
         self.database_url = database_url
@@ -201,7 +229,7 @@ class Runtime(Services):
         await self.db.open()
         try:
             await self.board.open()
-        except (RedisError, RedisClusterException, OSError) as exc:
+        except StoreUnavailable as exc:
             # Redis may come later: reads and writes answer 503 until it does.
             log.warning("Redis does not answer yet: %s", exc)
 

@@ -1,4 +1,4 @@
-"""Periods and their seasons, in UTC, chosen by completed_at (pure functions).
+"""Periods and their seasons, in a time zone, chosen by completed_at (pure functions).
 
 A period is one way of cutting time into boards (docs/contract.md, Domain):
 
@@ -8,6 +8,16 @@ A period is one way of cutting time into boards (docs/contract.md, Domain):
 | day    | `2026-11-30` | 00:00 to 24:00                 | end + grace     | 12 digits      |
 | month  | `2026-11`    | the 1st 00:00 to the next 1st  | end + grace     | 13 digits      |
 | all    | `all`        | none                           | never           | 18 digits      |
+
+Days, weeks (Monday to Sunday) and months are those of the local calendar of
+the season's time zone (`LAURELS_TIME_ZONE` for the whole board and leagues,
+a board kind's own for its boards): a season runs from the first instant of its
+first local day to the first instant of the next season's, so a day across
+a daylight-saving change lasts 23 or 25 hours (where midnight is skipped,
+a day starts at the gap's end). `starts_at` and `ends_at` are instants in
+UTC, and season_of(at) is the season that contains `at`. A season's zone is
+part of it: the zone is given where a season is made (season_of,
+parse_season) and every season derived from it keeps it.
 
 Every completion counts on the season of each configured period that holds
 its `completed_at`. `week` is always on. A season's board keys carry the
@@ -20,11 +30,13 @@ members of one board always compare in time order (a month holds at most
 from __future__ import annotations
 
 import re
+import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
 from typing import Literal, get_args
 
+from laurels.kinds import METRICS, Metric
 from laurels.ranking import pad_ts
 
 Period = Literal["week", "day", "month", "all"]
@@ -41,6 +53,8 @@ ALIASES: dict[str, Period] = {"current": "week", "current-day": "day",
 _WEEK_RE = re.compile(r"([0-9]{4})-W([0-9]{2})")
 _DAY_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
+GLOBAL = "global"  # the whole platform's board: every completion counts on it
+BOARD_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9._-]{1,64}")  # a tag, `kind:value`
 SEASON_FORMS = ("season must be YYYY-Www (e.g. 2026-W49), YYYY-MM-DD, YYYY-MM, all, "
                 "current, current-day or current-month")
 
@@ -69,13 +83,77 @@ def _add_months(d: date, n: int) -> date:
     return date(months // 12, months % 12 + 1, 1)
 
 
+class BadZone(ValueError):
+    pass
+
+
+@lru_cache(maxsize=256)
+def zone_info(name: str) -> zoneinfo.ZoneInfo:
+    """An IANA time zone by name; BadZone for anything else (a path, a
+    POSIX TZ string, an unknown name)."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}", name or "") \
+            or name.lower() in {"localtime", "posixrules"}:
+        raise BadZone(f"{name!r} is not an IANA time zone name (such as Europe/Paris)")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise BadZone(f"unknown time zone {name!r} (an IANA name such as Europe/Paris)"
+                      ) from None
+
+
+def local_midnight(day: date, zone: str) -> datetime:
+    """The first instant of a local date, in UTC: local midnight read with
+    the offset before (fold 0) and after (fold 1) a change, the earlier of
+    the readings that fall on that date. A skipped midnight gives the gap's
+    end; a repeated one its first occurrence."""
+    if zone == "UTC":
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    tz = zone_info(zone)
+    readings = [datetime(day.year, day.month, day.day, fold=f, tzinfo=tz).astimezone(UTC)
+                for f in (0, 1)]
+    on_day = [r for r in readings if r.astimezone(tz).date() == day]
+    # A date the zone skipped altogether (Pacific/Apia, 2011-12-30) has no
+    # instant: it starts where the next one does, and is empty.
+    return min(on_day) if on_day else max(readings)
+
+
+def local_date(at: datetime, zone: str) -> date:
+    return at.astimezone(UTC if zone == "UTC" else zone_info(zone)).date()
+
+
 @dataclass(frozen=True, order=True)
 class Season:
+    """A season of a board: the whole platform's (`global`), or a board of a
+    kind (`course:python-101`, docs/design.md, "Boards of a kind"), which
+    ranks by its kind's metric in its kind's zone.
+
+    `name` identifies it everywhere a season is stored (Redis keys, the
+    seasons and archive tables, a heal's set): the period's name (`label`)
+    for `global`, as always; for a board, `board/metric/zone/label`
+    (`course:python-101/points/Europe/Paris/2026-W49`), so parsing it needs
+    nothing but the name, and a kind defined again with another metric or
+    zone names other seasons, never a stale board of the old one."""
+
     period: Period
-    start: date  # its first day (for `all`, EPOCH)
+    start: date  # its first local day (for `all`, EPOCH)
+    zone: str = "UTC"  # the IANA time zone of its calendar
+    board: str = GLOBAL
+    metric: Metric = "points"
 
     @cached_property
     def name(self) -> str:
+        if self.board == GLOBAL:
+            return self.label
+        return f"{self.board}/{self.metric}/{self.zone}/{self.label}"
+
+    @property
+    def shown(self) -> str:
+        """How a message names it: `2026-W49`, or `2026-W49 of course:python-101`."""
+        return self.label if self.board == GLOBAL else f"{self.label} of {self.board}"
+
+    @cached_property
+    def label(self) -> str:
+        """The period's name of the season (`2026-W49`), whatever its board."""
         if self.period == "week":
             year, week, _ = self.start.isocalendar()
             return f"{year:04d}-W{week:02d}"
@@ -92,7 +170,9 @@ class Season:
 
     @cached_property
     def starts_at(self) -> datetime:
-        return datetime(self.start.year, self.start.month, self.start.day, tzinfo=UTC)
+        if self.period == "all":
+            return datetime(self.start.year, self.start.month, self.start.day, tzinfo=UTC)
+        return local_midnight(self.start, self.zone)
 
     @cached_property
     def ends_at(self) -> datetime:
@@ -103,7 +183,10 @@ class Season:
             return END_OF_TIME
         if self.period == "all":
             return END_OF_TIME
-        return datetime(nxt.year, nxt.month, nxt.day, tzinfo=UTC)
+        try:
+            return local_midnight(nxt, self.zone)
+        except OverflowError:  # the last local day of year 9999
+            return END_OF_TIME
 
     def closes_at(self, grace_seconds: int) -> datetime:
         return shifted(self.ends_at, timedelta(seconds=grace_seconds))
@@ -131,12 +214,19 @@ class Season:
         """The season n periods later (earlier for n < 0); `all` is itself.
         OverflowError (or ValueError) beyond year 1 or 9999."""
         if self.period == "week":
-            return _season("week", self.start + n * WEEK)
-        if self.period == "day":
-            return _season("day", self.start + n * DAY)
-        if self.period == "month":
-            return _season("month", _add_months(self.start, n))
-        return self
+            start = self.start + n * WEEK
+        elif self.period == "day":
+            start = self.start + n * DAY
+        elif self.period == "month":
+            start = _add_months(self.start, n)
+        else:
+            return self
+        return _season(self.period, start, self.zone, self.board, self.metric)
+
+    def on(self, board: str, metric: Metric) -> Season:
+        """The same period's season on `board` (ranking by `metric`)."""
+        return _season(self.period, self.start, self.zone, board,
+                       "points" if board == GLOBAL else metric)
 
     def previous(self) -> Season:
         return self.later(-1)
@@ -148,34 +238,47 @@ class Season:
         return self.name
 
 
-@lru_cache(maxsize=8192)
-def _season(period: Period, start: date) -> Season:
+def _season(period: Period, start: date, zone: str, board: str = GLOBAL,
+            metric: Metric = "points") -> Season:
     """One object per season: its boundaries are computed once (ingest asks
-    for them for every item of a batch)."""
-    return Season(period, start)
+    for them for every item of a batch). `all` has no calendar: its zone is
+    always UTC, so one all-time board is one season whatever the zone."""
+    return _one(period, start, "UTC" if period == "all" else zone, board, metric)
 
 
-def week(year: int, number: int) -> Season:
-    return _season("week", date.fromisocalendar(year, number, 1))
+@lru_cache(maxsize=8192)
+def _one(period: Period, start: date, zone: str, board: str, metric: Metric) -> Season:
+    return Season(period, start, zone, board, metric)
 
 
-def season_of(at: datetime, period: Period = "week") -> Season:
-    """The season of `period` that holds the instant `at`."""
+def week(year: int, number: int, zone: str = "UTC") -> Season:
+    return _season("week", date.fromisocalendar(year, number, 1), zone)
+
+
+def season_of(at: datetime, period: Period, *, zone: str) -> Season:
+    """The season of `period`, in the calendar of `zone`, that holds `at`."""
     if at.tzinfo is None:
         raise ValueError("completed_at needs an offset")
-    day = at.astimezone(UTC).date()
+    if period == "all":
+        return _season("all", EPOCH, "UTC")
+    day = local_date(at, zone)
     if period == "week":
-        return _season("week", day - timedelta(days=day.weekday()))
-    if period == "day":
-        return _season("day", day)
-    if period == "month":
-        return _season("month", day.replace(day=1))
-    return _season("all", EPOCH)
+        start = day - timedelta(days=day.weekday())
+    elif period == "day":
+        start = day
+    else:
+        start = day.replace(day=1)
+    season = _season(period, start, zone)
+    while at < season.starts_at:  # (a gap across midnight not on the hour)
+        season = season.previous()
+    while at >= season.ends_at:  # (the day before a skipped one)
+        season = season.next()
+    return season
 
 
-def seasons_of(at: datetime, periods: tuple[Period, ...]) -> list[Season]:
+def seasons_of(at: datetime, periods: tuple[Period, ...], *, zone: str) -> list[Season]:
     """The season of each period in `periods` that holds `at`."""
-    return [season_of(at, p) for p in periods]
+    return [season_of(at, p, zone=zone) for p in periods]
 
 
 def part_period(period: Period, periods: tuple[Period, ...]) -> Period | None:
@@ -201,6 +304,7 @@ def parse_periods(text: str) -> tuple[Period, ...]:
 
 def period_of(name: str) -> Period:
     """The period of a season's name (not validated: see parse_season)."""
+    name = name.rpartition("/")[2]  # a board's season: its label
     if name == "all":
         return "all"
     if "-W" in name:
@@ -208,13 +312,28 @@ def period_of(name: str) -> Period:
     return "day" if name.count("-") == 2 else "month"
 
 
-def parse_season(text: str, now: datetime | None = None) -> Season:
+def is_board_season(name: str) -> bool:
+    """Whether a season's name is one of a board of a kind (Season.name)."""
+    return "/" in name
+
+
+def whole_week(name: str) -> bool:
+    """Whether a season is a week of the whole board: the boards with rank
+    events, `season_final` and leagues (a kind's `notify` is not built yet)."""
+    return period_of(name) == "week" and not is_board_season(name)
+
+
+def parse_season(text: str, now: datetime | None = None, *, zone: str) -> Season:
     """A season's name (`2026-W49`, `2026-11-30`, `2026-11`, `all`) or an
-    alias by the clock (`current`, `current-day`, `current-month`)."""
+    alias by the clock (`current`, `current-day`, `current-month`), in the
+    calendar of `zone`. A board's season name (Season.name) carries its own
+    zone, and so is read in that one."""
+    if "/" in text:
+        return _parse_board_season(text)
     if text in ALIASES:
-        return season_of(now or datetime.now(UTC), ALIASES[text])
+        return season_of(now or datetime.now(UTC), ALIASES[text], zone=zone)
     if text == "all":
-        return _season("all", EPOCH)
+        return _season("all", EPOCH, "UTC")
     try:
         if m := _WEEK_RE.fullmatch(text):
             year, number = int(m.group(1)), int(m.group(2))
@@ -222,11 +341,11 @@ def parse_season(text: str, now: datetime | None = None) -> Season:
                 start = date.fromisocalendar(year, number, 1)
             except ValueError:
                 raise BadSeason(f"{year} has no ISO week {number}") from None
-            return _season("week", start)
+            return _season("week", start, zone)
         if m := _DAY_RE.fullmatch(text):
-            return _season("day", date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+            return _season("day", date(int(m.group(1)), int(m.group(2)), int(m.group(3))), zone)
         if m := _MONTH_RE.fullmatch(text):
-            return _season("month", date(int(m.group(1)), int(m.group(2)), 1))
+            return _season("month", date(int(m.group(1)), int(m.group(2)), 1), zone)
     except ValueError as exc:
         if isinstance(exc, BadSeason):
             raise
@@ -234,10 +353,27 @@ def parse_season(text: str, now: datetime | None = None) -> Season:
     raise BadSeason(SEASON_FORMS)
 
 
-def configured_season(text: str, periods: tuple[Period, ...], now: datetime | None = None
-                      ) -> Season:
-    """`parse_season`, refusing (PeriodOff) a period not in `periods`."""
-    season = parse_season(text, now)
+def _parse_board_season(text: str) -> Season:
+    board, _, rest = text.partition("/")
+    metric, _, rest = rest.partition("/")
+    zone, _, label = rest.rpartition("/")
+    if not BOARD_RE.fullmatch(board) or metric not in METRICS or label in ALIASES:
+        raise BadSeason(f"{text!r} is not a board's season")
+    try:
+        zone_info(zone)
+    except BadZone:
+        raise BadSeason(f"{text!r} is not a board's season") from None
+    return parse_season(label, zone=zone).on(board, metric)
+
+
+def configured_season(text: str, periods: tuple[Period, ...], now: datetime | None = None,
+                      *, zone: str) -> Season:
+    """`parse_season` of a name from outside (a URL, the CLI), refusing
+    (PeriodOff) a period not in `periods`; a board is named apart
+    (`?board=`), never inside a season's name."""
+    if is_board_season(text):
+        raise BadSeason(SEASON_FORMS)
+    season = parse_season(text, now, zone=zone)
     if season.period not in periods:
         raise PeriodOff(f"the {season.period} boards are not configured (LAURELS_PERIODS)")
     return season

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import json
+import ipaddress
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from redis.connection import parse_url
 
+from laurels.kinds import WEBHOOK_EVENTS
 from laurels.ranking import TiePolicy
-from laurels.seasons import Period, parse_periods
+from laurels.seasons import BadZone, Period, parse_periods, zone_info
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class ConfigError(Exception):
@@ -30,10 +35,6 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("laurels"))
 
 
-WEBHOOK_TYPES = ("notification.created", "season.finalized", "completion.voided",
-                 "completion.restored", "user.erased")
-NOTIFICATION_KINDS = ("overtaken", "top10", "season_final", "league_zone", "league_result")
-WEBHOOK_EVENTS = (*WEBHOOK_TYPES, *(f"notification.{k}" for k in NOTIFICATION_KINDS))
 
 
 def parse_webhook_events(text: str) -> tuple[str, ...]:
@@ -97,6 +98,8 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535)
     ingest_token: SecretStr | None = None
     admin_token: SecretStr | None = None
+    # May read /metrics (besides the admin token): a scraper's own token.
+    metrics_token: SecretStr | None = None
     user_token_secret: SecretStr | None = None
     tie_policy: TiePolicy = "shared"
     late_grace_seconds: int = Field(172800, ge=0)
@@ -106,6 +109,9 @@ class Settings(BaseSettings):
     # The boards every completion counts on (seasons.py): a comma list; week
     # is always on.
     periods: Annotated[tuple[Period, ...], NoDecode] = ("week",)
+    # The IANA time zone of the whole board's days, weeks and months, and of
+    # leagues' weeks (seasons.py); fixed at the deployment's first start.
+    time_zone: str = "UTC"
     # Origins whose pages may read boards from a browser (api/cors.py): a
     # comma list, or `*`; none by default.
     cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
@@ -133,6 +139,8 @@ class Settings(BaseSettings):
     # Not in the contract's table: how long a receiver may take (the
     # contract's 10 s; tests shorten it).
     webhook_timeout_seconds: float = Field(10.0, gt=0, le=60)
+    # Deliveries in flight at most per process (docs/webhooks.md, "Pace").
+    webhook_concurrency: int = Field(32, ge=1, le=512)
     # Not in the contract's table: writes (POST, PUT, DELETE) per second per
     # token in each process, with bursts of twice that; 0 turns it off.
     write_rate_limit: float = Field(2000.0, ge=0)
@@ -155,8 +163,19 @@ class Settings(BaseSettings):
     access_log: bool = False
     # Set by `laurels serve --no-projector` for its worker processes.
     run_projector: bool = True
+    # Set by `laurels serve` for its workers: the Redis it hands them by URL
+    # is its embedded Valkey (whose files are rewritten after erasures).
+    redis_embedded: bool = False
+    # Set by `laurels serve` for its workers: its id among the deployment's
+    # processes (deployment.py), which the workers keep alive.
+    process_id: str | None = None
     max_connections: int = Field(10_000, ge=10, le=1_000_000)
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
+    # Open event streams one client may hold (its address; behind a trusted
+    # proxy, the one its X-Forwarded-For names): one client cannot take the
+    # process's whole budget (contract, Reads).
+    max_streams_per_client: int = Field(16, ge=1, le=1_000_000)
+    trusted_proxies: Annotated[tuple[IPNetwork, ...], NoDecode] = ()
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)
     min_body_rate: int = Field(1024, ge=1)
 
@@ -164,6 +183,26 @@ class Settings(BaseSettings):
     @classmethod
     def _periods(cls, v: Any) -> tuple[Period, ...]:
         return parse_periods(v if isinstance(v, str) else ",".join(v))
+
+    @field_validator("time_zone")
+    @classmethod
+    def _time_zone(cls, v: str) -> str:
+        try:
+            zone_info(v)
+        except BadZone as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, v: Any) -> tuple[IPNetwork, ...]:
+        items = v.split(",") if isinstance(v, str) else list(v)
+        try:
+            return tuple(ipaddress.ip_network(str(i).strip(), strict=False)
+                         for i in items if str(i).strip())
+        except ValueError as exc:
+            raise ValueError(f"must be a comma list of addresses or CIDR networks: {exc}"
+                             ) from None
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -231,11 +270,20 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return v
 
+    # A URL that cannot be parsed is refused here, in one line that never
+    # repeats it: the parsers' own messages (libpq's, urllib's) quote the URL,
+    # password and all, and a connection attempt would print them later.
     @field_validator("database_url")
     @classmethod
     def _pg_url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("postgresql://", "postgres://")):
             raise ValueError("must be a postgresql:// URL")
+        if v is not None:
+            try:
+                conninfo_to_dict(v)
+            except psycopg.Error:
+                raise ValueError("is not a URL PostgreSQL can read (check its brackets, "
+                                 "its port, and that spaces are written %20)") from None
         return v
 
     @field_validator("redis_url")
@@ -243,6 +291,12 @@ class Settings(BaseSettings):
     def _redis_url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a redis:// or rediss:// URL")
+        if v is not None:
+            try:
+                parse_url(v)  # type: ignore[no-untyped-call]
+            except ValueError:
+                raise ValueError("is not a URL Redis can read (check its brackets and "
+                                 "its port)") from None
         return v
 
 
@@ -256,42 +310,21 @@ def load_settings() -> Settings:
         raise ConfigError(f"invalid {name}: {err['msg']}") from None
 
 
+def accepted(secret: str) -> list[str]:
+    """Every value a secret variable accepts: a comma list during a rotation
+    (`new,old`: docs/operations.md, "Rotating a secret"), else the one."""
+    return [s for s in secret.split(",") if s] if "," in secret else [secret]
+
+
+def current(secret: str) -> str:
+    """The value a secret is used with (signing): the first of the list."""
+    return accepted(secret)[0] if secret else secret
+
+
 @dataclass(frozen=True)
 class Secrets:
     ingest_token: str
     admin_token: str
     user_token_secret: str
     webhook_secret: str = ""  # only when LAURELS_WEBHOOK_URL is set
-
-
-def resolve_secrets(settings: Settings, announce: bool = True) -> Secrets:
-    """Tokens from the environment, else from the data dir (generated on first start)."""
-    path = settings.data_dir / "secrets.json"
-    stored: dict[str, str] = {}
-    if path.exists():
-        stored = json.loads(path.read_text())
-    generated: list[str] = []
-    values: dict[str, str] = {}
-    names = ["ingest_token", "admin_token", "user_token_secret"]
-    if settings.webhook_url is not None:
-        names.append("webhook_secret")
-    for name in names:
-        env = getattr(settings, name)
-        if env is not None:
-            values[name] = env.get_secret_value()
-            continue
-        if name not in stored:
-            stored[name] = secrets.token_urlsafe(32)
-            generated.append(name)
-        values[name] = stored[name]
-    if generated:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(stored, fh)
-        os.chmod(path, 0o600)
-        if announce:
-            print(f"laurels: generated secrets saved in {path} (mode 0600):")
-            for name in generated:
-                print(f"  LAURELS_{name.upper()}={stored[name]}")
-    return Secrets(**values)
+    valkey_password: str = ""  # the embedded Valkey's (never printed, never in an env)

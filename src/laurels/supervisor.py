@@ -15,12 +15,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-import psycopg
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisClusterException
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from laurels.backoff import jittered_seconds
+from laurels.errors import StoreUnavailable
 from laurels.metrics import LOOP_RESTARTS, LOOP_UP
 
 log = logging.getLogger("laurels.supervisor")
@@ -30,8 +26,8 @@ BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 # A store that cannot be reached is an outage, not a bug: one log line, and
 # the loop comes back soon after the store does.
-TRANSIENT = (psycopg.OperationalError, RedisConnectionError, RedisTimeoutError,
-             RedisClusterException, OSError)
+# (A network error of a loop's own, a webhook receiver's, is one too.)
+TRANSIENT = (StoreUnavailable, OSError)
 TRANSIENT_MAX_SECONDS = 2.0
 HEALTHY_AFTER_SECONDS = 60.0  # a loop that ran this long starts its backoff afresh
 

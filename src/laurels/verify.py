@@ -20,12 +20,15 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from laurels.board import Board, BoardMissing
+from laurels import shapes
+from laurels.board import BoardMissing
+from laurels.board.roles import Scanner
 from laurels.db import Database
 from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
-from laurels.seasons import Period, parse_season
+from laurels.seasons import GLOBAL, Period, parse_season
+from laurels.shapes import MismatchField
 
 BATCH = 2000
 MAX_CANDIDATES = 10_000
@@ -44,11 +47,11 @@ class Mismatch:
     user_id: int
     redis: int | None
     postgres: int | None
-    field: str = "score"  # or "profile": same score, stale name or visibility; or "tie"
+    field: MismatchField = "score"  # or "profile": same score, stale name or visibility; "tie"
     difference: str = ""  # what differs, in words
 
 
-def describe(redis: State, postgres: State) -> tuple[str, str]:
+def describe(redis: State, postgres: State) -> tuple[MismatchField, str]:
     """(field, what differs) between a learner's state in Redis and in PostgreSQL."""
     if redis[0] != postgres[0]:
         return "score", f"score: Redis {redis[0]}, PostgreSQL {postgres[0]}"
@@ -75,8 +78,10 @@ class VerifyResult:
     def consistent(self) -> bool:
         return self.mismatch_count == 0
 
-    def body(self) -> dict[str, Any]:
-        return {"season": self.season, "consistent": self.consistent,
+    def body(self) -> shapes.Verified:
+        board, _, label = self.season.rpartition("/")  # a board's season: its tag first
+        return {"season": label, "board": board.split("/", 1)[0] if board else GLOBAL,
+                "consistent": self.consistent,
                 "players_checked": self.players_checked,
                 "mismatches": [{"user_id": m.user_id, "redis": m.redis, "postgres": m.postgres,
                                 "field": m.field, "difference": m.difference}
@@ -84,7 +89,7 @@ class VerifyResult:
 
 
 class Verifier:
-    def __init__(self, db: Database, board: Board, projector: Projector,
+    def __init__(self, db: Database, board: Scanner, projector: Projector,
                  lifecycle: Lifecycle | None = None,
                  periods: tuple[Period, ...] = ("week",)) -> None:
         self.db = db
@@ -126,7 +131,8 @@ class Verifier:
         return self.board.policy == "first"
 
     def _state(self, season: str, row: Any) -> State:
-        tie = parse_season(season).offset_us(row["last_at"]) if self._ties else None
+        tie = (parse_season(season, zone=self.db.zone).offset_us(row["last_at"])
+               if self._ties else None)
         return (int(row["score"]), row["visibility"], row["display_name"], tie)
 
     async def _settle(self) -> None:
@@ -154,8 +160,8 @@ class Verifier:
         """Every learner PostgreSQL knows, against Redis; the ids streamed,
         in id order (the sums are ORDER BY user_id)."""
         seen = array("q")
-        async with self.db.transaction() as conn:
-            async for rows in self.db.stream(sums[0], conn, BATCH, season=season, **sums[2]):
+        async with self.db.transaction() as tx:
+            async for rows in self.db.stream(sums[0], tx, BATCH, season=season, **sums[2]):
                 seen.extend(r["user_id"] for r in rows)
                 redis_states = await self._redis_scores(season, [r["user_id"] for r in rows])
                 for r in rows:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -38,7 +39,8 @@ def unexpected(errors: list[str]) -> list[str]:
 
 pytestmark = [pytest.mark.skipif(
     shutil.which(CHROMIUM) is None,
-    reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)")]
+    reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)"),
+    pytest.mark.once, pytest.mark.slow]
 
 
 @contextlib.contextmanager
@@ -150,7 +152,7 @@ def two_weeks_of_leagues(server: Any) -> tuple[str, list[int]]:
     c, admin = server.client(INGEST), server.client(ADMIN)
     for uid, name in enumerate(LEAGUE_NAMES, start=1):
         assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
-    last = season_of(datetime.now(UTC) - timedelta(days=7))
+    last = season_of(datetime.now(UTC) - timedelta(days=7), "week", zone="UTC")
     at = (last.starts_at + timedelta(hours=12)).isoformat()
     resp = c.post("/v1/completions/batch", json={"completions": [
         completion(f"last{uid}", uid, uid, at) for uid in range(1, 16)]})
@@ -238,7 +240,8 @@ def test_the_league_view(serve: Any, tmp_path: Path) -> None:
         expect(rows.first).to_contain_text("▲ promotion")
         expect(page.locator("#league-standing")).to_contain_text("You are 4th of 5")
         assert page.evaluate("window.__noReload") is True
-        cohort = f"/v1/leagues/{season_of(datetime.now(UTC)).name}/cohorts/"
+        week = season_of(datetime.now(UTC), "week", zone="UTC").name
+        cohort = f"/v1/leagues/{week}/cohorts/"
         assert any(cohort in url for url in streams), streams
         # A phone's view of it.
         page.set_viewport_size({"width": 420, "height": 900})
@@ -281,6 +284,45 @@ def test_the_period_switch(serve: Any) -> None:
         period.select_option("day")
         expect(rows.first).to_contain_text("Ada L.")
         assert errors == []
+
+
+def test_the_season_reads_in_the_learner_s_time_zone(serve: Any) -> None:
+    """A deployment whose weeks run on Paris time, a learner in Los Angeles
+    at a phone's width: the page opens on the week the server calls
+    current, and shows when it resets in the learner's own time: Monday
+    00:00 in Paris is Sunday 15:00 in Los Angeles."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = serve(LAURELS_TIME_ZONE="Europe/Paris", LAURELS_PERIODS="week,day")
+    c = server.client(INGEST)
+    c.post("/v1/completions", json=completion("tz1", 1, 10))
+    week = c.get("/v1/leaderboards/current").json()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": 390, "height": 844},
+                                          timezone_id="America/Los_Angeles", locale="en-US")
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(server.url)
+            expect(page.locator("#board tbody tr")).to_have_count(1)
+            expect(page.locator("#season")).to_have_text(week["season"])
+            shown = page.locator("#range")
+            expect(shown).to_contain_text("your time (America/Los_Angeles)")
+            assert shown.get_attribute("data-ends-at") == week["ends_at"]
+            ends = datetime.fromisoformat(week["ends_at"])  # Monday 00:00 in Paris
+            assert ends.astimezone(ZoneInfo("Europe/Paris")).strftime("%a %H:%M") == "Mon 00:00"
+            local = ends.astimezone(ZoneInfo("America/Los_Angeles"))
+            assert local.strftime("%a") == "Sun"
+            expect(shown).to_contain_text(f"resets Sun, {local.strftime('%b')} {local.day}")
+            expect(shown).to_contain_text(local.strftime("%I:%M %p").lstrip("0"))
+            page.locator("#prev").click()  # the week before, by its name
+            expect(page.locator("#season")).to_have_text(
+                season_of(ends - timedelta(days=8), "week", zone="Europe/Paris").name)
+            assert errors == []
+        finally:
+            browser.close()
 
 
 @contextlib.contextmanager
@@ -328,10 +370,14 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
         c.post("/v1/completions", json=completion(f"e{uid}", uid, 10 * uid))
     assert c.put("/v1/groups/team", json={"name": "Team", "access": "public"}).status_code == 200
     assert c.post("/v1/groups/team/members", json={"add": [1, 2]}).status_code == 200
+    assert server.client(ADMIN).put("/v1/admin/board-kinds/course", json={}).status_code == 201
+    for uid in (3, 5):
+        c.post("/v1/completions", json={**completion(f"t{uid}", uid, uid), "tags": ["course:a"]})
     token = token_for(server.env, 1)
     html = (f'<!doctype html><title>platform</title>'
             f'<laurels-board id="mine" season="current" limit="3" token="{token}">'
             f'</laurels-board>'
+            f'<laurels-board id="course" board="course:a"></laurels-board>'
             f'<laurels-board id="team" group="team" limit="5"></laurels-board>'
             f'<laurels-board id="month" season="current-month"></laurels-board>'
             f'<laurels-board id="nosuch" group="nosuch"></laurels-board>'
@@ -343,6 +389,10 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
         expect(mine).to_have_count(4)  # the top 3, then the learner's own row
         expect(mine.first).to_contain_text("L7")
         expect(page.locator("#mine tr.me")).to_contain_text("L1")
+        course = page.locator("#course tbody tr")  # a board of a kind
+        expect(course).to_have_count(2, timeout=10_000)
+        expect(course.first).to_contain_text("L5")
+        expect(page.locator("#course caption")).to_contain_text("course:a")
         team = page.locator("#team tbody tr")
         expect(team).to_have_count(2)
         expect(page.locator("#team caption")).to_contain_text("Team:")  # its name, not its id
@@ -355,3 +405,42 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
         # The two broken boards' answers are the only errors the console shows.
         assert [e for e in errors if not re.search(
             r"Failed to load resource: .* status of (401|404)", e)] == []
+
+
+@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "desktop"])
+def test_your_boards_are_tabs(serve: Any, width: int) -> None:
+    """A learner's boards of courses and tracks (GET /v1/users/{id}/boards)
+    are tabs with their rank there; a tab shows that board, live, and its
+    own week in its kind's time zone; at phone and desktop widths."""
+    from playwright.sync_api import expect
+
+    server = serve()
+    admin, c = server.client(ADMIN), server.client(INGEST)
+    assert admin.put("/v1/admin/board-kinds/course", json={
+        "title": "Course", "time_zone": "Asia/Tokyo"}).status_code == 201
+    for uid, name in enumerate(["Ada L.", "Alan T.", "Grace H."], start=1):
+        assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
+    now = datetime.now(UTC) - timedelta(minutes=5)
+    for uid, points, tags in ((1, 30, ["course:python-101"]), (2, 20, ["course:python-101"]),
+                              (3, 90, [])):
+        resp = c.post("/v1/completions", json={**completion(f"y{uid}", uid, points,
+                                                            now.isoformat()), "tags": tags})
+        assert resp.status_code == 201, resp.text
+    token = token_for(server.env, 2)
+    with browser_page(f"{server.url}/#token={token}") as (page, errors):
+        page.set_viewport_size({"width": width, "height": 900})
+        rows = page.locator("#board tbody tr")
+        expect(rows).to_have_count(3)
+        tab = page.locator("#tabs button[data-board='course:python-101']")
+        expect(tab).to_have_text("Course · python-101 #2", timeout=15_000)
+        tab.click()
+        expect(page.locator("#board-title")).to_have_text("Course · python-101: top 100")
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_contain_text("Ada L.")
+        expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
+        c.post("/v1/completions", json={**completion("y-boost", 2, 50), "tags":
+                                        ["course:python-101"]})
+        expect(rows.first).to_contain_text("Alan T.", timeout=10_000)  # live on the board
+        page.get_by_role("button", name="Everyone").click()
+        expect(rows).to_have_count(3)
+        assert unexpected(errors) == []

@@ -21,8 +21,11 @@ from typing import Any
 import aiohttp
 import httpx
 import jwt
+import pytest
 
-from tests.helpers import INGEST, USER_SECRET
+from tests.helpers import ADMIN_AUTH, INGEST, USER_SECRET
+
+pytestmark = pytest.mark.slow
 
 SEASON = "2026-W48"
 LEARNERS = 10_000
@@ -134,6 +137,6 @@ def test_a_burst_of_viewers_queues_instead_of_failing(serve: Any) -> None:
 
     batches = asyncio.run(burst_of_batches(server.url))
     assert all(status == 200 and kinds == {"recorded"} for status, kinds in batches), batches
-    metrics = httpx.get(f"{server.url}/metrics").text
+    metrics = httpx.get(f"{server.url}/metrics", headers=ADMIN_AUTH).text
     assert 'laurels_pool_wait_seconds_count{store="redis"}' in metrics
     assert 'laurels_pool_wait_seconds_count{store="postgresql"}' in metrics

@@ -6,12 +6,17 @@ servers, and voiding twice: tests/acceptance/test_http.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.helpers import laurels_bin, server_env
+
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 PASSWORD = "pg-password-not-shown"
 
@@ -80,3 +85,37 @@ def test_explicit_urls_work_on_a_fresh_machine_and_are_shown(
     assert out.returncode == 1 and out.stderr.strip().splitlines()[-1] == \
         "laurels: no completion nope", out.stderr
     assert not data_dir.exists()
+
+
+def test_rebuild_and_verify_name_a_board_of_a_kind(
+        tmp_path: Path, database_url: str, redis_url: str, key_prefix: str) -> None:
+    """`--board` (CONTRACT.md, "Boards of a course, a track or a skill"):
+    the board of a defined kind is rebuilt and verified; an undefined kind,
+    a malformed board or a period the kind lacks is one line and exit 1.
+    `laurels kinds` lists, defines and deletes kinds (a table, or --json)."""
+    env = server_env(database_url, redis_url, key_prefix, tmp_path / "data")
+    assert laurels(env, "migrate").returncode == 0
+    out = laurels(env, "kinds", "define", "course", "--periods", "week,all", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["periods"] == ["week", "all"]
+    out = laurels(env, "kinds", "define", "course", "--metric", "completions")
+    assert out.returncode == 1 and "metric" in out.stderr and out.stdout == "", out
+    out = laurels(env, "kinds", "--json")
+    assert [k["kind"] for k in json.loads(out.stdout)["kinds"]] == ["course"]
+    assert "course" in laurels(env, "kinds").stdout  # a table for people
+    out = laurels(env, "rebuild", "--season", "all", "--board", "course:python-101")
+    assert out.returncode == 0, out.stderr
+    assert "all of course:python-101 rebuilt" in out.stdout
+    out = laurels(env, "verify", "--season", "current", "--board", "course:python-101")
+    assert out.returncode == 0 and "consistent" in out.stdout, out.stderr
+    for board, season, said in (("skill:sql", "current", "no board kind skill is defined"),
+                                ("course", "current", "board must be global or a tag"),
+                                ("course:x", "current-day", "day")):
+        out = laurels(env, "verify", "--season", season, "--board", board)
+        assert out.returncode != 0 and out.stdout == "", out
+        last = out.stderr.strip().splitlines()[-1]
+        assert last.startswith("laurels: ") and said in last and "Traceback" not in out.stderr
+    out = laurels(env, "kinds", "delete", "course")
+    assert out.returncode == 0 and "deleted" in out.stdout, out.stderr
+    out = laurels(env, "verify", "--season", "current", "--board", "course:python-101")
+    assert out.returncode != 0 and "no board kind course" in out.stderr

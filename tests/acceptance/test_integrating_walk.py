@@ -11,8 +11,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from laurels.client import Client
 from tests.helpers import INGEST, laurels_bin
+
+pytestmark = pytest.mark.once
 
 DOC = Path(__file__).parents[2] / "docs" / "integrating.md"
 EXAMPLE_URL = "https://laurels.example"

@@ -133,3 +133,111 @@ def test_no_token_reaches_the_server_log(serve: Any) -> None:
     text = server.log.read_text()
     assert "access_token=[redacted]" in text  # the access log did record the requests
     assert leaks(text.splitlines()) == []
+
+
+def test_one_client_holds_at_most_16_streams(serve: Any) -> None:
+    """Issue 39: one client with no token opened 2,000 idle streams and the
+    next viewer got 503. Now the 17th stream of one address is 429 with
+    Retry-After; another client (behind a trusted proxy, the address its
+    X-Forwarded-For names) is still served; a closed stream frees a place."""
+    server = serve(LAURELS_MAX_STREAMS_PER_CLIENT="16", LAURELS_TRUSTED_PROXIES="127.0.0.1/32")
+    url = f"{server.url}/v1/leaderboards/current/events"
+    clients: list[httpx.Client] = []
+
+    def open_stream(headers: dict[str, str] | None = None) -> httpx.Response:
+        c = httpx.Client(timeout=10)
+        clients.append(c)
+        return c.send(c.build_request("GET", url, headers=headers), stream=True)
+
+    try:
+        mine = [open_stream() for _ in range(16)]
+        assert [r.status_code for r in mine] == [200] * 16
+        refused = httpx.get(url, timeout=5)
+        assert_problem(refused, 429, "rate_limited")
+        assert refused.headers["retry-after"] == "5"
+        forged = open_stream({"X-Forwarded-For": "127.0.0.1"})
+        assert forged.status_code == 429  # only proxies named: the leftmost, itself
+        other = open_stream({"X-Forwarded-For": "203.0.113.9"})
+        assert other.status_code == 200
+        mine[0].close()
+
+        def freed() -> bool:
+            probe = open_stream()
+            probe.close()
+            return probe.status_code == 200
+
+        wait_until(freed, 10, "a closed stream's place to be free again")
+    finally:
+        for c in clients:
+            c.close()
+
+
+def ended(stream: Any) -> bool:
+    return not stream.thread.is_alive()
+
+
+def test_a_stream_that_may_no_longer_be_read_ends(serve: Any) -> None:
+    """Issue 39: access was checked only when a stream opened. A member
+    removed from a members-only group, a stream of a public group turned
+    members-only, an erased learner's cohort stream: each ends (within the
+    5 s the contract allows), while a reader who still may keeps theirs."""
+    from tests.helpers import Events, token_for
+
+    server = serve(LAURELS_LEAGUE_TIERS="bronze,silver", LAURELS_LEAGUE_SIZE="5",
+                   LAURELS_LEAGUE_PROMOTE="1", LAURELS_LEAGUE_DEMOTE="1")
+    c = server.client(INGEST)
+    assert c.put("/v1/groups/team", json={}).status_code == 200
+    assert c.post("/v1/groups/team/members", json={"add": [1, 2]}).status_code == 200
+    assert c.put("/v1/groups/open", json={"access": "public"}).status_code == 200
+    base = f"{server.url}/v1/groups/{{}}/leaderboards/current/events"
+    one, two = ({"Authorization": f"Bearer {token_for(server.env, u)}"} for u in (1, 2))
+    removed, kept = Events(base.format("team"), one), Events(base.format("team"), two)
+    anonymous = Events(base.format("open"))
+    try:
+        assert removed.status == kept.status == anonymous.status == 200
+        assert c.post("/v1/groups/team/members", json={"remove": [1]}).status_code == 200
+        wait_until(lambda: ended(removed), 5, "the removed member's stream to end")
+        assert c.put("/v1/groups/open", json={"access": "members"}).status_code == 200
+        wait_until(lambda: ended(anonymous), 5, "the anonymous stream of a closed group to end")
+        assert not ended(kept)
+        # An erased learner's cohort stream.
+        for uid in (1, 2, 3):
+            assert c.post("/v1/completions", json=completion(f"l{uid}", uid, uid)).status_code \
+                == 201
+        league = wait_until(lambda: (r := server.client(token_for(server.env, 1)).get(
+            "/v1/users/1/league").json())["status"] == "placed" and r)
+        cohort = f"{server.url}/v1/leagues/{league['season']}/cohorts/{league['cohort_id']}/events"
+        mine, other = Events(cohort, one), Events(cohort, two)
+        assert mine.status == other.status == 200
+        assert server.client(ADMIN).delete("/v1/users/1").status_code == 204
+        wait_until(lambda: ended(mine), 5, "the erased learner's cohort stream to end")
+        assert not ended(other)
+        other.close()
+    finally:
+        for s in (removed, kept, anonymous):
+            s.close()
+
+
+def test_a_hidden_learner_s_activity_wakes_no_stream(serve: Any) -> None:
+    """Issue 39: a hidden member's completion sent `changed` to their
+    group's (public: anyone may watch) and cohort's streams though neither
+    board changed. Now it wakes no stream at all; a public member's does."""
+    from tests.helpers import Events
+
+    server = serve()
+    c = server.client(INGEST)
+    assert c.put("/v1/groups/club", json={"access": "public"}).status_code == 200
+    assert c.post("/v1/groups/club/members", json={"add": [1, 2]}).status_code == 200
+    assert c.put("/v1/users/2", json={"visibility": "hidden"}).status_code == 200
+    group = Events(f"{server.url}/v1/groups/club/leaderboards/current/events")
+    season = Events(f"{server.url}/v1/leaderboards/current/events")
+    try:
+        assert c.post("/v1/completions", json=completion("h2", 2, 50)).status_code == 201
+        assert c.post("/v1/completions", json=completion("h1", 1, 5)).status_code == 201
+        for stream in (group, season):
+            wait_until(lambda s=stream: s.named("changed"), 10, "learner 1's hint")
+            assert stream.named("changed") == [{"season": stream.named("changed")[0]["season"],
+                                                "user_id": 1}]
+    finally:
+        group.close()
+        season.close()

@@ -1,8 +1,9 @@
 """Whether an event is sent does not depend on which process caused it
 (issue 26; docs/contract.md, Webhooks): a CLI void and restore, and a
-notification written by `laurels projector`, each started without any
-webhook variable, reach the receiver of the deployment (`laurels serve`
-with the URL stores the deployment's webhook settings in PostgreSQL).
+notification written by `laurels projector`, reach the receiver of the
+deployment. Each process runs with the deployment's settings (issue 40,
+"One deployment, one set of settings"): one started without the webhook
+variables is refused, never quietly sending nothing.
 
 The receiver is the threaded one docs/webhooks.md shows, checking each
 signature as the docs say."""
@@ -21,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import (
     INGEST,
     WEBHOOK_SECRET,
@@ -30,6 +33,8 @@ from tests.helpers import (
     stop_process,
     wait_until,
 )
+
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 
 class Receiver(ThreadingHTTPServer):
@@ -84,8 +89,13 @@ def test_events_of_every_writer_reach_the_receiver(tmp_path: Path, database_url:
         # The serving process has the URL (it sends); it runs no projector.
         server = serve("--no-projector", LAURELS_WEBHOOK_URL=receiver.url,
                        LAURELS_WEBHOOK_SECRET=WEBHOOK_SECRET)
-        env = server_env(database_url, redis_url, key_prefix, tmp_path / "cli")
-        assert not any(k.startswith("LAURELS_WEBHOOK") for k in env)
+        bare = server_env(database_url, redis_url, key_prefix, tmp_path / "cli")
+        refused = subprocess.run([laurels_bin(), "projector"], env=bare, capture_output=True,
+                                 text=True, timeout=60, check=False)
+        assert refused.returncode != 0 and "LAURELS_WEBHOOK_URL is unset here" in \
+            refused.stderr
+        env = {**bare, "LAURELS_WEBHOOK_URL": receiver.url,
+               "LAURELS_WEBHOOK_SECRET": WEBHOOK_SECRET}
         log = (tmp_path / "projector.log").open("wb")
         projector = subprocess.Popen([laurels_bin(), "projector"], env=env, stdout=log,
                                      stderr=subprocess.STDOUT)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from laurels.db import Tx
 from laurels.privacy import Privacy
 from tests.api.conftest import ApiFactory
 from tests.api.test_periods import post
@@ -59,8 +60,8 @@ async def test_another_process_s_filter_sees_a_change_that_commits_late(
     db = api.runtime.db
     other = Privacy(db)  # another process's filter
     await other.refresh()
-    async with db.transaction() as conn:
-        await db.fetch_one("upsert_user", conn, user_id=7, display_name=None,
+    async with db.connection() as conn, conn.transaction():
+        await db.fetch_one("upsert_user", Tx(conn), user_id=7, display_name=None,
                            visibility="hidden")
         await conn.execute("UPDATE users SET updated_at = now() - interval '1 hour'"
                            " WHERE user_id = 7")

@@ -21,7 +21,7 @@ AROUND = "/v1/leaderboards/current/users/{}?radius={}"
 
 
 def around_cache(api: Api) -> BoardCache:
-    [cache] = [hears.__self__ for hears in api.runtime.board.on_hint
+    [cache] = [hears.__self__ for hears in api.runtime.signals.caches
                if isinstance(getattr(hears, "__self__", None), BoardCache)
                and hears.__self__.max_bytes is not None]
     assert isinstance(cache, BoardCache)
@@ -132,7 +132,6 @@ class Subscription:
     """What a BoardCache asks of the hint subscription: following counted."""
 
     def __init__(self) -> None:
-        self.board = type("Board", (), {"on_hint": []})()
         self.followed: dict[str, int] = {}
 
     def follow(self, season: str) -> None:
@@ -174,7 +173,7 @@ async def test_a_group_cache_asked_for_too_many_seasons_forgets_them_all(
     await post_all(c, {1: 10, 2: 20})
     await c.put("/v1/groups/g", json={"access": "public"})
     await c.post("/v1/groups/g/members", json={"add": [1, 2]})
-    [cache] = [hears.__self__ for hears in api.runtime.board.on_hint
+    [cache] = [hears.__self__ for hears in api.runtime.signals.caches
                if isinstance(getattr(hears, "__self__", None), caches.GroupCache)]
     for season in ("current", "current-day", "current-month"):
         resp = await api.get(f"/v1/groups/g/leaderboards/{season}")

@@ -61,6 +61,8 @@ from laurels.client import (
 from tests.api.conftest import BASE_URL, Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, eventually, free_port, token_for
 
+pytestmark = pytest.mark.once
+
 
 def client(api: Api, token: str) -> AsyncClient:
     return AsyncClient(BASE_URL, token, transport=api.transport)
@@ -73,6 +75,14 @@ async def test_the_async_client_covers_the_api(serve: ApiFactory) -> None:
         assert (one["status"], one["season"]) == ("recorded", "2025-W49")
         again = await laurels.post_completion("c-1", 1, 10, "2025-12-01T10:00:00Z")
         assert again["status"] == "duplicate"  # retrying a completion is safe
+        tagged = await laurels.post_completion("c-2", 1, 1, "2025-12-01T11:00:00Z",
+                                               tags=["track:data", "course:py"])
+        assert tagged["status"] == "recorded"
+        with pytest.raises(TypeError, match="not one string"):
+            await laurels.post_completion("c-3", 1, 1, tags="course:py")
+        assert (await laurels.post_completions([Completion(
+            "c-2", 1, 1, "2025-12-01T11:00:00Z", ("course:py", "track:data"))]))[0][
+            "status"] == "duplicate"  # the tags' order is not part of the payload
         # 2,500 items: three requests of at most 1,000.
         items = [Completion(f"b-{i}", 2 + i % 250, 1, "2025-12-02T10:00:00Z")
                  for i in range(2500)]

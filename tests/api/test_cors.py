@@ -8,6 +8,8 @@ from laurels.settings import parse_origins
 from tests.api.conftest import ApiFactory
 from tests.helpers import INGEST, completion, token_for
 
+pytestmark = pytest.mark.once
+
 SITE = "https://platform.test"
 
 

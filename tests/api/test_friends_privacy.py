@@ -62,7 +62,8 @@ async def test_a_left_out_learner_is_answered_as_an_unknown_id(serve: ApiFactory
                "the platform": api.client(INGEST)}
     for who, client in callers.items():
         nobody = await ranks(client, season, [NOBODY])
-        assert nobody == {"season": public["season"], "entries": []}, who
+        assert nobody == {"season": public["season"], "board": "global", "metric": "points",
+                          "entries": []}, who
         # Among public ones, in every position: ranked among the listed
         # without them (they push nobody down), board ranks unchanged.
         friends = await ranks(client, season, [1, 6, 7])

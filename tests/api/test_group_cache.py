@@ -21,7 +21,7 @@ BOARD = "/v1/groups/{}/leaderboards/current"
 
 
 def group_cache(api: Api) -> GroupCache:
-    [cache] = [hears.__self__ for hears in api.runtime.board.on_group_change
+    [cache] = [hears.__self__ for hears in api.runtime.signals.group_changes
                if isinstance(getattr(hears, "__self__", None), GroupCache)]
     assert isinstance(cache, GroupCache)
     return cache
@@ -171,3 +171,25 @@ async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
             (hub.unlisten_board if listener.group is None else hub.unlisten_group)(listener)
     assert "b" not in hub.index.watchers and "b" not in hub.index.members
     assert isinstance(everything, SeasonListener)
+
+
+async def test_a_later_page_is_never_the_cached_first_one(serve: ApiFactory) -> None:
+    """`after` counts however its name is written (`%61fter` is `after`):
+    the lane's cached first page is not the answer to a later page, and a
+    malformed cursor is 422 from the cache's lane too. Later pages carry
+    an ETag of their own, and 304 for it."""
+    api = await serve()
+    await two_groups(api)
+    c = api.client(INGEST)
+    await fill(api, "a")
+    first = (await c.get(BOARD.format("a"), params={"limit": 1})).json()
+    assert first["next"] is not None
+    for name in ("after", "%61fter", "%61%66ter"):
+        resp = await c.get(f"{BOARD.format('a')}?limit=1&{name}={first['next']}")
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["entries"] != first["entries"], name
+        again = await c.get(f"{BOARD.format('a')}?limit=1&{name}={first['next']}",
+                            headers={"if-none-match": resp.headers["etag"]})
+        assert again.status_code == 304, name
+    bad = await c.get(f"{BOARD.format('a')}?%61fter=garbage!")
+    assert bad.status_code == 422 and bad.json()["code"] == "validation_error"

@@ -80,7 +80,7 @@ async def test_a_known_page_is_sent_without_routing_and_a_hint_makes_it_current(
 def test_an_alias_is_known_only_while_its_season_runs(monkeypatch: pytest.MonkeyPatch
                                                       ) -> None:
     pages = KnownPages()
-    week = parse_season("2026-W49")
+    week = parse_season("2026-W49", zone="UTC")
     pages.keep("/v1/leaderboards/current", b"", week, True, 100)
     pages.keep("/v1/leaderboards/2026-W49", b"", week, False, 100)
     inside = (week.starts_at + timedelta(days=1)).timestamp()
@@ -96,7 +96,7 @@ def test_an_alias_is_known_only_while_its_season_runs(monkeypatch: pytest.Monkey
 def test_known_pages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(caches, "MAX_KNOWN_PAGES", 3)
     pages = KnownPages()
-    week = parse_season("2026-W49")
+    week = parse_season("2026-W49", zone="UTC")
     pages.keep("/p", b"x" * (caches.MAX_KNOWN_QUERY + 1), week, False, 1)
     assert pages.pages == {}  # a long query string is parsed each time
     for limit in (1, 2, 3):

@@ -40,11 +40,11 @@ TIER_KEYS = {"tier", "cohorts", "members", "promoted", "demoted"}
 
 
 def this_week() -> str:
-    return season_of(datetime.now(UTC)).name
+    return season_of(datetime.now(UTC), "week", zone="UTC").name
 
 
 def at(season: str, minutes: int) -> str:
-    return (parse_season(season).starts_at + timedelta(minutes=minutes)).isoformat()
+    return (parse_season(season, zone="UTC").starts_at + timedelta(minutes=minutes)).isoformat()
 
 
 async def record(api: Api, uid: int, points: int, season: str | None = None) -> None:
@@ -98,7 +98,7 @@ async def test_a_learners_league_none_then_placed_with_zones(serve: ApiFactory) 
     week = this_week()
     none = await get(api, "/v1/users/3/league", token_for(api.env, 3))
     assert none.keys() == LEAGUE_KEYS
-    starts = parse_season(week).starts_at
+    starts = parse_season(week, zone="UTC").starts_at
     assert none == {
         "season": week, "status": "none", "tier": "bronze", "tier_index": 0, "cohort_id": None,
         "ends_at": none["ends_at"], "decides_at": none["decides_at"], "promote": 2, "demote": 1,

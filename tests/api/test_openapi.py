@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.routing import Route
 
 from laurels.api import fast
 from tests.api.conftest import ApiFactory
+from tests.helpers import INGEST, assert_problem, completion
+
+pytestmark = pytest.mark.once
 
 # Every endpoint of docs/contract.md that laurels serves.
 CONTRACT = {
@@ -110,3 +114,27 @@ async def test_the_lane_serves_its_operations_and_the_router_knows_their_paths(
     moved = await c.get("/v1/leaderboards/current/")
     assert moved.status_code == 307
     assert moved.headers["location"].endswith("/v1/leaderboards/current")
+
+
+async def test_errors_are_described_as_the_service_sends_them(serve: ApiFactory) -> None:
+    """Every 4xx and 5xx response of /openapi.json is application/problem+json
+    with the problem's schema, never application/json (issue 40)."""
+    api = await serve()
+    spec = (await api.get("/openapi.json")).json()
+    errors = [(path, status, r) for path, item in spec["paths"].items()
+              for op in item.values() for status, r in op.get("responses", {}).items()
+              if status[:1] in ("4", "5")]
+    assert len(errors) > 100
+    for path, status, response in errors:
+        assert list(response.get("content", {})) in ([], ["application/problem+json"]), (
+            path, status, response)
+
+
+async def test_too_far_in_the_future_says_the_limit(serve: ApiFactory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    api = await serve(max_future_skew_seconds=120)
+    at = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    resp = await api.client(INGEST).post("/v1/completions", json=completion("f1", 1, 1, at))
+    detail = assert_problem(resp, 422, "validation_error")["detail"]
+    assert "120 s" in detail and "LAURELS_MAX_FUTURE_SKEW_SECONDS" in detail

@@ -119,3 +119,29 @@ async def test_paging_an_archived_season(serve: ApiFactory) -> None:
     want = [(r, s.user_id, s.score) for r, s in rank_all(
         [Standing(u, p) for u, p in scores.items()], "shared")]
     assert got == want and pages == 7
+
+
+async def test_a_pages_etag_changes_only_with_the_page(serve: ApiFactory) -> None:
+    """Two processes on one deployment (each with its own page cache, as
+    after a refill) answer the same page, `next` cursor included, with the
+    same body and ETag; a matching `If-None-Match` gets 304 from either.
+    A random nonce in the cursor once made a new ETag at every refill."""
+    one = await serve(close_seasons=False)
+    two = await serve(close_seasons=False)
+    c = one.client(INGEST)
+    items = [completion(f"e{u}", u, u, "2026-11-03T10:00:00Z") for u in range(1, 8)]
+    assert (await c.post("/v1/completions/batch", json={"completions": items})).status_code == 200
+    path = "/v1/leaderboards/2026-W45"
+    first = await one.get(path, params={"limit": 3})
+    again = await two.get(path, params={"limit": 3})
+    assert first.json()["next"] == again.json()["next"] is not None
+    assert first.headers["etag"] == again.headers["etag"]
+    later = {"limit": 3, "after": first.json()["next"]}
+    page2 = await one.get(path, params=later)
+    page2_again = await two.get(path, params=later)
+    assert page2.json()["entries"] and page2.headers["etag"] == page2_again.headers["etag"]
+    for api, resp in ((two, first), (one, page2)):
+        params = {"limit": 3} if resp is first else later
+        cached = await api.get(path, params=params,
+                               headers={"If-None-Match": resp.headers["etag"]})
+        assert cached.status_code == 304

@@ -17,6 +17,8 @@ import pytest
 from tests.api.conftest import BASE_URL, Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
 
+pytestmark = pytest.mark.once
+
 UUID = "12345678-1234-5678-1234-567812345678"
 BAD_UUIDS = [f"urn:uuid:{UUID}", f"{{{UUID}}}", UUID.replace("-", ""), f"{UUID}%20",
              UUID[:-1] + "%EF%BC%98",  # a fullwidth 8, which uuid.UUID reads as 8

@@ -13,6 +13,8 @@ import pytest
 from tests.api.conftest import ApiFactory
 from tests.helpers import INGEST, USER_SECRET, assert_problem, completion, token_for
 
+pytestmark = pytest.mark.once
+
 FUTURE = 10**10
 CASES = [  # (claims, secret, words of the detail)
     ({"sub": "42", "exp": 1}, USER_SECRET, "expired"),

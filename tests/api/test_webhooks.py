@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from laurels.seasons import season_of
+from laurels.webhooks import signature
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post
@@ -27,11 +28,31 @@ ITEMS = [("h1", 1, 10, "2025-12-01T10:00:00Z"), ("h2", 2, 12, "2025-12-01T11:00:
 
 
 def verify(secret: str, header: str, body: bytes, tolerance: float = 300) -> bool:
-    """What a receiver does (docs/webhooks.md)."""
-    parts = dict(p.split("=", 1) for p in header.split(","))
-    t = int(parts["t"])
+    """What a receiver does (docs/webhooks.md): genuine when any v1 matches."""
+    pairs = [p.split("=", 1) for p in header.split(",")]
+    t = int(next(v for k, v in pairs if k == "t"))
     want = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
-    return abs(time.time() - t) <= tolerance and hmac.compare_digest(want, parts["v1"])
+    return abs(time.time() - t) <= tolerance and any(
+        hmac.compare_digest(want, v) for k, v in pairs if k == "v1")
+
+
+def test_a_rotating_secret_signs_with_both_values() -> None:
+    """While LAURELS_WEBHOOK_SECRET is `new,old` (or `old,new`), a receiver
+    that knows either value verifies the request; `new` alone: only new."""
+    body, now = b'{"id": "x"}', int(time.time())
+    for value in ("new-secret,old-secret", "old-secret,new-secret"):
+        header = signature(value, now, body)
+        assert header.count("v1=") == 2 and header.startswith(f"t={now},")
+        assert verify("new-secret", header, body) and verify("old-secret", header, body)
+        assert not verify("other", header, body)
+        # a receiver that keeps one v1 (the last) reads the current value's
+        last = dict(p.split("=", 1) for p in header.split(","))["v1"]
+        current = value.split(",")[0]
+        assert last == hmac.new(current.encode(), f"{now}.".encode() + body,
+                                hashlib.sha256).hexdigest()
+    header = signature("new-secret", now, body)
+    assert header.count("v1=") == 1
+    assert verify("new-secret", header, body) and not verify("old-secret", header, body)
 
 
 class Receiver:
@@ -143,7 +164,8 @@ async def test_every_event_arrives_signed_after_failures(
     events = {e["type"]: e for e in receiver.received.values()}
     assert events["user.erased"]["data"] == {"user_id": 2}
     assert events["completion.voided"]["data"]["completion_id"] == "h1"
-    assert events["season.finalized"]["data"] == {"season": "2025-W49", "period": "week"}
+    assert events["season.finalized"]["data"] == {"season": "2025-W49", "period": "week",
+                                                    "board": "global"}
     final = [e for e in receiver.received.values() if e["type"] == "notification.created"]
     assert {e["data"]["user_id"] for e in final} == {1}  # erased 2 got none sent
     assert set(final[0]["data"]) == {"id", "user_id", "kind", "season", "data", "created_at",
@@ -247,7 +269,8 @@ async def test_a_refreshed_notification_is_sent_once_per_window_with_its_latest_
         api = await serve(webhook_url=receiver.url, webhook_coalesce_seconds=2)
         rt = api.runtime
         c = api.client(INGEST)
-        await rt.rebuilder.run(season_of(datetime.now(UTC)).name)  # live: rank events
+        # live: rank events
+        await rt.rebuilder.run(season_of(datetime.now(UTC), "week", zone="UTC").name)
         for uid, points in ((1, 5), (2, 6), (3, 7), (4, 8), (5, 9)):
             resp = await c.post("/v1/completions", json={
                 "completion_id": f"o{uid}", "user_id": uid, "points": points})
@@ -286,7 +309,7 @@ async def test_league_notifications_reach_the_platform(serve: ApiFactory) -> Non
                           webhook_events=("notification.league_zone",
                                           "notification.league_result"))
         week = "2026-W40"
-        start = season_of(datetime(2026, 10, 1, tzinfo=UTC)).starts_at
+        start = season_of(datetime(2026, 10, 1, tzinfo=UTC), "week", zone="UTC").starts_at
         await post(api.client(INGEST), [(f"lz{u}", u, u, start.replace(hour=u).isoformat())
                                         for u in range(1, 6)])
         rt = api.runtime

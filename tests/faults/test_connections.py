@@ -25,7 +25,9 @@ import aiohttp
 import httpx
 import pytest
 
-from tests.helpers import INGEST
+from tests.helpers import ADMIN_AUTH, INGEST
+
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 HEADER_TIMEOUT = 2.0
 IDLE = 4_200
@@ -84,7 +86,7 @@ def test_idle_and_half_sent_connections_are_closed(serve: Any, head: bytes) -> N
     closed, seconds = asyncio.run(run())
     assert closed == IDLE, f"{IDLE - closed} connections still open after {seconds:.1f} s"
     served(server.url, f"after-{len(head)}")
-    metrics = httpx.get(f"{server.url}/metrics").text
+    metrics = httpx.get(f"{server.url}/metrics", headers=ADMIN_AUTH).text
     assert 'laurels_connections_closed_total{reason="header_timeout"}' in metrics
 
 
@@ -108,7 +110,7 @@ def test_the_cap_refuses_only_the_excess(serve: Any) -> None:
                     writer.close()
 
         asyncio.run(run())
-    metrics = httpx.get(f"{server.url}/metrics").text
+    metrics = httpx.get(f"{server.url}/metrics", headers=ADMIN_AUTH).text
     assert 'laurels_connections_closed_total{reason="over_limit"}' in metrics
 
 

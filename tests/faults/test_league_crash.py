@@ -16,6 +16,8 @@ import pytest
 from laurels.seasons import season_of
 from tests.helpers import INGEST, server_env, start_server, token_for, wait_until
 
+pytestmark = pytest.mark.slow
+
 LEAGUES = {"LAURELS_LEAGUE_TIERS": "bronze,silver,gold", "LAURELS_LEAGUE_SIZE": "5",
            "LAURELS_LEAGUE_PROMOTE": "2", "LAURELS_LEAGUE_DEMOTE": "1",
            "LAURELS_CLOSE_SEASONS": "false"}
@@ -59,7 +61,7 @@ def test_a_decision_killed_midway_decides_once_after_a_restart(
     """Last week's leagues are due: the first process dies inside the
     decision (its transaction rolls back); the next decides them, once, with
     a result and a notification per member."""
-    last_week = season_of(datetime.now(UTC) - timedelta(days=7))
+    last_week = season_of(datetime.now(UTC) - timedelta(days=7), "week", zone="UTC")
     at = (last_week.starts_at + timedelta(hours=3)).isoformat()
     env = server_env(database_url, redis_url, key_prefix, tmp_path / "d", **LEAGUES)
     crashing = start_server({**env, "LAURELS_FAILPOINTS": "league_deciding"},

@@ -24,7 +24,7 @@ from laurels.seasons import season_of
 from tests.faults.test_league_crash import post, rows
 from tests.helpers import Server, server_env, start_server, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 LEARNERS = 10_000
 BATCH = 1_000
@@ -41,7 +41,8 @@ def serve_three(env: dict[str, str], logs: Path, name: str) -> list[Server]:
 
 def test_ten_thousand_joins_and_a_decision_from_three_processes(
         tmp_path: Path, database_url: str, redis_url: str, key_prefix: str) -> None:
-    week = season_of(datetime.now(UTC) - timedelta(days=7))  # last week: due once graced
+    # last week: due once graced
+    week = season_of(datetime.now(UTC) - timedelta(days=7), "week", zone="UTC")
     start = week.starts_at + timedelta(seconds=30)  # all in the first minute
     env = server_env(database_url, redis_url, key_prefix, tmp_path / "d", **LEAGUES)
     # 1. Joins, with the decision held off (a grace far beyond the test).

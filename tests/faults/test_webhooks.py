@@ -21,6 +21,8 @@ import pytest
 
 from tests.helpers import ADMIN, INGEST, completion, free_port, wait_until
 
+pytestmark = pytest.mark.slow
+
 SECRET = "fault-webhook-secret"
 EVENTS = 30  # voids and restores
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Delta, Profile
+from laurels.errors import StoreUnavailable
 from laurels.keys import Keys, chunk_of
 from laurels.projector import boards_of
 from laurels.ranking import Standing, rank_all
@@ -20,7 +21,7 @@ from laurels.runtime import Runtime, redis_client
 from laurels.seasons import PERIODS, parse_season, season_of
 
 SEASON = "2026-W49"
-START = parse_season(SEASON).starts_at
+START = parse_season(SEASON, zone="UTC").starts_at
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)
 
@@ -33,7 +34,8 @@ def ev(uid: int, points: int, minutes: int = 0, profile: Profile = PUBLIC,
 
 async def fresh_board(rt: Runtime, policy: str) -> Board:
     """A board of the given policy whose season exists (empty) in Redis."""
-    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy,  # type: ignore[arg-type]
+                  zone="UTC")
     await Rebuilder(rt.db, board).run(SEASON)
     return board
 
@@ -80,7 +82,7 @@ async def test_stale_versions_write_nothing(rt: Runtime) -> None:
 
 
 async def test_missing_board_is_never_written(rt: Runtime) -> None:
-    board = Board(rt.redis, rt.keys, "shared")
+    board = Board(rt.redis, rt.keys, "shared", zone="UTC")
     assert await board.apply([ev(1, 1)]) == ["missing"]
     assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []
 
@@ -172,9 +174,11 @@ async def test_board_independent_of_arrival_order(rt: Runtime, data: st.DataObje
 
 async def test_redis_connection_error_surfaces(rt: Runtime) -> None:
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    board = Board(dead, rt.keys, "shared")
-    with pytest.raises(RedisConnectionError):
+    board = Board(dead, rt.keys, "shared", zone="UTC")
+    with pytest.raises(StoreUnavailable) as raised:
         await board.top(SEASON, 10)
+    assert raised.value.store == "redis"
+    assert isinstance(raised.value.__cause__, RedisConnectionError)
     await dead.aclose()
 
 
@@ -197,19 +201,21 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
     raw = data.draw(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 4),
                                        st.integers(0, len(INSTANTS) - 1)),
                              min_size=1, max_size=15))
-    evs = [Delta(next(_seq), uid, pts, INSTANTS[k], season_of(INSTANTS[k]).name, PUBLIC)
+    evs = [Delta(next(_seq), uid, pts, INSTANTS[k],
+                 season_of(INSTANTS[k], "week", zone="UTC").name, PUBLIC)
            for uid, pts, k in raw]
-    boards = boards_of(evs, PERIODS)
+    boards = boards_of(evs, PERIODS, "UTC")
     order = data.draw(st.permutations(range(len(boards))))
     dup = data.draw(st.lists(st.sampled_from(range(len(boards))), max_size=5))
-    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy)  # type: ignore[arg-type]
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy,  # type: ignore[arg-type]
+                  zone="UTC")
     seasons = sorted({b.season for b in boards})
     for name in seasons:
         await Rebuilder(rt.db, board).run(name)  # empty: nothing in PostgreSQL
     assert set(await board.apply([boards[i] for i in order] + [boards[i] for i in dup])) <= {
         "applied", "duplicate"}
     for name in seasons:
-        season = parse_season(name)
+        season = parse_season(name, zone="UTC")
         standings: dict[int, Standing] = {}
         for e in evs:
             if season.contains(e.completed_at):

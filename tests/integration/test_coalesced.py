@@ -17,11 +17,11 @@ NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 async def test_reads_at_once_answer_as_reads_alone(rt: Runtime) -> None:
     svc = rt.derive(clock=lambda: NOW)
-    start = parse_season(W49).starts_at
+    start = parse_season(W49, zone="UTC").starts_at
     await svc.ingestor.record([
         {"completion_id": f"c{u}", "user_id": u, "points": 1 + u % 13,
          "completed_at": (start + timedelta(minutes=u)).isoformat()} for u in range(1, 200)])
-    season = parse_season(W49)
+    season = parse_season(W49, zone="UTC")
     alone = [await svc.board.around(season, u, 3) for u in range(1, 60)]
     top_alone = await svc.board.top(season, 20)
     for _ in range(2):  # and once more after Redis lost its scripts

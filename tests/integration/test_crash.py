@@ -29,6 +29,8 @@ from tests.helpers import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 SEASON = "2026-W48"
 
 

@@ -23,7 +23,7 @@ WEEKS = ["2026-W45", "2026-W46", "2026-W47", "2026-W48", "2026-W49"]
 
 
 def item(cid: str, uid: int, points: int, week: str, hours: int = 1) -> dict[str, Any]:
-    at = parse_season(week).starts_at + timedelta(hours=hours)
+    at = parse_season(week, zone="UTC").starts_at + timedelta(hours=hours)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -42,7 +42,7 @@ async def history(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Service
 
 
 async def scores(svc: Services, season: str) -> dict[int, int]:
-    body = await svc.reads.top(parse_season(season), 100)
+    body = await svc.reads.top(parse_season(season, zone="UTC"), 100)
     return {e["user_id"]: e["score"] for e in body["entries"]}
 
 
@@ -63,7 +63,7 @@ async def test_the_all_time_board_is_rebuilt_from_the_archive(rt: Runtime) -> No
     svc = await history(rt)
     found = await history_of(svc.db, svc.settings.periods, "all")
     assert found is not None and found.parts == WEEKS[:3]
-    assert found.cutoff == parse_season("2026-W48").starts_at
+    assert found.cutoff == parse_season("2026-W48", zone="UTC").starts_at
     result = await svc.rebuilder.run("all")
     assert await parts_of(svc) == set(WEEKS[:3])
     assert result.events == 3 * 2 + 3 * 3  # the open weeks' completions, the closed standings

@@ -112,7 +112,7 @@ async def test_concurrent_duplicate_posts_count_once(rt: Runtime) -> None:
 
 async def test_projector_applies_rows_left_by_a_crash(rt: Runtime) -> None:
     """A process that died between commit and apply leaves only outbox rows."""
-    async with rt.db.transaction() as conn:
+    async with rt.db.connection() as conn, conn.transaction():
         for i, uid in enumerate([10, 11, 10]):
             cur = await conn.execute(
                 "INSERT INTO completions (completion_id, user_id, points, completed_at,"
@@ -136,7 +136,7 @@ async def test_projector_runs_until_stopped(rt: Runtime) -> None:
     rt.projector.min_age_seconds = 0
     stop = asyncio.Event()
     task = asyncio.create_task(rt.projector.run(stop))
-    async with rt.db.transaction() as conn:
+    async with rt.db.connection() as conn, conn.transaction():
         cur = await conn.execute(
             "INSERT INTO completions (completion_id, user_id, points, completed_at,"
             " received_at, season) VALUES ('loop', 3, 2, %s, %s, '2026-W49') RETURNING seq",

@@ -30,7 +30,7 @@ LATE_W47 = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W47 still in its grace
 
 
 def item(cid: str, uid: int, points: int, season: str = W49, hour: int = 1) -> dict[str, Any]:
-    at = parse_season(season).starts_at + timedelta(hours=hour)
+    at = parse_season(season, zone="UTC").starts_at + timedelta(hours=hour)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -40,7 +40,7 @@ def services(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Services:
 
 
 async def top(svc: Services, season: str) -> list[tuple[int | None, str, int]]:
-    body = await svc.reads.top(parse_season(season), 100)
+    body = await svc.reads.top(parse_season(season, zone="UTC"), 100)
     return [(e["user_id"], e["display_name"], e["score"]) for e in body["entries"]]
 
 
@@ -116,7 +116,7 @@ async def test_finalize_racing_hidden_keeps_the_archive_private(rt: Runtime) -> 
     assert await finalize
     await hide
     assert await top(svc, W47) == [(1, "Learner 1", 5)]
-    me = await svc.reads.around(parse_season(W47), 2, 1)
+    me = await svc.reads.around(parse_season(W47, zone="UTC"), 2, 1)
     assert me["user"]["rank"] == 1 and me["user"]["visibility"] == "hidden"
     await check_all(svc, [W47])
 
@@ -155,7 +155,7 @@ async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None
     assert hints, "the change was hinted"
     assert all(h.get("user_id") is None for h in hints), hints
     assert await top(svc, W49) == []
-    me = await svc.reads.around(parse_season(W49), 2, 0)
+    me = await svc.reads.around(parse_season(W49, zone="UTC"), 2, 0)
     assert me["user"]["visibility"] == "hidden" and me["user"]["score"] == 7
     await check_all(svc, [W49])
 
@@ -406,7 +406,7 @@ async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
     the season, and its rebuild does not carry them (the all-time board,
     which has no start, carries every one)."""
     svc = services(rt, periods=("week", "all"), max_future_skew_seconds=300)
-    since = parse_season(W49).starts_at - timedelta(days=1, seconds=300)
+    since = parse_season(W49, zone="UTC").starts_at - timedelta(days=1, seconds=300)
     erased_at = {5: since - timedelta(minutes=1), 6: since + timedelta(minutes=1), 7: NOW}
     for uid, at in erased_at.items():
         await svc.learners.erase(uid)
@@ -566,13 +566,13 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
     assert await svc.lifecycle.finalize(W47)
     await lose_board(svc, W47)  # its keys expired: read from the archive
     with failpoints.hold("archive_around_placed") as held:
-        read = asyncio.create_task(svc.reads.around(parse_season(W47), 3, 1))
+        read = asyncio.create_task(svc.reads.around(parse_season(W47, zone="UTC"), 3, 1))
         await held.reached()  # learner 3 is third
         await svc.learners.update(1, ProfileIn(visibility="hidden"))  # now second
     me = await read
     assert me["user"]["rank"] == 3
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
-    me = await svc.reads.around(parse_season(W47), 3, 1)
+    me = await svc.reads.around(parse_season(W47, zone="UTC"), 3, 1)
     assert me["user"]["rank"] == 2
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
 
@@ -582,7 +582,7 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
 
 def at(cid: str, uid: int, points: int, minutes: int) -> dict[str, Any]:
     """A completion `minutes` into W49."""
-    when = parse_season(W49).starts_at + timedelta(minutes=minutes)
+    when = parse_season(W49, zone="UTC").starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": when.isoformat()}
 
@@ -634,8 +634,8 @@ async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str, race
     assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
     [(uid, score, tie)] = [(s.user_id, s.score, s.last_ts)
                            for s in await svc.board.standings_of(W49, [1])]
-    assert (uid, score, tie) == (1, 8, parse_season(W49).offset_us(
-        parse_season(W49).starts_at + timedelta(minutes=150)))
+    assert (uid, score, tie) == (1, 8, parse_season(W49, zone="UTC").offset_us(
+        parse_season(W49, zone="UTC").starts_at + timedelta(minutes=150)))
     await consistent(svc, W49)
     await svc.rebuilder.run(W49)  # a rebuild ranks them the same
     assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
@@ -651,7 +651,8 @@ async def test_verify_sees_a_stale_tie_time(rt: Runtime) -> None:
     vk = sk.version(await svc.redis.get(sk.current))
     uid = pad_uid(1)
     version, vis, ts, name = (await svc.redis.hget(vk.users, uid)).split("\t")
-    stale = parse_season(W49).pad_ts(parse_season(W49).starts_at + timedelta(minutes=60))
+    w49 = parse_season(W49, zone="UTC")
+    stale = w49.pad_ts(w49.starts_at + timedelta(minutes=60))
     score = await svc.redis.zscore(vk.public, ts + uid)
     await svc.redis.zrem(vk.public, ts + uid)  # the drift a stale void once left
     await svc.redis.zadd(vk.public, {stale + uid: score})

@@ -8,7 +8,9 @@ run against the real domain objects (PostgreSQL + Redis) and against a small
 model of the contract's rules (docs/contract.md: Domain, Ranking, Writes, Reads,
 notifications). After every step the public board, every learner's
 neighbourhood, verify and every learner's notifications are compared with the
-model. Both tie policies are exercised.
+model, and the enumerated invariants hold (tests/invariants.py: no table of
+the catalogue nor key of the prefix names an erased learner; no public read
+shows a hidden, suspended or erased one). Both tie policies are exercised.
 
 The model implements the ranking rules itself (it does not use
 laurels.ranking); `test_model_ranking_by_hand` checks it on hand-worked cases.
@@ -41,18 +43,17 @@ from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
+from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
+
+pytestmark = pytest.mark.slow
 
 SEASON = "2026-W47"
-START = parse_season(SEASON).starts_at
+START = parse_season(SEASON, zone="UTC").starts_at
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)  # W47 still takes late completions (grace)
 POOL = [3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]  # 12: crosses the top 10
 NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
 VISIBILITIES = ["public", "anonymous", "hidden"]
 MINUTES = [0, 1, 2, 720, 10079]  # few distinct instants: ties on the latest completion
-TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, "
-          "seasons, season_standings, "
-          "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
-          "league_fill, league_results, league_tiers")
 TIERS = ("bronze", "silver", "gold")
 LEAGUES: dict[str, Any] = {"league_tiers": TIERS, "league_size": 3, "league_promote": (1,),
                            "league_demote": (1,)}
@@ -171,7 +172,7 @@ class Model:
                 i = order.index(u)
                 neighbors.append({**self.public_entry(u, self.rank(st_, order, i, st_[u][0]),
                                                       st_[u][0]), "self": False})
-        return {"season": SEASON,
+        return {"season": SEASON, "board": "global", "metric": "points",
                 "user": {"rank": rank, "user_id": uid, "display_name": self.name(uid),
                          "score": score, "visibility": vis},
                 "neighbors": neighbors}
@@ -340,6 +341,7 @@ class System:
         self.prefix = prefix
         svc = rt.derive(clock=lambda: NOW, tie_policy=policy, key_prefix=prefix,
                         keep_seasons=keep_seasons, **LEAGUES)
+        self.svc = svc
         self.leagues = svc.leagues
         self.settings = svc.settings
         self.board, self.lifecycle, self.rebuilder = svc.board, svc.lifecycle, svc.rebuilder
@@ -627,7 +629,7 @@ class Run:
 
     async def check(self, step: int) -> None:
         model, reads = self.model, self.sys.reads
-        season = parse_season(SEASON)
+        season = parse_season(SEASON, zone="UTC")
         limit = (100, 1, 3)[step % 3]
         body = await reads.top(season, limit)
         total, entries = model.top()
@@ -682,6 +684,9 @@ class Run:
             want_notes = sorted(json.dumps(model.shown(n), sort_keys=True)
                                 for n in model.notes.get(uid, []))
             assert got == want_notes, f"notifications of {uid}"
+        await check_erased_everywhere(self.sys.svc)
+        await check_hidden_nowhere(self.sys.svc, {
+            uid for uid in POOL if model.user(uid).erased or model.vis(uid) == "hidden"})
 
 
 class ModelMachine(RuleBasedStateMachine):
@@ -705,7 +710,7 @@ class ModelMachine(RuleBasedStateMachine):
     def start(self, keep_seasons: int) -> None:
         async def go() -> Run:
             async with self.rt.db.connection() as conn:  # this test's database: empty
-                await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+                await reset_tables(conn)
                 await conn.execute(
                     "INSERT INTO league_tiers (user_id, tier, season)"
                     " SELECT unnest(%s::bigint[]), unnest(%s::smallint[]), %s",
@@ -850,7 +855,7 @@ async def test_top10_rank_is_the_board_rank(rt: Runtime) -> None:
     await system.ingestor.record([item("t1", 3, 5)])
     await system.ingestor.record([item("t2", 5, 5)])
     await system.consume()
-    board = await system.reads.top(parse_season(SEASON), 10)
+    board = await system.reads.top(parse_season(SEASON, zone="UTC"), 10)
     assert [(e["rank"], e["user_id"]) for e in board["entries"]] == [(1, 3), (1, 5)]
     assert await notes_of(rt, 5) == [{"kind": "top10", "data": {"rank": 1, "score": 5}}]
 

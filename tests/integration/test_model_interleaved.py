@@ -2,7 +2,8 @@
 
 A hypothesis state machine starts operations (ingest with its fast path,
 erasure, profile change, finalize, rebuild, void and restore, suspend and
-unsuspend, losing Redis) as tasks. An
+unsuspend, losing Redis, league placement, the zone pass and the decision,
+retention, webhook deliveries to a receiver on a loopback port) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
 (weekly leagues are on: placements and decisions are operations too; the
@@ -13,9 +14,14 @@ machine explores interleavings of split operations deterministically, and
 hypothesis shrinks a failing one to a short script of starts and releases.
 
 After every step it checks invariant 6 of the design (privacy) and the
-stores' bookkeeping (tests/invariants.py), that no public read shows a hidden
-or erased learner, and that no hint names one. When everything has settled,
-verify must find every board consistent with PostgreSQL. Both tie policies.
+stores' bookkeeping (tests/invariants.py); the erasure invariant (no table
+of the catalogue, no key under the prefix names a learner whose erasure has
+committed, or returned, for Redis); the visibility invariant (no public read
+of any board, group, friends board, cohort, notification or pending webhook
+shows a hidden, suspended or erased learner); that no hint names one, and
+that no webhook the receiver got after an erasure names its learner. When
+everything has settled, verify must find every board consistent with
+PostgreSQL. Both tie policies.
 """
 
 from __future__ import annotations
@@ -46,17 +52,36 @@ from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season, season_of
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
-from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
-from tests.invariants import HintTap, check_all, check_leagues
+from laurels.webhooks import store_settings
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    NO_EXPLAIN,
+    USER_SECRET,
+    WEBHOOK_SECRET,
+    Receiver,
+    model_examples,
+    receiving,
+)
+from tests.invariants import (
+    HintTap,
+    check_all,
+    check_erased_everywhere,
+    check_hidden_nowhere,
+    check_leagues,
+    json_ids,
+    reset_tables,
+)
+
+pytestmark = pytest.mark.slow
 
 SEASONS = ["2026-W47", "2026-W48"]
 BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
-TABLES = ("completions, completion_ids, completion_ids_sealing, completion_seal, outbox, users, "
-          "seasons, season_standings, "
-          "notifications, erasures, rebuilds, league_weeks, league_joins, league_members, "
-          "league_fill, league_results, league_tiers")
+# Retention as if two months had passed: November (both weeks) is dropped
+# once its seasons are finalized and its league weeks decided.
+RETIRE_AT = NOW + timedelta(days=60)
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver"), "league_size": 3,
                            "league_promote": (1,), "league_demote": (1,)}
 # Learners 3 and 4 were promoted the week before: silver cohorts, whose last
@@ -66,13 +91,15 @@ SILVER_BEFORE = {3: 1, 4: 1}
 POINTS = {  # where each operation can be held (None: run it through)
     "ingest": [None, "ingest_after_commit", "fast_missing"],
     "profile": [None, "profile_committed"],
-    "erase": [None, "erase_locked", "erase_committed"],
+    "erase": [None, "erase_locked", "erase_deleted", "erase_committed"],
     "finalize": [None, "finalize_before_commit"],
     "rebuild": [None, "rebuild_snapshot_taken", "rebuild_before_switch"],
     "correct": [None, "correction_locked", "correction_committed"],
     "suspend": [None, "profile_committed"],
     "place": [None, "league_placing"],
     "decide": [None, "league_deciding"],
+    "zones": [None, "league_zoning"],
+    "deliver": [None, "webhook_claimed", "webhook_locked"],
 }
 # What an operation may legitimately answer in some interleaving.
 EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
@@ -106,7 +133,7 @@ class InterleavingMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
+        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET, WEBHOOK_SECRET),
                           self.cfg.database_url or "", self.cfg.redis_url or "")
         self.loop.run_until_complete(self.rt.open(run_migrations=False))
         self.svc: Services | None = None
@@ -116,6 +143,11 @@ class InterleavingMachine(RuleBasedStateMachine):
         self.cids = itertools.count(1)
         self.bodies: dict[str, dict[str, Any]] = {}  # what each ingest sent
         self.private: set[int] = set()  # hidden or erased, as of the last check
+        self.erased_before: set[int] = set()  # erased and settled, as of the last check
+        self.receiver: Receiver | None = None
+        self._receiving: Any = None
+        self.http: Any = None  # the webhooks' HTTP client
+        self.heard = 0  # webhook events checked so far
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
@@ -124,15 +156,23 @@ class InterleavingMachine(RuleBasedStateMachine):
     def start(self) -> None:
         async def go() -> None:
             async with self.rt.db.connection() as conn:  # this test's database: empty
-                await conn.execute(f"TRUNCATE {TABLES} CASCADE")
+                await reset_tables(conn)
                 await conn.execute(
                     "INSERT INTO league_tiers (user_id, tier, season)"
                     " SELECT unnest(%s::bigint[]), unnest(%s::smallint[]), '2026-W46'",
                     (list(SILVER_BEFORE), list(SILVER_BEFORE.values())))
             prefix = f"{self.rt.keys.prefix}i{next(_example)}"
+            self._receiving = receiving()
+            self.receiver = await self._receiving.__aenter__()
+            self.http = None
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
-                                      key_prefix=prefix, periods=("week", "all"), **LEAGUES)
+                                      key_prefix=prefix, periods=("week", "all"),
+                                      webhook_url=self.receiver.url,
+                                      retain_completions_days=30, **LEAGUES)
             await self.svc.leagues.store_settings()
+            await store_settings(self.svc.db, self.svc.settings)
+            assert self.svc.webhooks is not None
+            self.http = self.svc.webhooks.client()
             self.tap = HintTap(self.svc, BOARDS)
             await self.tap.__aenter__()
 
@@ -214,7 +254,7 @@ class InterleavingMachine(RuleBasedStateMachine):
           point=st.sampled_from(POINTS["ingest"]))
     def ingest(self, uid: int, points: int, season: str, point: str | None) -> None:
         assert self.svc is not None
-        at = parse_season(season).starts_at + timedelta(hours=uid)
+        at = parse_season(season, zone="UTC").starts_at + timedelta(hours=uid)
         body = {"completion_id": f"c{next(self.cids)}", "user_id": uid, "points": points,
                 "completed_at": at.isoformat()}
         if self.run(self._launch("ingest", uid, point, self.svc.ingestor.record([body]))):
@@ -234,9 +274,10 @@ class InterleavingMachine(RuleBasedStateMachine):
         body = dict(sent[i % len(sent)])
         if moved:
             at = datetime.fromisoformat(body["completed_at"])
-            other = SEASONS[1] if season_of(at, "week").name == SEASONS[0] else SEASONS[0]
-            body["completed_at"] = (parse_season(other).starts_at
-                                    + (at - season_of(at, "week").starts_at)).isoformat()
+            mine = season_of(at, "week", zone="UTC")
+            other = SEASONS[1] if mine.name == SEASONS[0] else SEASONS[0]
+            body["completed_at"] = (parse_season(other, zone="UTC").starts_at
+                                    + (at - mine.starts_at)).isoformat()
         self.run(self._launch("replay", body["user_id"], point,
                               self.svc.ingestor.record([body])))
 
@@ -295,6 +336,26 @@ class InterleavingMachine(RuleBasedStateMachine):
         assert self.svc is not None
         self.run(self._launch("decide", None, point, self.svc.leagues.decide(season)))
 
+    @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["zones"]))
+    def zones(self, season: str, point: str | None) -> None:
+        assert self.svc is not None
+        self.run(self._launch("zones", None, point, self.svc.leagues.zones(season)))
+
+    @rule()
+    def retire(self) -> None:
+        """Retention's pass, two months on: November's completions go once
+        both weeks are finalized and decided (every board stays as it was)."""
+        assert self.svc is not None
+        self.run(self._launch("retire", None, None,
+                              self.svc.partitions.retire(RETIRE_AT, 30)))
+
+    @rule(point=st.sampled_from(POINTS["deliver"]))
+    def deliver(self, point: str | None) -> None:
+        """One batch of due webhook deliveries, to the receiver."""
+        assert self.svc is not None and self.svc.webhooks is not None and self.http
+        self.run(self._launch("deliver", None, point,
+                              self.svc.webhooks.deliver_due(self.http)))
+
     @rule(season=st.sampled_from(BOARDS))
     def lose_board(self, season: str) -> None:
         """Redis forgets a season's board (a flush, a failover)."""
@@ -340,6 +401,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         private = (hidden | erased) - busy  # settled: no operation on them in flight
         await check_all(svc, BOARDS, in_flight=busy)
         await check_leagues(svc, erased)
+        await check_erased_everywhere(svc, erased, in_flight=busy)
         await self._check_ids()
         # A hint of this step may name a learner who was public when it was
         # sent; none may name one who was private before the step and still is.
@@ -347,24 +409,18 @@ class InterleavingMachine(RuleBasedStateMachine):
             uid = hint.get("user_id")
             assert uid not in private or uid not in self.private, f"a hint named {hint}"
         self.private = private
-        for season in BOARDS:
-            try:
-                body = await svc.reads.top(parse_season(season), 100)
-            except DomainError as exc:  # a held rebuild keeps the board away meanwhile
-                assert exc.code == "rebuilding"
-                continue
-            shown = {e["user_id"] for e in body["entries"]} - {None}
-            assert not shown & private, f"{season}: public board shows {shown & private}"
-            for uid in USERS:
-                if uid in erased:
-                    continue
-                try:
-                    me = await svc.reads.around(parse_season(season), uid, 3)
-                except DomainError as exc:
-                    assert exc.code in ("not_ranked", "rebuilding")
-                    continue
-                others = {n["user_id"] for n in me["neighbors"] if not n["self"]} - {None}
-                assert not others & private, f"{season}: neighbours show {others & private}"
+        # No webhook that arrived during this step names a learner whose
+        # erasure had returned before it (their own `user.erased` aside).
+        assert self.receiver is not None
+        for event in self.receiver.events[self.heard:]:
+            if event["type"] != "user.erased":
+                named = json_ids(event["data"])
+                assert not named & self.erased_before, f"a webhook named {event}"
+        self.heard = len(self.receiver.events)
+        self.erased_before = erased - busy
+        # Every public read, enumerated (boards of every period, neighbours,
+        # groups, friends, cohorts, notifications, pending webhooks).
+        await check_hidden_nowhere(svc, private)
 
     async def _check_ids(self) -> None:
         """Each completion recorded once, its id in exactly one partition of
@@ -398,37 +454,49 @@ class InterleavingMachine(RuleBasedStateMachine):
 
         self.run(go())
 
+    async def _settle_all(self) -> None:
+        """Release everything held, wait for every operation, check once more,
+        and verify every board against PostgreSQL."""
+        assert self.svc is not None
+        for op in list(self.ops):
+            op.hold.close()
+        results = await asyncio.wait_for(
+            asyncio.gather(*(op.task for op in self.ops), return_exceptions=True), 60)
+        for r in results:
+            if isinstance(r, BaseException) and not expected(r):
+                raise r
+        self.ops.clear()
+        await self._check()
+        await self.svc.projector.drain(min_age_seconds=0)
+        for season in BOARDS:
+            result = await self.svc.verifier.verify(season)
+            assert result.consistent, (season, result.body())
+
+    async def _close(self) -> None:
+        if self.tap is not None:
+            await self.tap.__aexit__()
+        if self.http is not None:
+            await self.http.close()
+        if self._receiving is not None:
+            await self._receiving.__aexit__(None, None, None)
+        if self.svc is not None:
+            await self.svc.rebuilder.cancel_all()
+            keys = [k async for k in self.rt.redis.scan_iter(
+                match=f"{self.svc.keys.prefix}:*", count=1000)]
+            if keys:
+                await self.rt.redis.unlink(*keys)
+        await self.rt.close()
+
     def teardown(self) -> None:
         async def finish() -> None:
             try:
                 if self.svc is not None:
-                    for op in list(self.ops):
-                        op.hold.close()
-                    results = await asyncio.wait_for(
-                        asyncio.gather(*(op.task for op in self.ops), return_exceptions=True),
-                        60)
-                    for r in results:
-                        if isinstance(r, BaseException) and not expected(r):
-                            raise r
-                    self.ops.clear()
-                    await self._check()
-                    await self.svc.projector.drain(min_age_seconds=0)
-                    for season in BOARDS:
-                        result = await self.svc.verifier.verify(season)
-                        assert result.consistent, (season, result.body())
+                    await self._settle_all()
             except BaseException:
                 note("\n".join(self.log))
                 raise
             finally:
-                if self.tap is not None:
-                    await self.tap.__aexit__()
-                if self.svc is not None:
-                    await self.svc.rebuilder.cancel_all()
-                    keys = [k async for k in self.rt.redis.scan_iter(
-                        match=f"{self.svc.keys.prefix}:*", count=1000)]
-                    if keys:
-                        await self.rt.redis.unlink(*keys)
-                await self.rt.close()
+                await self._close()
 
         try:
             self.run(finish())

@@ -15,10 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
-import orjson
 import pytest
-from aiohttp import web
 
 from laurels import failpoints
 from laurels.runtime import Runtime, Services
@@ -26,7 +23,15 @@ from laurels.seasons import parse_season
 from laurels.settings import Secrets
 from laurels.validation import ProfileIn
 from laurels.webhooks import store_settings
-from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, free_port, make_settings
+from tests.helpers import (
+    ADMIN,
+    INGEST,
+    USER_SECRET,
+    WEBHOOK_SECRET,
+    Receiver,
+    make_settings,
+    receiving,
+)
 from tests.invariants import blocked_or_done
 
 W49 = "2026-W49"
@@ -35,37 +40,15 @@ SECRET_NAME = "Bob Secret"
 
 
 def item(cid: str, uid: int, points: int, hour: int = 1) -> dict[str, Any]:
-    at = parse_season(W49).starts_at + timedelta(hours=hour)
+    at = parse_season(W49, zone="UTC").starts_at + timedelta(hours=hour)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
 
-class Receiver:
-    """Takes every event (204) and keeps it, on a free loopback port."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/hooks"
-        self.events: list[dict[str, Any]] = []
-        self.raw: list[bytes] = []
-
-    async def handle(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        self.raw.append(body)
-        self.events.append(orjson.loads(body))
-        return web.Response(status=204)
-
-
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    app = web.Application()
-    app.router.add_post("/hooks", r.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", r.port).start()
-    yield r
-    await runner.cleanup()
+    async with receiving() as r:
+        yield r
 
 
 @pytest.fixture
@@ -101,7 +84,7 @@ async def overtaken_of(svc: Services, uid: int = 1) -> dict[str, Any]:
 
 async def deliver(rt: Runtime) -> None:
     assert rt.webhooks is not None
-    async with httpx.AsyncClient(trust_env=False) as http:
+    async with rt.webhooks.client() as http:
         while await rt.webhooks.deliver_due(http):
             pass
 

@@ -18,19 +18,20 @@ from redis.exceptions import RedisClusterException
 from laurels import failpoints
 from laurels.api import create_app
 from laurels.api.problems import outcome_status
+from laurels.errors import StoreUnavailable
 from laurels.notifications import utc
 from laurels.rebuild import lock_key
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.supervisor import Supervisor
-from tests.helpers import eventually
+from tests.helpers import ADMIN_AUTH, eventually
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 W49 = "2026-W49"
 
 
 def item(cid: str, uid: int, points: int, minutes: int = 60) -> dict[str, Any]:
-    at = parse_season(W49).starts_at + timedelta(minutes=minutes)
+    at = parse_season(W49, zone="UTC").starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -170,10 +171,10 @@ async def test_a_failed_start_releases_the_rebuild_lock(rt: Runtime, monkeypatch
     key = lock_key(rt.keys.prefix, rt.keys.policy, W49)
 
     async def no_record(_season: str, _audited: bool = False) -> str:
-        raise psycopg.OperationalError("pool timeout")
+        raise StoreUnavailable("postgresql", psycopg.OperationalError("pool timeout"))
 
     monkeypatch.setattr(rt.rebuilder, "start_record", no_record)
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises(StoreUnavailable):
         await rt.rebuilder.start(W49)
     assert await _lock_free(database_url, key)
 
@@ -230,7 +231,7 @@ async def test_season_final_counts_each_notification(rt: Runtime) -> None:
     from laurels.metrics import NOTIFICATIONS_WRITTEN
 
     svc = rt.derive(clock=lambda: datetime(2026, 11, 24, 12, tzinfo=UTC))
-    start = parse_season("2026-W47").starts_at
+    start = parse_season("2026-W47", zone="UTC").starts_at
     await svc.ingestor.record([{"completion_id": f"s{u}", "user_id": u, "points": u,
                                 "completed_at": (start + timedelta(hours=u)).isoformat()}
                                for u in (1, 2, 3)])
@@ -287,7 +288,7 @@ async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch
             return resp.status_code == 503 and "projector" in resp.json()["detail"]
 
         await eventually(down, what="/readyz to name the dead projector")
-        metrics = (await client.get("/metrics")).text
+        metrics = (await client.get("/metrics", headers=ADMIN_AUTH)).text
         assert 'laurels_loop_up{loop="projector"} 0.0' in metrics
         assert 'laurels_loop_restarts_total{loop="projector"}' in metrics
         assert "_created" not in metrics

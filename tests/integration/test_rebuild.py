@@ -15,7 +15,7 @@ from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 
 SEASON = "2026-W48"
-START = parse_season(SEASON).starts_at
+START = parse_season(SEASON, zone="UTC").starts_at
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W48 is still inside its grace
 
 
@@ -151,7 +151,7 @@ async def test_flushed_board_heals_itself(rt: Runtime) -> None:
     for key in await rt.redis.keys(f"{rt.keys.prefix}:*"):
         await rt.redis.delete(key)
     reads = rt.reads
-    body = await reads.top(parse_season(SEASON), 1000)
+    body = await reads.top(parse_season(SEASON, zone="UTC"), 1000)
     assert {e["user_id"]: e["score"] for e in body["entries"]} == expected
     # Applies after the loss land on the healed board, not on a partial one.
     await ingestor(rt).record(items("h2", 20, seed=9))
@@ -168,18 +168,18 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
         await conn.execute("SELECT pg_advisory_lock(%s)",
                            (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
         with pytest.raises(DomainError) as info:
-            await reads.top(parse_season(SEASON), 10)
+            await reads.top(parse_season(SEASON, zone="UTC"), 10)
         assert info.value.code == "rebuilding" and info.value.retry_after
         # An apply meanwhile refuses to write into the missing board.
         assert await rt.board.apply([]) == []
         await conn.execute("SELECT pg_advisory_unlock_all()")
-    body = await reads.top(parse_season(SEASON), 10)
+    body = await reads.top(parse_season(SEASON, zone="UTC"), 10)
     assert body["total"] == len(await pg_sums(rt))
 
 
 async def test_empty_season_reads_as_empty(rt: Runtime) -> None:
     reads = rt.reads
-    body = await reads.top(parse_season("2026-W30"), 10)
+    body = await reads.top(parse_season("2026-W30", zone="UTC"), 10)
     assert body["total"] == 0 and body["entries"] == []
     assert await rt.redis.keys(f"{rt.keys.prefix}:*") == []
 

@@ -18,7 +18,7 @@ OLD = ["2026-W40", "2026-W41", "2026-W42"]  # Sep 28 .. Oct 18: September and Oc
 
 
 def item(cid: str, uid: int, points: int, week: str, hours: int = 30) -> dict[str, Any]:
-    at = parse_season(week).starts_at + timedelta(hours=hours)
+    at = parse_season(week, zone="UTC").starts_at + timedelta(hours=hours)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -43,9 +43,10 @@ async def setup(rt: Runtime) -> Services:
 async def everything(svc: Services) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for season in [*OLD, "2026-09", "2026-10", "2026-W49", "all"]:
-        out[season] = (await svc.reads.top(parse_season(season), 100))["entries"]
+        out[season] = (await svc.reads.top(parse_season(season, zone="UTC"), 100))["entries"]
     out["notes"] = [(await svc.notifications.newest(u))["notifications"] for u in (1, 2, 3)]
-    out["league"] = [await svc.leagues.learner(u, parse_season("2026-W41")) for u in (1, 2, 3)]
+    w41 = parse_season("2026-W41", zone="UTC")
+    out["league"] = [await svc.leagues.learner(u, w41) for u in (1, 2, 3)]
     return out
 
 
@@ -59,9 +60,9 @@ async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime,
         staged, _ = await svc.partitions.seal()
         assert staged == 9 and await svc.partitions.seal() == (0, 9)
     before = await everything(svc)
-    dropped = await svc.partitions.retire(NOW, 30, leagues=True)
+    dropped = await svc.partitions.retire(NOW, 30)
     assert dropped == [date(2026, 9, 1), date(2026, 10, 1)]
-    assert await svc.partitions.retire(NOW, 30, leagues=True) == []  # once
+    assert await svc.partitions.retire(NOW, 30) == []  # once
     async with svc.db.connection() as conn:
         cur = await conn.execute("SELECT count(*) AS n FROM completions"
                                  " WHERE completed_at < '2026-11-01'")
@@ -75,12 +76,13 @@ async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime,
     # The all-time board and a retired week's, rebuilt: from their archives.
     for season in ("all", "2026-W41"):
         await svc.rebuilder.run(season)
-        assert (await svc.reads.top(parse_season(season), 100))["entries"] == before[season]
+        top = await svc.reads.top(parse_season(season, zone="UTC"), 100)
+        assert top["entries"] == before[season]
         assert (await svc.verifier.verify(season)).consistent
-    why, _ = await svc.reads.completions(parse_season("2026-W41"), 2, 50, None)
-    assert why == {"season": "2026-W41", "user_id": 2, "score": 3, "retired": True,
-                   "completions": [], "next": None}
-    why_all, _ = await svc.reads.completions(parse_season("all"), 2, 50, None)
+    why, _ = await svc.reads.completions(parse_season("2026-W41", zone="UTC"), 2, 50, None)
+    assert why == {"season": "2026-W41", "board": "global", "metric": "points", "user_id": 2,
+                   "score": 3, "retired": True, "completions": [], "next": None}
+    why_all, _ = await svc.reads.completions(parse_season("all", zone="UTC"), 2, 50, None)
     assert why_all["retired"] is True and why_all["score"] == 2 + 3 + 4 + 5
 
 
@@ -88,6 +90,6 @@ async def test_a_month_with_a_season_still_open_is_kept(rt: Runtime) -> None:
     svc = await setup(rt)
     # November holds W49's neighbour W48 (open): kept whatever its age.
     assert date(2026, 11, 1) not in await svc.partitions.retire(
-        NOW + timedelta(days=45), 30, leagues=True)
+        NOW + timedelta(days=45), 30)
     # Without a retention setting nothing is ever dropped.
-    assert await svc.partitions.retire(NOW + timedelta(days=400), None, leagues=True) == []
+    assert await svc.partitions.retire(NOW + timedelta(days=400), None) == []

@@ -226,8 +226,8 @@ async def test_migration_020_keeps_every_id_of_an_existing_database(
             before = await counts(conn)
             for step in PREPARED_LIVE if prepared else []:
                 await conn.execute(step)
-            assert await migrate(url) == ["020_open_and_sealed_ids.sql",
-                                          "021_id_filter_four_bits.sql"]
+            applied = await migrate(url)  # and the later ones
+            assert applied[:2] == ["020_open_and_sealed_ids.sql", "021_id_filter_four_bits.sql"]
             assert await counts(conn) == before == {"completions": MIGRATION_ROWS,
                                                      "ids": MIGRATION_ROWS}
             cur = await conn.execute("SELECT count(*) AS n FROM completion_ids_sealed")
@@ -236,7 +236,7 @@ async def test_migration_020_keeps_every_id_of_an_existing_database(
                 "SELECT status FROM laurels_ingest(ARRAY['old-7', 'new-1'],"
                 " ARRAY[8, 8]::bigint[], ARRAY[1, 1], ARRAY['2026-11-02T10:00:00Z',"
                 " '2026-11-03T10:00:00Z']::timestamptz[], now(), ARRAY['2026-W45', '2026-W45'],"
-                " ARRAY[false, false], ARRAY['', ''])")
+                " ARRAY[false, false], ARRAY['', ''], ARRAY['', ''])")
             assert [r[0] for r in await cur.fetchall()] == ["exists", "recorded"]
             cur = await conn.execute("SELECT tableoid::regclass::text FROM completion_ids"
                                      " WHERE completion_id = 'new-1'")
@@ -250,7 +250,7 @@ async def test_migration_020_keeps_every_id_of_an_existing_database(
             cur = await conn.execute(
                 "SELECT status FROM laurels_ingest(ARRAY['old-9'], ARRAY[8]::bigint[],"
                 " ARRAY[1], ARRAY['2026-11-09T10:00:00Z']::timestamptz[], now(),"
-                " ARRAY['2026-W46'], ARRAY[false], ARRAY[''])")
+                " ARRAY['2026-W46'], ARRAY[false], ARRAY[''], ARRAY[''])")
             assert [r[0] for r in await cur.fetchall()] == ["exists"]  # through the filter
     finally:
         async with await psycopg.AsyncConnection.connect(pg_server_url,
@@ -280,7 +280,7 @@ async def test_migration_021_empties_the_two_bit_filter_and_the_next_seal_builds
     url = with_database(pg_server_url, name)
     replay = ("SELECT status FROM laurels_ingest(ARRAY[%s], ARRAY[8]::bigint[], ARRAY[1],"
               " ARRAY['2026-11-09T10:00:00Z']::timestamptz[], now(), ARRAY['2026-W46'],"
-              " ARRAY[false], ARRAY[''])")
+              " ARRAY[false], ARRAY[''], ARRAY[''])")
     try:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await migrated_before(conn, 21)
@@ -293,7 +293,7 @@ async def test_migration_021_empties_the_two_bit_filter_and_the_next_seal_builds
                 " RETURNING completion_id, seq, completed_at)"
                 " INSERT INTO completion_ids SELECT *, true FROM c", (ids,))
             await conn.execute("SELECT laurels_build_id_filter()")
-            assert await migrate(url) == ["021_id_filter_four_bits.sql"]
+            assert (await migrate(url))[:1] == ["021_id_filter_four_bits.sql"]
             cur = await conn.execute("SELECT blocks, ids FROM completion_ids_filter_size")
             assert await cur.fetchone() == (0, 0)
             cur = await conn.execute("SELECT count(*) FROM completion_ids_filter")
@@ -340,7 +340,7 @@ async def test_migration_021_waits_for_a_seal_step_at_work(pg_server_url: str) -
             assert not migration.done()
             await step.execute("UPDATE completion_ids_filter_size SET blocks = 16, ids = 1")
             await step.commit()  # the step's (two-bit) filter commits first ...
-            assert await migration == ["021_id_filter_four_bits.sql"]
+            assert (await migration)[:1] == ["021_id_filter_four_bits.sql"]
             cur = await conn.execute("SELECT blocks, ids FROM completion_ids_filter_size")
             assert await cur.fetchone() == (0, 0)  # ... and the migration empties it
     finally:

@@ -17,6 +17,8 @@ from laurels.api.fast import bearer
 from laurels.api.problems import Problem
 from laurels.settings import Secrets
 
+pytestmark = pytest.mark.once
+
 INGEST = "ingest-token-" + "i" * 32
 ADMIN = "admin-token-" + "a" * 32
 SECRET = "user-token-secret-" + "s" * 50  # >= 64 bytes, so HS512 encodes without a warning
@@ -295,3 +297,25 @@ def test_the_writers_refusal_says_why_too(auth: Auth) -> None:
     with pytest.raises(Problem) as exc:
         auth.require_ingest(mint(SECRET, 42, -10))
     assert exc.value.code == "unauthorized" and "expired" in exc.value.detail
+
+
+def test_a_rotating_secret_accepts_both_and_signs_with_the_new() -> None:
+    """docs/operations.md, "Rotating a secret": `new,old` accepts tokens of
+    both; what laurels signs (learner tokens, cursors) uses the new one."""
+    from laurels.api.auth import Auth, BadToken, mint
+    from laurels.api.cursors import Cursors
+    from laurels.settings import Secrets
+
+    old_secret, new_secret = SECRET, "n" * 64
+    rotating = Auth(Secrets("new-ingest,old-ingest", "admin", f"{new_secret},{old_secret}"))
+    assert rotating.is_ingest("new-ingest") and rotating.is_ingest("old-ingest")
+    assert not rotating.is_ingest("new-ingest,old-ingest") and not rotating.is_ingest("other")
+    assert rotating.check_learner(mint(old_secret, 7, 60)) == 7  # issued before
+    issued = mint(f"{new_secret},{old_secret}", 8, 60)
+    assert Auth(Secrets("i", "a", new_secret)).check_learner(issued) == 8  # signed with new
+    with pytest.raises(BadToken):
+        Auth(Secrets("i", "a", old_secret)).check_learner(issued)
+    before = Cursors(old_secret).encode("board", (1, 2, 3))
+    assert Cursors(f"{new_secret},{old_secret}").decode("board", before) == (1, 2, 3)
+    during = Cursors(f"{new_secret},{old_secret}").encode("board", (4, 5, 6))
+    assert Cursors(new_secret).decode("board", during) == (4, 5, 6)

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from laurels import backoff, webhooks
 from laurels.backoff import jittered_seconds
 
+pytestmark = pytest.mark.once
+
 attempts = st.integers(min_value=0, max_value=2000)
 bases = st.floats(min_value=0.001, max_value=10.0)
 caps = st.floats(min_value=0.001, max_value=7200.0)

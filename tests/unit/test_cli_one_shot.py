@@ -18,6 +18,8 @@ from laurels import embedded
 from laurels.cli import _known_secrets, _shown, app
 from laurels.settings import Settings
 
+pytestmark = pytest.mark.once
+
 SECRET = "a-user-token-secret-0123456789abcdef"
 STORE_COMMANDS = [["void", "c1", "--reason", "copied"], ["restore", "c1"],
                   ["verify", "--season", "current"], ["rebuild", "--season", "current"],
@@ -129,12 +131,17 @@ def test_a_data_dir_where_serve_ran_is_recognized(tmp_path: Path) -> None:
 
 def test_known_secrets_are_read_never_written(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "fresh")
-    first, second = _known_secrets(settings), _known_secrets(settings)
+    (first, known), (second, _) = _known_secrets(settings), _known_secrets(settings)
     assert not (tmp_path / "fresh").exists()
     assert first.admin_token and first.admin_token != second.admin_token  # throwaways
+    assert known == set()  # the deployment's check leaves throwaways out
     (tmp_path / "fresh").mkdir()
     (tmp_path / "fresh" / "secrets.json").write_text(json.dumps({"admin_token": "stored"}))
-    assert _known_secrets(settings).admin_token == "stored"
+    assert _known_secrets(settings)[0].admin_token == "stored"
+    (tmp_path / "fresh" / "secrets.json").write_text(json.dumps(
+        {"LAURELS_ADMIN_TOKEN": "stored anew"}))  # the variables' spelling
+    assert _known_secrets(settings)[0].admin_token == "stored anew"
+    assert _known_secrets(settings)[1] == {"admin_token"}
 
 
 @pytest.mark.parametrize(("url", "shown"), [

@@ -18,6 +18,8 @@ import pytest
 import laurels.client as module
 from laurels.client import ERRORS, AsyncClient, Client, LaurelsError
 
+pytestmark = pytest.mark.once
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 ENDPOINT = re.compile(r"`((?:GET|POST|PUT|DELETE) /v1/[^`\s]*)`")
 

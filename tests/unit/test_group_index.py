@@ -7,6 +7,8 @@ import pytest
 from laurels import group_index
 from laurels.group_index import GroupIndex
 
+pytestmark = pytest.mark.once
+
 
 def test_a_hint_concerns_the_groups_of_the_learners_it_names() -> None:
     index = GroupIndex()

@@ -7,6 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.once
+
 SRC = Path(__file__).parents[2] / "src" / "laurels"
 MAX_LINES = 400
 
@@ -29,6 +33,32 @@ def test_every_sql_statement_runs_in_db() -> None:
                if not name.startswith("laurels/db/")
                for n, line in enumerate(text.splitlines(), 1) if sql.search(line)]
     assert outside == []
+
+
+def outside_the_doors(pattern: re.Pattern[str]) -> list[str]:
+    """The lines matching `pattern` outside the stores' doors. (board/ runs
+    Redis, its pipelines `execute`; settings.py parses a URL with libpq's
+    parser; embedded.py starts the servers.)"""
+    kept = ("laurels/db/", "laurels/board/", "laurels/embedded.py", "laurels/settings.py")
+    return [f"{name}:{n}" for name, text in sources().items() if not name.startswith(kept)
+            for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+
+
+def test_domain_code_holds_transactions_not_connections() -> None:
+    """Outside db/, PostgreSQL is reached through a `Tx` (a transaction or a
+    held connection) and named queries: no raw connection, no cursor, no
+    execute (issue 41: typed doors)."""
+    raw = re.compile(r"\bConn\b|\.connection\(\)|\.getconn\(|\.cursor\(|\.execute\(|"
+                     r"import psycopg$|AsyncConnection")
+    assert outside_the_doors(raw) == []
+
+
+def test_one_error_says_a_store_is_down() -> None:
+    """Only db/ and board/ know their library's errors; above them a store
+    that does not answer is `StoreUnavailable` (issue 41)."""
+    library = re.compile(r"\b(RedisError|RedisClusterException|redis\.exceptions|"
+                         r"psycopg\.(Error|OperationalError|errors))\b")
+    assert outside_the_doors(library) == []
 
 
 def test_no_route_holds_a_store() -> None:

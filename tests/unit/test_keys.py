@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from laurels.keys import CHUNK_BITS, Keys, chunk_of
 
+pytestmark = pytest.mark.once
+
 TAG = "{weekly:2026-W49}"
 
 
@@ -97,3 +99,27 @@ def test_each_period_has_its_own_hash_tag(season: str, tag: str) -> None:
     keys = Keys("laurels", "first")
     assert {_hash_tag(k) for k in [*_all_keys(keys, season),
                                     keys.shard_hint_channel(season)]} == {tag}
+
+
+def test_every_key_declares_what_it_holds_of_learners() -> None:
+    """The erasure and visibility invariants read each key by what keys.py
+    declares it holds: every key a SeasonKeys or a VersionKeys names is
+    declared (a new one must say), and nothing else under the prefix is."""
+    import dataclasses
+
+    from laurels.keys import Keys, SeasonKeys
+
+    keys = Keys("lau", "first")
+    for season in ("2026-W49", "2026-11-30", "2026-11", "all"):
+        sk = keys.season(season)
+        names = [getattr(sk, p) for p, v in vars(SeasonKeys).items() if isinstance(v, property)]
+        vk = sk.version("12")
+        names += [getattr(vk, f.name) for f in dataclasses.fields(vk)
+                  if f.name not in ("version", "applied_prefix")]
+        names += [vk.applied(3), vk.scratch(1)]
+        for name in names:
+            assert keys.holds(name) is not None, name
+    assert keys.holds("lau:{all}:first:v1:unknown") is None
+    assert keys.holds("other:{all}:first:current") is None
+    assert keys.holds(keys.season("all").erased) == "tombstones"
+    assert keys.holds(keys.season("all").version("1").hidden) == "learners"

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from laurels.hub import LEARNER_BUFFER, LearnerListener, SeasonListener
+
+pytestmark = pytest.mark.once
 
 
 def test_board_listener_coalesces_a_storm_into_one_event() -> None:

@@ -10,6 +10,8 @@ from redis.exceptions import DataError
 
 from laurels.board.connection import PackedConnection
 
+pytestmark = pytest.mark.once
+
 COMMANDS = [
     ("EVALSHA", "0123abcd", 3, "laurels:{weekly:2026-W49}:shared:current", "k2", "k3",
      "", "0000000000000000042", 1, 1000000, "Ada Lovelace", "Zoë ✓", b"\x00\xff raw"),

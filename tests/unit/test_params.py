@@ -12,6 +12,8 @@ from laurels.api import params
 from laurels.api.params import path_season, query_cursor, query_int
 from laurels.api.problems import Problem
 
+pytestmark = pytest.mark.once
+
 PERIODS = ("week", "day", "all")
 
 
@@ -25,29 +27,29 @@ class Clock:
 
 def test_an_alias_is_kept_until_its_season_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(params, "datetime", Clock)
-    assert path_season("current", PERIODS).name == "2026-W49"
-    assert path_season("current-day", PERIODS).name == "2026-12-06"
+    assert path_season("current", PERIODS, "UTC").name == "2026-W49"
+    assert path_season("current-day", PERIODS, "UTC").name == "2026-12-06"
     Clock.at = datetime(2026, 12, 7, 0, 0, 0, tzinfo=UTC)  # a new week and day
-    assert path_season("current", PERIODS).name == "2026-W50"
-    assert path_season("current-day", PERIODS).name == "2026-12-07"
+    assert path_season("current", PERIODS, "UTC").name == "2026-W50"
+    assert path_season("current-day", PERIODS, "UTC").name == "2026-12-07"
     Clock.at = datetime(2026, 12, 6, 12, tzinfo=UTC)  # a clock set back: not the later one
-    assert path_season("current", PERIODS).name == "2026-W49"
+    assert path_season("current", PERIODS, "UTC").name == "2026-W49"
     with pytest.raises(Problem) as off:  # a period not configured, alias or not
-        path_season("current-month", PERIODS)
+        path_season("current-month", PERIODS, "UTC")
     assert off.value.code == "not_found"
 
 
 def test_a_name_is_parsed_once_and_a_malformed_one_refused_each_time() -> None:
-    path_season("2026-W48", PERIODS)
+    path_season("2026-W48", PERIODS, "UTC")
     hits = params._named.cache_info().hits
-    assert path_season("2026-W48", PERIODS).name == "2026-W48"
+    assert path_season("2026-W48", PERIODS, "UTC").name == "2026-W48"
     assert params._named.cache_info().hits == hits + 1
     for _ in range(2):
         with pytest.raises(Problem) as bad:
-            path_season("2026-W54", PERIODS)
+            path_season("2026-W54", PERIODS, "UTC")
         assert bad.value.code == "validation_error"
         with pytest.raises(Problem) as off:
-            path_season("2026-11", PERIODS)
+            path_season("2026-11", PERIODS, "UTC")
         assert off.value.code == "not_found"
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from tests.polling import eventually, wait_until
 
+pytestmark = pytest.mark.once
+
 
 def test_wait_until_returns_the_first_truthy_value() -> None:
     values = iter([None, 0, [], "", [1]])

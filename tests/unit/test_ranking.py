@@ -21,6 +21,8 @@ from laurels.ranking import (
     sort_key,
 )
 
+pytestmark = pytest.mark.once
+
 WEEK_US = 7 * 86400 * 1_000_000
 
 uids = st.integers(min_value=1, max_value=USER_ID_MAX)

@@ -8,6 +8,8 @@ import pytest
 
 from laurels.seasons import BadSeason, parse_season, season_of, week
 
+pytestmark = pytest.mark.once
+
 WEEK_US = 7 * 86400 * 1_000_000
 
 
@@ -18,72 +20,73 @@ def utc(*args: int) -> datetime:
 # --- season_of ---------------------------------------------------------------
 
 def test_last_microsecond_of_sunday_is_still_the_old_week() -> None:
-    s = season_of(datetime(2026, 12, 6, 23, 59, 59, 999000, tzinfo=UTC))
+    s = season_of(datetime(2026, 12, 6, 23, 59, 59, 999000, tzinfo=UTC), "week", zone="UTC")
     assert s == week(2026, 49)
     assert s.name == "2026-W49"
     assert str(s) == "2026-W49"
 
 
 def test_very_last_microsecond_of_the_week() -> None:
-    assert season_of(datetime(2026, 12, 6, 23, 59, 59, 999999, tzinfo=UTC)).name == "2026-W49"
+    assert season_of(datetime(2026, 12, 6, 23, 59, 59, 999999, tzinfo=UTC), "week",
+                     zone="UTC").name == "2026-W49"
 
 
 def test_monday_midnight_utc_starts_the_next_week() -> None:
-    assert season_of(utc(2026, 12, 7, 0, 0)).name == "2026-W50"
+    assert season_of(utc(2026, 12, 7, 0, 0), "week", zone="UTC").name == "2026-W50"
 
 
 def test_negative_offset_moves_into_next_week() -> None:
     # 23:30 at -01:00 is 00:30 UTC on Monday.
     at = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
-    assert season_of(at).name == "2026-W50"
+    assert season_of(at, "week", zone="UTC").name == "2026-W50"
 
 
 def test_positive_offset_moves_into_previous_week() -> None:
     # 00:30 Monday at +01:00 is 23:30 UTC on Sunday.
     at = datetime(2026, 12, 7, 0, 30, tzinfo=timezone(timedelta(hours=1)))
-    assert season_of(at).name == "2026-W49"
+    assert season_of(at, "week", zone="UTC").name == "2026-W49"
 
 
 def test_naive_datetime_is_refused() -> None:
     with pytest.raises(ValueError):
-        season_of(datetime(2026, 12, 6, 12, 0))
+        season_of(datetime(2026, 12, 6, 12, 0), "week", zone="UTC")
 
 
 def test_new_year_belongs_to_week_53_of_the_old_year() -> None:
-    assert season_of(utc(2027, 1, 1, 12)).name == "2026-W53"
-    assert season_of(utc(2027, 1, 3, 23, 59, 59)).name == "2026-W53"
+    assert season_of(utc(2027, 1, 1, 12), "week", zone="UTC").name == "2026-W53"
+    assert season_of(utc(2027, 1, 3, 23, 59, 59), "week", zone="UTC").name == "2026-W53"
 
 
 def test_first_week_of_2027() -> None:
-    assert season_of(utc(2027, 1, 4)).name == "2027-W01"
+    assert season_of(utc(2027, 1, 4), "week", zone="UTC").name == "2027-W01"
 
 
 def test_start_of_week_53() -> None:
-    assert season_of(utc(2026, 12, 28)).name == "2026-W53"
-    assert season_of(utc(2026, 12, 27, 23, 59, 59)).name == "2026-W52"
+    assert season_of(utc(2026, 12, 28), "week", zone="UTC").name == "2026-W53"
+    assert season_of(utc(2026, 12, 27, 23, 59, 59), "week", zone="UTC").name == "2026-W52"
 
 
 # --- parse_season ------------------------------------------------------------
 
 def test_parse_roundtrips_name() -> None:
-    assert parse_season("2026-W49") == week(2026, 49)
-    assert parse_season("2027-W01") == week(2027, 1)
-    assert parse_season("2026-W49").name == "2026-W49"
+    assert parse_season("2026-W49", zone="UTC") == week(2026, 49)
+    assert parse_season("2027-W01", zone="UTC") == week(2027, 1)
+    assert parse_season("2026-W49", zone="UTC").name == "2026-W49"
 
 
 def test_week_53_exists_in_2026() -> None:
-    assert parse_season("2026-W53") == week(2026, 53)
+    assert parse_season("2026-W53", zone="UTC") == week(2026, 53)
 
 
 def test_week_53_does_not_exist_in_2027() -> None:
     with pytest.raises(BadSeason) as exc:
-        parse_season("2027-W53")
+        parse_season("2027-W53", zone="UTC")
     assert str(exc.value)
 
 
 def test_week_54_never_exists() -> None:
     with pytest.raises(BadSeason):
-        parse_season("2026-W54")
+        parse_season("2026-W54", zone="UTC")
 
 
 @pytest.mark.parametrize("text", [
@@ -92,7 +95,7 @@ def test_week_54_never_exists() -> None:
 ])
 def test_malformed_seasons(text: str) -> None:
     with pytest.raises(BadSeason) as exc:
-        parse_season(text)
+        parse_season(text, zone="UTC")
     assert str(exc.value)
 
 
@@ -103,7 +106,7 @@ def test_season_must_be_ascii_and_exact(text: str) -> None:
     # matches before it) or non-ASCII digits (`\d` is Unicode-aware) are not that
     # format and must be refused like any other malformed season (422).
     with pytest.raises(BadSeason):
-        parse_season(text)
+        parse_season(text, zone="UTC")
 
 
 def test_bad_season_is_a_value_error() -> None:
@@ -111,16 +114,16 @@ def test_bad_season_is_a_value_error() -> None:
 
 
 def test_current_uses_given_clock() -> None:
-    assert parse_season("current", now=utc(2026, 12, 7, 0, 0)) == week(2026, 50)
-    assert parse_season("current", now=utc(2027, 1, 2)) == week(2026, 53)
+    assert parse_season("current", now=utc(2026, 12, 7, 0, 0), zone="UTC") == week(2026, 50)
+    assert parse_season("current", now=utc(2027, 1, 2), zone="UTC") == week(2026, 53)
     at = datetime(2026, 12, 6, 23, 30, tzinfo=timezone(timedelta(hours=-1)))
-    assert parse_season("current", now=at) == week(2026, 50)
+    assert parse_season("current", now=at, zone="UTC") == week(2026, 50)
 
 
 def test_current_defaults_to_the_real_clock() -> None:
-    before = season_of(datetime.now(UTC))
-    got = parse_season("current")
-    after = season_of(datetime.now(UTC))
+    before = season_of(datetime.now(UTC), "week", zone="UTC")
+    got = parse_season("current", zone="UTC")
+    after = season_of(datetime.now(UTC), "week", zone="UTC")
     assert got in (before, after)
 
 
@@ -146,10 +149,10 @@ def test_week_53_bounds_and_neighbours() -> None:
 
 def test_every_instant_of_a_week_maps_back_to_it() -> None:
     for name in ("2026-W49", "2026-W53", "2027-W01", "2020-W53"):
-        s = parse_season(name)
-        assert season_of(s.starts_at) == s
-        assert season_of(s.ends_at - timedelta(microseconds=1)) == s
-        assert season_of(s.ends_at) == s.next()
+        s = parse_season(name, zone="UTC")
+        assert season_of(s.starts_at, "week", zone="UTC") == s
+        assert season_of(s.ends_at - timedelta(microseconds=1), "week", zone="UTC") == s
+        assert season_of(s.ends_at, "week", zone="UTC") == s.next()
 
 
 def test_is_closed_respects_grace() -> None:
@@ -228,7 +231,7 @@ from laurels.seasons import (  # noqa: E402
 
 
 def names(at: datetime) -> list[str]:
-    return [s.name for s in seasons_of(at, PERIODS)]
+    return [s.name for s in seasons_of(at, PERIODS, zone="UTC")]
 
 
 @pytest.mark.parametrize(("at", "want"), [
@@ -257,21 +260,22 @@ def test_offsets_move_the_instant_into_utc_for_every_period() -> None:
 @pytest.mark.parametrize("name", ["2026-11-30", "2028-02-29", "2026-11", "2026-12", "2028-02",
                                   "all", "2026-W53"])
 def test_every_period_parses_its_names_and_its_instants_map_back(name: str) -> None:
-    s = parse_season(name)
+    s = parse_season(name, zone="UTC")
     assert s.name == name and period_of(name) == s.period
-    assert season_of(s.starts_at, s.period) == s
+    assert season_of(s.starts_at, s.period, zone="UTC") == s
     if s.bounded:
-        assert season_of(s.ends_at - timedelta(microseconds=1), s.period) == s
-        assert season_of(s.ends_at, s.period) == s.next() and s.next().previous() == s
+        assert season_of(s.ends_at - timedelta(microseconds=1), s.period, zone="UTC") == s
+        assert season_of(s.ends_at, s.period, zone="UTC") == s.next() and s.next().previous() == s
 
 
 def test_boundaries_and_closing() -> None:
-    day, month, every = parse_season("2028-02-29"), parse_season("2028-02"), parse_season("all")
+    day, month = parse_season("2028-02-29", zone="UTC"), parse_season("2028-02", zone="UTC")
+    every = parse_season("all", zone="UTC")
     assert (day.starts_at, day.ends_at) == (utc(2028, 2, 29), utc(2028, 3, 1))
     assert (month.starts_at, month.ends_at) == (utc(2028, 2, 1), utc(2028, 3, 1))
-    assert parse_season("2026-12").next().name == "2027-01"
-    assert parse_season("2027-01").previous().name == "2026-12"
-    assert parse_season("2026-12-31").next().name == "2027-01-01"
+    assert parse_season("2026-12", zone="UTC").next().name == "2027-01"
+    assert parse_season("2027-01", zone="UTC").previous().name == "2026-12"
+    assert parse_season("2026-12-31", zone="UTC").next().name == "2027-01-01"
     grace = 172800
     assert day.closes_at(grace) == utc(2028, 3, 3)  # the end, then 48 hours
     assert not day.is_closed(utc(2028, 3, 2, 23, 59), grace)
@@ -282,19 +286,19 @@ def test_boundaries_and_closing() -> None:
 def test_the_tie_time_keeps_its_order_over_every_period() -> None:
     """The `first` policy's member prefix: fixed width per period, so string
     order is time order over a whole month and over all time."""
-    month = parse_season("2026-12")
+    month = parse_season("2026-12", zone="UTC")
     first, last = month.starts_at, month.ends_at - timedelta(microseconds=1)
     assert len(month.pad_ts(first)) == len(month.pad_ts(last)) == 13
     second = first + timedelta(microseconds=1)
     assert month.pad_ts(first) < month.pad_ts(second) < month.pad_ts(last)
-    every = parse_season("all")
+    every = parse_season("all", zone="UTC")
     earliest = datetime(1, 1, 1, tzinfo=UTC)
     latest = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
     stamps = [every.pad_ts(t) for t in (earliest, utc(2026, 11, 30), utc(2026, 11, 30, 0, 0, 1),
                                          latest)]
     assert len({len(s) for s in stamps}) == 1 and stamps == sorted(stamps)
     for name in ("2026-W53", "2026-11-30"):
-        s = parse_season(name)
+        s = parse_season(name, zone="UTC")
         assert len(s.pad_ts(s.ends_at - timedelta(microseconds=1))) == 12
 
 
@@ -302,14 +306,14 @@ def test_the_tie_time_keeps_its_order_over_every_period() -> None:
                                   "2026-11-1", "ALL", "current-week", "2026-11-30T00"])
 def test_malformed_names_of_other_periods(text: str) -> None:
     with pytest.raises(BadSeason):
-        parse_season(text)
+        parse_season(text, zone="UTC")
 
 
 def test_aliases_by_the_clock() -> None:
     now = utc(2026, 11, 30, 15)
-    assert parse_season("current-day", now).name == "2026-11-30"
-    assert parse_season("current-month", now).name == "2026-11"
-    assert parse_season("all", now).name == "all"
+    assert parse_season("current-day", now, zone="UTC").name == "2026-11-30"
+    assert parse_season("current-month", now, zone="UTC").name == "2026-11"
+    assert parse_season("all", now, zone="UTC").name == "all"
 
 
 def test_periods_setting() -> None:
@@ -318,6 +322,6 @@ def test_periods_setting() -> None:
     assert parse_periods("") == ("week",)
     with pytest.raises(ValueError, match="year"):
         parse_periods("week,year")
-    assert configured_season("2026-W49", ("week",)).name == "2026-W49"
+    assert configured_season("2026-W49", ("week",), zone="UTC").name == "2026-W49"
     with pytest.raises(PeriodOff):
-        configured_season("2026-11", ("week", "day"))
+        configured_season("2026-11", ("week", "day"), zone="UTC")

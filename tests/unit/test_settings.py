@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from laurels.settings import ConfigError, Secrets, Settings, load_settings, resolve_secrets
+from laurels.datadir import resolve_secrets
+from laurels.settings import ConfigError, Secrets, Settings, load_settings
+
+pytestmark = pytest.mark.once
 
 
 @pytest.fixture(autouse=True)
@@ -123,8 +126,14 @@ def test_generates_secrets_file_0600(tmp_path: Path) -> None:
     assert all(len(v) >= 32 for v in values)
     assert len(set(values)) == 3
     stored = json.loads(path.read_text())
-    assert stored == {"ingest_token": sec.ingest_token, "admin_token": sec.admin_token,
-                      "user_token_secret": sec.user_token_secret}
+    # Under the variables' names (the docs' spelling; issue 40), and the
+    # embedded Valkey's password.
+    assert stored == {"LAURELS_INGEST_TOKEN": sec.ingest_token,
+                      "LAURELS_ADMIN_TOKEN": sec.admin_token,
+                      "LAURELS_USER_TOKEN_SECRET": sec.user_token_secret,
+                      "valkey_password": sec.valkey_password}
+    assert len(sec.valkey_password) >= 32 and sec.valkey_password not in values
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
 
 
 def test_stable_on_second_call(tmp_path: Path) -> None:
@@ -162,6 +171,7 @@ def test_all_from_env_needs_no_file(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv("LAURELS_ADMIN_TOKEN", "a" * 32)
     monkeypatch.setenv("LAURELS_USER_TOKEN_SECRET", "s" * 32)
     monkeypatch.setenv("LAURELS_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("LAURELS_REDIS_URL", "redis://127.0.0.1:6379/0")  # no embedded Valkey
     sec = resolve_secrets(load_settings(), announce=False)
     assert sec == Secrets("i" * 32, "a" * 32, "s" * 32)
     assert not (tmp_path / "d" / "secrets.json").exists()
@@ -191,3 +201,32 @@ def test_webhook_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAURELS_PERIODS", "all,day")
     assert load_settings().periods == ("week", "day", "all")
     config_error(monkeypatch, "LAURELS_CORS_ORIGINS", "not an origin")
+
+
+@pytest.mark.parametrize(("var", "url"), [
+    ("LAURELS_DATABASE_URL", "postgresql://bob:hunter2@[::1/db"),
+    ("LAURELS_DATABASE_URL", "postgresql://bob:hunter2 x@host/db"),
+    ("LAURELS_REDIS_URL", "redis://:hunter2@host:12x34/0"),
+    ("LAURELS_REDIS_URL", "rediss://bob:hunter2@[::1/0"),
+])
+def test_a_url_that_cannot_be_parsed_is_refused_without_its_password(
+        monkeypatch: pytest.MonkeyPatch, var: str, url: str) -> None:
+    """libpq's and urllib's own messages quote the URL, password and all:
+    the start refuses it in one line of its own."""
+    msg = config_error(monkeypatch, var, url)
+    assert "hunter2" not in msg and var in msg and "cannot" not in msg.split(":")[0]
+
+
+def test_secrets_of_an_older_version_are_read_and_written_anew(tmp_path: Path) -> None:
+    """secrets.json once held lower-case keys (webhook_secret) where the docs
+    speak of LAURELS_WEBHOOK_SECRET: they are read, and written anew under
+    the variables' names."""
+    (tmp_path / "secrets.json").write_text(json.dumps(
+        {"ingest_token": "i" * 32, "admin_token": "a" * 32, "user_token_secret": "s" * 32}))
+    (tmp_path / "secrets.json").chmod(0o600)
+    sec = resolve_secrets(Settings(data_dir=tmp_path, redis_url="redis://127.0.0.1:6379/0"),
+                          announce=False)
+    assert (sec.ingest_token, sec.admin_token) == ("i" * 32, "a" * 32)
+    assert json.loads((tmp_path / "secrets.json").read_text()) == {
+        "LAURELS_INGEST_TOKEN": "i" * 32, "LAURELS_ADMIN_TOKEN": "a" * 32,
+        "LAURELS_USER_TOKEN_SECRET": "s" * 32}

@@ -10,19 +10,20 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import Response
 
 from laurels.api import schemas as s
-from laurels.api.dependencies import admin_token, json_body, periods
+from laurels.api.boards import BoardQuery, board_season
+from laurels.api.dependencies import admin_token, small_json_body
 from laurels.api.params import (
     Cursor,
     Limit,
     SeasonPath,
     UserIdPath,
-    path_season,
     path_user_id,
     path_uuid,
     valid,
 )
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
+from laurels.seasons import GLOBAL
 from laurels.validation import UUID_RE, ReasonIn, parse_completion_id, validate_reason
 
 CompletionIdPath = Annotated[str, Path(
@@ -40,7 +41,7 @@ async def reason(request: Request, required: bool) -> str | None:
     if not required and not request.headers.get("content-type") \
             and request.headers.get("content-length", "0") == "0":
         return None
-    return valid(validate_reason, await json_body(request), required).reason
+    return valid(validate_reason, await small_json_body(request), required).reason
 
 
 def path_completion_id(text: str) -> str:
@@ -114,17 +115,18 @@ async def audit(request: Request, limit: Limit = 100, after: Cursor = None) -> R
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
              dependencies=[Depends(admin_token)],
              responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 404, 422, 503)})
-async def post_rebuild(request: Request, season: SeasonPath) -> Response:
+async def post_rebuild(request: Request, season: SeasonPath,
+                       board: BoardQuery = GLOBAL) -> Response:
     """Rebuild a season's board from PostgreSQL in the background, then switch.
     While one runs (in any process), a second request joins it: the answer
     names the running rebuild, so two builders never race."""
-    name = path_season(season, periods(request)).name
-    rebuild_id = await services(request).rebuilder.start_or_join(name)
+    named = await board_season(services(request), season, board)
+    rebuild_id = await services(request).rebuilder.start_or_join(named.name)
     if rebuild_id is None:
-        raise Problem("rebuilding", f"a rebuild of {name} is starting; retry shortly",
+        raise Problem("rebuilding", f"a rebuild of {named.label} is starting; retry shortly",
                       retry_after=1)
-    return JSONResponse({"rebuild_id": rebuild_id, "season": name, "status": "running"},
-                        status_code=202)
+    return JSONResponse({"rebuild_id": rebuild_id, "season": named.label,
+                         "board": named.board, "status": "running"}, status_code=202)
 
 
 @router.get("/v1/admin/rebuilds/{rebuild_id}", tags=["admin"],
@@ -141,7 +143,8 @@ async def get_rebuild(request: Request, rebuild_id: RebuildIdPath) -> Response:
 @router.get("/v1/admin/leaderboards/{season}/verify", tags=["admin"],
             dependencies=[Depends(admin_token)],
             responses={200: {"model": s.VerifyOut}, **s.problems(401, 403, 404, 422, 503)})
-async def get_verify(request: Request, season: SeasonPath) -> Response:
+async def get_verify(request: Request, season: SeasonPath,
+                     board: BoardQuery = GLOBAL) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
-    name = path_season(season, periods(request)).name
-    return JSONResponse((await services(request).verifier.verify(name)).body())
+    named = await board_season(services(request), season, board)
+    return JSONResponse((await services(request).verifier.verify(named.name)).body())

@@ -9,14 +9,16 @@ from typing import Literal, NoReturn
 import jwt
 
 from laurels.api.problems import Problem
-from laurels.settings import Secrets
+from laurels.settings import Secrets, accepted, current
 from laurels.validation import Invalid, parse_user_id
 
 Writer = Literal["ingest", "admin"]  # the tokens that may write
 
 
 def _equal(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode(), b.encode())
+    """`a` is `b`, or one of the values `b` accepts while it rotates (in
+    constant time each)."""
+    return any([hmac.compare_digest(a.encode(), v.encode()) for v in accepted(b)])
 
 
 VERIFIED_MAX = 10_000
@@ -64,9 +66,26 @@ def _reason(exc: jwt.PyJWTError) -> str:
     return REASONS["other"]
 
 
+def _decoded(token: str, secrets: list[str]) -> dict[str, object]:
+    """A learner token's claims, signed with one of the secrets accepted (the
+    new one first, then an old one while it rotates)."""
+    error: jwt.PyJWTError | None = None
+    for secret in secrets:
+        try:
+            claims: dict[str, object] = jwt.decode(token, secret, algorithms=["HS256"],
+                                                   options={"require": ["exp", "sub"]})
+            return claims
+        except jwt.InvalidSignatureError as exc:
+            error = error or exc  # another secret may verify it
+        except jwt.PyJWTError as exc:
+            raise BadToken(_reason(exc)) from None
+    raise BadToken(_reason(error) if error else REASONS["signature"])
+
+
 class Auth:
-    def __init__(self, secrets: Secrets) -> None:
+    def __init__(self, secrets: Secrets, metrics_token: str | None = None) -> None:
         self.secrets = secrets
+        self.metrics_token = metrics_token  # LAURELS_METRICS_TOKEN
         self._verified: dict[str, tuple[int, float]] = {}  # token -> (sub, exp)
 
     def is_admin(self, token: str) -> bool:
@@ -94,11 +113,7 @@ class Auth:
                 return sub
             del self._verified[token]
             raise BadToken(REASONS["expired"])
-        try:
-            claims = jwt.decode(token, self.secrets.user_token_secret, algorithms=["HS256"],
-                                options={"require": ["exp", "sub"]})
-        except jwt.PyJWTError as exc:
-            raise BadToken(_reason(exc)) from None
+        claims = _decoded(token, accepted(self.secrets.user_token_secret))
         sub_text, expires = claims.get("sub"), claims.get("exp")
         if not isinstance(expires, int | float):
             raise BadToken(REASONS["malformed"])
@@ -135,6 +150,13 @@ class Auth:
             return "admin"
         self._refuse(token)
 
+    def require_metrics(self, token: str) -> None:
+        """The admin token, or LAURELS_METRICS_TOKEN when one is set."""
+        if self.is_admin(token) or (self.metrics_token is not None
+                                    and _equal(token, self.metrics_token)):
+            return
+        self._refuse(token)
+
     def require_learner(self, token: str, user_id: int) -> None:
         if self.is_admin(token):
             return
@@ -164,6 +186,8 @@ class Auth:
 
 
 def mint(secret: str, user_id: int, ttl_seconds: int) -> str:
+    """A learner token, signed with the current secret (the first of
+    `new,old` while it rotates)."""
     now = int(time.time())
-    return jwt.encode({"sub": str(user_id), "iat": now, "exp": now + ttl_seconds}, secret,
-                      algorithm="HS256")
+    return jwt.encode({"sub": str(user_id), "iat": now, "exp": now + ttl_seconds},
+                      current(secret), algorithm="HS256")

@@ -31,6 +31,7 @@ from laurels.board import Hint, HintSubscription
 from laurels.group_index import GroupIndex
 from laurels.reads import Reads
 from laurels.seasons import Season
+from laurels.shapes import BoardPage
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
 MAX_ENTRIES = 256
@@ -106,7 +107,6 @@ class BoardCache:
         self.bytes = 0
         self.generations: dict[str, int] = {}  # season -> hints heard, while followed
         self.epoch = 0  # times it forgot every season (MAX_SEASONS)
-        subscription.board.on_hint.append(self.hint)
 
     def hint(self, hint: Hint) -> None:
         season = hint["season"]
@@ -202,8 +202,6 @@ class GroupCache:
         self.filling: dict[str, int] = {}  # groups being read: concerned by every hint
         self.seasons: set[str] = set()
         self.epoch = 0  # times it forgot every season (MAX_SEASONS)
-        subscription.board.on_hint.append(self.hint)
-        subscription.board.on_group_change.append(self.group_changed)
 
     def hint(self, hint: Hint) -> None:
         season = hint["season"]
@@ -301,6 +299,14 @@ def etag_of(body: bytes) -> bytes:
     return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
 
 
+def not_modified(scope: Any, etag: bytes) -> bool:
+    """Whether the request's `If-None-Match` names `etag` (or is `*`)."""
+    for name, value in scope["headers"]:
+        if name == b"if-none-match":
+            return etag in [v.strip() for v in value.split(b",")] or value.strip() == b"*"
+    return False
+
+
 async def board_body(reads: Reads, cache: BoardCache, season: Season, limit: int
                      ) -> Cached:
     """The top of a season's board, serialized, from the cache when it may be."""
@@ -330,7 +336,7 @@ def board_cursor_owner(season: Season) -> str:
     return f"board:{season.name}"
 
 
-def seal_next(body: dict[str, Any], cursors: Cursors, season: Season) -> None:
+def seal_next(body: BoardPage, cursors: Cursors, season: Season) -> None:
     """The page's `next` position, sealed into an opaque cursor (or null)."""
     if body["next"] is not None:
         body["next"] = cursors.encode(board_cursor_owner(season), body["next"])

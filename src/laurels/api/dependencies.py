@@ -11,7 +11,7 @@ from fastapi import Depends, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from laurels.api.auth import Auth, Writer
-from laurels.api.bodies import check_headers, read_json
+from laurels.api.bodies import MAX_BODY_BYTES, SMALL_BODY_BYTES, check_headers, read_json
 from laurels.api.params import path_user_id
 from laurels.api.problems import Problem
 from laurels.api.state import api_state, services
@@ -74,8 +74,22 @@ def periods(request: Request) -> tuple[Period, ...]:
     return services(request).settings.periods
 
 
-async def json_body(request: Request) -> Any:
-    """The JSON body: 415 unless JSON, 413 over 1 MiB, 422 if malformed."""
+def time_zone(request: Request) -> str:
+    """The calendar of the seasons a URL names (LAURELS_TIME_ZONE)."""
+    return services(request).settings.time_zone
+
+
+async def json_body(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
+    """The JSON body: 415 unless JSON, 413 over `limit` (1 MiB; 64 KiB for
+    a body whose largest valid form is small: `small_json_body`), 422 if
+    malformed."""
     check_headers(request.headers.get("content-type", ""),
-                  request.headers.get("content-length"))
-    return await read_json(request.stream())
+                  request.headers.get("content-length"), limit)
+    return await read_json(request.stream(), limit)
+
+
+async def small_json_body(request: Request) -> Any:
+    """A body whose largest valid form is small (the friends board, profile
+    writes, a group's settings, marking notifications read, admin actions):
+    over 64 KiB it is 413 at once, never read whole."""
+    return await json_body(request, SMALL_BODY_BYTES)

@@ -10,7 +10,8 @@ FastAPI's per-request machinery; each is written once, here:
 - `GET /v1/leaderboards/{season}`: its first pages from `BoardCache` (the
   serialized body, kept per process and dropped by the very hints the
   process already receives, and by its own writes), with an `ETag`; a
-  matching `If-None-Match` gets `304`; later pages (`after`) are read. A
+  matching `If-None-Match` gets `304`; later pages (`after`) are read (and
+  etagged alike). A
   (path, query string) answered before is looked up first (`KnownPages`),
   and sent from the cache without routing or parsing while it holds it;
 - `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
@@ -50,6 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from laurels.api import problems
 from laurels.api import schemas as s
 from laurels.api.auth import Auth
+from laurels.api.boards import BoardQuery, query_board_season
 from laurels.api.bodies import check_headers, read_json
 from laurels.api.caches import (
     Cached,
@@ -57,15 +59,16 @@ from laurels.api.caches import (
     around_body,
     board_body,
     board_cursor_owner,
+    not_modified,
     seal_next,
 )
+from laurels.api.clients import client_of
 from laurels.api.params import (
     Cursor,
     Limit,
     Radius,
     SeasonPath,
     UserIdPath,
-    path_season,
     path_user_id,
     query_cursor,
     query_int,
@@ -81,13 +84,6 @@ HEALTH_BODY = b'{"status":"ok"}'
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 Handler = Callable[[ApiState, Scope, Receive, Send], Awaitable[None]]
-
-
-def not_modified(scope: Scope, etag: bytes) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"if-none-match":
-            return etag in [v.strip() for v in value.split(b",")] or value.strip() == b"*"
-    return False
 
 
 def bearer(scope: Scope) -> str:
@@ -124,9 +120,10 @@ async def get_board(state: ApiState, scope: Scope, receive: Receive, send: Send)
     a cursor; `next` pages on (null after the last page). The answer carries
     an `ETag`; `If-None-Match` with it gets `304` while the board is
     unchanged."""
-    limit, after = _paging(scope.get("query_string", b""))
+    query = scope.get("query_string", b"")
+    limit, after = _paging(query)
     svc, season_text = state.services, scope["path_params"]["season"]
-    season = path_season(season_text, svc.settings.periods)
+    season = await query_board_season(svc, season_text, query)
     if after is None:
         await _cached(scope, send, await board_body(svc.reads, state.board_cache, season, limit))
         state.top_pages.keep(scope["path"], scope.get("query_string", b""), season,
@@ -135,7 +132,9 @@ async def get_board(state: ApiState, scope: Scope, receive: Receive, send: Send)
     position = state.cursors.decode(board_cursor_owner(season), after)
     body = await svc.reads.top(season, limit, position)
     seal_next(body, state.cursors, season)
-    await _answer(send, 200, orjson.dumps(body))
+    # Not cached, but etagged like the first page: its ETag changes only
+    # when the page does (the cursors are deterministic: cursors.py).
+    await _cached(scope, send, Cached(orjson.dumps(body), 0.0))
 
 
 async def get_around(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
@@ -143,8 +142,9 @@ async def get_around(state: ApiState, scope: Scope, receive: Receive, send: Send
     params = scope["path_params"]
     user_id = path_user_id(params["user_id"])
     state.auth.require_learner(bearer(scope), user_id)
-    season = path_season(params["season"], state.services.settings.periods)
-    radius = query_int(scope.get("query_string", b""), "radius", 5, 0, 50)
+    query = scope.get("query_string", b"")
+    season = await query_board_season(state.services, params["season"], query)
+    radius = query_int(query, "radius", 5, 0, 50)
     cached = await around_body(state.services.reads, state.around_cache, season, user_id,
                                radius)
     await _answer(send, 200, cached.body)
@@ -153,7 +153,11 @@ async def get_around(state: ApiState, scope: Scope, receive: Receive, send: Send
 async def board_events(state: ApiState, scope: Scope, receive: Receive, send: Send) -> None:
     """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
     second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
-    await board_stream(state.services, scope["path_params"]["season"])(scope, receive, send)
+    svc = state.services
+    client = client_of(scope, svc.settings.trusted_proxies)
+    season = await query_board_season(svc, scope["path_params"]["season"],
+                                      scope.get("query_string", b""))
+    await board_stream(svc, season, client)(scope, receive, send)
 
 
 class Param(NamedTuple):
@@ -190,6 +194,7 @@ class Operation:
 
 
 SEASON = Param("season", SeasonPath)
+BOARD = Param("board", BoardQuery, "global")
 OPERATIONS = (
     Operation("GET", "/healthz", healthz, tags=("operations",)),
     Operation("POST", "/v1/completions", post_completion, tags=("writes",), status_code=201,
@@ -197,14 +202,14 @@ OPERATIONS = (
               responses={200: {"model": s.CompletionOut}, 201: {"model": s.CompletionOut},
                          **s.problems(401, 403, 409, 410, 413, 415, 422, 503)}),
     Operation("GET", "/v1/leaderboards/{season}", get_board, tags=("reads",),
-              params=(SEASON, Param("limit", Limit, 100), Param("after", Cursor, None)),
+              params=(SEASON, BOARD, Param("limit", Limit, 100), Param("after", Cursor, None)),
               responses={200: {"model": s.BoardOut}, **s.problems(404, 422, 503)}),
     Operation("GET", "/v1/leaderboards/{season}/users/{user_id}", get_around, tags=("reads",),
-              params=(SEASON, Param("user_id", UserIdPath), Param("radius", Radius, 5)),
+              params=(SEASON, Param("user_id", UserIdPath), BOARD, Param("radius", Radius, 5)),
               token=True,
               responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)}),
     Operation("GET", "/v1/leaderboards/{season}/events", board_events, tags=("reads",),
-              params=(SEASON,), stream=True,
+              params=(SEASON, BOARD), stream=True,
               responses={200: {"content": {"text/event-stream": {}}},
                          **s.problems(404, 422, 503)}),
 )
@@ -267,11 +272,13 @@ class FastLane:
         """A group board's first page from the cache, if it holds it and the
         caller may read it; False leaves the request to the full route."""
         query: bytes = scope.get("query_string", b"")
-        if b"after=" in query:
-            return False
         cache = self.state.group_cache
         try:
-            season = path_season(season_text, self.state.services.settings.periods)
+            # Later pages are not cached: `after` read as the route reads it
+            # (its name may come percent-encoded: `%61fter`).
+            if query_cursor(query) is not None:
+                return False
+            season = await query_board_season(self.state.services, season_text, query)
             limit = query_int(query, "limit", 100, 1, 1000)
         except Problem:
             return False  # the full route answers the error

@@ -12,13 +12,16 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
 from laurels.api import schemas as s
+from laurels.api.boards import BoardQuery, board_season
+from laurels.api.caches import Cached, not_modified
+from laurels.api.clients import client_of
 from laurels.api.dependencies import (
     auth,
     bearer_scheme,
     ingest_token,
     json_body,
     learner_token,
-    periods,
+    small_json_body,
     token,
 )
 from laurels.api.params import (
@@ -27,13 +30,13 @@ from laurels.api.params import (
     Radius,
     SeasonPath,
     UserIdPath,
-    path_season,
     valid,
 )
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import group_stream
 from laurels.groups import Groups
+from laurels.seasons import GLOBAL
 from laurels.validation import (
     GroupIn,
     MembersIn,
@@ -80,6 +83,7 @@ async def group_reader(request: Request, group_id: GroupIdPath,
         access, member = found
         if access == "public" or writer or member:
             request.state.group_access = access
+            request.state.group_reader = "writer" if writer else sub  # its streams check again
             return gid
     if tok is None:
         raise Problem("unauthorized", "missing bearer token")
@@ -96,7 +100,7 @@ async def group_reader(request: Request, group_id: GroupIdPath,
 async def put_group(request: Request, group_id: GroupIdPath) -> Response:
     """Create a group, or change its name or access."""
     gid = path_group(group_id)
-    body = valid(validate_group, await json_body(request))
+    body = valid(validate_group, await small_json_body(request))
     return JSONResponse(await groups(request).put(gid, body))
 
 
@@ -141,10 +145,11 @@ async def get_user_groups(request: Request, user_id: UserIdPath,
             responses={200: {"model": s.GroupBoardOut}, **s.problems(401, 404, 422, 503)})
 async def get_group_board(request: Request, season: SeasonPath,
                           gid: str = Depends(group_reader),
-                          limit: Limit = 100, after: Cursor = None) -> Response:
+                          limit: Limit = 100, after: Cursor = None,
+                          board: BoardQuery = GLOBAL) -> Response:
     """A group's board: its members ranked among themselves (ranks from 1),
     with the whole board's tie policy and privacy; `next` pages on."""
-    the_season = path_season(season, periods(request))
+    the_season = await board_season(services(request), season, board)
     state = api_state(request)
     cursors = state.cursors
     owner = f"group:{gid}:{the_season.name}"
@@ -153,7 +158,7 @@ async def get_group_board(request: Request, season: SeasonPath,
             gid, the_season, limit, cursors.decode(owner, after))
         if last is not None:
             body["next"] = cursors.encode(owner, last)
-        return JSONResponse(body)
+        return _etagged(request, Cached(orjson.dumps(body), 0.0))
     cache = state.group_cache
     fill = cache.begin(gid, the_season.name)
     try:
@@ -164,17 +169,26 @@ async def get_group_board(request: Request, season: SeasonPath,
     if last is not None:
         body["next"] = cursors.encode(owner, last)
     cached = cache.put(fill, limit, orjson.dumps(body), request.state.group_access, members)
-    return Response(cached.body, media_type="application/json",
-                    headers={"etag": cached.etag.decode()})
+    return _etagged(request, cached)
+
+
+def _etagged(request: Request, page: Cached) -> Response:
+    """A page with its ETag, or `304` when `If-None-Match` names it (as the
+    fast lane answers a cached one)."""
+    headers = {"etag": page.etag.decode()}
+    if not_modified(request.scope, page.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(page.body, media_type="application/json", headers=headers)
 
 
 @router.get("/v1/groups/{group_id}/leaderboards/{season}/users/{user_id}", tags=["groups"],
-            responses={200: {"model": s.AroundOut}, **s.problems(401, 403, 404, 422, 503)})
+            responses={200: {"model": s.GroupAroundOut},
+                       **s.problems(401, 403, 404, 422, 503)})
 async def get_group_around(request: Request, group_id: GroupIdPath, season: SeasonPath,
                            user_id: UserIdPath, uid: int = Depends(learner_token),
-                           radius: Radius = 5) -> Response:
+                           radius: Radius = 5, board: BoardQuery = GLOBAL) -> Response:
     """A member's neighbourhood within the group (that member's token, or admin)."""
-    the_season = path_season(season, periods(request))
+    the_season = await board_season(services(request), season, board)
     return JSONResponse(await groups(request).board_around(path_group(group_id), the_season,
                                                            uid, radius))
 
@@ -184,10 +198,14 @@ async def get_group_around(request: Request, group_id: GroupIdPath, season: Seas
             responses={200: {"content": {"text/event-stream": {}}},
                        **s.problems(401, 404, 422, 503)})
 async def group_events(request: Request, season: SeasonPath,
-                       gid: str = Depends(group_reader)) -> Response:
+                       gid: str = Depends(group_reader), board: BoardQuery = GLOBAL) -> Response:
     """The season's refresh hints that concern the group's members, with the
     group board's access: refetch the group's board on each."""
-    return group_stream(services(request), gid, season)
+    svc = services(request)
+    the_season = await board_season(svc, season, board)
+    return group_stream(svc, gid, the_season,
+                        client_of(request.scope, svc.settings.trusted_proxies),
+                        request.state.group_reader)
 
 
 @router.post("/v1/leaderboards/{season}/ranks", tags=["reads"],
@@ -195,7 +213,7 @@ async def group_events(request: Request, season: SeasonPath,
              responses={200: {"model": s.FriendsOut},
                         **s.problems(401, 403, 404, 415, 422, 503)})
 async def post_ranks(request: Request, season: SeasonPath,
-                     tok: str = Depends(token)) -> Response:
+                     tok: str = Depends(token), board: BoardQuery = GLOBAL) -> Response:
     """A friends board: up to 1,000 learners ranked among themselves, each
     with their rank on the whole board (a learner token, or ingest)."""
     a = await auth(request)
@@ -204,6 +222,6 @@ async def post_ranks(request: Request, season: SeasonPath,
         caller = a.learner_sub(tok)
         if caller is None:
             raise Problem("unauthorized", a.refusal(tok))
-    body = valid(validate_ranks, await json_body(request))
-    the_season = path_season(season, periods(request))
+    body = valid(validate_ranks, await small_json_body(request))
+    the_season = await board_season(services(request), season, board)
     return JSONResponse(await groups(request).friends(the_season, body.user_ids, caller))

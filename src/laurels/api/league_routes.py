@@ -10,13 +10,14 @@ answers as a path that does not exist does.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from laurels.api import schemas as s
-from laurels.api.dependencies import admin_token, auth, learner_token, token
+from laurels.api.clients import client_of
+from laurels.api.dependencies import admin_token, auth, learner_token, time_zone, token
 from laurels.api.params import Cursor, Limit, UserIdPath, path_season
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
@@ -24,6 +25,7 @@ from laurels.api.streams import cohort_stream
 from laurels.league_rules import Cohort
 from laurels.leagues import Leagues
 from laurels.seasons import PERIODS, Season
+from laurels.shapes import CohortBoard
 
 WEEK_PATTERN = "^([0-9]{4}-W[0-9]{2}|current)$"
 WEEK_DESCRIPTION = "a week `YYYY-Www` (UTC), or `current` (this week)"
@@ -50,10 +52,10 @@ async def leagues_on(request: Request) -> None:
 router = APIRouter(tags=["leagues"], dependencies=[Depends(leagues_on)])
 
 
-def path_week(text: str) -> Season:
+def path_week(text: str, request: Request) -> Season:
     """A week of the URL (or `current`): a malformed season, or one of
     another period (`2026-11`, even when months are not configured), is 422."""
-    return path_season(text, PERIODS)
+    return path_season(text, PERIODS, time_zone(request))
 
 
 def path_cohort_id(text: str) -> str:
@@ -78,11 +80,12 @@ async def cohort_caller(request: Request, tok: str = Depends(token)) -> int | No
 
 
 async def readable_cohort(request: Request, season: str, cohort_id: str,
-                          caller: int | None) -> tuple[dict[str, Any], Cohort]:
+                          caller: int | None) -> tuple[CohortBoard, Cohort]:
     """The cohort's board, for a caller who may read it: unknown is 404, a
     learner who is not a member 403 (docs/contract.md: a cohort is no
     secret, unlike a group)."""
-    body, cohort = await leagues(request).cohort(path_week(season), path_cohort_id(cohort_id))
+    body, cohort = await leagues(request).cohort(path_week(season, request),
+                                                 path_cohort_id(cohort_id))
     if caller is not None and caller not in await leagues(request).members(cohort):
         raise Problem("forbidden", "only the cohort's members (or the ingest or admin token) "
                                    "read its board")
@@ -99,7 +102,7 @@ async def get_league(request: Request, user_id: UserIdPath, uid: int = Depends(l
     tier, `none`, `pending` (an earlier week of theirs is not decided yet)
     or `placed` with their cohort's board (a `zone` on each entry) and
     their own standing, and the week's result once it is decided."""
-    return JSONResponse(await leagues(request).learner(uid, path_week(season)))
+    return JSONResponse(await leagues(request).learner(uid, path_week(season, request)))
 
 
 @router.get("/v1/users/{user_id}/league/history",
@@ -144,7 +147,9 @@ async def cohort_events(request: Request, season: WeekPath, cohort_id: CohortIdP
     cohort board's access (the token in the `Authorization` header):
     refetch the cohort's board on each."""
     _, cohort = await readable_cohort(request, season, cohort_id, caller)
-    return cohort_stream(services(request), cohort)
+    svc = services(request)
+    return cohort_stream(svc, cohort, client_of(request.scope, svc.settings.trusted_proxies),
+                         caller)
 
 
 # -- operators ----------------------------------------------------------------------------------
@@ -155,4 +160,4 @@ async def cohort_events(request: Request, season: WeekPath, cohort_id: CohortIdP
 async def get_league_summary(request: Request, season: WeekPath) -> Response:
     """A week's leagues by tier: cohorts, members, and once the week is
     decided, how many went up and down (admin token)."""
-    return JSONResponse(await leagues(request).summary(path_week(season)))
+    return JSONResponse(await leagues(request).summary(path_week(season, request)))

@@ -58,4 +58,19 @@ class App(FastAPI):
                 description=self.description,
                 routes=[*(described(op) for op in OPERATIONS), *self.routes],
                 separate_input_output_schemas=self.separate_input_output_schemas)
+            problems_as_sent(self.openapi_schema)
         return self.openapi_schema
+
+
+def problems_as_sent(spec: dict[str, Any]) -> None:
+    """Every error is sent as application/problem+json: FastAPI describes a
+    response with a model as application/json, so an error's schema moves
+    to the media type the service sends (and application/json goes)."""
+    for item in spec.get("paths", {}).values():
+        for op in item.values():
+            for status, response in op.get("responses", {}).items():
+                content = response.get("content", {})
+                if str(status)[:1] in ("4", "5") and "application/json" in content:
+                    schema = content.pop("application/json")
+                    problem = content.setdefault("application/problem+json", {})
+                    problem.setdefault("schema", schema.get("schema", {}))

@@ -3,11 +3,13 @@ answer the fastest, is the fast lane's: api/fast.py)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from laurels.api import schemas as s
+from laurels.api.auth import Auth
+from laurels.api.dependencies import auth, token
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state
 
@@ -30,9 +32,17 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ready"})
 
 
+async def metrics_reader(tok: str = Depends(token), a: Auth = Depends(auth)) -> None:
+    a.require_metrics(tok)
+
+
 @router.get("/metrics", tags=["operations"], response_class=Response,
+            dependencies=[Depends(metrics_reader)],
             responses={200: {"content": {CONTENT_TYPE_LATEST: {}},
-                             "description": "Prometheus text exposition"}})
+                             "description": "Prometheus text exposition"},
+                       **s.problems(401, 403)})
 async def metrics() -> Response:
-    """Prometheus text exposition."""
+    """Prometheus text exposition: with the admin token or
+    LAURELS_METRICS_TOKEN (what the service is doing is an operator's to
+    read; no metric tells one learner's erasure from their turning hidden)."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -51,34 +51,36 @@ def valid(check: Callable[..., T], *raw: object) -> T:
         raise Problem("validation_error", str(exc)) from None
 
 
-def path_season(text: str, periods: tuple[Period, ...]) -> Season:
+def path_season(text: str, periods: tuple[Period, ...], zone: str) -> Season:
     """A season of the URL (any period's name, or an alias: `current`,
     `current-day`, `current-month`): 422 if malformed, 404 if its period is
-    not configured (LAURELS_PERIODS). Every read names its season, so the
+    not configured (LAURELS_PERIODS); in the calendar of `zone`. Every read names its season, so the
     answers are kept: a name's for good (a season is a value), an alias's
     until its season ends by the clock."""
     if text in ALIASES:
         now = datetime.now(UTC)
-        held = _CURRENT.get((text, periods))
+        held = _CURRENT.get((text, periods, zone))
         if held is not None and held.starts_at <= now < held.ends_at:
             return held
-        season = _checked(text, periods, now)
-        _CURRENT[(text, periods)] = season
+        season = _checked(text, periods, now, zone)
+        _CURRENT[(text, periods, zone)] = season
         return season
-    return _named(text, periods)
+    return _named(text, periods, zone)
 
 
-_CURRENT: dict[tuple[str, tuple[Period, ...]], Season] = {}  # alias -> its season now
+# alias -> its season now
+_CURRENT: dict[tuple[str, tuple[Period, ...], str], Season] = {}
 
 
 @functools.lru_cache(maxsize=1024)
-def _named(text: str, periods: tuple[Period, ...]) -> Season:
-    return _checked(text, periods, None)  # (a malformed name raises: nothing kept)
+def _named(text: str, periods: tuple[Period, ...], zone: str) -> Season:
+    return _checked(text, periods, None, zone)  # (a malformed name raises: nothing kept)
 
 
-def _checked(text: str, periods: tuple[Period, ...], now: datetime | None) -> Season:
+def _checked(text: str, periods: tuple[Period, ...], now: datetime | None, zone: str
+             ) -> Season:
     try:
-        return configured_season(text, periods, now)
+        return configured_season(text, periods, now, zone=zone)
     except BadSeason as exc:
         raise Problem("validation_error", str(exc)) from None
     except PeriodOff as exc:
@@ -105,7 +107,7 @@ def int_in(name: str, text: str, low: int, high: int) -> int:
 KEPT_QUERY_BYTES = 256  # longer query strings are parsed each time, never kept
 
 
-def _query_value(query: bytes, name: str) -> str | None:
+def query_value(query: bytes, name: str) -> str | None:
     if not query:
         return None
     fields = _kept_fields(query) if len(query) <= KEPT_QUERY_BYTES else _query_fields(query)
@@ -127,13 +129,13 @@ _kept_fields = functools.lru_cache(maxsize=256)(_query_fields)
 
 def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:
     """A query string's integer (the fast lane's `limit`, `radius`)."""
-    text = _query_value(query, name)
+    text = query_value(query, name)
     return default if text is None else int_in(name, text, low, high)
 
 
 def query_cursor(query: bytes, name: str = "after") -> str | None:
     """A query string's paging cursor, as written (Cursors.decode opens it)."""
-    text = _query_value(query, name)
+    text = query_value(query, name)
     if text is not None and not CURSOR_CHARS.fullmatch(text):
         raise Problem("validation_error", f"{name}: {CURSOR_PROBLEM}")
     return text

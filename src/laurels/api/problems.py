@@ -12,16 +12,13 @@ import logging
 from typing import Any, Literal
 
 import orjson
-import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from redis import exceptions as redis_exceptions
-from redis.exceptions import RedisClusterException, RedisError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 
-from laurels.errors import DomainError, ErrorCode
+from laurels.errors import DomainError, ErrorCode, StoreUnavailable
 from laurels.ingest import Outcome
 
 log = logging.getLogger("laurels.api")
@@ -39,6 +36,7 @@ STATUS: dict[ProblemCode, int] = {
     "not_ranked": 404,
     "completion_conflict": 409,
     "season_closed": 409,
+    "kind_conflict": 409,
     "user_erased": 410,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
@@ -57,6 +55,7 @@ TITLES: dict[ProblemCode, str] = {
     "not_ranked": "Not ranked",
     "completion_conflict": "Completion conflict",
     "season_closed": "Season closed",
+    "kind_conflict": "Board kind conflict",
     "user_erased": "User erased",
     "payload_too_large": "Payload too large",
     "unsupported_media_type": "Unsupported media type",
@@ -88,15 +87,6 @@ def outcome_status(outcome: Outcome) -> int:
         return 200
     return STATUS[outcome.code or "validation_error"]
 
-
-# The store errors that mean "not reachable now": a 503 with Retry-After.
-# Anything else a store raises (bad SQL, a Lua error) is a bug: a 500, logged
-# with its traceback.
-PG_DOWN = (psycopg.OperationalError,)  # connection failures, pool timeouts, shutdowns
-REDIS_DOWN = (redis_exceptions.ConnectionError, redis_exceptions.TimeoutError,
-              redis_exceptions.ClusterDownError, redis_exceptions.TryAgainError,
-              redis_exceptions.MasterDownError, redis_exceptions.ReadOnlyError,
-              RedisClusterException)
 
 _HTTP_CODES: dict[int, ProblemCode] = {401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "payload_too_large",
@@ -141,14 +131,9 @@ def response_for(exc: Exception) -> Response:
     FastAPI's handlers below and by the fast lane alike."""
     if isinstance(exc, DomainError | Problem):
         return problem_response(exc.code, exc.detail, retry_after=exc.retry_after)
-    if isinstance(exc, PG_DOWN):
-        log.warning("PostgreSQL unavailable: %s: %s", type(exc).__name__, exc)
-        return problem_response("unavailable", "the database is unavailable; retry shortly",
-                                retry_after=2)
-    if isinstance(exc, REDIS_DOWN):
-        log.warning("Redis unavailable: %s: %s", type(exc).__name__, exc)
-        return problem_response("unavailable", "the board store is unavailable; retry shortly",
-                                retry_after=2)
+    if isinstance(exc, StoreUnavailable):  # db/ and board/ decide what it is
+        log.warning("%s", exc)
+        return problem_response("unavailable", exc.detail, retry_after=2)
     log.error("unhandled error", exc_info=exc)
     return problem_response("internal_error", "an internal error occurred")
 
@@ -170,9 +155,7 @@ def install(app: FastAPI) -> None:
     # middleware, which also re-raises it to the server.
     @app.exception_handler(DomainError)
     @app.exception_handler(Problem)
-    @app.exception_handler(psycopg.Error)
-    @app.exception_handler(RedisError)
-    @app.exception_handler(RedisClusterException)
+    @app.exception_handler(StoreUnavailable)
     @app.exception_handler(Exception)
     async def _any(_: Request, exc: Exception) -> Response:
         return response_for(exc)

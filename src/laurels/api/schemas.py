@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from laurels.kinds import Metric, NotificationKind
 from laurels.ranking import TiePolicy
 from laurels.states import RebuildStatus, Visibility
 from laurels.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
@@ -56,6 +57,8 @@ class EntryOut(BaseModel):
 
 class BoardOut(BaseModel):
     season: str
+    board: str = Field(description="`global`, or the tag of a board of a kind")
+    metric: Metric = Field(description="what the board ranks by: points, completions or best")
     period: Literal["week", "day", "month", "all"]
     starts_at: str | None
     ends_at: str | None
@@ -80,13 +83,20 @@ class MeOut(BaseModel):
 
 class AroundOut(BaseModel):
     season: str
+    board: str
+    metric: Metric
     user: MeOut
     neighbors: list[NeighborOut]
+
+
+class GroupAroundOut(AroundOut):
+    group_id: str
 
 
 class RebuildOut(BaseModel):
     rebuild_id: str
     season: str
+    board: str
     status: RebuildStatus
     events: int | None = None
     error: str | None = None
@@ -96,11 +106,13 @@ class MismatchOut(BaseModel):
     user_id: int
     redis: int | None
     postgres: int | None
-    field: Literal["score", "profile"]
+    field: Literal["score", "profile", "tie"]
+    difference: str | None = None  # beyond the contract: what differs, in words
 
 
 class VerifyOut(BaseModel):
     season: str
+    board: str
     consistent: bool
     players_checked: int
     mismatches: list[MismatchOut]
@@ -108,7 +120,7 @@ class VerifyOut(BaseModel):
 
 class NotificationOut(BaseModel):
     id: int
-    kind: Literal["overtaken", "top10", "season_final", "league_zone", "league_result"]
+    kind: NotificationKind
     season: str
     data: dict[str, Any]
     created_at: str
@@ -182,6 +194,8 @@ class FriendOut(EntryOut):
 
 class FriendsOut(BaseModel):
     season: str
+    board: str
+    metric: Metric
     entries: list[FriendOut]
 
 
@@ -222,6 +236,8 @@ class CompletionItemOut(BaseModel):
 
 class CompletionsOut(BaseModel):
     season: str
+    board: str
+    metric: Metric
     user_id: int
     score: int
     completions: list[CompletionItemOut]
@@ -238,6 +254,7 @@ class DeliveryOut(BaseModel):
     attempts: int
     last_error: str | None
     next_attempt_at: str | None
+    errors: list[dict[str, Any]] | None = None  # beyond the contract: each attempt's error
 
 
 class DeliveriesOut(BaseModel):
@@ -316,3 +333,44 @@ class LeagueSummaryOut(BaseModel):
     season: str
     decided: bool
     tiers: list[LeagueTierOut]
+
+
+class BoardKindIn(BaseModel):
+    """A board kind's definition; every field optional (CONTRACT.md, "Boards
+    of a course, a track or a skill")."""
+
+    title: str | None = Field(None, min_length=1, max_length=100)
+    metric: Metric | None = None
+    periods: list[Literal["week", "day", "month", "all"]] | None = None
+    time_zone: str | None = Field(None, description="an IANA time zone name",
+                                  examples=["Europe/Paris"])
+    notify: bool | None = None
+
+
+class BoardKindOut(BaseModel):
+    kind: str
+    title: str
+    metric: Metric
+    periods: list[Literal["week", "day", "month", "all"]]
+    time_zone: str
+    notify: bool
+    created_at: str
+
+
+class BoardKindsOut(BaseModel):
+    kinds: list[BoardKindOut]
+
+
+class LearnerBoardOut(BaseModel):
+    board: str
+    kind: str
+    title: str
+    metric: Metric
+    season: str
+    rank: int
+    score: int
+    total: int
+
+
+class LearnerBoardsOut(BaseModel):
+    boards: list[LearnerBoardOut]

@@ -11,7 +11,7 @@ FastAPI routes reach it through `api_state(request)` or `services(request)`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import Request
 from starlette.datastructures import State
@@ -20,15 +20,50 @@ from laurels.api.auth import Auth
 from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache, KnownPages
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import RateLimiter
-from laurels.ingest import GroupCommit
+from laurels.board.signals import Signals
+from laurels.board_kinds import BoardKinds
+from laurels.corrections import Corrections
+from laurels.groups import Groups
+from laurels.hub import Hub
+from laurels.ingest import GroupCommit, Ingestor
+from laurels.leagues import Leagues
+from laurels.learners import Learners
+from laurels.notifications import Notifications
+from laurels.reads import Reads
+from laurels.rebuild import Rebuilder
 from laurels.runtime import Services
+from laurels.settings import Settings
 from laurels.supervisor import Supervisor
+from laurels.verify import Verifier
+from laurels.webhooks import Deliveries
+
+
+class RouteServices(Protocol):
+    """What the HTTP layer may reach of the service graph: the domain
+    services, never a store (no PostgreSQL pool, Redis client, keys or board).
+    `Services` is one; mypy holds every route to this."""
+
+    settings: Settings
+    ingestor: Ingestor
+    reads: Reads
+    learners: Learners
+    groups: Groups
+    leagues: Leagues
+    corrections: Corrections
+    notifications: Notifications
+    rebuilder: Rebuilder
+    verifier: Verifier
+    deliveries: Deliveries
+    hub: Hub
+    board_kinds: BoardKinds
+
+    async def ping(self) -> None: ...
 
 
 class ApiState(State):
     """Starlette's `State`, with the attributes the HTTP layer uses, typed."""
 
-    services: Services
+    services: RouteServices
     auth: Auth
     cursors: Cursors
     limiter: RateLimiter
@@ -41,9 +76,11 @@ class ApiState(State):
 
     def __init__(self, services: Services) -> None:
         cursors = Cursors(services.secrets.user_token_secret)
+        metrics_token = services.settings.metrics_token
         fields: dict[str, Any] = {
             "services": services,
-            "auth": Auth(services.secrets),
+            "auth": Auth(services.secrets,
+                         metrics_token.get_secret_value() if metrics_token else None),
             "cursors": cursors,
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
@@ -55,6 +92,17 @@ class ApiState(State):
             "supervisor": None,
         }
         super().__init__(fields)
+        connect_caches(services.signals, fields["board_cache"], fields["around_cache"],
+                       fields["group_cache"])
+
+
+def connect_caches(signals: Signals, board: BoardCache, around: BoardCache,
+                   group: GroupCache) -> None:
+    """The API's part of the live path (board/signals.py): every hint drops
+    the pages it makes stale, before any stream hears it; a group change
+    drops that group's boards."""
+    signals.caches += [board.hint, around.hint, group.hint]
+    signals.group_changes.append(group.group_changed)
 
 
 def api_state(request: Request) -> ApiState:
@@ -62,6 +110,6 @@ def api_state(request: Request) -> ApiState:
     return state
 
 
-def services(request: Request) -> Services:
+def services(request: Request) -> RouteServices:
     """The domain services: what a route calls."""
     return api_state(request).services

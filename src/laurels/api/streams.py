@@ -1,99 +1,152 @@
 """The live streams' responses (api/sse.py sends them): a season's hints, a
 group board's or a league cohort's hints, a learner's notifications. Each
-checks the process's stream budget, listens on the hub, and names the
-frames it sends."""
+checks the process's stream budget and the client's (its address:
+api/clients.py), listens on the hub, and names the frames it sends."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import orjson
 
-from laurels.api.params import path_season
 from laurels.api.problems import Problem
 from laurels.api.sse import EventStream, frame
+from laurels.api.state import RouteServices
 from laurels.errors import DomainError
-from laurels.hub import CHANGED_PER_SECOND, Hub
+from laurels.hub import CHANGED_PER_SECOND
 from laurels.league_rules import Cohort
-from laurels.leagues import cohort_stream_id
 from laurels.metrics import STREAMS_REFUSED
-from laurels.runtime import Services
+from laurels.seasons import GLOBAL, Season
 
 log = logging.getLogger("laurels.api")
 
 
-def stream_budget(hub: Hub, max_streams: int) -> None:
+def stream_budget(svc: RouteServices, client: str) -> Callable[[], None]:
     """Streams have a budget of their own (LAURELS_MAX_STREAMS per process), so
-    live viewers never take every connection from ordinary requests."""
-    if hub.stream_count() >= max_streams:
+    live viewers never take every connection from ordinary requests; and one
+    client holds at most LAURELS_MAX_STREAMS_PER_CLIENT of them (429), so no
+    client takes the budget from the others. Returns the release of the
+    client's share, for when the stream closes."""
+    hub, settings = svc.hub, svc.settings
+    if hub.holders.get(client, 0) >= settings.max_streams_per_client:
+        STREAMS_REFUSED.inc()
+        raise Problem("rate_limited", f"this client holds {settings.max_streams_per_client} "
+                      "event streams already (LAURELS_MAX_STREAMS_PER_CLIENT); close one, or "
+                      "retry later", retry_after=5)
+    if hub.stream_count() >= settings.max_streams:
         STREAMS_REFUSED.inc()
         raise Problem("unavailable", "too many live streams on this server; retry shortly",
                       retry_after=5)
+    hub.holders[client] = hub.holders.get(client, 0) + 1
+
+    def release() -> None:
+        left = hub.holders.get(client, 0) - 1
+        if left > 0:
+            hub.holders[client] = left
+        else:
+            hub.holders.pop(client, None)
+
+    return release
 
 
-def board_stream(svc: Services, season: str) -> EventStream:
+def _closing(*steps: Callable[[], None]) -> Callable[[], None]:
+    def close() -> None:
+        for step in steps:
+            step()
+    return close
+
+
+def board_stream(svc: RouteServices, season: Season, client: str) -> EventStream:
     """A season's hints: `ready`, then `changed` and `rebuilt` (or a Problem)."""
     hub = svc.hub
-    name = path_season(season, svc.settings.periods).name
-    stream_budget(hub, svc.settings.max_streams)
+    name = season.name
+    release = stream_budget(svc, client)
     listener = hub.listen_board(name)
 
     async def ready() -> bytes:
         await hub.hinted(name)  # `ready` means: every later change is hinted here
-        return frame("ready", orjson.dumps({"season": name}))
+        return frame("ready", orjson.dumps({"season": season.label, "board": season.board}))
 
     async def due() -> list[bytes]:
         return [frame(e["event"], e["data"]) for e in listener.take()]
 
-    return EventStream(listener, ready, due, lambda: hub.unlisten_board(listener),
+    return EventStream(listener, ready, due,
+                       _closing(lambda: hub.unlisten_board(listener), release),
                        min_gap_seconds=1 / CHANGED_PER_SECOND)
 
 
-def group_stream(svc: Services, gid: str, season: str) -> EventStream:
-    """A group board's hints: the hub routes them by member (group_index.py)."""
-    name = path_season(season, svc.settings.periods).name
+MayRead = Callable[[], Awaitable[bool]]
+Reader = int | Literal["writer"] | None  # a learner, the ingest or admin token, nobody
+
+
+def group_stream(svc: RouteServices, gid: str, season: Season, client: str,
+                 reader: Reader) -> EventStream:
+    """A group board's hints: the hub routes them by member (group_index.py).
+    `reader` is who reads it; their access is checked again whenever the
+    group changes (a member removed, the group turned members-only)."""
+    name = season.name
 
     async def members() -> list[int]:
         return await svc.groups.member_ids(gid)
 
-    return _member_stream(svc, gid, name, members, {"season": name, "group_id": gid})
+    async def may_read() -> bool:
+        found = await svc.groups.read_access(gid, reader if isinstance(reader, int) else None)
+        return found is not None and (found[0] == "public" or reader == "writer" or found[1])
+
+    ready = {"season": season.label, "group_id": gid,
+             **({"board": season.board} if season.board != GLOBAL else {})}
+    return _member_stream(svc, gid, name, members, ready, client, may_read)
 
 
-def cohort_stream(svc: Services, cohort: Cohort) -> EventStream:
+def cohort_stream(svc: RouteServices, cohort: Cohort, client: str,
+                  reader: int | None) -> EventStream:
     """A league cohort's hints: a group stream of its own id (`league:` and
-    the cohort's, leagues.cohort_stream_id), whose members are the cohort's;
+    the cohort's, Cohort.stream_id), whose members are the cohort's;
     the placer announces a group change of that id when the cohort gains
     members, so they are loaded again."""
 
     async def members() -> list[int]:
         return await svc.leagues.members(cohort)
 
-    return _member_stream(svc, cohort_stream_id(cohort), cohort.season, members,
-                          {"season": cohort.season, "cohort_id": cohort.id})
+    async def may_read() -> bool:  # a member still (an erasure takes them out)
+        return reader is None or reader in await svc.leagues.members(cohort)
+
+    return _member_stream(svc, cohort.stream_id, cohort.season, members,
+                          {"season": cohort.season, "cohort_id": cohort.id}, client, may_read)
 
 
-def _member_stream(svc: Services, gid: str, name: str,
+def _member_stream(svc: RouteServices, gid: str, name: str,
                    members: Callable[[], Awaitable[list[int]]],
-                   hello: dict[str, str]) -> EventStream:
+                   hello: dict[str, str], client: str, may_read: MayRead) -> EventStream:
     """The hints of the season `name` routed to a set of learners (a group's
     or a cohort's, under the id `gid` in the hub's index): the members are
     (re)loaded into the index whenever they are not loaded, before it says
     `ready` (with `hello`) and after each change."""
     hub = svc.hub
-    stream_budget(hub, svc.settings.max_streams)
+    release = stream_budget(svc, client)
     listener = hub.listen_group(gid, name)
 
+    def end() -> None:
+        listener.closed = True
+        listener.wake.set()
+
     async def load() -> None:
-        """Load the members if they are not; an unloaded group gets every hint."""
+        """Load the members if they are not (an unloaded group gets every
+        hint): at the start and after each change of the group, when the
+        reader's access is checked again too: a stream that may no longer
+        be read ends."""
         if hub.index.is_loaded(gid):
             return
         version = hub.index.version(gid)
         try:
+            if not await may_read():
+                end()
+                return
             hub.index.load(gid, await members(), version)
         except DomainError:  # the group was deleted: its boards are gone
-            listener.closed = True
-            listener.wake.set()
+            end()
         except Exception as exc:  # a store error: try again on the next wake
             log.warning("members of group %s not loaded: %s", gid, exc)
 
@@ -103,18 +156,19 @@ def _member_stream(svc: Services, gid: str, name: str,
         return frame("ready", orjson.dumps(hello))
 
     async def due() -> list[bytes]:
-        out = [frame(e["event"], e["data"]) for e in listener.take()]
-        await load()
-        return out
+        await load()  # first: a reader who may no longer read gets nothing more
+        return [] if listener.closed else [frame(e["event"], e["data"])
+                                            for e in listener.take()]
 
-    return EventStream(listener, ready, due, lambda: hub.unlisten_group(listener),
+    return EventStream(listener, ready, due,
+                       _closing(lambda: hub.unlisten_group(listener), release),
                        min_gap_seconds=1 / CHANGED_PER_SECOND)
 
 
-def notification_stream(svc: Services, uid: int) -> EventStream:
+def notification_stream(svc: RouteServices, uid: int, client: str) -> EventStream:
     """A learner's new notifications, one `notification` frame each."""
     hub = svc.hub
-    stream_budget(hub, svc.settings.max_streams)
+    release = stream_budget(svc, client)
     listener = hub.listen_learner(uid)
 
     async def ready() -> bytes:
@@ -128,4 +182,5 @@ def notification_stream(svc: Services, uid: int) -> EventStream:
         return [frame("notification", orjson.dumps(body))
                 for body in await svc.notifications.by_id(uid, ids, finals)]
 
-    return EventStream(listener, ready, due, lambda: hub.unlisten_learner(listener))
+    return EventStream(listener, ready, due,
+                       _closing(lambda: hub.unlisten_learner(listener), release))

@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from laurels.api import schemas as s
-from laurels.api.dependencies import admin_token, ingest_token, json_body
+from laurels.api.dependencies import admin_token, ingest_token, json_body, small_json_body
 from laurels.api.params import UserIdPath, path_user_id, valid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
@@ -41,7 +41,7 @@ async def post_batch(request: Request) -> Response:
 async def put_user(user_id: UserIdPath, request: Request) -> Response:
     """Set a learner's display name and/or visibility."""
     uid = path_user_id(user_id)
-    body = valid(validate_profile, await json_body(request))
+    body = valid(validate_profile, await small_json_body(request))
     learner = await services(request).learners.update(uid, body)
     return JSONResponse(learner.body())
 

@@ -11,6 +11,7 @@ modules above ask for operations by name (`board.apply(deltas)`,
 | `apply.py` | applying deltas, profiles and erasures (lua/apply.lua, set_profile, erase) |
 | `read.py` | reading the top, a neighbourhood, standings by id |
 | `build.py` | building a version from PostgreSQL, switching, dropping, expiring |
+| `inspection.py` | reading a version as it stands (its bits, corrections, profiles) to compare |
 | `hints.py` | refresh hints and the messages published to every process |
 | `subscribe.py` | the one Pub/Sub subscription of a process |
 | `streams.py` | the seasons' rank-event streams, read by the notifier |
@@ -23,7 +24,9 @@ from __future__ import annotations
 from laurels.board.apply import Applying
 from laurels.board.base import CLUSTER_IN_FLIGHT, gather_bounded
 from laurels.board.build import BuildGone, Building
-from laurels.board.hints import Hint, Publishing, hint_of, hints_of
+from laurels.board.connection import raising_unavailable
+from laurels.board.hints import Hint, Publishing, hint_of
+from laurels.board.inspection import BoardState, Inspecting
 from laurels.board.read import Reading
 from laurels.board.streams import RankEvent, RankStreams
 from laurels.board.subscribe import HintSubscription
@@ -41,8 +44,10 @@ from laurels.board.values import (
 )
 
 
-class Board(Applying, Reading, Building, Publishing, RankStreams):
-    """A season's boards in Redis, every operation the service needs of them."""
+@raising_unavailable
+class Board(Applying, Reading, Building, Publishing, RankStreams, Inspecting):
+    """A season's boards in Redis, every operation the service needs of them.
+    Each raises StoreUnavailable when Redis does not answer (connection.py)."""
 
 
 __all__ = [
@@ -50,6 +55,7 @@ __all__ = [
     "Around",
     "Board",
     "BoardMissing",
+    "BoardState",
     "BuildGone",
     "Delta",
     "Entry",
@@ -64,5 +70,4 @@ __all__ = [
     "default_name",
     "gather_bounded",
     "hint_of",
-    "hints_of",
 ]

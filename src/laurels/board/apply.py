@@ -7,12 +7,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from laurels.board.base import APPLY_BATCH, MAX_STALE_RETRIES, BoardBase
-from laurels.board.hints import hints_of
+from laurels.board.hints import Hint, hint_of
+from laurels.board.lua_args import (
+    ApplyDelta,
+    ApplyHead,
+    EraseArgs,
+    Learner,
+    MarkTiesArgs,
+    SetProfileArgs,
+    flat,
+)
 from laurels.board.values import Delta, Profile
 from laurels.keys import chunk_of
 from laurels.ranking import pad_uid
-from laurels.seasons import parse_season
+from laurels.seasons import parse_season, whole_week
 from laurels.states import ApplyResult
 
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
@@ -34,7 +45,7 @@ class Applying(BoardBase):
         """One apply.lua call: a batch of one season's deltas, in order; the
         script publishes the refresh hint itself when `hint`."""
         sk = self.season_keys(season)
-        start = parse_season(season)
+        start = parse_season(season, zone=self.zone)
         chunks: list[int] = []
         index: dict[int, int] = {}
         per_event: list[Any] = []
@@ -43,12 +54,14 @@ class Applying(BoardBase):
             if chunk not in index:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
-            per_event += [d.seq, index[chunk], offset, pad_uid(d.user_id), d.points,
-                          start.pad_ts(d.completed_at), d.profile.version,
-                          d.profile.visibility, d.profile.display_name, d.correction,
-                          "1" if d.counted else "0",
-                          start.pad_ts(d.reset_at) if d.reset_at else "", d.tie_token,
-                          d.part]
+            per_event += ApplyDelta(
+                seq=d.seq, chunk=index[chunk], offset=offset, uid=pad_uid(d.user_id),
+                points=d.points, ts=start.pad_ts(d.completed_at),
+                profile_version=d.profile.version, visibility=d.profile.visibility,
+                name=d.profile.display_name, correction=d.correction,
+                counts="1" if d.counted else "0",
+                reset_ts=start.pad_ts(d.reset_at) if d.reset_at else "",
+                tie_token=d.tie_token, part=d.part)
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
             vk = sk.version(v)
@@ -62,10 +75,11 @@ class Applying(BoardBase):
         else:
             command, channel = "PUBLISH", self.keys.hint_channel()
         on_current = bool(targets) and targets[0] == versions[0]
-        args: list[Any] = [versions[0], versions[1], self.policy,
-                           ("1" if start.period == "week" else "h") if on_current else "0",
-                           len(targets), len(chunks), command, channel, season,
-                           *chunks, *per_event]
+        args: list[Any] = [*ApplyHead(
+            expected_current=versions[0], expected_building=versions[1], policy=self.policy,
+            on_current=("1" if whole_week(season) else "h") if on_current else "0",
+            targets=len(targets), chunks=len(chunks), hint_command=command,
+            hint_channel=channel, season=season), *chunks, *per_event]
         return keys, args
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None
@@ -80,7 +94,7 @@ class Applying(BoardBase):
         the seasons that changed.
         """
         results: list[ApplyResult | None] = [None] * len(deltas)
-        visibility: dict[int, str] = {}
+        hints: list[Hint] = []
         pending = _season_batches(deltas)
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
@@ -88,14 +102,14 @@ class Applying(BoardBase):
             calls = [self._apply_batch_call(deltas, batch, only_version) for batch in pending]
             replies = await self._run_in_order("apply", calls)
             pending = [batch for batch, reply in zip(pending, replies, strict=True)
-                       if self._settle(deltas, batch, reply, only_version, results, visibility)]
+                       if self._settle(deltas, batch, reply, only_version, results, hints)]
         if pending:
             raise RuntimeError("board versions kept changing during apply")
-        if only_version is None and visibility:
-            # The scripts published the hints; this process's caches hear at once.
-            for hint in hints_of([(deltas[i], vis) for i, vis in sorted(visibility.items())]):
-                for local in self.on_hint:
-                    local(hint)
+        if only_version is None:
+            # The scripts published these hints (built there, the one place a
+            # hint of applied completions is); this process's caches hear at once.
+            for hint in hints:
+                self.signals.hint_caches(hint)
         return [r or "missing" for r in results]
 
     def _apply_batch_call(self, deltas: list[Delta], batch: list[int], only_version: str | None
@@ -114,9 +128,9 @@ class Applying(BoardBase):
 
     def _settle(self, deltas: list[Delta], batch: list[int], reply: Any,
                 only_version: str | None, results: list[ApplyResult | None],
-                visibility: dict[int, str]) -> bool:
-        """Record one batch's reply in `results` (and the visibility its hints
-        carry); True when the batch must be sent again (STALE versions)."""
+                hints: list[Hint]) -> bool:
+        """Record one batch's reply in `results` (and the hint it published in
+        `hints`); True when the batch must be sent again (STALE versions)."""
         status = reply[0]
         if status == "STALE":
             self._versions[deltas[batch[0]].season] = (reply[1], reply[2])
@@ -127,20 +141,20 @@ class Applying(BoardBase):
             for i in batch:
                 results[i] = "missing"
             return False
+        if reply[1] and (hint := hint_of(orjson.loads(reply[1]))) is not None:
+            hints.append(hint)
         for k, i in enumerate(batch):
-            applied, vis = int(reply[1 + 2 * k]), reply[2 + 2 * k]
+            applied = int(reply[2 + 2 * k])
             results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
                           else "applied" if applied else "duplicate")
-            if vis:
-                visibility[i] = vis
         return False
 
     async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
         """Mark learners a void is about to be applied for, before their
         fallback tie time is read (apply.lua, "Ties"): their tokens, in order."""
         reply = await self.scripts["mark_ties"](
-            keys=[self.season_keys(season).ties],
-            args=[TIES_TTL_MS, *(pad_uid(u) for u in user_ids)])
+            keys=[self.season_keys(season).ties, self.season_keys(season).erased],
+            args=flat(MarkTiesArgs(ttl_ms=TIES_TTL_MS), [Learner(pad_uid(u)) for u in user_ids]))
         return [str(t) for t in reply]
 
     async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
@@ -148,13 +162,18 @@ class Applying(BoardBase):
         return await self._write(
             "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users],
             [self.season_keys(season).erased],
-            [pad_uid(user_id), profile.version, profile.visibility, profile.display_name,
-             self.policy])
+            lambda current, building: SetProfileArgs(
+                expected_current=current, expected_building=building, uid=pad_uid(user_id),
+                profile_version=profile.version, visibility=profile.visibility,
+                name=profile.display_name, policy=self.policy))
 
     async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool:
         """Remove an erased learner from a season's board; False when it has no
         board (the tombstone is kept all the same, until `tombstone_until`)."""
         return await self._write(
             "erase", season, lambda vk: [vk.public, vk.hidden, vk.users],
-            [self.season_keys(season).erased],
-            [pad_uid(user_id), self.policy, int(tombstone_until.timestamp() * 1000)])
+            [self.season_keys(season).erased, self.season_keys(season).ties,
+             self.season_keys(season).notify_stream],
+            lambda current, building: EraseArgs(
+                expected_current=current, expected_building=building, uid=pad_uid(user_id),
+                policy=self.policy, erased_until_ms=int(tombstone_until.timestamp() * 1000)))

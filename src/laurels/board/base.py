@@ -14,19 +14,18 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from laurels.board.connection import require_supported
+from laurels.board.lua_args import SCRIPTS, preamble
+from laurels.board.signals import Signals
 from laurels.board.values import BoardMissing
 from laurels.keys import Keys, SeasonKeys
 from laurels.ranking import TiePolicy
-
-if TYPE_CHECKING:
-    from laurels.board.hints import Hint
 
 T = TypeVar("T")
 MAX_STALE_RETRIES = 8
@@ -36,7 +35,6 @@ MAX_STALE_RETRIES = 8
 CLUSTER_IN_FLIGHT = 32
 MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
 APPLY_BATCH = 500  # events per apply.lua call: one round trip, a few ms of Redis
-ROUTES_MAX = 100  # learners a hint may route by (apply.lua has the same)
 
 
 async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
@@ -58,15 +56,14 @@ async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
-    NAMES = ("apply", "set_profile", "erase", "read_top", "read_around", "scores",
-             "begin_build", "switch", "abort_build", "merge_bits", "load_board",
-             "load_erased", "load_corrections", "mark_ties")
+    NAMES = tuple(SCRIPTS)  # each with its arguments' names (lua_args.py)
 
     def __init__(self, redis: Redis) -> None:
         folder = resources.files(__package__).joinpath("lua")
         common = folder.joinpath("_common.lua").read_text()
         self.by_name: dict[str, AsyncScript] = {
-            name: redis.register_script(common + "\n" + folder.joinpath(f"{name}.lua").read_text())
+            name: redis.register_script("\n".join((
+                common, preamble(name), folder.joinpath(f"{name}.lua").read_text())))
             for name in self.NAMES
         }
 
@@ -142,8 +139,10 @@ class Coalesced:
 
 
 class BoardBase:
-    def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy) -> None:
+    def __init__(self, redis: Redis, keys: Keys, policy: TiePolicy,
+                 signals: Signals | None = None, *, zone: str) -> None:
         self.redis = redis
+        self.zone = zone  # the calendar of its seasons' names (LAURELS_TIME_ZONE)
         self.cluster = isinstance(redis, RedisCluster)
         self.keys = keys
         self.policy = policy
@@ -151,8 +150,8 @@ class BoardBase:
         self.coalesced = Coalesced(redis, self.scripts)
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
-        self.on_hint: list[Callable[[Hint], None]] = []
-        self.on_group_change: list[Callable[[str], None]] = []
+        # Who in this process hears its own changes at once (board/signals.py).
+        self.signals = signals or Signals()
         # Names this process in what it publishes, so it skips its own echo.
         self.origin = uuid.uuid4().hex
         self._stream_groups: set[str] = set()  # rank-event consumer groups known to exist
@@ -171,6 +170,20 @@ class BoardBase:
 
     async def ping(self) -> None:
         await self.redis.ping()
+
+    async def rewrite_files(self) -> bool:
+        """Have the server write its files afresh from what it holds now: its
+        append-only file (BGREWRITEAOF) and its snapshot (BGSAVE, once the
+        rewrite is done), so an erased learner's name and id leave them.
+        False when a rewrite is already running (try again later)."""
+        try:
+            await self.redis.bgrewriteaof()
+        except ResponseError as exc:
+            if "in progress" in str(exc):
+                return False
+            raise
+        await self.redis.bgsave(schedule=True)
+        return True
 
     def season_keys(self, season: str) -> SeasonKeys:
         return self.keys.season(season)
@@ -227,8 +240,10 @@ class BoardBase:
             return list(await pipe.execute())
 
     async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
-                     args: list[Any]) -> bool:
-        """Run a write script on the current and building versions; False if no board."""
+                     args_of: Callable[[str, str], tuple[Any, ...]]) -> bool:
+        """Run a write script on the current and building versions (its
+        arguments, given the versions this process believes: `args_of`);
+        False if no board."""
         sk = self.season_keys(season)
         for _ in range(MAX_STALE_RETRIES):
             versions = self.versions(season)
@@ -236,7 +251,7 @@ class BoardBase:
             for v in versions:
                 if v:
                     keys += keys_of(sk.version(v))
-            reply = await self.scripts[script](keys=keys, args=[*versions, *args])
+            reply = await self.scripts[script](keys=keys, args=list(args_of(*versions)))
             if reply[0] == "STALE":
                 self._versions[season] = (reply[1], reply[2])
                 continue
@@ -244,12 +259,14 @@ class BoardBase:
         raise RuntimeError(f"board versions kept changing during {script}")
 
     async def _read(self, script: str, season: str, version_keys: Any,
-                    args: list[Any]) -> list[Any]:
+                    args_of: Callable[[str], list[Any]]) -> list[Any]:
+        """Run a read script on the current version (its arguments, given the
+        version this process believes current: `args_of`)."""
         sk = self.season_keys(season)
         for _ in range(MAX_STALE_RETRIES):
             current = self.versions(season)[0]
             keys = [sk.current, *version_keys(sk.version(current or "0"))]
-            call = [current, *args]
+            call = args_of(current)
             reply: list[Any] = (await self.scripts[script](keys=keys, args=call)
                                 if self.cluster else
                                 await self.coalesced.call(script, keys, call))

@@ -7,11 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from redis.asyncio import RedisCluster
 
 from laurels.board.base import CLUSTER_IN_FLIGHT, BoardBase, gather_bounded
+from laurels.board.lua_args import (
+    Learner,
+    LoadBoardArgs,
+    LoadCorrection,
+    LoadErasedArgs,
+    LoadRow,
+    MergeBitsArgs,
+    Part,
+    VersionArgs,
+    flat,
+)
 from laurels.ranking import pad_uid
 from laurels.seasons import parse_season
 
@@ -35,14 +45,15 @@ class Building(BoardBase):
         current, *stale = await self.scripts["begin_build"](
             keys=[sk.building, sk.versions, sk.current, sk.version(version).parts,
                   sk.next_version],
-            args=[version, *parts])
+            args=flat(VersionArgs(version), [Part(p) for p in parts]))
         return version, str(current), [str(v) for v in stale]
 
     async def switch(self, season: str, version: str) -> str:
         """Make the built version current, atomically; the previous one ('' if
         none). BuildGone if it no longer holds the building marker."""
         sk = self.season_keys(season)
-        reply = await self.scripts["switch"](keys=[sk.current, sk.building], args=[version])
+        reply = await self.scripts["switch"](keys=[sk.current, sk.building],
+                                             args=list(VersionArgs(version)))
         if reply[0] != "OK":
             raise BuildGone("another rebuild took over the building marker")
         self.forget(season)
@@ -51,7 +62,7 @@ class Building(BoardBase):
     async def abort_build(self, season: str, version: str) -> None:
         """Stop feeding a version being built (the current one keeps serving)."""
         await self.scripts["abort_build"](keys=[self.season_keys(season).building],
-                                          args=[version])
+                                          args=list(VersionArgs(version)))
 
     async def merge_bits(self, season: str, version: str, chunk: int, bits: bytes
                          ) -> list[int]:
@@ -62,7 +73,7 @@ class Building(BoardBase):
         vk = sk.version(version)
         reply = await self.scripts["merge_bits"](
             keys=[sk.building, vk.applied(chunk), vk.chunks, vk.scratch(1), vk.scratch(2)],
-            args=[version, chunk, bits])
+            args=list(MergeBitsArgs(version=version, chunk=chunk, bits=bits)))
         if reply[0] != "OK":
             raise BuildGone("the building board vanished from Redis")
         return [int(offset) for offset in reply[1:]]
@@ -77,7 +88,9 @@ class Building(BoardBase):
             vk = sk.version(v)
             keys += [vk.public, vk.hidden, vk.users]
         reply = await self.scripts["load_erased"](
-            keys=keys, args=[version, current, self.policy, *map(pad_uid, user_ids)])
+            keys=keys, args=flat(LoadErasedArgs(version=version, current=current,
+                                                 policy=self.policy),
+                                 [Learner(pad_uid(u)) for u in user_ids]))
         if reply[0] != "OK":
             raise BuildGone("the building board vanished from Redis")
 
@@ -88,12 +101,11 @@ class Building(BoardBase):
         (load_corrections.lua; the stored form is _common.lua's)."""
         sk = self.season_keys(season)
         keys = [sk.building, sk.version(version).corrections]
-        args: list[Any] = []
-        for seq, correction, counted in corrected:
-            args += [seq, correction, "1" if counted else "0"]
-        for i in range(0, len(args), 3 * 1000):
+        items = [LoadCorrection(seq=seq, correction=correction, counts="1" if counted else "0")
+                 for seq, correction, counted in corrected]
+        for i in range(0, len(items), 1000):
             reply = await self.scripts["load_corrections"](
-                keys=keys, args=[version, *args[i:i + 3000]])
+                keys=keys, args=flat(VersionArgs(version), items[i:i + 1000]))
             if reply[0] != "OK":
                 raise BuildGone("the building board vanished from Redis")
 
@@ -105,11 +117,12 @@ class Building(BoardBase):
         (load_board.lua); how many it holds afterwards or kept off (erased)."""
         sk = self.season_keys(season)
         vk = sk.version(version)
-        start = parse_season(season)
-        args: list[Any] = [version, self.policy]
-        for uid, points, last_at, profile_version, visibility, name in standings:
-            args += [pad_uid(uid), points, start.pad_ts(last_at) if last_at else "",
-                     profile_version, visibility, name]
+        start = parse_season(season, zone=self.zone)
+        args = flat(LoadBoardArgs(version=version, policy=self.policy), [
+            LoadRow(uid=pad_uid(uid), points=points,
+                    ts=start.pad_ts(last_at) if last_at else "",
+                    profile_version=profile_version, visibility=visibility, name=name)
+            for uid, points, last_at, profile_version, visibility, name in standings])
         reply = await self.scripts["load_board"](
             keys=[sk.building, sk.erased, vk.public, vk.hidden, vk.users], args=args)
         if reply[0] != "OK":

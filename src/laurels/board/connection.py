@@ -12,18 +12,30 @@ semaphore in front of the client's per-node pools) for at most
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import hiredis
+from redis import exceptions as redis_exceptions
 from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.maint_notifications import MaintNotificationsConfig
 
+from laurels.errors import StoreUnavailable
 from laurels.metrics import POOL_WAIT
 
+# Maintenance notifications off: redis-py 8 turns them on ("auto") under
+# RESP3, and then skips its check that a pooled connection is still open
+# before handing it out, so the first command after a Redis restart or a cut
+# connection failed with "Connection closed by server" (a read answered 503
+# while Redis was up). They are a Redis Enterprise feature laurels does not use.
 OPTIONS: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 5,
-                           "socket_timeout": 30, "health_check_interval": 15}
+                           "socket_timeout": 30, "health_check_interval": 15,
+                           "maint_notifications_config": MaintNotificationsConfig(enabled=False)}
 
 
 class MeasuredPool(BlockingConnectionPool):
@@ -174,3 +186,56 @@ async def require_supported(client: Any) -> None:
             raise UnsupportedRedis(
                 f"Redis {version} is too old: laurels needs Redis 7.0 or later, or Valkey "
                 "7.2 or later (sharded Pub/Sub, SMISMEMBER)")
+
+
+# The Redis errors that mean "not reachable now" (laurels.errors.StoreUnavailable):
+# refused or dropped connections, timeouts, a pool with no free connection
+# in time, a cluster failing over or re-sharding, a replica promoted. Any
+# other (a Lua error, a wrong type) is a bug and stays what it is.
+REDIS_DOWN: tuple[type[BaseException], ...] = (
+    redis_exceptions.ConnectionError, redis_exceptions.TimeoutError,
+    redis_exceptions.ClusterDownError, redis_exceptions.TryAgainError,
+    redis_exceptions.MasterDownError, redis_exceptions.ReadOnlyError,
+    redis_exceptions.RedisClusterException, OSError)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def unavailable_when_down(fn: F) -> F:
+    """`fn` (a coroutine or async generator function of the board) raises
+    StoreUnavailable where Redis does not answer."""
+    if inspect.isasyncgenfunction(fn):
+
+        @functools.wraps(fn)
+        async def stream(*args: Any, **kwargs: Any) -> Any:
+            try:
+                async for item in fn(*args, **kwargs):
+                    yield item
+            except REDIS_DOWN as exc:
+                raise StoreUnavailable("redis", exc) from exc
+
+        return stream  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except REDIS_DOWN as exc:
+            raise StoreUnavailable("redis", exc) from exc
+
+    return call  # type: ignore[return-value]
+
+
+C = TypeVar("C", bound=type)
+
+
+def raising_unavailable(cls: C) -> C:
+    """Every public coroutine of `cls` (the Board, assembled from its parts)
+    raises StoreUnavailable where Redis does not answer: callers above the
+    board know one error for "Redis is down", never redis-py's."""
+    for name in dir(cls):
+        attr = getattr(cls, name)
+        if not name.startswith("_") and (inspect.iscoroutinefunction(attr)
+                                         or inspect.isasyncgenfunction(attr)):
+            setattr(cls, name, unavailable_when_down(attr))
+    return cls

@@ -12,9 +12,7 @@ import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board.base import BoardBase
-from laurels.board.values import Delta
 
-ROUTES_MAX = 100  # learners a hint may route by (apply.lua has the same)
 log = logging.getLogger("laurels.board")
 
 
@@ -24,12 +22,16 @@ class Hint(TypedDict, total=False):
     one, absent when several changes were coalesced); `kind` "rebuilt" after
     a rebuild switched the board. `routes`: the learners who changed, when
     all of them are public (group_index.py routes by them; never sent to a
-    client); absent when the change may concern anyone."""
+    client); absent when the change may concern anyone. `quiet`: only
+    hidden (or suspended) learners changed, so no public board shows
+    anything new: caches drop the season, streams send nothing (a hidden
+    learner's activity is nobody's to watch)."""
 
     season: Required[str]
     user_id: int | None
     kind: str
     routes: list[int]
+    quiet: bool
 
 
 def hint_of(message: dict[str, Any]) -> Hint | None:
@@ -44,6 +46,8 @@ def hint_of(message: dict[str, Any]) -> Hint | None:
         hint["user_id"] = uid if isinstance(uid, int) else None
     if isinstance(message.get("kind"), str):
         hint["kind"] = message["kind"]
+    if message.get("quiet") is True:
+        hint["quiet"] = True
     routes = message.get("routes")
     if isinstance(routes, list) and all(isinstance(u, int) for u in routes):
         hint["routes"] = routes
@@ -52,32 +56,11 @@ def hint_of(message: dict[str, Any]) -> Hint | None:
     return hint
 
 
-def hints_of(changed: list[tuple[Delta, str]]) -> list[Hint]:
-    """One hint per season: with the user id when a single public learner
-    changed, null for an anonymous or hidden one, absent when coalesced;
-    `routes` when every learner who changed is public (apply.lua builds
-    the same in Redis)."""
-    by_season: dict[str, set[tuple[int, str]]] = {}
-    for d, vis in changed:
-        by_season.setdefault(d.season, set()).add((d.user_id, vis))
-    hints = []
-    for season, users in by_season.items():
-        hint: Hint = {"season": season}
-        if len({u for u, _ in users}) == 1:
-            uid, vis = next(iter(users))
-            hint["user_id"] = uid if vis == "public" else None
-        if all(vis == "public" for _, vis in users) and len(users) <= ROUTES_MAX:
-            hint["routes"] = sorted({u for u, _ in users})
-        hints.append(hint)
-    return hints
-
-
 class Publishing(BoardBase):
     """What this process tells every process (and itself first)."""
 
     async def publish_hint(self, hint: Hint) -> None:
-        for local in self.on_hint:  # this process's caches hear of its own changes first
-            local(hint)
+        self.signals.hint_caches(hint)  # this process's caches hear of its own changes first
         try:
             if self.cluster:  # sharded Pub/Sub: the hint stays on the board's shard
                 await self.redis.spublish(self.keys.shard_hint_channel(hint["season"]),
@@ -90,8 +73,7 @@ class Publishing(BoardBase):
     async def publish_group_change(self, group_id: str) -> None:
         """Tell every process that a group's membership or access changed
         (their group caches and member indexes, group_index.py), this one first."""
-        for local in self.on_group_change:
-            local(group_id)
+        self.signals.group_changed(group_id)
         try:
             await self.redis.publish(self.keys.notification_channel(), orjson.dumps(
                 {"group_changed": group_id, "origin": self.origin}))

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from laurels.board.base import MEMBERS_PER_CALL, BoardBase
+from laurels.board.lua_args import Learner, ReadAroundArgs, ReadTopArgs, ScoresArgs, flat
 from laurels.board.values import (
     Around,
     Entry,
@@ -22,11 +23,12 @@ from laurels.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_t
 from laurels.seasons import Season, parse_season
 
 
-def as_season(season: Season | str) -> Season:
-    return season if isinstance(season, Season) else parse_season(season)
-
-
 class Reading(BoardBase):
+    def as_season(self, season: Season | str) -> Season:
+        """The season as the edge parsed it, or a name (from tests and tools)
+        read in the board's calendar."""
+        return season if isinstance(season, Season) else parse_season(season, zone=self.zone)
+
     def _entries(self, flat: list[Any], first_rank: int, first_index: int) -> list[Entry]:
         triples = [flat[i:i + 3] for i in range(0, len(flat), 3)]
         scores = [-int(float(t[1])) for t in triples]
@@ -44,11 +46,13 @@ class Reading(BoardBase):
         (an entry's (stored score, tie time, user id), as `Top.next` gives).
         The season as the edge parsed it (a name, from tests and tools, is
         parsed here)."""
-        season = as_season(season)
+        season = self.as_season(season)
         erased = self.season_keys(season.name).erased
         where = ["", ""] if after is None else [str(after[0]), self._member(season, after)]
-        reply = await self._read("read_top", season.name,
-                                 lambda vk: [vk.public, vk.users, erased], [limit, *where])
+        reply = await self._read(
+            "read_top", season.name, lambda vk: [vk.public, vk.users, erased],
+            lambda current: list(ReadTopArgs(expected_current=current, limit=limit,
+                                             after_score=where[0], after_member=where[1])))
         total, start, better = int(reply[1]), int(reply[2]), int(reply[3])
         last_member, last_score = str(reply[4]), reply[5]
         more = start + limit < total and last_member != ""
@@ -65,11 +69,12 @@ class Reading(BoardBase):
 
     async def around(self, season: Season | str, user_id: int, radius: int) -> Around | None:
         """A learner's entry and neighbours, or None when they have no score this season."""
-        name = as_season(season).name
+        name = self.as_season(season).name
         erased = self.season_keys(name).erased
         reply = await self._read(
             "read_around", name, lambda vk: [vk.public, vk.hidden, vk.users, erased],
-            [pad_uid(user_id), radius, self.policy])
+            lambda current: list(ReadAroundArgs(expected_current=current, uid=pad_uid(user_id),
+                                                radius=radius, policy=self.policy)))
         if reply[0] == "NOT_RANKED":
             return None
         _, profile, score_text, index, better, start, start_better = reply[:7]
@@ -98,10 +103,12 @@ class Reading(BoardBase):
         out: list[Scored] = []
         for i in range(0, len(user_ids), MEMBERS_PER_CALL):
             chunk = user_ids[i:i + MEMBERS_PER_CALL]
-            reply = await self._read("scores", as_season(season).name,
-                                     lambda vk: [vk.public, vk.hidden, vk.users],
-                                     [self.policy, "rank" if board_rank else "",
-                                      *(pad_uid(u) for u in chunk)])
+            reply = await self._read(
+                "scores", self.as_season(season).name, lambda vk: [vk.public, vk.hidden, vk.users],
+                lambda current, chunk=chunk: flat(  # type: ignore[misc]
+                    ScoresArgs(expected_current=current, policy=self.policy,
+                               with_rank="rank" if board_rank else ""),
+                    [Learner(pad_uid(u)) for u in chunk]))
             for k, uid in enumerate(chunk):
                 score, raw = reply[1 + width * k], reply[2 + width * k]
                 if score == "":
@@ -118,9 +125,11 @@ class Reading(BoardBase):
         """Each learner's (total or None, visibility, name, tie time or None)
         on the current board; the tie time is the stored offset of their
         latest completion (the `first` policy orders ties by it)."""
-        reply = await self._read("scores", season,
-                                 lambda vk: [vk.public, vk.hidden, vk.users],
-                                 [self.policy, "", *(pad_uid(u) for u in user_ids)])
+        reply = await self._read(
+            "scores", season, lambda vk: [vk.public, vk.hidden, vk.users],
+            lambda current: flat(ScoresArgs(expected_current=current, policy=self.policy,
+                                            with_rank=""),
+                                 [Learner(pad_uid(u)) for u in user_ids]))
         out: dict[int, tuple[int | None, str, str, int | None]] = {}
         for i, uid in enumerate(user_ids):
             score, profile = reply[1 + 2 * i], reply[2 + 2 * i]

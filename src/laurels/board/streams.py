@@ -1,6 +1,7 @@
 """The seasons' rank-event streams (apply.lua appends "entered the top 10",
-"passed these learners" atomically with the score), read by the notifier
-through one consumer group: what a dead consumer left is claimed again."""
+"passed these learners" atomically with the score, by learner id: never a
+name), read by the notifier through one consumer group: what a dead
+consumer left is claimed again; what is handled is deleted."""
 
 from __future__ import annotations
 
@@ -53,5 +54,8 @@ class RankStreams(BoardBase):
         return entries
 
     async def done_with(self, season: str, entry_id: str) -> None:
-        """Acknowledge a rank event: it is handled."""
-        await self.redis.xack(self.season_keys(season).notify_stream, GROUP, entry_id)
+        """Acknowledge a rank event and delete it: it is handled, and the
+        stream keeps only what is not (an erasure scrubs that: erase.lua)."""
+        stream = self.season_keys(season).notify_stream
+        await self.redis.xack(stream, GROUP, entry_id)
+        await self.redis.xdel(stream, entry_id)

@@ -4,8 +4,8 @@ ranks, group changes).
 
 Who follows a season: the per-process caches of its pages (api/caches.py)
 and the hub's live streams (hub.py), each through `follow`. A hint goes to
-the board's `on_hint` callbacks first (the caches: a page read after the
-hint is never the stale one), then to `on_stream_hint` (the streams). On one
+the process's signals (board/signals.py): the caches first (a page read
+after the hint is never the stale one), then the streams. On one
 node every hint arrives on one channel; on Redis Cluster each followed
 season's shard channel is subscribed (SSUBSCRIBE), and a season counts as
 hinted once its subscription is confirmed. Whatever was published while the
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -40,8 +39,6 @@ class HintSubscription:
         self.connected = asyncio.Event()  # the (global) subscriptions are confirmed
         self.shards: dict[str, asyncio.Event] = {}  # on a cluster: season -> confirmed
         self.followed: Counter[str] = Counter()
-        self.on_stream_hint: list[Callable[[Hint], None]] = []
-        self.on_note: list[Callable[[dict[str, Any]], None]] = []
 
     # -- who follows what ---------------------------------------------------------
 
@@ -86,17 +83,12 @@ class HintSubscription:
                 self._hint(hint)
         elif isinstance(message.get("group_changed"), str):
             if message.get("origin") != self.board.origin:  # ours was handled at once
-                for changed in self.board.on_group_change:
-                    changed(message["group_changed"])
+                self.board.signals.group_changed(message["group_changed"])
         else:
-            for note in self.on_note:
-                note(message)
+            self.board.signals.note(message)
 
     def _hint(self, hint: Hint) -> None:
-        for cache in self.board.on_hint:  # the caches first, then the streams
-            cache(hint)
-        for stream in self.on_stream_hint:
-            stream(hint)
+        self.board.signals.hint(hint)  # the caches first, then the streams
 
     def _refetch(self, seasons: set[str] | None = None) -> None:
         """Hints may have been lost while we were away: everyone refetches."""

@@ -52,14 +52,19 @@ class Delta:
     # shorter period it belongs to (its week, its day): a version built from
     # that part's archive counts it already (apply.lua, "Parts"); '' else.
     part: str = ""
+    # The completion's tags (`kind:value`): the boards of kinds it counts on
+    # besides the whole board's (board_kinds.tagged_boards).
+    tags: tuple[str, ...] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:
-        """A completion row joined with its learner's profile (queries.sql)."""
+        """A completion row joined with its learner's profile, as the
+        projector and a catch-up read it (db/queries/)."""
         return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
                    season or row["season"],
                    Profile(row["profile_version"], row["visibility"], row["display_name"]),
-                   int(row.get("correction") or 0), bool(row.get("counted", True)))
+                   int(row.get("correction") or 0), bool(row.get("counted", True)),
+                   tags=tuple(row.get("tags") or ()))
 
 
 class Scored(NamedTuple):

@@ -24,6 +24,7 @@ from laurels.client.types import (
     FriendsBoard,
     Group,
     GroupBoard,
+    LearnerBoards,
     MarkedRead,
     Membership,
     Neighbourhood,
@@ -47,6 +48,7 @@ class Completion:
     user_id: int
     points: int
     completed_at: datetime | str | None = None  # RFC 3339 with an offset; None: now
+    tags: tuple[str, ...] = ()  # `kind:value`: the boards of a course, a track, a skill
 
     def body(self) -> dict[str, Any]:
         """The JSON item of `POST /v1/completions` (and of a batch)."""
@@ -55,6 +57,8 @@ class Completion:
         if self.completed_at is not None:
             at = self.completed_at
             out["completed_at"] = at.isoformat() if isinstance(at, datetime) else at
+        if self.tags:
+            out["tags"] = list(self.tags)
         return out
 
 
@@ -64,6 +68,11 @@ def seg(value: object) -> str:
 
 def page(limit: int, after: str | None) -> dict[str, Any]:
     return {"limit": limit, **({"after": after} if after else {})}
+
+
+def on(board: str) -> dict[str, Any]:
+    """`?board=`: a board of a kind (`course:python-101`); none for `global`."""
+    return {} if board == "global" else {"board": board}
 
 
 class Endpoints:
@@ -77,14 +86,17 @@ class Endpoints:
 
     @Call
     def post_completion(completion_id: str, user_id: int, points: int,
-                        completed_at: datetime | str | None = None
-                        ) -> Request[CompletionResult]:
+                        completed_at: datetime | str | None = None,
+                        tags: Iterable[str] = ()) -> Request[CompletionResult]:
         """Record one completion: `POST /v1/completions` (ingest token).
         Idempotent on `completion_id`: a replay answers `status: "duplicate"`.
         `completed_at`: an aware datetime or RFC 3339 text; None: now.
+        `tags`: `kind:value` strings (`course:python-101`), part of the payload.
         Returns a `CompletionResult`. Raises `CompletionConflict` (same id,
         other payload), `SeasonClosed`, `UserErased`, `ValidationError`."""
-        body = Completion(completion_id, user_id, points, completed_at).body()
+        if isinstance(tags, str):  # (a string is an iterable of characters)
+            raise TypeError("tags: give a list of `kind:value` strings, not one string")
+        body = Completion(completion_id, user_id, points, completed_at, tuple(tags)).body()
         return Request("POST", "/v1/completions", json=body)
 
     @Call
@@ -132,25 +144,25 @@ class Endpoints:
 
     @Call
     def group_board(group_id: str, season: str = "current", limit: int = 100,
-                    after: str | None = None) -> Request[GroupBoard]:
+                    after: str | None = None, board: str = "global") -> Request[GroupBoard]:
         """One page of a group's board, its members ranked among themselves:
         `GET /v1/groups/{group_id}/leaderboards/{season}` (a `public` group:
         no token; a `members` one: a member's learner token, or ingest/admin).
         Returns a `GroupBoard`. Raises `NotFound` (no such group, or one the
         learner may not read), `Rebuilding`."""
         return Request("GET", f"/v1/groups/{seg(group_id)}/leaderboards/{seg(season)}",
-                        page(limit, after))
+                        {**page(limit, after), **on(board)})
 
     @Call
-    def group_around(group_id: str, season: str, user_id: int, radius: int = 5
-                     ) -> Request[Neighbourhood]:
+    def group_around(group_id: str, season: str, user_id: int, radius: int = 5,
+                     board: str = "global") -> Request[Neighbourhood]:
         """A member's neighbourhood within a group:
         `GET /v1/groups/{group_id}/leaderboards/{season}/users/{user_id}`
         (that member's learner token, or admin). Returns a `Neighbourhood`
         (with `group_id`). Raises `NotFound` (not a member), `NotRanked`."""
         return Request(
             "GET", f"/v1/groups/{seg(group_id)}/leaderboards/{seg(season)}/users/{user_id}",
-            {"radius": radius})
+            {"radius": radius, **on(board)})
 
     @Call
     def user_groups(user_id: int) -> Request[UserGroups]:
@@ -161,43 +173,56 @@ class Endpoints:
     # -- reads ------------------------------------------------------------------------------
 
     @Call
-    def board(season: str = "current", limit: int = 100, after: str | None = None
-              ) -> Request[Board]:
+    def board(season: str = "current", limit: int = 100, after: str | None = None,
+              board: str = "global") -> Request[Board]:
         """One page of a season's public board (`limit` 1 to 1000, `after` the
         previous page's `next`): `GET /v1/leaderboards/{season}` (no token).
         `season`: `2026-W49`, `2026-11-30`, `2026-11`, `all`, `current`,
-        `current-day`, `current-month`. Returns a `Board`. Raises `NotFound`
-        (a period not configured), `ValidationError` (a malformed season or
-        cursor), `Rebuilding`."""
-        return Request("GET", f"/v1/leaderboards/{seg(season)}", page(limit, after))
+        `current-day`, `current-month`. `board`: `global` (the whole board)
+        or a board of a kind (`course:python-101`), every read alike. Returns
+        a `Board`. Raises `NotFound` (a period not configured, a kind not
+        defined), `ValidationError` (a malformed season, board or cursor),
+        `Rebuilding`."""
+        return Request("GET", f"/v1/leaderboards/{seg(season)}",
+                        {**page(limit, after), **on(board)})
 
     @Call
-    def around(season: str, user_id: int, radius: int = 5) -> Request[Neighbourhood]:
+    def around(season: str, user_id: int, radius: int = 5, board: str = "global"
+               ) -> Request[Neighbourhood]:
         """A learner's rank and the `radius` (0 to 50) ranks around it:
         `GET /v1/leaderboards/{season}/users/{user_id}` (their learner token,
         or admin). Returns a `Neighbourhood`. Raises `NotRanked` (no
         completions this season), `Rebuilding`."""
         return Request("GET", f"/v1/leaderboards/{seg(season)}/users/{user_id}",
-                        {"radius": radius})
+                        {"radius": radius, **on(board)})
 
     @Call
-    def friends(season: str, user_ids: Iterable[int]) -> Request[FriendsBoard]:
+    def learner_boards(user_id: int, season: str = "current") -> Request[LearnerBoards]:
+        """Every board on which a learner has a completion that counts in a
+        week (`current`, or `2026-W49`; each board's week in its own zone):
+        `GET /v1/users/{user_id}/boards` (their learner token, or admin).
+        Returns `LearnerBoards`, the whole board first."""
+        return Request("GET", f"/v1/users/{user_id}/boards", {"season": season})
+
+    @Call
+    def friends(season: str, user_ids: Iterable[int], board: str = "global"
+                ) -> Request[FriendsBoard]:
         """A friends board of 1 to 1000 learners, ranked among themselves:
         `POST /v1/leaderboards/{season}/ranks` (any learner token, or
         ingest). Hidden and anonymous learners are left out, but for the
         caller (`self`). Returns a `FriendsBoard`. Raises `Rebuilding`."""
-        return Request("POST", f"/v1/leaderboards/{seg(season)}/ranks",
+        return Request("POST", f"/v1/leaderboards/{seg(season)}/ranks", on(board),
                         json={"user_ids": list(user_ids)})
 
     @Call
-    def completions(season: str, user_id: int, limit: int = 50, after: str | None = None
-                    ) -> Request[UserCompletions]:
+    def completions(season: str, user_id: int, limit: int = 50, after: str | None = None,
+                    board: str = "global") -> Request[UserCompletions]:
         """Why a learner's score is what it is: their completions in the
         season, newest first, counted or voided, one page:
         `GET /v1/leaderboards/{season}/users/{user_id}/completions` (their
         learner token, or admin). Returns `UserCompletions`."""
         return Request("GET", f"/v1/leaderboards/{seg(season)}/users/{user_id}/completions",
-                        page(limit, after))
+                        {**page(limit, after), **on(board)})
 
     # -- leagues (LAURELS_LEAGUE_TIERS; else every call raises NotFound) --------------------
 
@@ -292,12 +317,12 @@ class Endpoints:
         return Request("GET", "/v1/admin/audit", page(limit, after))
 
     @Call
-    def rebuild(season: str) -> Request[RebuildStarted]:
+    def rebuild(season: str, board: str = "global") -> Request[RebuildStarted]:
         """Rebuild a season's board from PostgreSQL in the background:
         `POST /v1/admin/leaderboards/{season}/rebuild` (admin token). Returns
         `RebuildStarted` (follow it with `rebuild_status`). Raises
         `NotFound`, `Rebuilding` (one is starting: retried)."""
-        return Request("POST", f"/v1/admin/leaderboards/{seg(season)}/rebuild")
+        return Request("POST", f"/v1/admin/leaderboards/{seg(season)}/rebuild", on(board))
 
     @Call
     def rebuild_status(rebuild_id: str) -> Request[Rebuild]:
@@ -306,11 +331,11 @@ class Endpoints:
         return Request("GET", f"/v1/admin/rebuilds/{seg(rebuild_id)}")
 
     @Call
-    def verify(season: str) -> Request[VerifyResult]:
+    def verify(season: str, board: str = "global") -> Request[VerifyResult]:
         """Compare a season's board in Redis with the sums in PostgreSQL:
         `GET /v1/admin/leaderboards/{season}/verify` (admin token). Returns a
         `VerifyResult`. Raises `NotFound`."""
-        return Request("GET", f"/v1/admin/leaderboards/{seg(season)}/verify")
+        return Request("GET", f"/v1/admin/leaderboards/{seg(season)}/verify", on(board))
 
     @Call
     def league_summary(season: str) -> Request[LeagueSummary]:

@@ -12,6 +12,7 @@ Visibility: TypeAlias = Literal["public", "anonymous", "hidden"]
 Access: TypeAlias = Literal["members", "public"]
 Period: TypeAlias = Literal["week", "day", "month", "all"]
 TiePolicy: TypeAlias = Literal["shared", "first"]
+Metric: TypeAlias = Literal["points", "completions", "best"]  # what a board ranks by
 NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "league_zone",
                                       "league_result"]
 AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
@@ -79,6 +80,8 @@ class Board(TypedDict):
     """One page of a season's board: `GET /v1/leaderboards/{season}`."""
 
     season: str
+    board: str  # `global`, or the tag of a board of a kind (`course:python-101`)
+    metric: Metric
     period: Period
     starts_at: str | None  # null for "all"
     ends_at: str | None  # null for "all"
@@ -115,6 +118,8 @@ class Neighbourhood(TypedDict):
     """A learner's rank and neighbours: `GET .../users/{user_id}`."""
 
     season: str
+    board: str
+    metric: Metric
     user: Standing
     neighbors: list[Neighbor]  # from rank - radius to rank + radius
     group_id: NotRequired[str]  # on a group's neighbourhood
@@ -131,6 +136,8 @@ class FriendsBoard(TypedDict):
     """A friends board: `POST /v1/leaderboards/{season}/ranks`."""
 
     season: str
+    board: str
+    metric: Metric
     entries: list[FriendEntry]
 
 
@@ -147,6 +154,8 @@ class UserCompletions(TypedDict):
     """Why a learner's score is what it is, one page, newest first."""
 
     season: str
+    board: str
+    metric: Metric
     user_id: int
     score: int  # the counted points add up to it
     completions: list[CompletionRecord]
@@ -258,6 +267,7 @@ class RebuildStarted(TypedDict):
 
     rebuild_id: str
     season: str
+    board: str
     status: Literal["running"]
 
 
@@ -266,6 +276,7 @@ class Rebuild(TypedDict):
 
     rebuild_id: str
     season: str
+    board: str
     status: Literal["running", "succeeded", "failed"]
     events: int | None  # completions streamed so far
     error: str | None
@@ -285,6 +296,7 @@ class VerifyResult(TypedDict):
     """`GET /v1/admin/leaderboards/{season}/verify`."""
 
     season: str
+    board: str
     consistent: bool
     players_checked: int
     mismatches: list[Mismatch]  # at most 100
@@ -316,3 +328,22 @@ class Deliveries(TypedDict):
     deliveries: list[Delivery]  # newest first
     next: str | None
 
+
+
+class LearnerBoard(TypedDict):
+    """One of a learner's boards of a week."""
+
+    board: str
+    kind: str  # `global` for the whole board
+    title: str
+    metric: Metric
+    season: str
+    rank: int
+    score: int
+    total: int
+
+
+class LearnerBoards(TypedDict):
+    """`GET /v1/users/{user_id}/boards`: every board the learner counts on."""
+
+    boards: list[LearnerBoard]

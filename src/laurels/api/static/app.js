@@ -9,6 +9,7 @@ const state = { season: null, token: null, me: null, source: null, inbox: null, 
 // Each period's board of "now" (docs/contract.md, Domain), and its label.
 const PERIODS = { week: ["current", "This week"], day: ["current-day", "Today"],
                   month: ["current-month", "This month"], all: ["all", "All time"] };
+const ALIASES = { current: "week", "current-day": "day", "current-month": "month" };
 const SEASON_NAME = /^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{2}|all)$/;
 
 function periodOf(season) {
@@ -17,7 +18,11 @@ function periodOf(season) {
   return season.length === 10 ? "day" : "month";
 }
 
-// ISO-8601 week of a date, in UTC (the same rule as the server's seasons).
+// Season names are stepped by calendar arithmetic on the names alone: the
+// seasons are those of the deployment's time zone (LAURELS_TIME_ZONE), which
+// the page does not know, so it never derives a name from an instant; the
+// board of now is asked for by its alias (`current`, ...).
+// The ISO-8601 week of a calendar date (held as UTC midnight).
 function isoWeek(date) {
   const d = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
   const day = d.getUTCDay() || 7;
@@ -27,14 +32,36 @@ function isoWeek(date) {
   return `${d.getUTCFullYear()}-W${String(week).padStart(2, "0")}`;
 }
 
-// The season before (dir -1) or after (dir 1) the one starting at `startsAt`.
-function shiftSeason(startsAt, dir) {
-  const d = new Date(Date.parse(startsAt));
-  if (state.period === "day") return new Date(d.getTime() + dir * 86400000).toISOString().slice(0, 10);
-  if (state.period === "month") {
-    return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + dir, 1)).toISOString().slice(0, 7);
+// A season's bounds in the learner's own time zone (the browser's): the
+// deployment's zone decides when a season starts and ends, the learner's how
+// that instant reads; the instants themselves stay in data attributes.
+function showRange(startsAt, endsAt) {
+  const out = $("range");
+  out.dataset.startsAt = startsAt || "";
+  out.dataset.endsAt = endsAt || "";
+  if (!endsAt) {
+    out.textContent = "all time";
+    return;
   }
-  return isoWeek(new Date(d.getTime() + (dir < 0 ? -3 : 10) * 86400000));
+  const fmt = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric",
+                                                   month: "short", hour: "2-digit",
+                                                   minute: "2-digit" });
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const ends = new Date(Date.parse(endsAt));
+  const span = startsAt ? `${fmt.format(new Date(Date.parse(startsAt)))} to ${fmt.format(ends)}`
+    : `until ${fmt.format(ends)}`;
+  const when = ends > Date.now() ? `resets ${fmt.format(ends)}` : "ended";
+  out.textContent = `${span} · ${when} · your time (${zone})`;
+}
+
+// The season before (dir -1) or after (dir 1) the season named `name`.
+function shiftSeason(name, dir) {
+  const [y, m, d] = name.split("-").map((x) => parseInt(x.replace("W", ""), 10));
+  if (periodOf(name) === "day") return new Date(Date.UTC(y, m - 1, d + dir)).toISOString().slice(0, 10);
+  if (periodOf(name) === "month") return new Date(Date.UTC(y, m - 1 + dir, 1)).toISOString().slice(0, 7);
+  const jan4 = new Date(Date.UTC(y, 0, 4));  // in ISO week 1 of year y
+  const monday = Date.UTC(y, 0, 4 - ((jan4.getUTCDay() || 7) - 1) + (m - 1) * 7);
+  return isoWeek(new Date(monday + dir * 7 * 86400000));
 }
 
 function learnerFromToken(token) {
@@ -71,10 +98,11 @@ function renderBoard(body) {
   $("season").textContent = body.season;
   const b = state.board;
   $("board-title").textContent = b.kind === "group" ? `${b.name}: top 100`
+    : b.kind === "board" ? `${b.title} · ${b.board.split(":")[1]}: top 100`
     : b.kind === "friends" ? "Friends" : "Top 100";
   $("total").textContent = body.total === undefined ? `(${body.entries.length} learners)`
     : `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
-  $("range").textContent = body.starts_at ? `${body.starts_at} to ${body.ends_at}` : "all time";
+  showRange(body.starts_at, body.ends_at);
   $("prev").hidden = $("next").hidden = body.period === "all";
   $("empty").hidden = body.entries.length > 0;
   const tbody = $("board").querySelector("tbody");
@@ -143,7 +171,10 @@ function describe(n) {
   if (n.kind === "season_final") {
     return `${n.season} is over: final rank ${n.data.rank ?? "(hidden)"} with ${n.data.score} points.`;
   }
-  return `${n.data.by_display_name || "Someone"} passed you in ${n.season}.`;
+  if (n.kind === "overtaken") {
+    return `${n.data.by_display_name || "Someone"} passed you in ${n.season}.`;
+  }
+  return `Something happened in ${n.season}.`;  // a kind this page does not know yet
 }
 
 function addNotification(n, atTop) {
@@ -161,6 +192,10 @@ async function fetchBoard() {
   const b = state.board;
   if (b.kind === "group") {
     return getJSON(`/v1/groups/${encodeURIComponent(b.id)}/leaderboards/${state.season}?limit=100`, true);
+  }
+  if (b.kind === "board") {  // a board of a course, a track or a skill
+    return getJSON(`/v1/leaderboards/${state.season}?limit=100&board=${encodeURIComponent(b.board)}`,
+                   false);
   }
   if (b.kind === "friends") {
     const resp = await fetch(`/v1/leaderboards/${state.season}/ranks`, {
@@ -180,9 +215,9 @@ async function refresh() {
   const body = await fetchBoard();
   if (!body || body.problem || state.board !== board) return;
   state.season = body.season;
-  if (body.starts_at) state.startsAt = body.starts_at;
   if (state.userId) {
-    const url = `/v1/leaderboards/${state.season}/users/${state.userId}?radius=5`;
+    const on = board.kind === "board" ? `&board=${encodeURIComponent(board.board)}` : "";
+    const url = `/v1/leaderboards/${state.season}/users/${state.userId}?radius=5${on}`;
     const me = await getJSON(url, true);
     if (state.board !== board) return;
     renderMe(me);
@@ -202,6 +237,7 @@ function scheduleRefresh() {
 // else from the season's.
 function wantedStream() {
   const l = state.league;
+  if (state.board.kind === "board") return `board ${state.board.board}`;
   return state.board.kind === "league" && l && l.status === "placed" && l.season === state.season
     ? `cohort ${l.season} ${l.cohort_id}` : "season";
 }
@@ -209,7 +245,7 @@ function wantedStream() {
 function listen() {
   if (state.source) state.source.close();
   state.listening = wantedStream();
-  if (state.listening !== "season") {
+  if (state.listening.startsWith("cohort ")) {
     const l = state.league;
     state.source = streamWithToken(
       `/v1/leagues/${l.season}/cohorts/${encodeURIComponent(l.cohort_id)}/events`, (event) => {
@@ -218,7 +254,8 @@ function listen() {
       });
     return;
   }
-  const source = new EventSource(`/v1/leaderboards/${state.season}/events`);
+  const on = state.board.kind === "board" ? `?board=${encodeURIComponent(state.board.board)}` : "";
+  const source = new EventSource(`/v1/leaderboards/${state.season}/events${on}`);
   source.addEventListener("ready", () => { setStatus("live"); scheduleRefresh(); });
   source.addEventListener("changed", scheduleRefresh);
   source.addEventListener("rebuilt", scheduleRefresh);
@@ -317,9 +354,10 @@ function show(button, board) {
 
 function select(button, board) {
   show(button, board);
-  if (board.kind === "league" && state.period !== "week") {  // leagues are weekly
+  // leagues are weekly, and so is every board of a kind
+  if ((board.kind === "league" || board.kind === "board") && state.period !== "week") {
     $("period").value = "week";
-    go(isoWeek(new Date()));
+    go("current");
     return;
   }
   if (wantedStream() !== state.listening) listen();
@@ -336,6 +374,19 @@ async function tabs() {
   if (league) addTab("League", { kind: "league" });
   for (const g of (body && body.groups) || []) addTab(g.name, { kind: "group", id: g.group_id, name: g.name });
   if (state.friends.length) addTab("Friends", { kind: "friends" });
+  await yourBoards();
+}
+
+// "Your boards": each board of a course, a track or a skill the learner
+// counts on this week, with their rank there (GET /v1/users/{id}/boards).
+async function yourBoards() {
+  const mine = await getJSON(`/v1/users/${state.userId}/boards?season=current`, true);
+  for (const b of (mine && mine.boards) || []) {
+    if (b.board === "global") continue;
+    const button = addTab(`${b.title} · ${b.board.split(":")[1]} #${b.rank}`,
+                          { kind: "board", board: b.board, title: b.title });
+    button.dataset.board = b.board;
+  }
 }
 
 // The periods this server counts (named by the page) join the switch.
@@ -353,7 +404,7 @@ function periods() {
   }
   select.value = state.period;
   select.addEventListener("change", () => {
-    if (state.board.kind === "league" && select.value !== "week") {
+    if (["league", "board"].includes(state.board.kind) && select.value !== "week") {
       show($("tabs").querySelector("button"), { kind: "all" });
     }
     go(PERIODS[select.value][0]);
@@ -418,7 +469,7 @@ function tickCountdown() {
 
 // The league of the week before this one (its result does not change once decided).
 async function lastWeek(body) {
-  const season = isoWeek(new Date(Date.parse(body.ends_at) - 10 * 86400000));
+  const season = shiftSeason(body.season, -1);
   if (state.lastWeeks.has(season)) return state.lastWeeks.get(season);
   const last = await getJSON(`/v1/users/${state.userId}/league?season=${season}`, true);
   if (last && !last.problem && last.result) state.lastWeeks.set(season, last);
@@ -438,8 +489,6 @@ async function refreshLeague() {
   const last = await lastWeek(body);
   if (state.board !== board) return;
   state.season = body.season;
-  state.startsAt = new Date(Date.parse(body.ends_at) - 7 * 86400000).toISOString()
-    .replace(".000Z", "Z");
   state.league = body;
   renderLeague(body, last);
   if (wantedStream() !== state.listening) listen();
@@ -450,7 +499,7 @@ async function refreshLeague() {
 function renderLeague(body, last) {
   const n = body.entries.length;
   $("season").textContent = body.season;
-  $("range").textContent = `${state.startsAt} to ${body.ends_at}`;
+  showRange(null, body.ends_at);
   $("prev").hidden = $("next").hidden = false;
   $("league-tier").textContent = `${title(body.tier)} league`;
   $("league-size").textContent = body.status === "placed" ? `${body.season} · ${n} learners`
@@ -564,15 +613,17 @@ function start() {
   state.token = hash.get("token");
   state.userId = state.token ? learnerFromToken(state.token) : null;
   const wanted = new URLSearchParams(location.search).get("season");
-  $("prev").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, -1)));
-  $("next").addEventListener("click", () => state.startsAt && go(shiftSeason(state.startsAt, 1)));
+  const step = (dir) => SEASON_NAME.test(state.season || "") && state.season !== "all"
+    && go(shiftSeason(state.season, dir));
+  $("prev").addEventListener("click", () => step(-1));
+  $("next").addEventListener("click", () => step(1));
   state.friends = (hash.get("friends") || "").split(",").filter((x) => /^[0-9]+$/.test(x)).map(Number)
     .slice(0, 1000);
   if (state.userId) {
     listenInbox();
     tabs();
   }
-  go(wanted && SEASON_NAME.test(wanted) ? wanted : isoWeek(new Date()));
+  go(wanted && (SEASON_NAME.test(wanted) || wanted in ALIASES) ? wanted : "current");
   periods();
 }
 

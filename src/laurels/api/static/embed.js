@@ -5,8 +5,10 @@
 //   <script src="https://laurels.example/embed.js" defer></script>
 //   <laurels-board season="current" group="class-7b" limit="10"
 //                  token="LEARNER_JWT"></laurels-board>
+//   <laurels-board board="course:python-101"></laurels-board>
 //
-// Attributes: season (default "current"; any period's name or alias), group
+// Attributes: season (default "current"; any period's name or alias), board
+// (default "global"; a board of a course, a track or a skill), group
 // (a public group's board, or a members group's with a member's token),
 // limit (1 to 100, default 10), token (a learner token: their own row is
 // shown under the board), src (the laurels server; default: where this
@@ -35,7 +37,9 @@
   }
 
   class LaurelsBoard extends HTMLElement {
-    static get observedAttributes() { return ["season", "group", "limit", "token", "src"]; }
+    static get observedAttributes() {
+      return ["season", "board", "group", "limit", "token", "src"];
+    }
 
     constructor() {
       super();
@@ -65,6 +69,9 @@
     get base() { return (this.getAttribute("src") || ORIGIN).replace(/\/$/, ""); }
     get season() { return encodeURIComponent(this.getAttribute("season") || "current"); }
     get group() { return this.getAttribute("group"); }
+    // `?board=` (and `&board=`) for a board of a kind; nothing for the whole board.
+    get board() { return this.getAttribute("board") || "global"; }
+    on(sep) { return this.board === "global" ? "" : `${sep}board=${encodeURIComponent(this.board)}`; }
     get limit() { return Math.min(100, Math.max(1, Number(this.getAttribute("limit")) || 10)); }
     get token() { return this.getAttribute("token"); }
 
@@ -77,8 +84,8 @@
     restart() {
       if (this.source) this.source.close();
       // EventSource sends no headers: a members group's hints come from its season's stream.
-      const events = this.group && !this.token ? `${this.boardPath()}/events`
-        : `/v1/leaderboards/${this.season}/events`;
+      const events = (this.group && !this.token ? `${this.boardPath()}/events`
+        : `/v1/leaderboards/${this.season}/events`) + this.on("?");
       this.source = new EventSource(this.base + events);
       this.source.addEventListener("ready", () => this.schedule());
       this.source.addEventListener("changed", () => this.schedule());
@@ -121,7 +128,7 @@
     }
 
     async refresh() {
-      const body = await this.get(`${this.boardPath()}?limit=${this.limit}`);
+      const body = await this.get(`${this.boardPath()}?limit=${this.limit}${this.on("&")}`);
       if (!body) {
         this.note.textContent = "The board is not available right now; retrying.";
         return;
@@ -134,15 +141,17 @@
         return;
       }
       const uid = this.token ? subject(this.token) : null;
-      const me = uid ? await this.get(`${this.boardPath()}/users/${uid}?radius=0`) : null;
+      const me = uid ? await this.get(`${this.boardPath()}/users/${uid}?radius=0${this.on("&")}`)
+        : null;
       this.render(body, me && me.user ? me.user : null);
     }
 
     render(body, me) {
       const table = document.createElement("table");
       const caption = table.createCaption();
-      caption.textContent = this.group ? `${body.name || this.group}: ${body.season}`
+      const season = body.board && body.board !== "global" ? `${body.board}, ${body.season}`
         : body.season;
+      caption.textContent = this.group ? `${body.name || this.group}: ${season}` : season;
       const head = table.createTHead().insertRow();
       for (const [text, cls] of [["#", ""], ["Learner", ""], ["Points", "score"]]) {
         const th = document.createElement("th");

@@ -13,27 +13,27 @@
 --          public zset, hidden zset, users hash, chunks set, corrections hash,
 --          parts set
 -- KEYS[6+6T + t*C + c], for target t and chunk c (C of them): applied bitmap
--- ARGV[1]  expected current version ('' when none)
--- ARGV[2]  expected building version ('' when none)
--- ARGV[3]  tie policy
--- ARGV[4]  '1' when target 0 is the current version (then rank events are
---          computed on it: entering the top 10, passing learners in the top 100);
---          'h' when it is, on a board without rank events (periods other than
---          the week: contract, Domain); '0' when it is not
--- ARGV[5]  T, the number of target versions; ARGV[6] C, the number of chunks
--- ARGV[7]  how to hint the change: 'PUBLISH' (one node), 'SPUBLISH' (a cluster:
---          the season's shard channel, in this script's slot) or '' (none)
--- ARGV[8]  the hint channel, ARGV[9] the season's name
--- ARGV[10 .. 9+C]  the chunk (bitmap) ids, in the order of their KEYS
--- then 14 values per completion: seq, chunk index (0-based), bit offset,
---          padded user id, points, padded completed_at offset (microseconds),
---          profile version, visibility, display name ('' = none),
---          correction number (0: the completion as recorded), '1' if it
---          counts ('0': voided), for a correction the learner's latest
---          counted completion time in this season ('' when none counts), and
---          for a void under the `first` policy its ties token ('' for none),
---          and its part: on a long board (all time, a month), the shorter
---          closed-able season it belongs to (its week, its day), else ''
+-- ARGV, by name (board/lua_args.py: ApplyHead, then the C chunk ids, then
+-- an ApplyDelta per completion; bound above this script as ARG, HEAD, EACH):
+--   expected_current, expected_building: the versions the caller believes
+--   policy: the tie policy
+--   on_current: '1' when target 0 is the current version (then rank events
+--     are computed on it: entering the top 10, passing learners in the top
+--     100); 'h' when it is, on a board without rank events (periods other
+--     than the week: contract, Domain); '0' when it is not
+--   targets (T), chunks (C): the numbers of target versions and chunk ids
+--   hint_command: how to hint the change: 'PUBLISH' (one node), 'SPUBLISH'
+--     (a cluster: the season's shard channel, in this script's slot) or ''
+--   hint_channel, season
+--   then the chunk (bitmap) ids, in the order of their KEYS, and per
+--   completion: seq, chunk (its index among them), offset (its bit), uid
+--   (padded), points, ts (padded completed_at offset, microseconds),
+--   profile_version, visibility, name ('' = none), correction (0: the
+--   completion as recorded), counts ('1'; '0': voided), reset_ts (for a
+--   correction the learner's latest counted completion time in this season,
+--   '' when none counts), tie_token (a void's under the `first` policy, ''
+--   for none) and part (on a long board, all time or a month, the shorter
+--   closed-able season it belongs to, its week or its day; else '')
 --
 -- Parts: a version may be built from archived standings (history.py)
 -- instead of completions, whose bits it then never had set: a long board
@@ -67,21 +67,24 @@
 -- a correction that reached it live from one its snapshot holds).
 -- Returns {'STALE', current, building} when the caller's versions are out of
 -- date, {'MISSING'} when the season has no board (never write a partial one),
--- else {'OK', applied_1, visibility_1, applied_2, ...}: per completion, the
--- number of targets it was newly applied to and its visibility on the current
--- version ('' when not applied there). When the current version changed, the
--- refresh hint goes out from here, in the same round trip: {"season": S},
+-- else {'OK', hint, applied_1, visibility_1, applied_2, ...}: the hint it
+-- published ('' for none), then per completion the number of targets it was
+-- newly applied to and its visibility on the current version ('' when not
+-- applied there). When the current version changed, the refresh hint is
+-- built here, the one place it is, and goes out in the same round trip
+-- (the caller hands the same text to its own process): {"season": S},
 -- with "user_id" when a single learner changed (null unless public), and,
 -- when several learners changed and all of them are public, "routes": their
 -- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
 -- of those learners only (group_index.py). No other learner is ever named.
 local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local ties_key = KEYS[5]
-local expected_current, expected_building = ARGV[1], ARGV[2]
-local policy, first_is_current, rank_events = ARGV[3], ARGV[4] ~= '0', ARGV[4] == '1'
-local T, C = tonumber(ARGV[5]), tonumber(ARGV[6])
-local hint_command, hint_channel, season = ARGV[7], ARGV[8], ARGV[9]
-local TOP, NOTIFY_MAX, OVERTAKEN_MAX, ROUTES_MAX = 100, 10, 10, 100
+local expected_current, expected_building = ARGV[ARG.expected_current], ARGV[ARG.expected_building]
+local policy = ARGV[ARG.policy]
+local first_is_current, rank_events = ARGV[ARG.on_current] ~= '0', ARGV[ARG.on_current] == '1'
+local T, C = tonumber(ARGV[ARG.targets]), tonumber(ARGV[ARG.chunks])
+local hint_command, hint_channel = ARGV[ARG.hint_command], ARGV[ARG.hint_channel]
+local season = ARGV[ARG.season]
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
@@ -114,7 +117,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
     if stored_n >= correction then return 0, '' end
   end
   local was_applied = redis.call('SETBIT', bitmap, offset, 1) == 1
-  redis.call('SADD', chunks, ARGV[10 + c])
+  redis.call('SADD', chunks, ARGV[HEAD + 1 + c])
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
@@ -157,7 +160,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
   if redis.call('SETBIT', bitmap, offset, 1) == 1 then return 0, '' end
-  redis.call('SADD', chunks, ARGV[10 + c])
+  redis.call('SADD', chunks, ARGV[HEAD + 1 + c])
   if erased then return 0, '' end
   if from_archive(t, part) then
     return 0, ''  -- counted in its archived standing (see Parts above)
@@ -207,7 +210,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
     end
     if entered or #passed > 0 then
       redis.call('XADD', stream_key, 'MAXLEN', '~', 100000, '*', 'seq', seq, 'uid', uid,
-                 'vis', p.vis, 'name', p.name, 'rank', new_rank,
+                 'vis', p.vis, 'rank', new_rank,
                  'score', -new_score, 'top10', entered and '1' or '0',
                  'passed', table.concat(passed, ','))
     end
@@ -216,12 +219,13 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
 end
 
 local out = {'OK'}
-local changed_uid, changed_vis, changed = nil, nil, 0
+local changed_uid, changed_vis, changed, shown = nil, nil, 0, 0
 local routes, routed, routable = {}, {}, true
 -- Note what one item changed on the current version, for the hint.
 local function note_change(uid, current_vis)
   if current_vis == '' or changed_uid == uid then return end
   changed = changed + 1
+  if current_vis ~= 'hidden' then shown = shown + 1 end
   changed_uid, changed_vis = uid, current_vis
   if current_vis ~= 'public' then
     routable = false
@@ -232,11 +236,15 @@ local function note_change(uid, current_vis)
   end
 end
 
-for i = 10 + C, #ARGV, 14 do
-  local seq, c, offset = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local uid, points, ts = ARGV[i + 3], tonumber(ARGV[i + 4]), ARGV[i + 5]
-  local correction, counts, token = tonumber(ARGV[i + 9]), ARGV[i + 10] == '1', ARGV[i + 12]
-  local part = ARGV[i + 13]
+for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
+  local seq, c = ARGV[i + EACH.seq], tonumber(ARGV[i + EACH.chunk])
+  local offset, uid = tonumber(ARGV[i + EACH.offset]), ARGV[i + EACH.uid]
+  local points, ts = tonumber(ARGV[i + EACH.points]), ARGV[i + EACH.ts]
+  local correction = tonumber(ARGV[i + EACH.correction])
+  local counts, token = ARGV[i + EACH.counts] == '1', ARGV[i + EACH.tie_token]
+  local part = ARGV[i + EACH.part]
+  local profile_version, visibility = ARGV[i + EACH.profile_version], ARGV[i + EACH.visibility]
+  local name = ARGV[i + EACH.name]
   if token ~= '' and redis.call('HGET', ties_key, uid) ~= token then
     out[#out + 1] = -2  -- retry: the void's tie time may be stale (see Ties above)
     out[#out + 1] = ''
@@ -248,11 +256,11 @@ for i = 10 + C, #ARGV, 14 do
       if correction > 0 and not (first_is_current and t == 0) then
         deferred = true  -- a version being built takes corrections once it is current
       elseif correction > 0 then
-        n, vis = correct_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                             ARGV[i + 8], erased, correction, counts, ARGV[i + 11], part)
+        n, vis = correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
+                             name, erased, correction, counts, ARGV[i + EACH.reset_ts], part)
       else
-        n, vis = apply_one(t, seq, c, offset, uid, points, ts, ARGV[i + 6], ARGV[i + 7],
-                           ARGV[i + 8], erased, part)
+        n, vis = apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
+                           name, erased, part)
       end
       applied = applied + n
       if vis ~= '' then current_vis = vis end
@@ -266,8 +274,9 @@ for i = 10 + C, #ARGV, 14 do
   end
 end
 inherit_expiry(current_key, KEYS, 3)  -- (the ties hash has an expiry of its own)
+local hint = ''
 if changed > 0 and hint_command ~= '' then
-  local hint = '{"season":"' .. season .. '"'
+  hint = '{"season":"' .. season .. '"'
   if changed == 1 then
     local id = 'null'
     if changed_vis == 'public' then id = string.gsub(changed_uid, '^0+', '') end
@@ -275,6 +284,11 @@ if changed > 0 and hint_command ~= '' then
   elseif routable then
     hint = hint .. ',"routes":[' .. table.concat(routes, ',') .. ']'
   end
-  redis.call(hint_command, hint_channel, hint .. '}')
+  -- Only hidden learners changed: no public board shows anything new (the
+  -- caches still drop the season: the learners' own views did change).
+  if shown == 0 then hint = hint .. ',"quiet":true' end
+  hint = hint .. '}'
+  redis.call(hint_command, hint_channel, hint)
 end
+table.insert(out, 2, hint)  -- the hint as published: this process's caches hear it too
 return out

@@ -6,16 +6,17 @@
 --
 -- KEYS[1]  building marker, KEYS[2] set of live versions, KEYS[3] current marker
 -- KEYS[4]  the new version's parts set, KEYS[5] the version counter (for its expiry)
--- ARGV[1]  the new version, ARGV[2..] its parts (closed seasons' names)
+-- ARGV (VersionArgs, then a Part each): version, the new one; then its parts
+--          (closed seasons' names)
 -- Returns {current version or '', versions to drop...}: every live version
 -- that is neither current nor new (an abandoned build, or an old board whose
 -- builder died before dropping it).
 local building_key, versions_key, current_key, parts_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local version = ARGV[1]
+local version = ARGV[ARG.version]
 local current = redis.call('GET', current_key) or ''
 redis.call('SET', building_key, version)
-if #ARGV > 1 then
-  for i = 2, #ARGV, 5000 do
+if #ARGV > HEAD then
+  for i = HEAD + 1, #ARGV, 5000 do
     redis.call('SADD', parts_key, unpack(ARGV, i, math.min(i + 4999, #ARGV)))
   end
 end

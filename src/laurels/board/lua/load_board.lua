@@ -6,21 +6,22 @@
 --
 -- KEYS[1]  building marker, KEYS[2] the season's erased set,
 -- KEYS[3]  public zset, KEYS[4] hidden zset, KEYS[5] users hash (of the version)
--- ARGV[1]  the version being built, ARGV[2] tie policy,
--- then 6 values per learner: padded user id, points, padded latest
---          completed_at offset, profile version, visibility, display name
+-- ARGV (LoadBoardArgs, then a LoadRow each): version (being built), policy;
+--          then per learner uid (padded), points (summed), ts (padded
+--          completed_at offset), profile_version, visibility, name
 --          (points below zero take back what reached the version live but
 --          counts nothing in the snapshot; such a learner may leave the sets)
 -- Returns {'LOST'} | {'OK', learners loaded, learners skipped as erased}.
 local building_key, erased_key = KEYS[1], KEYS[2]
 local public, hidden, users = KEYS[3], KEYS[4], KEYS[5]
-local version, policy = ARGV[1], ARGV[2]
+local version, policy = ARGV[ARG.version], ARGV[ARG.policy]
 if redis.call('GET', building_key) ~= version then return {'LOST'} end
 
 local loaded, skipped = 0, 0
-for i = 3, #ARGV, 6 do
-  local uid, points, ts = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  local profile_version, visibility, name = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+for i = HEAD + 1, #ARGV, EACH_WIDTH do
+  local uid, points, ts = ARGV[i + EACH.uid], tonumber(ARGV[i + EACH.points]), ARGV[i + EACH.ts]
+  local profile_version = ARGV[i + EACH.profile_version]
+  local visibility, name = ARGV[i + EACH.visibility], ARGV[i + EACH.name]
   if redis.call('SISMEMBER', erased_key, uid) == 1 then
     skipped = skipped + 1
   else

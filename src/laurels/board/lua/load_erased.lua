@@ -13,17 +13,17 @@
 -- KEYS[1]  building marker, KEYS[2] current marker, KEYS[3] the season's erased set,
 -- KEYS[4+3i .. 6+3i], for the version being built (i = 0) and the current
 --          version (i = 1, when there is one): public zset, hidden zset, users hash
--- ARGV[1]  the version being built, ARGV[2] the current version ('' when none),
--- ARGV[3]  tie policy, ARGV[4..] padded user ids
+-- ARGV (LoadErasedArgs, then a Learner each): version (being built), current
+--          ('' when none), policy; then padded user ids
 -- Returns {'LOST'} | {'OK', learners taken off a version}.
 local building_key, current_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
-local version, current, policy = ARGV[1], ARGV[2], ARGV[3]
+local version, current, policy = ARGV[ARG.version], ARGV[ARG.current], ARGV[ARG.policy]
 if redis.call('GET', building_key) ~= version then return {'LOST'} end
 local targets = 1
 if #KEYS > 6 and (redis.call('GET', current_key) or '') == current then targets = 2 end
 
 local removed = 0
-for i = 4, #ARGV do
+for i = HEAD + 1, #ARGV do
   redis.call('SADD', erased_key, ARGV[i])
   for t = 0, targets - 1 do
     if remove_learner(KEYS[4 + 3 * t], KEYS[5 + 3 * t], KEYS[6 + 3 * t], policy, ARGV[i]) then

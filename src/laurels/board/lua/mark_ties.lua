@@ -6,19 +6,27 @@
 -- void's apply goes through only if the count is still the token returned
 -- here.
 --
--- KEYS[1]  the season's ties hash
--- ARGV[1]  how long the hash lives after this call (ms): a mark outlived by
---          its void only makes that void read again
--- ARGV[2..] padded user ids
--- Returns the token (the count) of each learner, in order.
-local ties_key, ttl_ms = KEYS[1], ARGV[1]
+-- An erased learner (in the season's erased set) is never marked: their
+-- void changes nothing (apply.lua), and no key may name them after their
+-- erasure (tests/invariants.py).
+--
+-- KEYS[1]  the season's ties hash, KEYS[2] the season's erased set
+-- ARGV (MarkTiesArgs, then a Learner each): ttl_ms, how long the hash lives
+--          after this call (a mark outlived by its void only makes that void
+--          read again); then padded user ids
+-- Returns the token (the count) of each learner, in order ('' if erased).
+local ties_key, erased_key, ttl_ms = KEYS[1], KEYS[2], ARGV[ARG.ttl_ms]
 
 local now = redis.call('TIME')
 local start = now[1] .. string.format('%06d', tonumber(now[2]))
 local out = {}
-for i = 2, #ARGV do
-  redis.call('HSETNX', ties_key, ARGV[i], start)
-  out[#out + 1] = redis.call('HGET', ties_key, ARGV[i])
+for i = HEAD + 1, #ARGV do
+  if redis.call('SISMEMBER', erased_key, ARGV[i]) == 1 then
+    out[#out + 1] = ''
+  else
+    redis.call('HSETNX', ties_key, ARGV[i], start)
+    out[#out + 1] = redis.call('HGET', ties_key, ARGV[i])
+  end
 end
 redis.call('PEXPIRE', ties_key, ttl_ms)
 return out

@@ -10,11 +10,11 @@
 --
 -- KEYS[1]  building marker, KEYS[2] the version's bitmap of this chunk,
 -- KEYS[3]  the version's chunks set, KEYS[4] and KEYS[5] scratch keys
--- ARGV[1]  the version being built, ARGV[2] the chunk id, ARGV[3] the bits
+-- ARGV (MergeBitsArgs): version (being built), chunk (its id), bits
 -- Returns {'LOST'} when the version is no longer the one being built, else
 -- {'OK', offset...}: the bit offsets set in both (usually none).
 local building_key, bitmap, chunks, ours, both = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local version, chunk, bits = ARGV[1], ARGV[2], ARGV[3]
+local version, chunk, bits = ARGV[ARG.version], ARGV[ARG.chunk], ARGV[ARG.bits]
 if redis.call('GET', building_key) ~= version then return {'LOST'} end
 redis.call('SET', ours, bits)
 local out = {'OK'}

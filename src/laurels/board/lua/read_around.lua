@@ -3,8 +3,7 @@
 --
 -- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash,
 -- KEYS[5]  the season's erased set
--- ARGV[1]  expected current version, ARGV[2] padded user id, ARGV[3] radius,
--- ARGV[4]  tie policy
+-- ARGV (ReadAroundArgs): expected_current, uid (padded), radius, policy
 -- Returns {'MISSING'} | {'STALE', current} | {'NOT_RANKED'} |
 --   {'OK', own profile, own score, own index, better count, slice start index,
 --    slice first better count, member1, score1, profile1, ...}
@@ -12,8 +11,8 @@
 -- learner: where they would stand); "better count" is how many public
 -- learners have a strictly higher score (shared rank = better count + 1).
 local current_key, public, hidden, users, erased = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local expected_current, uid = ARGV[1], ARGV[2]
-local radius, policy = tonumber(ARGV[3]), ARGV[4]
+local expected_current, uid = ARGV[ARG.expected_current], ARGV[ARG.uid]
+local radius, policy = tonumber(ARGV[ARG.radius]), ARGV[ARG.policy]
 
 local current = redis.call('GET', current_key)
 if not current then return {'MISSING'} end

@@ -3,9 +3,8 @@
 --
 -- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] users hash (of that version),
 -- KEYS[4]  the season's erased set
--- ARGV[1]  expected current version, ARGV[2] limit,
--- ARGV[3]  the stored score of the position to start after ('' for the top),
--- ARGV[4]  its member
+-- ARGV (ReadTopArgs): expected_current, limit, after_score (the stored score
+--          of the position to start after, '' for the top), after_member
 -- Returns {'MISSING'} | {'STALE', current} |
 --         {'OK', total, start, better, last_member, last_score,
 --          member1, score1, profile1, member2, ...}: `start` is the index of the
@@ -13,8 +12,8 @@
 --         than it, and last_* the page's last entry before erased learners are
 --         left out ('' on an empty page).
 local current_key, public, users, erased = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local expected_current, limit = ARGV[1], tonumber(ARGV[2])
-local after_score, after_member = ARGV[3], ARGV[4]
+local expected_current, limit = ARGV[ARG.expected_current], tonumber(ARGV[ARG.limit])
+local after_score, after_member = ARGV[ARG.after_score], ARGV[ARG.after_member]
 
 local current = redis.call('GET', current_key)
 if not current then return {'MISSING'} end

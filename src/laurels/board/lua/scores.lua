@@ -2,9 +2,9 @@
 -- by id (verify; group and friends boards), never scanning the board.
 --
 -- KEYS[1]  current marker, KEYS[2] public zset, KEYS[3] hidden zset, KEYS[4] users hash
--- ARGV[1]  expected current version, ARGV[2] tie policy,
--- ARGV[3]  'rank' to add each learner's rank on the whole public board, else ''
--- ARGV[4..] padded user ids
+-- ARGV (ScoresArgs, then a Learner each): expected_current, policy, with_rank
+--          ('rank' to add each learner's rank on the whole public board, else
+--          ''); then padded user ids
 -- Returns {'MISSING'} | {'STALE', current} |
 --         {'OK', score1, profile1, [rank1,] score2, ...}: per learner the score
 --         as stored (minus the total; '' when they have none on this board),
@@ -13,7 +13,8 @@
 --         the public board (for a hidden learner, the rank they would hold,
 --         pushing nobody down; '' when no score).
 local current_key, public, hidden, users = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local expected_current, policy, with_rank = ARGV[1], ARGV[2], ARGV[3] == 'rank'
+local expected_current, policy = ARGV[ARG.expected_current], ARGV[ARG.policy]
+local with_rank = ARGV[ARG.with_rank] == 'rank'
 
 local current = redis.call('GET', current_key)
 if not current then return {'MISSING'} end
@@ -33,7 +34,7 @@ local function board_rank(p, member, score)
 end
 
 local out = {'OK'}
-for i = 4, #ARGV do
+for i = HEAD + 1, #ARGV do
   local uid = ARGV[i]
   local p = load_profile(users, public, policy, uid)
   local score, rank = false, ''

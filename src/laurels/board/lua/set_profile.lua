@@ -3,17 +3,16 @@
 --
 -- KEYS[1]  current marker, KEYS[2] building marker, KEYS[3] the season's erased set
 -- KEYS[4+3i .. 6+3i], for each target version i: public zset, hidden zset, users hash
--- ARGV[1]  expected current version, ARGV[2] expected building version
--- ARGV[3]  padded user id, ARGV[4] profile version, ARGV[5] visibility,
--- ARGV[6]  display name ('' = none), ARGV[7] tie policy
+-- ARGV (SetProfileArgs): expected_current, expected_building, uid (padded),
+--          profile_version, visibility, name ('' = none), policy
 -- Returns {'STALE', current, building} | {'MISSING'} | {'OK', targets changed}.
 -- An older profile version than the stored one changes nothing, and neither
 -- does any profile of an erased learner (a change that committed before the
 -- erasure but arrives after it must not bring their name back).
 local current_key, building_key, erased_key = KEYS[1], KEYS[2], KEYS[3]
-local expected_current, expected_building = ARGV[1], ARGV[2]
-local uid, profile_version, visibility, name = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local policy = ARGV[7]
+local expected_current, expected_building = ARGV[ARG.expected_current], ARGV[ARG.expected_building]
+local uid, profile_version = ARGV[ARG.uid], ARGV[ARG.profile_version]
+local visibility, name, policy = ARGV[ARG.visibility], ARGV[ARG.name], ARGV[ARG.policy]
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end

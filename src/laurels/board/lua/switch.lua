@@ -1,11 +1,11 @@
 -- switch.lua: make the built version current in one atomic step.
 --
 -- KEYS[1]  current marker, KEYS[2] building marker
--- ARGV[1]  the version that was built
+-- ARGV (VersionArgs): version, the version that was built
 -- Returns {'OK', previous current version or ''} or {'LOST', building} when
 -- another builder took over the building marker.
 local current_key, building_key = KEYS[1], KEYS[2]
-local version = ARGV[1]
+local version = ARGV[ARG.version]
 local building = redis.call('GET', building_key) or ''
 if building ~= version then return {'LOST', building} end
 local previous = redis.call('GET', current_key) or ''

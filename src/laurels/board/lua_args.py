@@ -1,0 +1,203 @@
+"""The values each Lua script takes, named once.
+
+A script's ARGV is a row of positional strings; here each script's are
+named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
+a script that takes a list, one item of the list (repeated after the head;
+apply.lua puts its chunk ids in between). Python builds every call's
+arguments from these tuples, by name; `Scripts` (base.py) puts above each
+script the positions of the same names, generated from the same tuples:
+
+    local ARG = {expected_current = 1, expected_building = 2, ...}
+    local HEAD = 9                           -- values before the list
+    local EACH = {seq = 0, chunk = 1, ...}   -- offsets within one item
+    local EACH_WIDTH = 14
+
+so a script reads `ARGV[ARG.policy]` and `ARGV[i + EACH.points]`, never a
+number that Python and Lua must agree on by hand. The constants both sides
+use (CONSTANTS) are written into every script the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+ROUTES_MAX = 100  # learners a hint may route by (hints.py, apply.lua)
+TOP = 100  # the rank events' horizon: passing learners in the top 100 (apply.lua)
+NOTIFY_MAX = 10  # entering the top 10 notifies (apply.lua)
+OVERTAKEN_MAX = 10  # at most this many learners passed, per completion (apply.lua)
+CONSTANTS = {"ROUTES_MAX": ROUTES_MAX, "TOP": TOP, "NOTIFY_MAX": NOTIFY_MAX,
+             "OVERTAKEN_MAX": OVERTAKEN_MAX}
+
+Arg = str | int
+
+
+class ApplyHead(NamedTuple):
+    expected_current: str
+    expected_building: str
+    policy: str
+    on_current: str  # '1' rank events on target 0, 'h' current without them, '0' not current
+    targets: int  # T, the number of target versions
+    chunks: int  # C, the number of chunk ids after the head
+    hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
+    hint_channel: str
+    season: str
+
+
+class ApplyDelta(NamedTuple):
+    seq: int
+    chunk: int  # index among the call's chunk ids (0-based)
+    offset: int  # bit offset in the chunk
+    uid: str  # padded user id
+    points: int
+    ts: str  # padded completed_at offset (microseconds into the season)
+    profile_version: int
+    visibility: str
+    name: str  # display name ('' = none)
+    correction: int  # 0: as recorded
+    counts: str  # '1' counts, '0' voided
+    reset_ts: str  # a correction's fallback tie time ('' when none counts)
+    tie_token: str  # a void's ties token under `first` ('' for none)
+    part: str  # a long board's closed-able part (week, day) of it, else ''
+
+
+class SetProfileArgs(NamedTuple):
+    expected_current: str
+    expected_building: str
+    uid: str
+    profile_version: int
+    visibility: str
+    name: str
+    policy: str
+
+
+class EraseArgs(NamedTuple):
+    expected_current: str
+    expected_building: str
+    uid: str
+    policy: str
+    erased_until_ms: int  # when the season's erased set may expire
+
+
+class ReadTopArgs(NamedTuple):
+    expected_current: str
+    limit: int
+    after_score: str
+    after_member: str
+
+
+class ReadAroundArgs(NamedTuple):
+    expected_current: str
+    uid: str
+    radius: int
+    policy: str
+
+
+class ScoresArgs(NamedTuple):
+    expected_current: str
+    policy: str
+    with_rank: str  # 'rank': each with its board rank too
+
+
+class ProfileVersionsArgs(NamedTuple):
+    expected_current: str
+    policy: str
+
+
+class VersionArgs(NamedTuple):
+    """begin_build, switch, abort_build: the version."""
+
+    version: str
+
+
+class MergeBitsArgs(NamedTuple):
+    version: str
+    chunk: int
+    bits: bytes
+
+
+class LoadBoardArgs(NamedTuple):
+    version: str
+    policy: str
+
+
+class LoadRow(NamedTuple):
+    uid: str
+    points: int
+    ts: str
+    profile_version: int
+    visibility: str
+    name: str
+
+
+class LoadErasedArgs(NamedTuple):
+    version: str
+    current: str
+    policy: str
+
+
+class LoadCorrection(NamedTuple):
+    seq: int
+    correction: int
+    counts: str
+
+
+class MarkTiesArgs(NamedTuple):
+    ttl_ms: int
+
+
+class Learner(NamedTuple):
+    """One item of a list of learners (scores, profile_versions, load_erased,
+    mark_ties): a padded user id."""
+
+    uid: str
+
+
+class Part(NamedTuple):
+    """One item of begin_build's list: a season the version counts from its archive."""
+
+    season: str
+
+
+# Each script: its head, and one item of its list (None: it takes none).
+SCRIPTS: dict[str, tuple[type[Any], type[Any] | None]] = {
+    "apply": (ApplyHead, ApplyDelta),
+    "set_profile": (SetProfileArgs, None),
+    "erase": (EraseArgs, None),
+    "read_top": (ReadTopArgs, None),
+    "read_around": (ReadAroundArgs, None),
+    "scores": (ScoresArgs, Learner),
+    "profile_versions": (ProfileVersionsArgs, Learner),
+    "begin_build": (VersionArgs, Part),
+    "switch": (VersionArgs, None),
+    "abort_build": (VersionArgs, None),
+    "merge_bits": (MergeBitsArgs, None),
+    "load_board": (LoadBoardArgs, LoadRow),
+    "load_erased": (LoadErasedArgs, Learner),
+    "load_corrections": (VersionArgs, LoadCorrection),
+    "mark_ties": (MarkTiesArgs, Learner),
+}
+
+
+def preamble(script: str) -> str:
+    """The Lua lines that bind a script's argument names (and the shared
+    constants), generated from its tuples above."""
+    head, each = SCRIPTS[script]
+    lines = [f"-- ARGV by name: board/lua_args.py ({head.__name__}"
+             f"{', ' + each.__name__ if each else ''}); generated, never by hand",
+             "local ARG = {" + ", ".join(f"{n} = {i}" for i, n in
+                                         enumerate(head._fields, 1)) + "}",
+             f"local HEAD = {len(head._fields)}"]
+    if each is not None:
+        lines += ["local EACH = {" + ", ".join(f"{n} = {i}" for i, n in
+                                               enumerate(each._fields)) + "}",
+                  f"local EACH_WIDTH = {len(each._fields)}"]
+    lines += [f"local {name} = {value}" for name, value in CONSTANTS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def flat(head: tuple[Any, ...], items: list[Any] | tuple[Any, ...] = ()) -> list[Any]:
+    """A call's ARGV: the head, then each item's values in order."""
+    out = list(head)
+    for item in items:
+        out += item
+    return out

@@ -1,0 +1,180 @@
+"""What each caller of the board uses of it, one small interface per role.
+
+The `Board` is one object (every Redis command of laurels runs in it), but
+no caller needs all of it: ingest's projector applies, reads read, a
+rebuild builds, the notifier consumes rank events. Each service takes the
+role it uses, so its tests can run against a fake of only that (and a
+reader of the service sees at once what it may do to Redis). mypy checks
+that the Board is every role where `wire()` hands it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from laurels.board.hints import Hint
+from laurels.board.inspection import BoardState
+from laurels.board.streams import RankEvent
+from laurels.board.values import Around, Delta, Profile, Scored, Top
+from laurels.keys import Keys
+from laurels.ranking import Position, TiePolicy
+from laurels.seasons import Season
+from laurels.states import ApplyResult
+
+
+class Hinting(Protocol):
+    """Telling every process's caches and live streams that something changed."""
+
+    async def publish_hint(self, hint: Hint) -> None: ...
+
+
+class GroupHinting(Protocol):
+    async def publish_group_change(self, group_id: str) -> None: ...
+
+
+class Applier(Hinting, Protocol):
+    """The projector's: applying completions and corrections (apply.lua)."""
+
+    policy: TiePolicy
+
+    async def apply(self, deltas: list[Delta], only_version: str | None = None
+                    ) -> list[ApplyResult]: ...
+
+    async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]: ...
+
+
+class Reader(Protocol):
+    """Reads': the top of a board and a learner's neighbourhood."""
+
+    async def top(self, season: Season | str, limit: int, after: Position | None = None
+                  ) -> Top: ...
+
+    async def around(self, season: Season | str, user_id: int, radius: int
+                     ) -> Around | None: ...
+
+
+class MemberReader(GroupHinting, Protocol):
+    """Groups' and leagues' boards: some learners' standings, group changes."""
+
+    async def standings_of(self, season: Season | str, user_ids: list[int],
+                           board_rank: bool = False) -> list[Scored]: ...
+
+
+class Builder(Hinting, Protocol):
+    """A rebuild's: a new version built beside the current one, then switched."""
+
+    policy: TiePolicy
+    keys: Keys
+
+    async def begin_build(self, season: str, parts: Sequence[str] = ()
+                          ) -> tuple[str, str, list[str]]: ...
+
+    async def switch(self, season: str, version: str) -> str: ...
+
+    async def abort_build(self, season: str, version: str) -> None: ...
+
+    async def drop_version(self, season: str, version: str) -> None: ...
+
+    async def expire(self, season: str, at: datetime) -> int: ...
+
+    async def merge_bits(self, season: str, version: str, chunk: int, bits: bytes
+                         ) -> list[int]: ...
+
+    async def load_erased(self, season: str, version: str, current: str,
+                          user_ids: Sequence[int]) -> None: ...
+
+    async def load_corrections(self, season: str, version: str,
+                               corrected: Iterable[tuple[int, int, bool]]) -> None: ...
+
+    async def load_standings(self, season: str, version: str,
+                             standings: Sequence[tuple[int, int, datetime | None, int, str,
+                                                       str]]) -> int: ...
+
+
+class Announcer(Protocol):
+    """The notifier's: rank events in, notifications announced."""
+
+    async def rank_events(self, season: str, consumer: str, count: int, create: bool = True,
+                          idle_ms: int = 30_000) -> list[RankEvent]: ...
+
+    async def done_with(self, season: str, entry_id: str) -> None: ...
+
+    async def publish_notification(self, user_id: int, notification_id: int) -> None: ...
+
+    async def announce_final(self, season: str) -> None: ...
+
+
+class LeagueAnnouncer(GroupHinting, Protocol):
+    """Leagues': a cohort's members told of zones and results."""
+
+    async def publish_notification(self, user_id: int, notification_id: int) -> None: ...
+
+    async def announce_league_result(self, season: str) -> None: ...
+
+
+class Profiles(Hinting, Protocol):
+    """Learners': a profile projected onto a season's board."""
+
+    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool: ...
+
+
+class Keeper(Hinting, GroupHinting, Protocol):
+    """The lifecycle's: erasures, expiry of closed seasons, private files."""
+
+    async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool: ...
+
+    async def expire(self, season: str, at: datetime) -> int: ...
+
+    async def rewrite_files(self) -> bool: ...
+
+
+class Dropper(Hinting, Protocol):
+    """Board kinds': the boards of a deleted kind dropped."""
+
+    async def expire(self, season: str, at: datetime) -> int: ...
+
+
+class Presence(Protocol):
+    """The healer's: whether a season has a board (yet)."""
+
+    async def present(self, season: str) -> bool: ...
+
+    async def wait_present(self, season: str, timeout_seconds: float) -> bool: ...
+
+
+class Inspector(Protocol):
+    """A catch-up's: a version as it stands, and what it lacks."""
+
+    async def board_state(self, season: str) -> BoardState | None: ...
+
+    async def missing(self, season: str, version: str, seqs: list[int]) -> list[int]: ...
+
+    async def corrections_of(self, season: str, version: str
+                             ) -> dict[int, tuple[int, bool]]: ...
+
+    async def profile_versions(self, season: str, user_ids: list[int]) -> dict[int, int]: ...
+
+    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool: ...
+
+    async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool: ...
+
+
+class Scanner(Protocol):
+    """Verify's: every scored learner, and their scores."""
+
+    policy: TiePolicy
+
+    def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]: ...
+
+    async def scores(self, season: str, user_ids: list[int]
+                     ) -> dict[int, tuple[int | None, str, str, int | None]]: ...
+
+
+class Epochs(Presence, Protocol):
+    """The epoch watch's: the server's run, and whether boards are there."""
+
+    keys: Keys
+
+    async def fingerprint(self) -> str: ...

@@ -1,0 +1,288 @@
+"""Board kinds: what an operator defines so that a completion's tags put it
+on boards of their own (CONTRACT.md, "Boards of a course, a track or a
+skill"; docs/design.md, "Boards of a kind").
+
+A kind (`course`) has a title, a metric, its periods (`week` always) and a
+time zone; each of its tags (`course:python-101`) names a board. A kind is
+immutable but for its title: a board is a pure function of the kept
+completions and of its kind's metric, periods and zone, so a change of any
+of those is a different board, refused with `409 kind_conflict` (delete the
+kind and define it again). Definitions and deletions take the kinds' lock
+one at a time (docs/concurrency.md, `kinds`), under which the count (at
+most `KINDS_MAX`) and a kind's immutability are read.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, assert_never
+
+from laurels.board import Delta
+from laurels.board.roles import Dropper
+from laurels.db import Database, Row, Tx
+from laurels.errors import DomainError
+from laurels.kinds import METRICS, Metric
+from laurels.seasons import (
+    BOARD_RE,
+    GLOBAL,
+    PERIODS,
+    BadZone,
+    Period,
+    Season,
+    is_board_season,
+    parse_season,
+    season_of,
+    zone_info,
+)
+
+KINDS_MAX = 100
+TITLE_MAX = 100
+FRESH_SECONDS = 1.0  # how stale the reads' copy of the kinds may be
+KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+BOARD = BOARD_RE
+
+
+@dataclass(frozen=True)
+class BoardKind:
+    kind: str
+    title: str
+    metric: Metric
+    periods: tuple[Period, ...]  # `week` first, then in PERIODS order
+    time_zone: str
+    notify: bool
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> BoardKind:
+        return cls(row["kind"], row["title"], row["metric"], tuple(row["periods"]),
+                   row["time_zone"], bool(row["notify"]), row["created_at"])
+
+    def defines(self, season: Season) -> bool:
+        """Whether `season` is one of this kind's boards as it is defined
+        now (its metric, zone and periods)."""
+        return (season.board.partition(":")[0] == self.kind and season.metric == self.metric
+                and season.period in self.periods
+                and season.zone == ("UTC" if season.period == "all" else self.time_zone))
+
+    def same_board_as(self, other: BoardKind) -> bool:
+        """Whether `other` defines the same boards (all but the title)."""
+        return (self.metric, self.periods, self.time_zone, self.notify) == (
+            other.metric, other.periods, other.time_zone, other.notify)
+
+
+def check_kind(kind: str) -> str:
+    if not KIND.fullmatch(kind):
+        raise DomainError("validation_error", f"kind must match ^{KIND.pattern}$")
+    return kind
+
+
+def check_board(board: str) -> str:
+    """A board's name: `global` or a tag `kind:value`."""
+    if board != GLOBAL and not BOARD.fullmatch(board):
+        raise DomainError("validation_error",
+                          f"board must be {GLOBAL} or a tag kind:value matching ^{BOARD.pattern}$")
+    return board
+
+
+def _periods(raw: Any) -> tuple[Period, ...]:
+    if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
+        raise DomainError("validation_error", "periods must be a list of week, day, month, all")
+    unknown = sorted(set(raw) - set(PERIODS))
+    if unknown:
+        raise DomainError("validation_error",
+                          f"periods: unknown {', '.join(unknown)} (week, day, month, all)")
+    if len(set(raw)) != len(raw):
+        raise DomainError("validation_error", "periods must be distinct")
+    return tuple(p for p in PERIODS if p in {*raw, "week"})
+
+
+def parse_definition(kind: str, body: dict[str, Any], was: BoardKind | None,
+                     default_zone: str, now: datetime) -> BoardKind:
+    """What a PUT's body makes of the kind: the fields given, checked; the
+    others as the kind has them (`was`), or their defaults for a new kind."""
+    unknown = sorted(set(body) - {"title", "metric", "periods", "time_zone", "notify"})
+    if unknown:
+        raise DomainError("validation_error", f"unknown field {unknown[0]}")
+    title = body.get("title", was.title if was else kind.capitalize())
+    if not isinstance(title, str) or not 1 <= len(title.strip()) <= TITLE_MAX:
+        raise DomainError("validation_error", f"title must be 1 to {TITLE_MAX} characters")
+    metric = body.get("metric", was.metric if was else "points")
+    if metric not in METRICS:
+        raise DomainError("validation_error", "metric must be points, completions or best")
+    if metric == "best":  # apply.lua takes sums only so far (issue 42, open)
+        raise DomainError("validation_error", "metric best is not available yet: use points "
+                          "or completions")
+    zone = body.get("time_zone", was.time_zone if was else default_zone)
+    try:
+        zone_info(zone if isinstance(zone, str) else "")
+    except BadZone as exc:
+        raise DomainError("validation_error", f"time_zone: {exc}") from None
+    notify = body.get("notify", was.notify if was else False)
+    if not isinstance(notify, bool):
+        raise DomainError("validation_error", "notify must be true or false")
+    periods = _periods(body["periods"]) if "periods" in body else (
+        was.periods if was else ("week",))
+    return BoardKind(kind, title.strip(), metric, periods, zone, notify,
+                     was.created_at if was else now)
+
+
+def score_of(metric: Metric, points: int) -> int:
+    """What one completion worth `points` adds on a board of `metric` (a
+    new metric fails mypy here until it says; db/variants.py says it in SQL)."""
+    if metric == "completions":
+        return 1
+    if metric == "points" or metric == "best":
+        return points
+    assert_never(metric)
+
+
+def board_seasons(at: datetime, tags: Iterable[str], kinds: Mapping[str, BoardKind]
+                  ) -> list[str]:
+    """The seasons of the boards of defined kinds a completion at `at` with
+    these tags counts on (as tagged_boards puts it there)."""
+    out = []
+    for tag in tags:
+        kind = kinds.get(tag.partition(":")[0])
+        if kind is not None:
+            out += [season_of(at, period, zone=kind.time_zone).on(tag, kind.metric).name
+                    for period in kind.periods]
+    return out
+
+
+def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[Delta]:
+    """Each tagged completion once per board of a defined kind it counts on:
+    for each tag whose kind is defined, the season of each of the kind's
+    periods that holds its `completed_at` in the kind's zone, scored by the
+    kind's metric."""
+    out = []
+    for d in deltas:
+        for tag in d.tags:
+            kind = kinds.get(tag.partition(":")[0])
+            if kind is None:
+                continue  # kept: it counts once the kind is defined
+            points = score_of(kind.metric, d.points)
+            for period in kind.periods:  # (no parts: history.history_of)
+                season = season_of(d.completed_at, period, zone=kind.time_zone)
+                out.append(replace(d, season=season.on(tag, kind.metric).name, points=points,
+                                   part=""))
+    return out
+
+
+class BoardKinds:
+    def __init__(self, db: Database, default_zone: str, board: Dropper | None = None) -> None:
+        self.db = db
+        self.board = board
+        self.default_zone = default_zone  # LAURELS_TIME_ZONE
+        self._generation: tuple[int, int] = (-1, -1)
+        self._live: dict[str, BoardKind] = {}
+        self._read_at = float("-inf")
+
+    async def live(self, tx: Tx | None = None) -> Mapping[str, BoardKind]:
+        """The kinds as PostgreSQL has them now, by name (read again only
+        when they changed: one small statement otherwise). A completion
+        committed before this call counts on the boards of every kind
+        returned that was defined before its commit; one defined later
+        builds its boards from a snapshot that holds it (docs/design.md,
+        "Boards of a kind")."""
+        row = await self.db.fetch_one("board_kinds_generation", tx)
+        now = (int(row["n"]), int(row["generation"])) if row else (0, 0)
+        if now != self._generation:
+            self._live = {r["kind"]: BoardKind.from_row(r)
+                          for r in await self.db.fetch("board_kinds", tx)}
+            self._generation = now
+        self._read_at = time.monotonic()
+        return self._live
+
+    async def defined(self, season: str) -> bool:
+        """Whether a season is of the whole board or of a board of a kind
+        defined now (as PostgreSQL has the kinds)."""
+        if not is_board_season(season):
+            return True
+        board = parse_season(season, zone="UTC")
+        kind = (await self.live()).get(board.board.partition(":")[0])
+        return kind is not None and kind.defines(board)
+
+    async def fresh(self, max_age: float = FRESH_SECONDS) -> Mapping[str, BoardKind]:
+        """The kinds as read at most `max_age` seconds ago (the reads' view:
+        a kind defined in another process is found at once, since a name
+        this copy lacks is looked for again; a deletion is seen within
+        `max_age`)."""
+        if time.monotonic() - self._read_at > max_age:
+            await self.live()
+        return self._live
+
+    async def find(self, kind: str) -> BoardKind | None:
+        """A kind by name, as `fresh`, looked for again when this copy
+        lacks it."""
+        found = (await self.fresh()).get(kind)
+        if found is None:
+            found = (await self.live()).get(kind)
+        return found
+
+    async def all(self) -> list[BoardKind]:
+        return [BoardKind.from_row(r) for r in await self.db.fetch("board_kinds")]
+
+    async def get(self, kind: str) -> BoardKind | None:
+        row = await self.db.fetch_one("board_kind", kind=check_kind(kind))
+        return BoardKind.from_row(row) if row else None
+
+    async def define(self, kind: str, body: dict[str, Any]) -> tuple[BoardKind, bool]:
+        """The kind as defined, and whether this call created it. Defining
+        it again the same way, or with only another title, is not a change
+        of its boards; anything else is `kind_conflict`. A field left out
+        keeps what the kind has."""
+        check_kind(kind)
+        async with self.db.transaction() as tx:
+            await self.db.fetch_one("lock_board_kinds", tx)
+            row = await self.db.fetch_one("board_kind", tx, kind=kind)
+            old = BoardKind.from_row(row) if row else None
+            new = parse_definition(kind, body, old, self.default_zone, datetime.now(UTC))
+            if old is None:
+                return await self._create(tx, new), True
+            if not old.same_board_as(new):
+                changed = [f for f in ("metric", "periods", "time_zone", "notify")
+                           if getattr(old, f) != getattr(new, f)]
+                raise DomainError("kind_conflict",
+                                  f"board kind {kind} exists with another {', '.join(changed)}: "
+                                  "only its title changes (delete it and define it again)")
+            if new.title == old.title:
+                return old, False
+            rows = await self.db.fetch("retitle_board_kind", tx, kind=kind, title=new.title)
+            return BoardKind.from_row(rows[0]), False
+
+    async def _create(self, tx: Tx, new: BoardKind) -> BoardKind:
+        known = await self.db.fetch_one("time_zone_known", tx, zone=new.time_zone)
+        if not (known and known["known"]):
+            raise DomainError("validation_error",
+                              f"time_zone: {new.time_zone} is not in PostgreSQL's time zone "
+                              "data (pg_timezone_names)")
+        if len(await self.db.fetch("board_kinds", tx)) >= KINDS_MAX:
+            raise DomainError("validation_error",
+                              f"at most {KINDS_MAX} board kinds: delete one first")
+        rows = await self.db.fetch(
+            "insert_board_kind", tx, kind=new.kind, title=new.title, metric=new.metric,
+            periods=list(new.periods), time_zone=new.time_zone, notify=new.notify)
+        return BoardKind.from_row(rows[0])
+
+    async def delete(self, kind: str) -> bool:
+        """Delete a kind (False when there was none): its boards' seasons,
+        archives and keys go with it; the tags stay on the completions, so
+        defining it again brings its boards back, built afresh."""
+        check_kind(kind)
+        async with self.db.transaction() as tx:
+            await self.db.fetch_one("lock_board_kinds", tx)
+            if not await self.db.run("delete_board_kind", tx, kind=kind):
+                return False
+            rows = await self.db.fetch("delete_kind_seasons", tx,
+                                       pattern=kind.replace("_", "\\_") + ":%")
+        await self.live()
+        if self.board is not None:
+            now = datetime.now(UTC)
+            for r in rows:  # every key at once (a built board has a row)
+                await self.board.expire(r["season"], now)
+                await self.board.publish_hint({"season": r["season"]})
+        return True

@@ -1,0 +1,44 @@
+-- Board kinds: their definitions (board_kinds.py, migration 026).
+
+-- name: lock_board_kinds
+-- locks: kinds
+-- One definition or deletion at a time: the count of kinds (at most 100)
+-- and a kind's immutability are read and changed under it.
+SELECT pg_advisory_xact_lock(hashtext('laurels board kinds')) AS locked;
+
+-- name: board_kinds
+-- Every kind, by name.
+SELECT kind, title, metric, periods, time_zone, notify, created_at
+FROM board_kinds ORDER BY kind;
+
+-- name: board_kinds_generation
+-- Whether the kinds changed since a process read them (migration 026): how
+-- many, and the highest generation.
+SELECT count(*) AS n, coalesce(max(generation), 0) AS generation FROM board_kinds;
+
+-- name: board_kind
+-- One kind, or no row.
+SELECT kind, title, metric, periods, time_zone, notify, created_at
+FROM board_kinds WHERE kind = %(kind)s;
+
+-- name: insert_board_kind
+-- A new kind.
+INSERT INTO board_kinds (kind, title, metric, periods, time_zone, notify)
+VALUES (%(kind)s, %(title)s, %(metric)s, %(periods)s, %(time_zone)s, %(notify)s)
+RETURNING kind, title, metric, periods, time_zone, notify, created_at;
+
+-- name: retitle_board_kind
+-- A kind's new title (the only thing of a kind that changes).
+UPDATE board_kinds SET title = %(title)s WHERE kind = %(kind)s
+RETURNING kind, title, metric, periods, time_zone, notify, created_at;
+
+-- name: delete_board_kind
+-- A kind is gone (its boards with it; the tags stay on the completions).
+DELETE FROM board_kinds WHERE kind = %(kind)s;
+
+-- name: delete_kind_seasons
+-- A deleted kind's boards: their archives, their rebuilds' records and their
+-- seasons' rows (`pattern`: the kind's LIKE prefix); the seasons they were.
+WITH standings AS (DELETE FROM season_standings WHERE season LIKE %(pattern)s),
+     rebuilt AS (DELETE FROM rebuilds WHERE season LIKE %(pattern)s)
+DELETE FROM seasons WHERE season LIKE %(pattern)s RETURNING season;

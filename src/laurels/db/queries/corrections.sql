@@ -1,0 +1,68 @@
+-- Voids and restores (corrections.py): the completion's state, the archive's
+-- standing, the outbox row.
+
+-- name: insert_outbox
+-- A correction's new outbox row (the projector applies it if the fast path
+-- does not).
+INSERT INTO outbox (seq) SELECT unnest(%(seqs)s::bigint[]);
+
+-- name: get_user
+-- A learner's profile as stored (the correction's fast path carries it).
+SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
+FROM users WHERE user_id = %(user_id)s;
+
+-- name: lock_seasons
+-- locks: seasons
+-- Share-lock the seasons an ingest writes to: finalizing takes FOR UPDATE, so
+-- it waits for these ingests and no completion slips in after the archive.
+SELECT season, finalized_at IS NOT NULL AS finalized
+FROM seasons WHERE season = ANY(%(seasons)s) ORDER BY season FOR SHARE;
+
+-- name: lock_completion
+-- locks: completion
+-- A correction's completion, locked (after its learner and seasons: the lock
+-- order of docs/concurrency.md), with its state.
+SELECT c.seq, c.completion_id, c.user_id, c.points, c.completed_at, c.season,
+       c.voided_at IS NULL AS counted, c.correction, c.tags
+FROM completion_ids k JOIN completions c ON c.seq = k.seq AND c.completed_at = k.completed_at
+WHERE k.completion_id = %(completion_id)s FOR UPDATE OF c;
+
+-- name: find_completion
+-- A completion by its id, through completion_ids (migration 017: its key is
+-- the row's).
+SELECT c.seq, c.user_id, c.completed_at, c.tags
+FROM completion_ids k JOIN completions c ON c.seq = k.seq AND c.completed_at = k.completed_at
+WHERE k.completion_id = %(completion_id)s;
+
+-- name: set_voided
+-- Void (voided = true) or restore a completion: its correction number goes
+-- up. The caller then replaces its outbox row (delete_outbox, which waits for
+-- a projector that holds the old one, then insert_outbox), so the new state
+-- is projected and never lost.
+UPDATE completions SET voided_at = CASE WHEN %(voided)s THEN now() END,
+                       correction = correction + 1
+WHERE seq = %(seq)s RETURNING correction;
+
+-- name: delete_standing
+-- A corrected learner's archived standing, before insert_standing writes it
+-- anew.
+DELETE FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: insert_standing
+-- A finalized season's standing of one learner, from the completions that
+-- count (none: no standing), after delete_standing; the caller re-ranks.
+INSERT INTO season_standings (season, user_id, score, last_completed_at)
+SELECT %(season)s, %(user_id)s, METRIC(SCORE(completions)), max(completed_at) FROM completions
+WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL
+HAVING count(*) > 0;
+
+-- name: archived_rank
+-- A learner's rank in a finalized season's archive (the audit keeps it before
+-- and after).
+SELECT rank FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s;
+
+-- name: audit_page
+-- The audit log, newest first, a page after an entry id.
+SELECT id, at, action, target, reason, details FROM audit
+WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
+ORDER BY id DESC LIMIT %(limit)s;

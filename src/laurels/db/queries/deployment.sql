@@ -1,0 +1,36 @@
+-- One deployment, one set of settings (deployment.py, migration 023).
+
+-- name: lock_deployment
+-- locks: deployment
+-- One process at a time compares, records and registers (migration 023).
+SELECT pg_advisory_xact_lock(hashtext('laurels deployment')) AS locked;
+
+-- name: forget_silent_processes
+-- Processes not heard from for `seconds` are gone (killed, or lost).
+DELETE FROM deployment_processes
+WHERE heard_at < now() - make_interval(secs => %(seconds)s);
+
+-- name: running_processes
+-- The deployment's processes heard from lately, with their secrets'
+-- fingerprints.
+SELECT id, kind, host, pid, started_at, secrets FROM deployment_processes ORDER BY started_at;
+
+-- name: recorded_settings
+-- The deployment's recorded settings and secrets' fingerprints.
+SELECT name, value FROM deployment_settings ORDER BY name;
+
+-- name: record_setting
+-- Records one setting's value (or one secret's fingerprints) for the
+-- deployment.
+INSERT INTO deployment_settings AS d (name, value) VALUES (%(setting)s, %(value)s)
+ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, recorded_at = now();
+
+-- name: register_process
+-- A process joins the deployment, or says it still runs (every 2 s).
+INSERT INTO deployment_processes (id, kind, host, pid, secrets)
+VALUES (%(id)s, %(kind)s, %(host)s, %(pid)s, %(secrets)s)
+ON CONFLICT (id) DO UPDATE SET heard_at = now();
+
+-- name: leave_deployment
+-- A process stopped cleanly leaves the deployment at once.
+DELETE FROM deployment_processes WHERE id = %(id)s;

@@ -1,0 +1,161 @@
+-- Erasure, finalizing and archiving seasons, re-ranking archives
+-- (lifecycle.py).
+
+-- name: unfinalized_seasons
+-- The seasons not finalized yet: finalize_due looks at each.
+SELECT season FROM seasons WHERE finalized_at IS NULL ORDER BY season;
+
+-- name: archive_standings
+-- A season's standings, archived once when it is finalized (one row per
+-- learner).
+INSERT INTO season_standings (season, user_id, score, last_completed_at)
+SELECT %(season)s, user_id, METRIC(SCORE(completions)), max(completed_at)
+FROM completions WHERE SEASON_FILTER() AND voided_at IS NULL GROUP BY user_id;
+
+-- name: mark_finalized
+-- Marks a season finalized, with the tie policy its archive is ranked by.
+UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;
+
+-- name: lock_archive
+-- locks: archive
+-- Re-ranking rewrites every standing of a season: one re-ranker at a time
+-- (profile changes and erasures of different learners may meet here).
+SELECT pg_advisory_xact_lock(hashtextextended('laurels:archive:' || %(season)s, 0));
+
+-- name: clear_archive_ranks
+-- An archive's ranks cleared before rerank_archive writes them again.
+UPDATE season_standings SET rank = NULL, pos = NULL WHERE season = %(season)s;
+
+-- name: rerank_archive
+-- Ranks of the public order (hidden learners take none), by the season's policy.
+UPDATE season_standings st SET
+    rank = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos + 1 ELSE p.shared_rank END,
+    pos = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos ELSE p.shared_pos END
+FROM (
+    SELECT s.user_id,
+           rank() OVER (ORDER BY s.score DESC) AS shared_rank,
+           row_number() OVER (ORDER BY s.score DESC, s.user_id) - 1 AS shared_pos,
+           row_number() OVER (ORDER BY s.score DESC, s.last_completed_at, s.user_id) - 1
+               AS first_pos
+    FROM season_standings s LEFT JOIN users u ON u.user_id = s.user_id
+    WHERE s.season = %(season)s AND coalesce(u.visibility, 'public') <> 'hidden'
+) p
+WHERE st.season = %(season)s AND st.user_id = p.user_id;
+
+-- name: erase_user
+-- locks: users
+-- An erasure's tombstone: the learner's row, erased, without a name (the row
+-- lock every writer of the learner takes first).
+INSERT INTO users AS u (user_id, erased_at, profile_version) VALUES (%(user_id)s, now(), 1)
+ON CONFLICT (user_id) DO UPDATE SET erased_at = coalesce(u.erased_at, now()),
+    display_name = NULL, visibility = 'public', profile_version = u.profile_version + 1,
+    updated_at = now(), change_xid = pg_current_xact_id();
+
+-- name: delete_user_completions
+-- locks: outbox
+-- An erasure: the learner's completions, their ids and their outbox rows
+-- (waiting for a projector that holds them: docs/concurrency.md).
+WITH gone AS (DELETE FROM completions WHERE user_id = %(user_id)s RETURNING seq, season,
+                                                                          completion_id),
+     ids AS (DELETE FROM completion_ids k USING gone g WHERE k.completion_id = g.completion_id),
+     queued AS (DELETE FROM outbox o USING gone g WHERE o.seq = g.seq)
+SELECT season FROM gone;
+
+-- name: user_board_seasons
+-- An erasure: the seasons of the boards of kinds the learner's completions
+-- count on, built or not (each gets a tombstone), before they are deleted.
+SELECT laurels_board_seasons(%(user_id)s) AS season;
+
+-- name: delete_user_standings
+-- An erasure: the learner's archived standings (the archives are re-ranked
+-- after).
+DELETE FROM season_standings WHERE user_id = %(user_id)s RETURNING season;
+
+-- name: delete_user_notifications
+-- An erasure: the learner's notifications.
+DELETE FROM notifications WHERE user_id = %(user_id)s;
+
+-- name: scrub_notifications_about
+-- An erasure: others' notifications stop naming the learner.
+UPDATE notifications SET data = data - 'by_user_id' - 'by_display_name'
+WHERE data ->> 'by_user_id' = %(user_id)s::text;
+
+-- name: record_erasure
+-- The erasure's job: done once every board in Redis has forgotten the learner.
+INSERT INTO erasures AS e (user_id, seasons) VALUES (%(user_id)s, %(seasons)s)
+ON CONFLICT (user_id) DO UPDATE SET
+    seasons = ARRAY(SELECT DISTINCT unnest(e.seasons || EXCLUDED.seasons));
+
+-- name: pending_erasures
+-- Erasure jobs not done after a while (a Redis error, a crash): done again.
+SELECT user_id, seasons FROM erasures
+WHERE created_at <= now() - make_interval(secs => %(min_age_seconds)s);
+
+-- name: finish_erasure
+-- An erasure job done (every board listed has forgotten the learner).
+DELETE FROM erasures WHERE user_id = %(user_id)s AND seasons <@ %(seasons)s;
+
+-- name: last_erasure
+-- When the latest erasure committed (null: none ever).
+SELECT max(erased_at) AS at FROM users;
+
+-- name: season_policies
+-- The finalized ones among some seasons, with the tie policy of each archive.
+SELECT season, coalesce(tie_policy, %(tie_policy)s) AS tie_policy FROM seasons
+WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
+
+-- name: delete_user_memberships
+-- An erasure: the learner's group memberships (their groups' caches hear of
+-- it).
+DELETE FROM group_members WHERE user_id = %(user_id)s RETURNING group_id;
+
+-- name: erase_lock
+-- locks: erasure
+-- An erasure waits for the deliveries in flight that concern the learner.
+SELECT pg_advisory_xact_lock(hashtextextended('laurels erasure ' || %(user_id)s, 0));
+
+-- name: delete_deliveries_of
+-- An erasure: the learner's events go, sent or not (PostgreSQL keeps
+-- nothing of theirs).
+DELETE FROM webhook_deliveries WHERE user_id = %(user_id)s;
+
+-- name: scrub_deliveries_about
+-- An erasure: others' notifications, sent or not, name them no more.
+UPDATE webhook_deliveries
+SET body = jsonb_set(body, '{data,data}',
+                     (body #> '{data,data}') - 'by_user_id' - 'by_display_name')
+WHERE type = 'notification.created'
+  AND body #>> '{data,data,by_user_id}' = %(user_id)s::text;
+
+-- name: lock_league_weeks_of
+-- locks: league
+-- An erasure: the placer/decider lock of one week the learner joined (the
+-- caller takes them in name order, before the learner's seasons), so no
+-- placement, zone pass or decision of theirs runs across the erasure.
+SELECT pg_advisory_xact_lock(hashtextextended('laurels league ' || %(season)s, 0)) AS locked;
+
+-- name: learner_league_weeks
+-- The weeks a learner joined (placed or not), in name order.
+SELECT DISTINCT season FROM league_joins WHERE user_id = %(user_id)s ORDER BY season;
+
+-- name: delete_league_history
+-- An erasure: the learner's joins, memberships, results and tier go (the
+-- others keep their outcomes). Returns the cohorts they were in (their
+-- live streams check their readers again).
+WITH j AS (DELETE FROM league_joins WHERE user_id = %(user_id)s),
+     m AS (DELETE FROM league_members WHERE user_id = %(user_id)s
+           RETURNING season, tier, cohort),
+     r AS (DELETE FROM league_results WHERE user_id = %(user_id)s),
+     t AS (DELETE FROM league_tiers WHERE user_id = %(user_id)s)
+SELECT season, tier, cohort FROM m;
+
+-- name: seal_lock_shared
+-- locks: seal
+-- Held by a writer deleting ids (erasure): a seal's move never runs meanwhile.
+SELECT pg_advisory_xact_lock_shared(hashtext('laurels completion ids seal'));
+
+-- name: weeks_finalized
+-- The whole board's weeks among `seasons` that PostgreSQL holds, and
+-- whether each is finalized (a board of a kind's season waits for them).
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season = ANY(%(seasons)s);

@@ -1,0 +1,33 @@
+-- Turning rank events into notifications (notifier.py).
+
+-- name: lock_users
+-- locks: users
+-- Share-lock the learners of an ingest so a concurrent profile change either
+-- commits first (we read it) or waits for us (it then sees our seasons).
+SELECT user_id, display_name, visibility, profile_version, erased_at IS NOT NULL AS erased
+FROM users WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
+
+-- name: open_seasons
+-- The seasons not finalized yet: the notifier reads their rank-event streams.
+SELECT season FROM seasons WHERE finalized_at IS NULL;
+
+-- name: insert_notification
+-- A notification, once (its dedup key refuses a second).
+INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+VALUES (%(user_id)s, %(kind)s, %(season)s, %(data)s, %(dedup_key)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: refresh_overtaken
+-- At most one unread "overtaken" per learner and season: refresh it instead.
+UPDATE notifications SET data = %(data)s, created_at = now(), dedup_key = %(dedup_key)s
+WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'overtaken' AND NOT read
+RETURNING id;
+
+-- name: notify_season_final
+-- Everyone's final rank of a finalized week, in the finalizing transaction.
+INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+SELECT user_id, 'season_final', season,
+       jsonb_build_object('rank', rank, 'score', score), 'season_final:' || season
+FROM season_standings WHERE season = %(season)s
+ON CONFLICT DO NOTHING;

@@ -1,0 +1,297 @@
+"""One deployment, one set of settings (CONTRACT.md, Configuration).
+
+Several processes (`serve`, `projector`, one-shot commands) share one
+PostgreSQL and one Redis. The settings they must agree on, and the
+fingerprints of the four secrets (never the secrets), are recorded in
+PostgreSQL by the deployment's first `serve` or `projector`. At start each
+process compares its own values with them:
+- a `serve` or `projector` whose value differs **while another process of
+  the deployment runs** (heard from within the last 10 s) stops before it
+  changes anything, with one line naming the variable; when no other
+  process runs it records its values and logs each change with what it
+  implies (restarting the whole deployment is how settings change);
+- a one-shot command never records: with other values it stops.
+
+Running processes are rows of `deployment_processes`, heard from every 2 s
+(`Membership.beat`); a process stopped cleanly leaves at once, one killed
+is forgotten 10 s after it was last heard. The comparison, the record and
+the registration happen in one transaction under the deployment's lock,
+so two processes starting at once with different values cannot both pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from laurels.db import Database, Jsonb
+from laurels.settings import Secrets, Settings, accepted, current
+
+log = logging.getLogger("laurels.deployment")
+
+HEARD_SECONDS = 10.0  # a process not heard from for this long is gone
+BEAT_SECONDS = 2.0  # how often a running process says it runs
+Kind = Literal["serve", "projector"]
+
+# The settings every process must share, and what a change of each implies.
+SHARED: dict[str, tuple[Callable[[Settings], Any], str]] = {
+    "LAURELS_TIME_ZONE": (lambda s: s.time_zone,
+                          "none: it is fixed at the deployment's first start"),
+    "LAURELS_TIE_POLICY": (lambda s: s.tie_policy,
+                           "every board is rebuilt: its keys name the policy"),
+    "LAURELS_PERIODS": (lambda s: list(s.periods),
+                        "the boards of an added period are built from PostgreSQL; a removed "
+                        "period's boards are no longer read"),
+    "LAURELS_CLOSE_SEASONS": (lambda s: s.close_seasons,
+                              "seasons close (or no longer close) at their end plus grace"),
+    "LAURELS_LATE_GRACE_SECONDS": (lambda s: s.late_grace_seconds,
+                                   "late completions are taken for this long after a season"),
+    "LAURELS_MAX_FUTURE_SKEW_SECONDS": (lambda s: s.max_future_skew_seconds,
+                                        "completions may lie this far in the future"),
+    "LAURELS_LEAGUE_TIERS": (lambda s: list(s.league_tiers),
+                             "the leagues' tiers change: an undecided week is decided with "
+                             "the new rule (mid-week)"),
+    "LAURELS_LEAGUE_SIZE": (lambda s: s.league_size,
+                            "new cohorts fill to the new size; placed ones stay"),
+    "LAURELS_LEAGUE_PROMOTE": (lambda s: list(s.league_promote),
+                               "undecided weeks are decided with the new promotions (mid-week)"),
+    "LAURELS_LEAGUE_DEMOTE": (lambda s: list(s.league_demote),
+                              "undecided weeks are decided with the new demotions (mid-week)"),
+    "LAURELS_LEAGUE_GRACE_SECONDS": (lambda s: s.league_grace_seconds,
+                                     "weeks are decided at their end plus the new grace"),
+    "LAURELS_RETAIN_COMPLETIONS_DAYS": (lambda s: s.retain_completions_days,
+                                        "completions older than this may be dropped"),
+    "LAURELS_WEBHOOK_URL": (lambda s: s.webhook_url, "events are sent to the new address"),
+    "LAURELS_WEBHOOK_EVENTS": (lambda s: sorted(s.webhook_events),
+                               "the events sent change"),
+    "LAURELS_WEBHOOK_COALESCE_SECONDS": (lambda s: s.webhook_coalesce_seconds,
+                                         "refreshed notifications are sent at the new pace"),
+    "LAURELS_WEBHOOK_TIMEOUT_SECONDS": (lambda s: s.webhook_timeout_seconds,
+                                        "a receiver gets the new time to answer"),
+}
+# Settings fixed at the first start, which no restart changes: every season's
+# name and boundaries, stored in PostgreSQL and Redis, depend on them. A
+# deployment recorded before one existed had its default (UTC: every season
+# was a UTC one).
+FIXED: dict[str, Any] = {"LAURELS_TIME_ZONE": "UTC"}
+SECRETS = {"LAURELS_INGEST_TOKEN": "ingest_token", "LAURELS_ADMIN_TOKEN": "admin_token",
+           "LAURELS_USER_TOKEN_SECRET": "user_token_secret",
+           "LAURELS_WEBHOOK_SECRET": "webhook_secret"}
+
+
+def fingerprint(secret: str) -> str | None:
+    """What is recorded of a secret: a keyed hash that tells two secrets
+    apart and gives nothing of either (none for an unset secret)."""
+    if not secret:
+        return None
+    return hmac.new(b"laurels deployment fingerprint", secret.encode(),
+                    hashlib.sha256).hexdigest()[:32]
+
+
+def fingerprints(secret: str) -> dict[str, Any]:
+    """A secret variable's record: the fingerprint of the value it is used
+    with (`current`) and of every value it accepts (a rotation's `new,old`)."""
+    return {"current": fingerprint(current(secret)),
+            "accepts": [fingerprint(s) for s in accepted(secret)] if secret else []}
+
+
+def compatible(mine: Any, theirs: Any) -> bool:
+    """Two processes' records of one secret may run side by side: each
+    accepts the other's current value (both unset: alike)."""
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return bool(mine == theirs)
+    return bool(mine["current"] == theirs["current"]
+                or (mine["current"] in theirs["accepts"]
+                    and theirs["current"] in mine["accepts"]))
+
+
+class DeploymentConflict(Exception):
+    """This process may not run with these settings: one line saying why."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    recorded: Any
+    mine: Any
+
+    @property
+    def secret(self) -> bool:
+        return self.name in SECRETS
+
+    def changed(self) -> str:
+        if self.secret:
+            return f"{self.name} (a new secret)"
+        return f"{self.name} from {_shown(self.recorded)} to {_shown(self.mine)}"
+
+    def said(self) -> str:
+        if self.secret:
+            return f"{self.name} is not the deployment's (its fingerprint differs)"
+        return (f"{self.name} is {_shown(self.mine)} here, the deployment's is "
+                f"{_shown(self.recorded)}")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "unset"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def values_of(settings: Settings) -> dict[str, Any]:
+    """This process's values of the shared settings."""
+    return {name: read(settings) for name, (read, _) in SHARED.items()}
+
+
+def secrets_of(secrets: Secrets, known: set[str] | None = None) -> dict[str, Any]:
+    """This process's secrets' records (`known`: the secrets it knows; None:
+    all four)."""
+    return {name: fingerprints(getattr(secrets, attr)) for name, attr in SECRETS.items()
+            if known is None or attr in known}
+
+
+class Membership:
+    """This process among the deployment's: its registration, its beats."""
+
+    def __init__(self, db: Database, kind: Kind, process_id: str | None = None) -> None:
+        self.db = db
+        self.kind = kind
+        self.id = process_id or str(uuid.uuid4())
+        self.secrets: dict[str, Any] = {}  # its secrets' records, once it joined
+
+    async def join(self, settings: Settings, secrets: Secrets) -> list[Difference]:
+        """Compare, record, register: in one transaction under the
+        deployment's lock. Raises DeploymentConflict when another process
+        runs with other settings, or with secrets this one and it do not
+        both accept (a rotation's `new,old` runs beside `old` and beside
+        `new`); returns the changes recorded."""
+        mine, keys = values_of(settings), secrets_of(secrets)
+        self.secrets = keys
+        await refuse_unknown_zone(self.db, settings.time_zone)
+        async with self.db.transaction() as tx:
+            await self.db.fetch("lock_deployment", tx)
+            await self.db.run("forget_silent_processes", tx, seconds=HEARD_SECONDS)
+            others = [r for r in await self.db.fetch("running_processes", tx)
+                      if str(r["id"]) != self.id]
+            stored = {r["name"]: r["value"] for r in await self.db.fetch(
+                "recorded_settings", tx)}
+            recorded = _with_fixed(stored)
+            _refuse_fixed(recorded, mine)
+            changed = [Difference(n, recorded[n], v) for n, v in mine.items()
+                       if n in recorded and recorded[n] != v]
+            if changed and others:
+                raise DeploymentConflict(_refusal(changed[0], others))
+            for other in others:
+                theirs = other["secrets"] or {}
+                for name, record in keys.items():
+                    if name in theirs and not compatible(record, theirs[name]):
+                        raise DeploymentConflict(_refusal(Difference(name, None, None), [other]))
+            if not others:
+                changed += [Difference(n, recorded[n], v) for n, v in keys.items()
+                            if n in recorded and not compatible(v, recorded[n])]
+            # Settings change only when no other process runs; a secret's
+            # record follows its latest compatible process (a rotation).
+            for name, value in {**mine, **keys}.items():
+                if stored.get(name, _ABSENT) != value and (name in keys or not others):
+                    await self.db.run("record_setting", tx, setting=name, value=Jsonb(value))
+            await self.db.run("register_process", tx, id=self.id, kind=self.kind,
+                              host=socket.gethostname(), pid=os.getpid(), secrets=Jsonb(keys))
+        for change in changed:
+            log.warning("%s changes (no other process runs: recorded): %s",
+                        change.changed(), _implied(change.name))
+        if not recorded:
+            log.info("deployment settings recorded by this first start")
+        return changed
+
+    async def beat(self) -> None:
+        """Say this process runs (every BEAT_SECONDS, runtime.py)."""
+        await self.db.run("register_process", id=self.id, kind=self.kind,
+                          host=socket.gethostname(), pid=os.getpid(),
+                          secrets=Jsonb(self.secrets))
+
+    async def leave(self) -> None:
+        await self.db.run("leave_deployment", id=self.id)
+
+
+async def check(db: Database, settings: Settings, secrets: Secrets | None,
+                known: set[str]) -> None:
+    """A one-shot command's comparison: it never records; with a value other
+    than the recorded one (of the secrets it knows) it stops."""
+    await refuse_unknown_zone(db, settings.time_zone)
+    recorded = _with_fixed({r["name"]: r["value"] for r in await db.fetch("recorded_settings")})
+    keys = secrets_of(secrets, known) if secrets is not None else {}
+    for name, value in {**values_of(settings), **keys}.items():
+        theirs = recorded.get(name, _ABSENT)
+        if theirs is _ABSENT:
+            continue
+        if name in keys:  # the secret it signs with is one the deployment accepts
+            record = theirs if isinstance(theirs, dict) else {"current": None, "accepts": []}
+            agreed = value["current"] in (record["current"], *record["accepts"])
+        else:
+            agreed = theirs == value
+        if not agreed:
+            change = Difference(name, theirs, value)
+            raise DeploymentConflict(f"{change.said()}: a one-shot command runs with the "
+                                     "deployment's settings; set it as the running "
+                                     "processes have it")
+
+
+async def recorded_secrets(db: Database) -> set[str]:
+    """The secrets (Secrets attribute names) the deployment has recorded."""
+    rows = await db.fetch("recorded_settings")
+    return {SECRETS[r["name"]] for r in rows
+            if r["name"] in SECRETS and (r["value"] or {}).get("current")}
+
+
+_ABSENT = object()
+
+
+async def refuse_unknown_zone(db: Database, zone: str) -> None:
+    """A zone Python knows but PostgreSQL's time zone data does not (an
+    older server): the two would disagree on local dates, so it stops."""
+    row = await db.fetch_one("time_zone_known", zone=zone)
+    if not (row and row["known"]):
+        raise DeploymentConflict(
+            f"LAURELS_TIME_ZONE {zone} is not in PostgreSQL's time zone data "
+            "(pg_timezone_names): update the server's tzdata or choose another zone")
+
+
+def _with_fixed(recorded: dict[str, Any]) -> dict[str, Any]:
+    """The recorded settings, with a fixed one's default where a deployment
+    recorded before it existed does not name it."""
+    if not recorded:
+        return recorded
+    return {**FIXED, **recorded}
+
+
+def _refuse_fixed(recorded: dict[str, Any], mine: dict[str, Any]) -> None:
+    """A fixed setting other than the recorded one: refused, whoever runs."""
+    for name in FIXED:
+        if name in recorded and recorded[name] != mine[name]:
+            change = Difference(name, recorded[name], mine[name])
+            raise DeploymentConflict(
+                f"{change.said()}: it is fixed at the deployment's first start (every "
+                f"season's name and boundaries depend on it); start with {name}="
+                f"{_shown(change.recorded)}")
+
+
+def _refusal(change: Difference, others: list[dict[str, Any]]) -> str:
+    who = others[0]
+    more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+    return (f"{change.said()}, and the deployment runs ({who['kind']} on {who['host']}, "
+            f"pid {who['pid']}{more}): start every process with the same settings, or stop "
+            "them all to change it")
+
+
+def _implied(name: str) -> str:
+    if name in SHARED:
+        return SHARED[name][1]
+    return "the other processes must be given the new secret"

@@ -1,0 +1,223 @@
+"""A board of a kind built from PostgreSQL (docs/design.md, "Boards of a
+kind"): its tagged completions, in its own zone, by its metric; the same
+rebuild and verify as the whole board, which stays as it was."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from laurels.board import BoardMissing
+from laurels.kinds import Metric
+from laurels.rebuild import RebuildFailed
+from laurels.runtime import Runtime
+from laurels.seasons import Season, parse_season
+from laurels.validation import ProfileIn
+from tests.invariants import check_erased_everywhere, check_hidden_nowhere
+
+PARIS = "Europe/Paris"
+NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
+WEEK = parse_season("2026-W49", zone=PARIS)  # Mon 30 Nov 2026 00:00 Paris = Sun 29 23:00 UTC
+
+
+def items(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        # From an hour before the Paris week to the middle of it: the first
+        # hour is W48 in UTC but W49 in Paris.
+        at = WEEK.starts_at + timedelta(seconds=rnd.randint(-3600, 2 * 86400))
+        tags = rnd.sample(["course:python-101", "course:sql", "track:data"], rnd.randint(0, 2))
+        out.append({"completion_id": f"c{i}", "user_id": rnd.randint(1, 30),
+                    "points": rnd.randint(1, 20), "completed_at": at.isoformat(),
+                    "tags": tags})
+    return out
+
+
+def expected(work: list[dict[str, Any]], board: str, season: Season,
+             metric: Metric) -> dict[int, int]:
+    scores: dict[int, int] = {}
+    for it in work:
+        at = datetime.fromisoformat(it["completed_at"])
+        if board in it["tags"] and season.contains(at):
+            value = 1 if metric == "completions" else it["points"]
+            u = it["user_id"]
+            scores[u] = max(scores.get(u, 0), value) if metric == "best" else (
+                scores.get(u, 0) + value)
+    return scores
+
+
+@pytest.mark.parametrize("metric", ["points", "completions"])
+async def test_a_board_is_rebuilt_from_its_tagged_completions(rt: Runtime,
+                                                              metric: Metric) -> None:
+    work = items(400)
+    for kind in ("course", "track"):
+        await rt.board_kinds.define(kind, {"metric": metric, "time_zone": PARIS})
+    outcomes = await rt.derive(clock=lambda: NOW).ingestor.record(work)
+    # W48 (UTC) is closed by NOW: its items are refused, whatever their tags
+    # (acceptance depends on the whole board's week alone).
+    assert {o.status for o in outcomes} == {"recorded", "rejected"}
+    work = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
+    for board in ("course:python-101", "track:data"):
+        season = WEEK.on(board, metric)
+        want = expected(work, board, season, metric)
+        assert len(want) > 10
+        await rt.rebuilder.run(season.name)
+        top = await rt.board.top(season, 1000)
+        assert {e.user_id: e.score for e in top.entries} == want
+        assert top.total == len(want)
+        verdict = await rt.verifier.verify(season.name)
+        assert verdict.consistent, verdict
+    # The whole board is every completion's, in the deployment's zone (UTC).
+    whole = parse_season("2026-W49", zone="UTC")
+    top = await rt.board.top(whole, 1000)
+    assert {e.user_id: e.score for e in top.entries} == expected(
+        [{**it, "tags": ["all"]} for it in work], "all", whole, "points")
+
+
+@pytest.mark.parametrize("metric", ["points", "completions"])
+async def test_a_kind_defined_late_counts_from_the_start_then_live(rt: Runtime,
+                                                                   metric: Metric) -> None:
+    ing = rt.derive(clock=lambda: NOW).ingestor
+    work = items(300, seed=1)
+    before, after = work[:150], work[150:]
+    outcomes = await ing.record(before)
+    await rt.board_kinds.define("course", {"metric": metric, "time_zone": PARIS,
+                                           "periods": ["week", "all"]})
+    outcomes += await ing.record(after)  # the first apply finds no board: it is built
+    recorded = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
+    assert len(recorded) < len(work)  # W48 (UTC) is closed: refused, on every board
+    await rt.projector.drain(min_age_seconds=0)
+    for board in ("course:python-101", "course:sql"):
+        for season in (WEEK.on(board, metric), parse_season("all", zone=PARIS).on(board, metric)):
+            top = await rt.board.top(season, 1000)
+            got = {e.user_id: e.score for e in top.entries}
+            assert got == expected(recorded, board, season, metric), season.name
+            assert (await rt.verifier.verify(season.name)).consistent
+    # Tags of a kind not defined count nowhere but on the whole board.
+    with pytest.raises(BoardMissing):
+        await rt.board.top(WEEK.on("track:data", metric), 10)
+
+
+async def test_hidden_and_erased_learners_are_on_no_board_of_a_kind(rt: Runtime) -> None:
+    """Every board of a kind, built before or after the change, as the
+    whole board: a hidden learner on none of its public reads, an erased
+    one in no table and no key (enumerated: tests/invariants.py)."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"time_zone": PARIS, "periods": ["week", "day", "all"]})
+    work = items(300, seed=2)
+    await svc.ingestor.record(work)
+    await svc.projector.drain(min_age_seconds=0)
+    victims = sorted({it["user_id"] for it in work if "course:sql" in it["tags"]})[:2]
+    hidden, erased = victims
+    await svc.learners.update(hidden, ProfileIn(visibility="hidden"))
+    await svc.learners.erase(erased)
+    # A kind defined after the erasure builds its boards without them too.
+    await svc.board_kinds.define("track", {"metric": "completions"})
+    await svc.ingestor.record([{"completion_id": "late", "user_id": 99, "points": 3,
+                                "completed_at": "2026-12-01T10:00:00Z",
+                                "tags": ["track:data", "course:sql"]}])
+    await svc.projector.drain(min_age_seconds=0)
+    built = {r["season"] for r in await svc.db.fetch("part_seasons", pattern="%:%",
+                                                          first="a", last="z")}
+    assert {WEEK.on("course:sql", "points").name, "track:data/completions/UTC/2026-W49",
+            "course:sql/points/UTC/all"} <= built  # the invariants read these too
+    sql = WEEK.on("course:sql", "points")
+    top = await svc.reads.top(sql, 1000)
+    assert hidden not in {e["user_id"] for e in top["entries"]}
+    assert erased not in {e["user_id"] for e in top["entries"]}
+    assert (await svc.verifier.verify(sql.name)).consistent
+    await check_erased_everywhere(svc, {erased})
+    await check_hidden_nowhere(svc, {hidden, erased})
+
+
+@pytest.mark.parametrize("metric", ["points", "completions"])
+async def test_a_void_and_a_restore_reach_every_board_of_the_completion(
+        rt: Runtime, metric: Metric) -> None:
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"metric": metric, "periods": ["week", "all"]})
+    work = [it for it in items(200, seed=3) if it["completed_at"] >= "2026-11-30"]
+    outcomes = await svc.ingestor.record(work)
+    work = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
+    await svc.projector.drain(min_age_seconds=0)
+    victims = [it for it in work if "course:sql" in it["tags"]][:5]
+    for it in victims:
+        await svc.corrections.void(it["completion_id"], "cheat")
+    await svc.corrections.restore(victims[0]["completion_id"])
+    kept = [it for it in work if it not in victims[1:]]
+    week = parse_season("2026-W49", zone="UTC")
+    for season in (week.on("course:sql", metric), parse_season("all", zone="UTC").on(
+            "course:sql", metric), week):
+        board = season.board if season.board != "global" else "all"
+        want = expected([{**it, "tags": [*it["tags"], "all"]} for it in kept], board, season,
+                        season.metric)
+        top = await svc.board.top(season, 1000)
+        assert {e.user_id: e.score for e in top.entries} == want, season.name
+        assert (await svc.verifier.verify(season.name)).consistent
+
+
+async def test_a_board_is_built_only_while_its_kind_is_defined(rt: Runtime) -> None:
+    """A deleted kind's board is never built again by a heal or a late
+    rebuild (its keys would outlive the deletion), nor is a season of a
+    kind's board under another metric or zone than the kind has now."""
+    await rt.derive(clock=lambda: NOW).ingestor.record(items(50, seed=4))
+    await rt.board_kinds.define("course", {"time_zone": PARIS})
+    season = WEEK.on("course:sql", "points")
+    await rt.rebuilder.run(season.name)
+    for other in (WEEK.on("course:sql", "completions"), WEEK.on("track:data", "points"),
+                  parse_season("2026-W49", zone="UTC").on("course:sql", "points")):
+        with pytest.raises(RebuildFailed):
+            await rt.rebuilder.run(other.name)
+    assert await rt.board_kinds.delete("course")
+    with pytest.raises(BoardMissing):
+        await rt.board.top(season, 10)
+    with pytest.raises(RebuildFailed):
+        await rt.rebuilder.run(season.name)
+
+
+async def test_a_closed_board_of_a_kind_is_archived_in_its_own_zone(rt: Runtime) -> None:
+    """A board's week closes at its end (in its kind's zone) plus the
+    grace, is archived by its metric, read from its archive, re-ranked by
+    a void, and tells the platform with `season.finalized` naming the board;
+    no learner is notified of a board of a kind (a kind's `notify` aside)."""
+    svc = rt.derive(clock=lambda: NOW)
+    # The deployment sends webhooks (as a serve with LAURELS_WEBHOOK_URL records).
+    await svc.db.run("store_webhook_settings", enabled=True, events=None, coalesce_seconds=60)
+    await svc.board_kinds.define("course", {"metric": "completions", "time_zone": PARIS})
+    work = [it for it in items(200, seed=5) if it["completed_at"] >= "2026-11-30"]
+    outcomes = await svc.ingestor.record(work)
+    work = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
+    season = WEEK.on("course:sql", "completions")
+    await svc.rebuilder.run(season.name)
+    grace = timedelta(seconds=svc.settings.late_grace_seconds)
+    still_open = season.ends_at + grace - timedelta(minutes=1)
+    assert season.name not in await svc.lifecycle.finalize_due(still_open)
+    # Its own end (Sunday 23:00 UTC) is not enough: the whole board's W49
+    # (UTC), which still accepts completions it holds, closes first.
+    whole = parse_season("2026-W49", zone="UTC")
+    assert season.name not in await svc.lifecycle.finalize_due(season.ends_at + grace)
+    done = await svc.lifecycle.finalize_due(whole.ends_at + grace + timedelta(seconds=1))
+    assert done.index("2026-W49") < done.index(season.name)
+    assert season.name in await svc.lifecycle.finalized([season.name])  # read from its archive
+    top = await svc.reads.top(season, 1000)
+    want = expected(work, "course:sql", season, "completions")
+    assert {e["user_id"]: e["score"] for e in top["entries"]} == want
+    victim = next(it for it in work if "course:sql" in it["tags"])
+    await svc.corrections.void(victim["completion_id"], "cheat")
+    want[victim["user_id"]] -= 1
+    top = await svc.reads.top(season, 1000)
+    assert {e["user_id"]: e["score"] for e in top["entries"]} == {
+        u: n for u, n in want.items() if n}
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT body FROM webhook_deliveries"
+                                 " WHERE type = 'season.finalized'")
+        finals = [r["body"] for r in await cur.fetchall()]
+        cur = await conn.execute("SELECT count(*) AS n FROM notifications"
+                                 " WHERE season LIKE '%/%'")
+        notes = (await cur.fetchone())["n"]
+    assert {"season": "2026-W49", "period": "week", "board": "course:sql"} in [
+        f.get("data", f) for f in finals]
+    assert notes == 0

@@ -1,0 +1,160 @@
+"""One deployment, one set of settings (issue 40; CONTRACT.md,
+Configuration), on the real PostgreSQL: the first start records the shared
+settings and the secrets' fingerprints; a process that differs while
+another runs is refused before it changes anything; alone, it records its
+values; one-shot commands never record; a process killed is forgotten 10 s
+after it was last heard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from laurels import deployment
+from laurels.deployment import DeploymentConflict, Membership
+from laurels.runtime import Runtime
+from laurels.settings import Secrets, Settings
+from tests.helpers import ADMIN, INGEST, USER_SECRET
+
+SECRETS = Secrets(INGEST, ADMIN, USER_SECRET)
+
+
+async def recorded(rt: Runtime) -> dict[str, Any]:
+    return {r["name"]: r["value"] for r in await rt.db.fetch("recorded_settings")}
+
+
+def with_(settings: Settings, **changes: Any) -> Settings:
+    return settings.model_copy(update=changes)
+
+
+async def test_the_first_start_records_and_a_second_with_other_values_is_refused(
+        rt: Runtime) -> None:
+    first = Membership(rt.db, "serve")
+    assert await first.join(rt.settings, SECRETS) == []
+    stored = await recorded(rt)
+    assert stored["LAURELS_TIE_POLICY"] == rt.settings.tie_policy
+    assert stored["LAURELS_INGEST_TOKEN"] == {"current": deployment.fingerprint(INGEST),
+                                              "accepts": [deployment.fingerprint(INGEST)]}
+    assert INGEST not in str(stored) and ADMIN not in str(stored)  # fingerprints only
+    # The same values: it joins.
+    same = Membership(rt.db, "projector")
+    assert await same.join(rt.settings, SECRETS) == []
+    # Other values while they run: refused, nothing recorded, not registered.
+    for changed, secrets, name in [
+            (with_(rt.settings, tie_policy="first"), SECRETS, "LAURELS_TIE_POLICY"),
+            (rt.settings, Secrets("other-ingest", ADMIN, USER_SECRET), "LAURELS_INGEST_TOKEN"),
+            (with_(rt.settings, league_tiers=()), SECRETS, "LAURELS_LEAGUE_TIERS")]:
+        if name == "LAURELS_LEAGUE_TIERS":  # the deployment plays leagues; this one not
+            await first.leave()
+            await same.leave()
+            first = Membership(rt.db, "serve")
+            await first.join(with_(rt.settings, league_tiers=("bronze", "silver"),
+                                   league_promote=(1,), league_demote=(1,)), SECRETS)
+        refused = Membership(rt.db, "projector")
+        with pytest.raises(DeploymentConflict) as conflict:
+            await refused.join(changed, secrets)
+        line = str(conflict.value)
+        assert line.startswith(name) and "\n" not in line and "runs" in line, line
+        assert "other-ingest" not in line
+        assert refused.id not in {str(r["id"]) for r in await rt.db.fetch("running_processes")}
+    assert (await recorded(rt))["LAURELS_LEAGUE_TIERS"] == ["bronze", "silver"]
+
+
+async def test_alone_a_process_records_new_values_and_says_what_they_imply(
+        rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    first = Membership(rt.db, "serve")
+    await first.join(rt.settings, SECRETS)
+    await first.leave()  # a clean stop leaves at once
+    later = Membership(rt.db, "serve")
+    changes = await later.join(with_(rt.settings, tie_policy="first"), SECRETS)
+    assert [c.name for c in changes] == ["LAURELS_TIE_POLICY"]
+    assert (await recorded(rt))["LAURELS_TIE_POLICY"] == "first"
+    assert any("LAURELS_TIE_POLICY from shared to first" in r.getMessage()
+               and "rebuilt" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_process_killed_is_forgotten_10_s_after_it_was_last_heard(rt: Runtime) -> None:
+    killed = Membership(rt.db, "serve")
+    await killed.join(rt.settings, SECRETS)
+    async with rt.db.connection() as conn:  # as if its last beat were 11 s ago
+        await conn.execute("UPDATE deployment_processes SET heard_at = now() - interval '11 s'")
+    alone = Membership(rt.db, "serve")
+    assert [c.name for c in await alone.join(with_(rt.settings, tie_policy="first"),
+                                             SECRETS)] == ["LAURELS_TIE_POLICY"]
+    await alone.beat()
+    assert [str(r["id"]) for r in await rt.db.fetch("running_processes")] == [alone.id]
+
+
+async def test_a_one_shot_command_never_records(rt: Runtime) -> None:
+    await deployment.check(rt.db, with_(rt.settings, tie_policy="first"), SECRETS,
+                           {"ingest_token"})
+    assert await recorded(rt) == {}  # nothing to compare with, nothing recorded
+    await Membership(rt.db, "serve").join(rt.settings, SECRETS)
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_TIE_POLICY is first here"):
+        await deployment.check(rt.db, with_(rt.settings, tie_policy="first"), SECRETS, set())
+    # A secret it does not know (a throwaway) is not compared; one it knows is.
+    other = Secrets("throwaway", ADMIN, USER_SECRET)
+    await deployment.check(rt.db, rt.settings, other, {"admin_token"})
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_INGEST_TOKEN is not the"):
+        await deployment.check(rt.db, rt.settings, other, {"ingest_token"})
+    assert (await recorded(rt))["LAURELS_TIE_POLICY"] == rt.settings.tie_policy
+
+
+async def test_a_secret_rotates_without_downtime(rt: Runtime) -> None:
+    """docs/operations.md, "Rotating a secret": every process is restarted in
+    turn with `old,new`, then with `new,old`, then with `new`; at each step
+    the new process runs beside the old ones. Skipping a step is refused."""
+    new = "the-new-ingest-token"
+    running = [Membership(rt.db, "serve") for _ in range(2)]
+    for m in running:
+        await m.join(rt.settings, SECRETS)
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_INGEST_TOKEN is not the"):
+        await Membership(rt.db, "serve").join(rt.settings, Secrets(new, ADMIN, USER_SECRET))
+    for step in (f"{INGEST},{new}", f"{new},{INGEST}", new):
+        for i, old in enumerate(running):
+            await old.leave()
+            running[i] = Membership(rt.db, "serve")
+            await running[i].join(rt.settings, Secrets(step, ADMIN, USER_SECRET))
+    # Rotated: the old token is no longer the deployment's.
+    with pytest.raises(DeploymentConflict):
+        await deployment.check(rt.db, rt.settings, SECRETS, {"ingest_token"})
+    await deployment.check(rt.db, rt.settings, Secrets(new, ADMIN, USER_SECRET),
+                           {"ingest_token"})
+
+
+async def test_the_time_zone_is_fixed_at_the_first_start(rt: Runtime) -> None:
+    """LAURELS_TIME_ZONE names and bounds every season: a later start with
+    another is refused even when no other process runs, and a deployment
+    recorded before the setting existed was a UTC one."""
+    first = Membership(rt.db, "serve")
+    await first.join(with_(rt.settings, time_zone="Europe/Paris"), SECRETS)
+    assert (await recorded(rt))["LAURELS_TIME_ZONE"] == "Europe/Paris"
+    await first.leave()  # alone: any other setting could change now, not this one
+    alone = Membership(rt.db, "serve")
+    with pytest.raises(DeploymentConflict) as conflict:
+        await alone.join(with_(rt.settings, time_zone="UTC"), SECRETS)
+    line = str(conflict.value)
+    assert line.startswith("LAURELS_TIME_ZONE is UTC here") and "fixed" in line, line
+    assert "LAURELS_TIME_ZONE=Europe/Paris" in line and "\n" not in line
+    assert alone.id not in {str(r["id"]) for r in await rt.db.fetch("running_processes")}
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_TIME_ZONE is UTC here"):
+        await deployment.check(rt.db, with_(rt.settings, time_zone="UTC"), SECRETS, set())
+    assert (await recorded(rt))["LAURELS_TIME_ZONE"] == "Europe/Paris"
+    # A deployment recorded before LAURELS_TIME_ZONE existed kept UTC seasons.
+    async with rt.db.connection() as conn:
+        await conn.execute("DELETE FROM deployment_settings WHERE name = 'LAURELS_TIME_ZONE'")
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_TIME_ZONE is Europe/Paris here"):
+        await Membership(rt.db, "serve").join(with_(rt.settings, time_zone="Europe/Paris"),
+                                              SECRETS)
+    await Membership(rt.db, "serve").join(with_(rt.settings, time_zone="UTC"), SECRETS)
+    assert (await recorded(rt))["LAURELS_TIME_ZONE"] == "UTC"
+
+
+async def test_a_zone_postgresql_does_not_know_is_refused(rt: Runtime) -> None:
+    """PostgreSQL computes local dates too (an erasure's seasons): a zone its
+    time zone data lacks stops a start and a one-shot command, one line."""
+    await deployment.refuse_unknown_zone(rt.db, "Europe/Paris")
+    with pytest.raises(DeploymentConflict, match=r"^LAURELS_TIME_ZONE Mars/Olympus is not"):
+        await deployment.refuse_unknown_zone(rt.db, "Mars/Olympus")
+    assert await recorded(rt) == {}

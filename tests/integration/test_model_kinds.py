@@ -1,0 +1,224 @@
+"""Model-based test of boards of kinds (CONTRACT.md, "Boards of a course, a
+track or a skill") against a pure-Python model.
+
+A hypothesis state machine defines kinds (before and after completions, in
+two time zones, by `points` or `completions`), deletes them and defines them
+again, records tagged completions, voids and restores them, hides and
+erases learners. After every step every board of every defined kind (the
+week of each recorded completion, in the kind's zone) equals the model,
+verify agrees, a deleted kind's boards are gone from Redis, and the
+enumerated invariants hold (tests/invariants.py: no table nor key names an
+erased learner; no public read shows a hidden or erased one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, note
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+
+from laurels.board import BoardMissing
+from laurels.errors import DomainError
+from laurels.runtime import Runtime
+from laurels.seasons import Season, parse_season, season_of
+from laurels.settings import Secrets, Settings
+from laurels.validation import ProfileIn
+from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
+from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
+
+pytestmark = pytest.mark.slow
+
+START = parse_season("2026-W47", zone="UTC").starts_at
+NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)  # W47 still takes late completions (grace)
+MINUTES = [0, 30, 720, 10079]  # the last is W48 in Auckland (UTC+13): two local weeks
+TAGS = ["course:a", "course:b", "track:x"]
+ZONES = ["UTC", "Pacific/Auckland"]
+USERS = range(1, 6)
+
+
+@dataclass
+class Done:
+    cid: str
+    uid: int
+    points: int
+    at: datetime
+    tags: tuple[str, ...]
+    counted: bool = True
+
+
+@dataclass
+class Model:
+    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind: (metric, zone)
+    done: list[Done] = field(default_factory=list)
+    hidden: set[int] = field(default_factory=set)
+    erased: set[int] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)  # season names of deleted kinds' boards
+
+    def seasons(self, kind: str) -> list[Season]:
+        metric, zone = self.kinds[kind]
+        return sorted({season_of(d.at, "week", zone=zone).on(tag, metric)  # type: ignore[arg-type]
+                       for d in self.done for tag in d.tags if tag.startswith(kind + ":")},
+                      key=lambda s: s.name)
+
+    def board(self, season: Season) -> dict[int, int]:
+        scores: dict[int, int] = {}
+        for d in self.done:
+            if (d.counted and d.uid not in self.erased and season.board in d.tags
+                    and season.contains(d.at)):
+                add = 1 if season.metric == "completions" else d.points
+                scores[d.uid] = scores.get(d.uid, 0) + add
+        return {u: s for u, s in scores.items() if u not in self.hidden}
+
+
+class KindsMachine(RuleBasedStateMachine):
+    cfg: Settings
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
+                          self.cfg.database_url or "", self.cfg.redis_url or "")
+        self.loop.run_until_complete(self.rt.open(run_migrations=False))
+        self.svc = self.rt.derive(clock=lambda: NOW)
+        self.model = Model()
+        self.n = 0
+        self.log: list[str] = []
+
+    @initialize()
+    def start(self) -> None:
+        async def go() -> None:
+            async with self.rt.db.connection() as conn:
+                await reset_tables(conn)
+            async for key in self.rt.redis.scan_iter(match=f"{self.rt.keys.prefix}:*"):
+                await self.rt.redis.unlink(key)
+        self.loop.run_until_complete(go())
+
+    def _do(self, what: str, work: Any) -> None:
+        self.log.append(what)
+
+        async def go() -> None:
+            try:
+                await work()
+                await self.check()
+            except BaseException:
+                note("\n".join(self.log))
+                raise
+
+        self.loop.run_until_complete(go())
+
+    @rule(kind=st.sampled_from(["course", "track"]),
+          metric=st.sampled_from(["points", "completions"]), zone=st.sampled_from(ZONES))
+    def define(self, kind: str, metric: str, zone: str) -> None:
+        async def work() -> None:
+            was = self.model.kinds.get(kind)
+            try:
+                await self.svc.board_kinds.define(kind, {"metric": metric, "time_zone": zone})
+            except DomainError as exc:
+                assert exc.code == "kind_conflict" and was is not None and was != (metric, zone)
+                return
+            assert was is None or was == (metric, zone)
+            self.model.kinds[kind] = (metric, zone)
+            self.model.gone -= {s.name for s in self.model.seasons(kind)}
+        self._do(f"define {kind} {metric} {zone}", work)
+
+    @rule(kind=st.sampled_from(["course", "track"]))
+    def delete(self, kind: str) -> None:
+        async def work() -> None:
+            deleted = await self.svc.board_kinds.delete(kind)
+            assert deleted == (kind in self.model.kinds)
+            if deleted:
+                self.model.gone |= {s.name for s in self.model.seasons(kind)}
+                del self.model.kinds[kind]
+        self._do(f"delete {kind}", work)
+
+    @rule(uid=st.sampled_from(list(USERS)), points=st.sampled_from([2, 3, 5, 8]),
+          minute=st.sampled_from(MINUTES), tags=st.sets(st.sampled_from(TAGS)))
+    def record(self, uid: int, points: int, minute: int, tags: set[str]) -> None:
+        self.n += 1
+        cid = f"k{self.n}"
+        at = START + timedelta(minutes=minute)
+
+        async def work() -> None:
+            [outcome] = await self.svc.ingestor.record([{
+                "completion_id": cid, "user_id": uid, "points": points,
+                "completed_at": at.isoformat(), "tags": sorted(tags)}])
+            if uid in self.model.erased:
+                assert outcome.status == "rejected" and outcome.code == "user_erased"
+                return
+            assert outcome.status == "recorded", outcome
+            self.model.done.append(Done(cid, uid, points, at, tuple(sorted(tags))))
+        self._do(f"record {cid} {uid} {points} +{minute} {sorted(tags)}", work)
+
+    @rule(pick=st.integers(0, 10**6), void=st.booleans())
+    def correct(self, pick: int, void: bool) -> None:
+        alive = [d for d in self.model.done if d.uid not in self.model.erased]
+        if not alive:
+            return
+        d = alive[pick % len(alive)]
+
+        async def work() -> None:
+            if void:
+                await self.svc.corrections.void(d.cid, "model")
+            else:
+                await self.svc.corrections.restore(d.cid)
+            d.counted = not void
+        self._do(f"{'void' if void else 'restore'} {d.cid}", work)
+
+    @rule(uid=st.sampled_from(list(USERS)), hidden=st.booleans())
+    def visibility(self, uid: int, hidden: bool) -> None:
+        if uid in self.model.erased:
+            return
+
+        async def work() -> None:
+            await self.svc.learners.update(uid, ProfileIn(
+                visibility="hidden" if hidden else "public"))
+            (self.model.hidden.add if hidden else self.model.hidden.discard)(uid)
+        self._do(f"{'hide' if hidden else 'show'} {uid}", work)
+
+    @rule(uid=st.sampled_from(list(USERS)))
+    def erase(self, uid: int) -> None:
+        async def work() -> None:
+            await self.svc.learners.erase(uid)
+            self.model.erased.add(uid)
+        self._do(f"erase {uid}", work)
+
+    async def read(self, season: Season) -> dict[int, int]:
+        for _ in range(200):
+            try:
+                body = await self.svc.reads.top(season, 1000)
+                return {e["user_id"]: e["score"] for e in body["entries"]}
+            except DomainError as exc:
+                assert exc.code == "rebuilding", exc
+                await asyncio.sleep(0.05)
+        raise AssertionError(f"{season.name} was never built")
+
+    async def check(self) -> None:
+        await self.svc.projector.drain(min_age_seconds=0)
+        for kind in sorted(self.model.kinds):
+            for season in self.model.seasons(kind):
+                assert await self.read(season) == self.model.board(season), season.name
+                assert (await self.svc.verifier.verify(season.name)).consistent, season.name
+        for name in sorted(self.model.gone):
+            with pytest.raises(BoardMissing):
+                await self.svc.board.top(parse_season(name, zone="UTC"), 1)
+        await check_erased_everywhere(self.svc, self.model.erased)
+        await check_hidden_nowhere(self.svc, self.model.hidden | self.model.erased)
+
+    def teardown(self) -> None:
+        self.loop.run_until_complete(self.rt.close())
+        self.loop.close()
+
+
+def test_boards_of_kinds_match_the_model(settings: Settings) -> None:
+    machine = type("KindsMachine_", (KindsMachine,), {"cfg": settings})
+    run_state_machine_as_test(machine, settings=hsettings(
+        max_examples=model_examples(15), stateful_step_count=25, deadline=None,
+        phases=NO_EXPLAIN,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
