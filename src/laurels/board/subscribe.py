@@ -133,7 +133,7 @@ class HintSubscription:
                 await self._pause(stop, exc)
             finally:
                 try:
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
                 except (RedisError, OSError):
                     pass
 
