@@ -113,9 +113,6 @@ def parse_definition(kind: str, body: dict[str, Any], was: BoardKind | None,
     metric = body.get("metric", was.metric if was else "points")
     if metric not in METRICS:
         raise DomainError("validation_error", "metric must be points, completions or best")
-    if metric == "best":  # apply.lua takes sums only so far (issue 42, open)
-        raise DomainError("validation_error", "metric best is not available yet: use points "
-                          "or completions")
     zone = body.get("time_zone", was.time_zone if was else default_zone)
     try:
         zone_info(zone if isinstance(zone, str) else "")
@@ -131,8 +128,9 @@ def parse_definition(kind: str, body: dict[str, Any], was: BoardKind | None,
 
 
 def score_of(metric: Metric, points: int) -> int:
-    """What one completion worth `points` adds on a board of `metric` (a
-    new metric fails mypy here until it says; db/variants.py says it in SQL)."""
+    """What one completion worth `points` scores on a board of `metric`: it
+    adds that on a sum, and on `best` apply.lua keeps the highest (a new
+    metric fails mypy here until it says; db/variants.py says it in SQL)."""
     if metric == "completions":
         return 1
     if metric == "points" or metric == "best":

@@ -23,9 +23,10 @@ from laurels.board_kinds import BoardKinds, tagged_boards
 from laurels.db import Database, Listener, Tx
 from laurels.errors import StoreUnavailable
 from laurels.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
+from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
-from laurels.seasons import Period, part_period, season_of
+from laurels.seasons import Period, parse_season, part_period, season_of
 from laurels.states import ApplyResult
 
 log = logging.getLogger("laurels.projector")
@@ -174,32 +175,49 @@ class Projector:
         return results
 
     async def _with_resets(self, boards: list[Delta], tx: Tx | None = None) -> list[Delta]:
-        """A void carries, for each board, the learner's latest completion
-        that still counts in that board's season (the `first` policy's tie
-        time falls back to it): read from PostgreSQL, as it is now, after
-        the learner is marked in the season's ties hash (under `first`), so
+        """A void carries, for each board, what it falls back to in that
+        board's season: the learner's tie time from the completions that
+        still count (the `first` policy's), and on a `best` board their next
+        best. Read from PostgreSQL, as it is now, after the learner is
+        marked in the season's ties hash (under `first`, and on `best`), so
         that an apply coming between the read and the void's own apply makes
-        the void read again instead of writing a stale tie time."""
+        the void read again instead of writing a stale fallback."""
         voids = [i for i, d in enumerate(boards) if d.correction and not d.counted]
         if not voids:
             return boards
         tokens: dict[int, str] = {}
-        if self.board.policy == "first":
-            by_season: dict[str, list[int]] = {}
-            for i in voids:
-                by_season.setdefault(boards[i].season, []).append(i)
-            for season, idxs in by_season.items():
+        by_season: dict[str, list[int]] = {}
+        for i in voids:
+            by_season.setdefault(boards[i].season, []).append(i)
+        for season, idxs in by_season.items():
+            if self.board.policy == "first" or self._best(season):
                 marks = await self.board.mark_ties(season, [boards[i].user_id for i in idxs])
                 tokens.update(zip(idxs, marks, strict=True))
         out = list(boards)
         for i in voids:
             d = boards[i]
-            row = await self.db.fetch_one("latest_counted", tx, season=d.season,
-                                          user_id=d.user_id)
+            row = await self._fallback(d, tx)
             out[i] = replace(d, reset_at=row["last_at"] if row else None,
+                             reset_score=row["score"] if row and self._best(d.season) else None,
                              tie_token=tokens.get(i, ""))
         await failpoints.pause("void_tie_read")
         return out
+
+    def _best(self, season: str) -> bool:
+        return parse_season(season, zone=self.db.zone).metric == "best"
+
+    async def _fallback(self, d: Delta, tx: Tx | None) -> Any:
+        """The learner's state from what still counts on a void's board (see
+        _with_resets): on a `best` board built from archives (a closed
+        season), from them as its reads are (history.py)."""
+        if self._best(d.season):
+            history = await history_of(self.db, self.periods, d.season, tx)
+            if history is not None:
+                return await self.db.fetch_one(
+                    "long_sums_for", tx, season=d.season, user_ids=[d.user_id],
+                    parts=history.parts, cutoff=history.cutoff)
+        row = await self.db.fetch_one("latest_counted", tx, season=d.season, user_id=d.user_id)
+        return row if row and row["last_at"] is not None else None
 
     async def forget(self, seqs: list[int]) -> None:
         """Outbox rows of applied completions: deleted in bulk by the flush loop

@@ -50,7 +50,7 @@ def expected(work: list[dict[str, Any]], board: str, season: Season,
     return scores
 
 
-@pytest.mark.parametrize("metric", ["points", "completions"])
+@pytest.mark.parametrize("metric", ["points", "completions", "best"])
 async def test_a_board_is_rebuilt_from_its_tagged_completions(rt: Runtime,
                                                               metric: Metric) -> None:
     work = items(400)
@@ -78,7 +78,7 @@ async def test_a_board_is_rebuilt_from_its_tagged_completions(rt: Runtime,
         [{**it, "tags": ["all"]} for it in work], "all", whole, "points")
 
 
-@pytest.mark.parametrize("metric", ["points", "completions"])
+@pytest.mark.parametrize("metric", ["points", "completions", "best"])
 async def test_a_kind_defined_late_counts_from_the_start_then_live(rt: Runtime,
                                                                    metric: Metric) -> None:
     ing = rt.derive(clock=lambda: NOW).ingestor
@@ -134,7 +134,7 @@ async def test_hidden_and_erased_learners_are_on_no_board_of_a_kind(rt: Runtime)
     await check_hidden_nowhere(svc, {hidden, erased})
 
 
-@pytest.mark.parametrize("metric", ["points", "completions"])
+@pytest.mark.parametrize("metric", ["points", "completions", "best"])
 async def test_a_void_and_a_restore_reach_every_board_of_the_completion(
         rt: Runtime, metric: Metric) -> None:
     svc = rt.derive(clock=lambda: NOW)

@@ -2,10 +2,12 @@
 track or a skill") against a pure-Python model.
 
 A hypothesis state machine defines kinds (before and after completions, in
-two time zones, by `points` or `completions`), deletes them and defines them
-again, records tagged completions, voids and restores them, hides and
-erases learners. After every step every board of every defined kind (the
-week of each recorded completion, in the kind's zone) equals the model,
+two time zones, by every metric), deletes them and defines them again,
+records tagged completions, voids and restores them, hides and erases
+learners, under either tie policy. After every step every board of every
+defined kind (the week of each recorded completion, in the kind's zone)
+equals the model, scores and order (under `first`, a sum's tie time is
+the latest completion that counts, `best`'s the earliest giving the best),
 verify agrees, a deleted kind's boards are gone from Redis, and the
 enumerated invariants hold (tests/invariants.py: no table nor key names an
 erased learner; no public read shows a hidden or erased one).
@@ -67,18 +69,35 @@ class Model:
                        for d in self.done for tag in d.tags if tag.startswith(kind + ":")},
                       key=lambda s: s.name)
 
-    def board(self, season: Season) -> dict[int, int]:
-        scores: dict[int, int] = {}
+    def standings(self, season: Season) -> dict[int, tuple[int, datetime]]:
+        """Every learner on the season's board, hidden ones too: their score
+        and their tie time under `first`."""
+        counted: dict[int, list[Done]] = {}
         for d in self.done:
             if (d.counted and d.uid not in self.erased and season.board in d.tags
                     and season.contains(d.at)):
-                add = 1 if season.metric == "completions" else d.points
-                scores[d.uid] = scores.get(d.uid, 0) + add
-        return {u: s for u, s in scores.items() if u not in self.hidden}
+                counted.setdefault(d.uid, []).append(d)
+        out = {}
+        for uid, ds in counted.items():
+            if season.metric == "best":
+                score = max(d.points for d in ds)
+                tie = min(d.at for d in ds if d.points == score)
+            else:
+                score = len(ds) if season.metric == "completions" else sum(d.points for d in ds)
+                tie = max(d.at for d in ds)
+            out[uid] = (score, tie)
+        return out
+
+    def board(self, season: Season, policy: str) -> list[tuple[int, int]]:
+        """The season's public board in order: (user id, score)."""
+        rows = [(-score, tie if policy == "first" else START, uid)
+                for uid, (score, tie) in self.standings(season).items() if uid not in self.hidden]
+        return [(uid, -neg) for neg, _, uid in sorted(rows)]
 
 
 class KindsMachine(RuleBasedStateMachine):
     cfg: Settings
+    policy: str
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,7 +105,7 @@ class KindsMachine(RuleBasedStateMachine):
         self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
                           self.cfg.database_url or "", self.cfg.redis_url or "")
         self.loop.run_until_complete(self.rt.open(run_migrations=False))
-        self.svc = self.rt.derive(clock=lambda: NOW)
+        self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy)
         self.model = Model()
         self.n = 0
         self.log: list[str] = []
@@ -114,7 +133,8 @@ class KindsMachine(RuleBasedStateMachine):
         self.loop.run_until_complete(go())
 
     @rule(kind=st.sampled_from(["course", "track"]),
-          metric=st.sampled_from(["points", "completions"]), zone=st.sampled_from(ZONES))
+          metric=st.sampled_from(["points", "completions", "best"]),
+          zone=st.sampled_from(ZONES))
     def define(self, kind: str, metric: str, zone: str) -> None:
         async def work() -> None:
             was = self.model.kinds.get(kind)
@@ -138,23 +158,30 @@ class KindsMachine(RuleBasedStateMachine):
                 del self.model.kinds[kind]
         self._do(f"delete {kind}", work)
 
-    @rule(uid=st.sampled_from(list(USERS)), points=st.sampled_from([2, 3, 5, 8]),
-          minute=st.sampled_from(MINUTES), tags=st.sets(st.sampled_from(TAGS)))
-    def record(self, uid: int, points: int, minute: int, tags: set[str]) -> None:
-        self.n += 1
-        cid = f"k{self.n}"
-        at = START + timedelta(minutes=minute)
+    @rule(batch=st.lists(st.tuples(st.sampled_from(list(USERS)), st.sampled_from([2, 3, 8]),
+                                   st.sampled_from(MINUTES), st.sets(st.sampled_from(TAGS))),
+                         min_size=1, max_size=4))
+    def record(self, batch: list[tuple[int, int, int, set[str]]]) -> None:
+        """A batch of 1 to 4 completions (several of one learner: sums,
+        bests and tie times have something to choose from)."""
+        items = []
+        for uid, points, minute, tags in batch:
+            self.n += 1
+            items.append(Done(f"k{self.n}", uid, points, START + timedelta(minutes=minute),
+                              tuple(sorted(tags))))
 
         async def work() -> None:
-            [outcome] = await self.svc.ingestor.record([{
-                "completion_id": cid, "user_id": uid, "points": points,
-                "completed_at": at.isoformat(), "tags": sorted(tags)}])
-            if uid in self.model.erased:
-                assert outcome.status == "rejected" and outcome.code == "user_erased"
-                return
-            assert outcome.status == "recorded", outcome
-            self.model.done.append(Done(cid, uid, points, at, tuple(sorted(tags))))
-        self._do(f"record {cid} {uid} {points} +{minute} {sorted(tags)}", work)
+            outcomes = await self.svc.ingestor.record([{
+                "completion_id": d.cid, "user_id": d.uid, "points": d.points,
+                "completed_at": d.at.isoformat(), "tags": list(d.tags)} for d in items])
+            for d, outcome in zip(items, outcomes, strict=True):
+                if d.uid in self.model.erased:
+                    assert outcome.status == "rejected" and outcome.code == "user_erased"
+                    continue
+                assert outcome.status == "recorded", outcome
+                self.model.done.append(d)
+        self._do("record " + "; ".join(f"{d.cid} {d.uid} {d.points} {d.at:%d %H:%M} {d.tags}"
+                                       for d in items), work)
 
     @rule(pick=st.integers(0, 10**6), void=st.booleans())
     def correct(self, pick: int, void: bool) -> None:
@@ -189,11 +216,11 @@ class KindsMachine(RuleBasedStateMachine):
             self.model.erased.add(uid)
         self._do(f"erase {uid}", work)
 
-    async def read(self, season: Season) -> dict[int, int]:
+    async def read(self, season: Season) -> list[tuple[int, int]]:
         for _ in range(200):
             try:
                 body = await self.svc.reads.top(season, 1000)
-                return {e["user_id"]: e["score"] for e in body["entries"]}
+                return [(e["user_id"], e["score"]) for e in body["entries"]]
             except DomainError as exc:
                 assert exc.code == "rebuilding", exc
                 await asyncio.sleep(0.05)
@@ -203,7 +230,13 @@ class KindsMachine(RuleBasedStateMachine):
         await self.svc.projector.drain(min_age_seconds=0)
         for kind in sorted(self.model.kinds):
             for season in self.model.seasons(kind):
-                assert await self.read(season) == self.model.board(season), season.name
+                assert await self.read(season) == self.model.board(season, self.policy), \
+                    season.name
+                if self.policy == "first":  # every tie time, hidden learners' too
+                    want = {u: season.offset_us(tie)
+                            for u, (_, tie) in self.model.standings(season).items()}
+                    got = await self.svc.board.standings_of(season, list(want))
+                    assert {s.user_id: s.last_ts for s in got} == want, season.name
                 assert (await self.svc.verifier.verify(season.name)).consistent, season.name
         for name in sorted(self.model.gone):
             with pytest.raises(BoardMissing):
@@ -216,8 +249,9 @@ class KindsMachine(RuleBasedStateMachine):
         self.loop.close()
 
 
-def test_boards_of_kinds_match_the_model(settings: Settings) -> None:
-    machine = type("KindsMachine_", (KindsMachine,), {"cfg": settings})
+@pytest.mark.parametrize("policy", ["shared", "first"])
+def test_boards_of_kinds_match_the_model(settings: Settings, policy: str) -> None:
+    machine = type("KindsMachine_", (KindsMachine,), {"cfg": settings, "policy": policy})
     run_state_machine_as_test(machine, settings=hsettings(
         max_examples=model_examples(15), stateful_step_count=25, deadline=None,
         phases=NO_EXPLAIN,

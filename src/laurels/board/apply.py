@@ -61,6 +61,7 @@ class Applying(BoardBase):
                 name=d.profile.display_name, correction=d.correction,
                 counts="1" if d.counted else "0",
                 reset_ts=start.pad_ts(d.reset_at) if d.reset_at else "",
+                reset_score=d.reset_score or 0,
                 tie_token=d.tie_token, part=d.part)
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
@@ -79,7 +80,7 @@ class Applying(BoardBase):
             expected_current=versions[0], expected_building=versions[1], policy=self.policy,
             on_current=("1" if whole_week(season) else "h") if on_current else "0",
             targets=len(targets), chunks=len(chunks), hint_command=command,
-            hint_channel=channel, season=season), *chunks, *per_event]
+            hint_channel=channel, season=season, metric=start.metric), *chunks, *per_event]
         return keys, args
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None

@@ -41,6 +41,7 @@ class ApplyHead(NamedTuple):
     hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
     hint_channel: str
     season: str
+    metric: str  # the board's (kinds.Metric): 'best' keeps a learner's highest
 
 
 class ApplyDelta(NamedTuple):
@@ -56,7 +57,8 @@ class ApplyDelta(NamedTuple):
     correction: int  # 0: as recorded
     counts: str  # '1' counts, '0' voided
     reset_ts: str  # a correction's fallback tie time ('' when none counts)
-    tie_token: str  # a void's ties token under `first` ('' for none)
+    reset_score: int  # a void's fallback score on a `best` board (0: none counts)
+    tie_token: str  # a void's ties token under `first` or on `best` ('' for none)
     part: str  # a long board's closed-able part (week, day) of it, else ''
 
 

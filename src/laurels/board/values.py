@@ -39,14 +39,18 @@ class Delta:
     season: str
     profile: Profile
     # A correction (void, restore): the completion's correction number (0: as
-    # recorded), whether it counts, and the learner's latest counted
-    # completion in this board's season (the `first` policy's tie time after
-    # a void; None when none counts). apply.lua converges to the newest.
+    # recorded), whether it counts, and what a void falls back to in this
+    # board's season: the learner's tie time from the completions that
+    # still count (the `first` policy's; None when none counts) and, on a
+    # `best` board, their next best (reset_score). apply.lua converges to
+    # the newest.
     correction: int = 0
     counted: bool = True
     reset_at: datetime | None = None
-    # A void under `first`: the learner's mark in the season's ties hash,
-    # taken before `reset_at` was read (apply.lua, "Ties"); '' for none.
+    reset_score: int | None = None
+    # A void under `first` or on a `best` board: the learner's mark in the
+    # season's ties hash, taken before the fallback was read (apply.lua,
+    # "Ties"); '' for none.
     tie_token: str = ""
     # On a long board (all time, a month): the closed-able season of a
     # shorter period it belongs to (its week, its day): a version built from

@@ -13,6 +13,10 @@ season's board, and what each of them adds to a learner's score there.
   their sum (`points`, and `completions`, whose `SCORE(c)` is 1), or
   their highest (`best`).
 - `SCORE(c)` is what one completion `c` scores on it: its points, or 1.
+- `TIE_AT(score, at)` is a learner's tie time (the `first` policy) among
+  rows of scores `score` at times `at`: the latest `at` on a sum, and on
+  `best` the earliest `at` of a row giving the highest score (CONTRACT.md,
+  "Boards of a course, a track or a skill").
 
 For `global` the text is exactly what the file says with `sum` and
 `c.points`, so the whole board's statements are what they always were.
@@ -29,6 +33,7 @@ from laurels.seasons import GLOBAL, Season, parse_season
 _SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
 _METRIC = re.compile(r"METRIC\(")
 _SCORE = re.compile(r"SCORE\((\w+)\)")
+_TIE_AT = re.compile(r"TIE_AT\(([^,()]+), ([^,()]+)\)")
 _VARIANTS: dict[tuple[str, str, bool, str], str] = {}
 
 
@@ -56,11 +61,18 @@ def _metric(metric: Metric) -> tuple[str, str]:
     assert_never(metric)
 
 
+def _tie_at(metric: Metric, score: str, at: str) -> str:
+    if metric == "best":
+        return f"(array_agg({at} ORDER BY {score} DESC, {at}))[1]"
+    return f"max({at})"
+
+
 def _build(text: str, season: Season) -> str:
     total, score = _metric(season.metric)
     text = _SEASON_FILTER.sub(lambda m: _filter(season, m.group(1)), text)
     text = _METRIC.sub(total, text)
-    return _SCORE.sub(lambda m: score.format(c=m.group(1)), text)
+    text = _SCORE.sub(lambda m: score.format(c=m.group(1)), text)
+    return _TIE_AT.sub(lambda m: _tie_at(season.metric, m.group(1), m.group(2)), text)
 
 
 def variant(text: LiteralString, name: str, params: dict[str, Any], zone: str
@@ -76,7 +88,7 @@ def variant(text: LiteralString, name: str, params: dict[str, Any], zone: str
     if isinstance(params.get("season"), Season):
         season = params["season"]
         params["season"] = season.name
-    if "SEASON_FILTER(" not in text and "METRIC(" not in text and "SCORE(" not in text:
+    if not any(macro in text for macro in ("SEASON_FILTER(", "METRIC(", "SCORE(", "TIE_AT(")):
         return text
     if season is None:
         season = parse_season(str(params["season"]), zone=zone)

@@ -25,14 +25,18 @@
 --   hint_command: how to hint the change: 'PUBLISH' (one node), 'SPUBLISH'
 --     (a cluster: the season's shard channel, in this script's slot) or ''
 --   hint_channel, season
+--   metric: the board's; 'best' keeps each learner's highest points (see
+--     Best below), any other adds the points given (1 a completion on a
+--     `completions` board: the caller says)
 --   then the chunk (bitmap) ids, in the order of their KEYS, and per
 --   completion: seq, chunk (its index among them), offset (its bit), uid
 --   (padded), points, ts (padded completed_at offset, microseconds),
 --   profile_version, visibility, name ('' = none), correction (0: the
 --   completion as recorded), counts ('1'; '0': voided), reset_ts (for a
 --   correction the learner's latest counted completion time in this season,
---   '' when none counts), tie_token (a void's under the `first` policy, ''
---   for none) and part (on a long board, all time or a month, the shorter
+--   '' when none counts), reset_score (a void's fallback on `best`: the
+--   learner's next best, 0 when none counts), tie_token (a void's under the
+--   `first` policy or on `best`, '' for none) and part (on a long board, all time or a month, the shorter
 --   closed-able season it belongs to, its week or its day; else '')
 --
 -- Parts: a version may be built from archived standings (history.py)
@@ -51,6 +55,13 @@
 -- PostgreSQL, then calls this script: every apply to a marked learner
 -- bumps the count, and a void whose token no longer matches changes
 -- nothing and answers -2, "retry" (mark, read and apply again).
+--
+-- Best: a learner's score is their highest points, their tie time the
+-- earliest completion giving it (CONTRACT.md, "Boards of a course, a track
+-- or a skill"). A completion or a restore raises it or leaves it; a void
+-- sets the fallback read from PostgreSQL (reset_score, reset_ts), which the
+-- ties hash guards as it guards a tie time (the learner is marked on a
+-- `best` board under either policy).
 --
 -- Corrections (void, restore) converge: each carries its completion's
 -- correction number, the version records the highest it applied per seq in
@@ -85,6 +96,21 @@ local first_is_current, rank_events = ARGV[ARG.on_current] ~= '0', ARGV[ARG.on_c
 local T, C = tonumber(ARGV[ARG.targets]), tonumber(ARGV[ARG.chunks])
 local hint_command, hint_channel = ARGV[ARG.hint_command], ARGV[ARG.hint_channel]
 local season = ARGV[ARG.season]
+local best = ARGV[ARG.metric] == 'best'
+-- Ties are tracked (the ties hash) where a void's fallback is read first.
+local guarded = policy == 'first' or best
+
+-- On a `best` board, a learner at `score` (stored: minus the total; 0 when
+-- off the board) with tie time p.ts gains a counted completion of `points`
+-- at `ts`: the score and tie time after it.
+local function raise_best(p, score, on_board, points, ts)
+  if not on_board or -points < score then
+    p.ts = ts
+    return -points
+  end
+  if -points == score and ts < p.ts then p.ts = ts end
+  return score
+end
 
 local refused = check_versions(current_key, building_key, expected_current, expected_building)
 if refused then return refused end
@@ -104,7 +130,7 @@ end
 -- recorded there, and (on the current version, when the score changed) the
 -- learner's visibility after it.
 local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
-                           name, erased, correction, counts, reset_ts, part)
+                           name, erased, correction, counts, reset_ts, reset_score, part)
   local base = 6 + 6 * t
   local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   local corrections = KEYS[base + 4]
@@ -122,15 +148,21 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
   local p = load_profile(users, public, policy, uid)
-  local score = 0
-  if p ~= nil and p.ts ~= '' then
+  local score, on_board = 0, p ~= nil and p.ts ~= ''
+  if on_board then
     local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
     score = tonumber(stored_score or '0')
     redis.call('ZREM', old_zset, old_member)
   end
-  if counts then  -- restored: it counts again, and may be the latest again
+  if counts and best then  -- restored: it may be the best again
+    p = merge_profile(p, profile_version, visibility, name, '')
+    score = raise_best(p, score, on_board, points, ts)
+  elseif counts then  -- restored: it counts again, and may be the latest again
     p = merge_profile(p, profile_version, visibility, name, ts)
     score = score - points
+  elseif best then  -- voided: the next best, as PostgreSQL has it (see Best)
+    p = merge_profile(p, profile_version, visibility, name, '')
+    score, p.ts = -reset_score, reset_ts
   else  -- voided: the tie time falls back when it was this completion's
     p = merge_profile(p, profile_version, visibility, name, '')
     if p.ts == ts then p.ts = reset_ts end
@@ -167,8 +199,8 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   end
   local old_index, old_rank = nil, nil
   local p = load_profile(users, public, policy, uid)
-  local score = 0
-  if p ~= nil and p.ts ~= '' then
+  local score, on_board = 0, p ~= nil and p.ts ~= ''
+  if on_board then
     local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
     score = tonumber(stored_score or '0')
     if ranked and old_zset == public then
@@ -180,8 +212,15 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
     end
     redis.call('ZREM', old_zset, old_member)
   end
-  p = merge_profile(p, profile_version, visibility, name, ts)
-  local new_score, new_member = score - points, member_of(policy, p.ts, uid)
+  local new_score
+  if best then
+    p = merge_profile(p, profile_version, visibility, name, '')
+    new_score = raise_best(p, score, on_board, points, ts)
+  else
+    p = merge_profile(p, profile_version, visibility, name, ts)
+    new_score = score - points
+  end
+  local new_member = member_of(policy, p.ts, uid)
   redis.call('ZADD', zset_of(p.vis, public, hidden), new_score, new_member)
   store_profile(users, policy, uid, p)
   if not ranked then return 1, '' end
@@ -257,7 +296,8 @@ for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
         deferred = true  -- a version being built takes corrections once it is current
       elseif correction > 0 then
         n, vis = correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
-                             name, erased, correction, counts, ARGV[i + EACH.reset_ts], part)
+                             name, erased, correction, counts, ARGV[i + EACH.reset_ts],
+                             tonumber(ARGV[i + EACH.reset_score]), part)
       else
         n, vis = apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
                            name, erased, part)
@@ -265,7 +305,7 @@ for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
       applied = applied + n
       if vis ~= '' then current_vis = vis end
     end
-    if applied > 0 and policy == 'first' and redis.call('HEXISTS', ties_key, uid) == 1 then
+    if applied > 0 and guarded and redis.call('HEXISTS', ties_key, uid) == 1 then
       redis.call('HINCRBY', ties_key, uid, 1)  -- a void in flight for them must read again
     end
     out[#out + 1] = deferred and -1 or applied

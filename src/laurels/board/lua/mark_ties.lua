@@ -1,6 +1,6 @@
--- mark_ties.lua: mark learners a void is about to be projected for under the
--- `first` policy (apply.lua, "Ties"), before the caller reads their fallback
--- tie time from PostgreSQL. Each learner's count is created if absent (at
+-- mark_ties.lua: mark learners a void is about to be projected for (under the
+-- `first` policy, or on a `best` board: apply.lua, "Ties" and "Best"), before
+-- the caller reads their fallback from PostgreSQL. Each learner's count is created if absent (at
 -- the server's clock in microseconds, so a count made again after the hash
 -- expired never repeats an old token); every apply to them bumps it; the
 -- void's apply goes through only if the count is still the token returned

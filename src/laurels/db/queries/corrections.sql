@@ -52,7 +52,7 @@ DELETE FROM season_standings WHERE season = %(season)s AND user_id = %(user_id)s
 -- A finalized season's standing of one learner, from the completions that
 -- count (none: no standing), after delete_standing; the caller re-ranks.
 INSERT INTO season_standings (season, user_id, score, last_completed_at)
-SELECT %(season)s, %(user_id)s, METRIC(SCORE(completions)), max(completed_at) FROM completions
+SELECT %(season)s, %(user_id)s, METRIC(SCORE(completions)), TIE_AT(SCORE(completions), completed_at) FROM completions
 WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL
 HAVING count(*) > 0;
 

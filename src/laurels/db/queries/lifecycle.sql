@@ -9,7 +9,7 @@ SELECT season FROM seasons WHERE finalized_at IS NULL ORDER BY season;
 -- A season's standings, archived once when it is finalized (one row per
 -- learner).
 INSERT INTO season_standings (season, user_id, score, last_completed_at)
-SELECT %(season)s, user_id, METRIC(SCORE(completions)), max(completed_at)
+SELECT %(season)s, user_id, METRIC(SCORE(completions)), TIE_AT(SCORE(completions), completed_at)
 FROM completions WHERE SEASON_FILTER() AND voided_at IS NULL GROUP BY user_id;
 
 -- name: mark_finalized

@@ -28,7 +28,10 @@ SELECT count(*) AS depth, coalesce(extract(epoch FROM now() - min(created_at)), 
 FROM outbox;
 
 -- name: latest_counted
--- A learner's latest counted completion in a season (the `first` policy's
--- tie time after a void); NULL when none counts.
-SELECT max(completed_at) AS last_at FROM completions
+-- What a void falls back to on a season's board: the learner's score from
+-- the completions that still count (a `best` board's next best) and their
+-- tie time (the latest such completion; on `best`, the earliest giving the
+-- best); NULLs when none counts.
+SELECT METRIC(SCORE(completions))::bigint AS score,
+       TIE_AT(SCORE(completions), completed_at) AS last_at FROM completions
 WHERE SEASON_FILTER() AND user_id = %(user_id)s AND voided_at IS NULL;

@@ -9,7 +9,7 @@ SELECT seq FROM completions WHERE SEASON_FILTER() ORDER BY seq;
 -- A rebuild's board: one row per learner (the sum, the latest completion and
 -- the profile), so a lost board is back in seconds per million completions.
 -- Voided completions count nowhere.
-SELECT c.user_id, METRIC(SCORE(c))::bigint AS score, max(c.completed_at) AS last_at,
+SELECT c.user_id, METRIC(SCORE(c))::bigint AS score, TIE_AT(SCORE(c), c.completed_at) AS last_at,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
@@ -74,7 +74,7 @@ WITH history AS (
     UNION ALL
     SELECT c.user_id, SCORE(c), c.completed_at FROM completions c
     WHERE SEASON_FILTER(c) AND c.completed_at >= %(cutoff)s AND c.voided_at IS NULL)
-SELECT h.user_id, METRIC(h.score)::bigint AS score, max(h.last_at) AS last_at,
+SELECT h.user_id, METRIC(h.score)::bigint AS score, TIE_AT(h.score, h.last_at) AS last_at,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name

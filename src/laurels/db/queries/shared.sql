@@ -100,7 +100,7 @@ WITH history AS (
       AND c.user_id = ANY(%(user_ids)s))
 SELECT h.user_id, METRIC(h.score)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name, max(h.last_at) AS last_at
+       min(coalesce(u.display_name, '')) AS display_name, TIE_AT(h.score, h.last_at) AS last_at
 FROM history h LEFT JOIN users u ON u.user_id = h.user_id
 GROUP BY h.user_id;
 

@@ -4,7 +4,7 @@
 -- verify's PostgreSQL side of a season's board: each learner's counted points.
 SELECT c.user_id, METRIC(SCORE(c))::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name, max(c.completed_at) AS last_at
+       min(coalesce(u.display_name, '')) AS display_name, TIE_AT(SCORE(c), c.completed_at) AS last_at
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE SEASON_FILTER(c) AND c.voided_at IS NULL
 GROUP BY c.user_id ORDER BY c.user_id;
@@ -13,7 +13,7 @@ GROUP BY c.user_id ORDER BY c.user_id;
 -- verify's sums for some learners only.
 SELECT c.user_id, METRIC(SCORE(c))::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name, max(c.completed_at) AS last_at
+       min(coalesce(u.display_name, '')) AS display_name, TIE_AT(SCORE(c), c.completed_at) AS last_at
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE SEASON_FILTER(c) AND c.voided_at IS NULL AND c.user_id = ANY(%(user_ids)s)
 GROUP BY c.user_id;
@@ -36,6 +36,6 @@ WITH history AS (
     WHERE SEASON_FILTER(c) AND c.completed_at >= %(cutoff)s AND c.voided_at IS NULL)
 SELECT h.user_id, METRIC(h.score)::bigint AS score,
        min(coalesce(u.visibility, 'public')) AS visibility,
-       min(coalesce(u.display_name, '')) AS display_name, max(h.last_at) AS last_at
+       min(coalesce(u.display_name, '')) AS display_name, TIE_AT(h.score, h.last_at) AS last_at
 FROM history h LEFT JOIN users u ON u.user_id = h.user_id
 GROUP BY h.user_id ORDER BY h.user_id;
