@@ -197,7 +197,12 @@ def test_an_old_redis_is_refused_at_start(tmp_path: Path, database_url: str) -> 
             while data := conn.recv(65536):
                 replies = []
                 for command in data.split(b"*")[1:]:  # pipelined commands, one by one
-                    if b"INFO" in command.upper():
+                    if b"HELLO" in command.upper():  # RESP3, as Redis 6.2 answers it
+                        replies.append(b"%7\r\n+server\r\n+redis\r\n+version\r\n"
+                                       b"+6.2.14\r\n+proto\r\n:3\r\n+id\r\n:1\r\n"
+                                       b"+mode\r\n+standalone\r\n+role\r\n+master\r\n"
+                                       b"+modules\r\n*0\r\n")
+                    elif b"INFO" in command.upper():
                         body = b"# Server\r\nredis_version:6.2.14\r\nrun_id:abc\r\n"
                         replies.append(b"$%d\r\n%s\r\n" % (len(body), body))
                     elif b"PING" in command.upper():
