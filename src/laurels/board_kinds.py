@@ -155,7 +155,7 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
     """Each tagged completion once per board of a defined kind it counts on:
     for each tag whose kind is defined, the season of each of the kind's
     periods that holds its `completed_at` in the kind's zone, scored by the
-    kind's metric."""
+    kind's metric; on its week, with rank events when the kind notifies."""
     out = []
     for d in deltas:
         for tag in d.tags:
@@ -166,7 +166,7 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
             for period in kind.periods:  # (no parts: history.history_of)
                 season = season_of(d.completed_at, period, zone=kind.time_zone)
                 out.append(replace(d, season=season.on(tag, kind.metric).name, points=points,
-                                   part=""))
+                                   part="", notify=kind.notify and period == "week"))
     return out
 
 

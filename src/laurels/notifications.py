@@ -21,6 +21,7 @@ from laurels import shapes
 from laurels.board import default_name
 from laurels.db import Database, Row, Tx
 from laurels.kinds import NAMING
+from laurels.seasons import label_of
 
 ANONYMOUS_NAME = "Anonymous"
 LIST_LIMIT = 100  # the newest notifications a learner's list shows
@@ -78,7 +79,7 @@ class Notifications:
                      ) -> list[shapes.Notification]:
         """Notification rows as the API shows them, names resolved now."""
         names = await self.public_names(named_ids(r["data"] for r in rows), tx)
-        return [{"id": r["id"], "kind": r["kind"], "season": r["season"],
+        return [{"id": r["id"], "kind": r["kind"], "season": label_of(r["season"]),
                  "data": with_names(r["kind"], r["data"], names),
                  "created_at": utc(r["created_at"]), "read": r["read"]} for r in rows]
 

@@ -6,6 +6,12 @@ The notifier (off the ingest hot path, in every process that runs the
 projector) turns them into durable PostgreSQL rows, idempotently, then tells
 the API processes, which push them to the learner's notification stream
 (hub.py). Closing a week writes everyone's final rank (`season_final`).
+
+The whole board's weeks notify, and the weeks of the boards of a kind whose
+`notify` is on (CONTRACT.md, "Boards of a course, a track or a skill"):
+their notifications are stored under the board's season name and carry
+`"board"` in their data; they are shown by the period's name
+(notifications.shown_season).
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from laurels.board.roles import Announcer
+from laurels.board_kinds import BoardKind, BoardKinds
 from laurels.db import Database, Jsonb, Tx
 from laurels.metrics import NOTIFICATIONS_WRITTEN
-from laurels.seasons import season_of, whole_week
+from laurels.seasons import GLOBAL, is_board_season, parse_season, season_of, whole_week
 
 log = logging.getLogger("laurels.notifier")
 
@@ -28,20 +36,26 @@ SEASONS_SECONDS = 10.0  # how often the open weeks are read again
 class Notifier:
     """Turns the seasons' rank-event streams into durable notifications."""
 
-    def __init__(self, db: Database, board: Announcer) -> None:
+    def __init__(self, db: Database, board: Announcer, kinds: BoardKinds | None = None
+                 ) -> None:
         self.db = db
         self.board = board
+        self.kinds = kinds
         self.consumer = f"{os.uname().nodename}-{os.getpid()}"
         self._seasons: list[str] = []
         self._seasons_at = 0.0
 
+    async def _live_kinds(self, tx: Tx | None = None) -> Mapping[str, BoardKind]:
+        return await self.kinds.live(tx) if self.kinds is not None else {}
+
     async def _open_seasons(self) -> list[str]:
-        """The open weeks (rank events come from weekly boards only), re-read
-        every 10 s (`consume` adds this week's, so the first notifications of
-        a new week come at once)."""
+        """The open weeks that notify (rank events come from weekly boards
+        only), re-read every 10 s (`consume` adds the whole board's week, so
+        the first notifications of a new week come at once)."""
         if time.monotonic() - self._seasons_at > SEASONS_SECONDS:
+            kinds = await self._live_kinds()
             self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")
-                             if whole_week(r["season"])]
+                             if notifies(r["season"], kinds)]
             self._seasons_at = time.monotonic()
         return self._seasons
 
@@ -62,6 +76,8 @@ class Notifier:
 
     async def _handle(self, season: str, f: dict[str, str]) -> None:
         uid, seq = int(f["uid"]), f["seq"]
+        shown = parse_season(season, zone=self.db.zone)
+        board = {} if shown.board == GLOBAL else {"board": shown.board}
         passed_ids = [int(p) for p in filter(None, f.get("passed", "").split(","))]
         created: list[tuple[int, int]] = []
         async with self.db.transaction() as tx:
@@ -75,7 +91,7 @@ class Notifier:
             if f.get("top10") == "1":
                 row = await self.db.fetch_one(
                     "insert_notification", tx, user_id=uid, kind="top10", season=season,
-                    data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"])}),
+                    data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"]), **board}),
                     dedup_key=f"top10:{season}:{seq}")
                 if row:
                     created.append((uid, row["id"]))
@@ -86,7 +102,7 @@ class Notifier:
                 # Who passed them, by id only: the name is resolved when the
                 # notification is read or sent (notifications.py), as the
                 # mover is then (an anonymous one stays unnamed).
-                data = Jsonb({"by_user_id": uid, "season": season})
+                data = Jsonb({"by_user_id": uid, "season": shown.label, **board})
                 key = f"overtaken:{season}:{seq}"
                 row = await self.db.fetch_one("refresh_overtaken", tx, user_id=target,
                                               season=season, data=data, dedup_key=key)
@@ -103,11 +119,27 @@ class Notifier:
     async def season_final(self, season: str, tx: Tx) -> None:
         """In the finalizing transaction: everyone's final rank, once (weeks
         only: the contract's `season_final` is weekly)."""
-        if not whole_week(season):
+        if not notifies(season, await self._live_kinds(tx)):
             return
-        written = await self.db.run("notify_season_final", tx, season=season)
+        named = parse_season(season, zone=self.db.zone)
+        extra = {} if named.board == GLOBAL else {"board": named.board}
+        written = await self.db.run("notify_season_final", tx, season=season,
+                                    extra=Jsonb(extra))
         NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
     async def announce_final(self, season: str) -> None:
-        if whole_week(season):
+        if notifies(season, await self._live_kinds()):
             await self.board.announce_final(season)
+
+
+def notifies(season: str, kinds: Mapping[str, BoardKind]) -> bool:
+    """Whether a season's board sends rank notifications: a week of the
+    whole board, or the week of a board of a kind whose `notify` is on."""
+    if whole_week(season):
+        return True
+    if not is_board_season(season):
+        return False
+    named = parse_season(season, zone="UTC")  # (a board's name carries its zone)
+    kind = kinds.get(named.board.partition(":")[0])
+    return (named.period == "week" and kind is not None and kind.notify
+            and (kind.metric, kind.time_zone) == (named.metric, named.zone))

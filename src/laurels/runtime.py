@@ -117,7 +117,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     board_kinds = BoardKinds(db, settings.time_zone, board)
     rebuilder = Rebuilder(db, board, lifecycle, settings.periods, board_kinds)
     healer = Healer(board, rebuilder, lifecycle, settings.periods, zone=settings.time_zone)
-    notifier = Notifier(db, board)
+    notifier = Notifier(db, board, board_kinds)
     lifecycle.on_finalized.append(notifier.season_final)
     lifecycle.after_finalized.append(notifier.announce_final)
     projector = Projector(db, board, healer, lifecycle, periods=settings.periods,

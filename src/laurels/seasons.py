@@ -302,9 +302,15 @@ def parse_periods(text: str) -> tuple[Period, ...]:
     return tuple(p for p in PERIODS if p in names or p == "week")
 
 
+def label_of(name: str) -> str:
+    """A season's name as the API shows it: a board's season by its
+    period's name (`2026-W49`), any other as it is."""
+    return name.rpartition("/")[2]
+
+
 def period_of(name: str) -> Period:
     """The period of a season's name (not validated: see parse_season)."""
-    name = name.rpartition("/")[2]  # a board's season: its label
+    name = label_of(name)
     if name == "all":
         return "all"
     if "-W" in name:
@@ -319,7 +325,8 @@ def is_board_season(name: str) -> bool:
 
 def whole_week(name: str) -> bool:
     """Whether a season is a week of the whole board: the boards with rank
-    events, `season_final` and leagues (a kind's `notify` is not built yet)."""
+    events, `season_final` and leagues (and, for the first two, the weeks of
+    a kind that notifies: notifier.notifies)."""
     return period_of(name) == "week" and not is_board_season(name)
 
 

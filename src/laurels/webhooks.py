@@ -49,6 +49,7 @@ from laurels.db import Database, Row, Tx
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
 from laurels.notifications import Notifications, named_ids, utc, with_names
 from laurels.reads import iso
+from laurels.seasons import label_of
 from laurels.settings import Settings, accepted
 
 log = logging.getLogger("laurels.webhooks")
@@ -150,7 +151,8 @@ class Outgoing:
             return None
         return {**body, "data": {
             "id": note["id"], "user_id": note["user_id"], "kind": note["kind"],
-            "season": note["season"], "data": with_names(note["kind"], note["data"], names),
+            "season": label_of(note["season"]),
+            "data": with_names(note["kind"], note["data"], names),
             "created_at": utc(note["created_at"]), "read": note["read"]}}
 
 

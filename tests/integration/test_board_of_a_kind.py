@@ -221,3 +221,49 @@ async def test_a_closed_board_of_a_kind_is_archived_in_its_own_zone(rt: Runtime)
     assert {"season": "2026-W49", "period": "week", "board": "course:sql"} in [
         f.get("data", f) for f in finals]
     assert notes == 0
+
+
+async def test_a_kind_that_notifies_sends_rank_notifications_naming_its_board(
+        rt: Runtime) -> None:
+    """`notify: true`: the kind's weekly boards send `top10`, `overtaken` and
+    `season_final`, shown by the week's name with `"board"` in their data;
+    a kind without it, and a notifying kind's other periods, send none."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"notify": True, "periods": ["week", "all"]})
+    await svc.board_kinds.define("track", {})
+    week = parse_season("2026-W49", zone="UTC")
+
+    def item(cid: str, uid: int, points: int) -> dict[str, Any]:
+        return {"completion_id": cid, "user_id": uid, "points": points, "tags":
+                ["course:sql", "track:data"], "completed_at": "2026-12-01T10:00:00Z"}
+
+    await svc.ingestor.record([item("n0", 9, 1)])  # its boards are built (no events)
+    await svc.projector.drain(min_age_seconds=0)
+    await svc.ingestor.record([item("n1", 1, 5)])  # enters the top 10
+    await svc.ingestor.record([item("n2", 2, 9)])  # passes learner 1 on course:sql
+    await svc.projector.drain(min_age_seconds=0)
+    for _ in range(3):
+        await svc.notifier.consume()
+    shown = (await svc.notifications.newest(1))["notifications"]
+    on_board = [(n["kind"], n["season"], n["data"].get("board")) for n in shown
+                if n["data"].get("board")]
+    assert ("top10", "2026-W49", "course:sql") in on_board
+    assert ("overtaken", "2026-W49", "course:sql") in on_board
+    overtaken = next(n for n in shown if n["kind"] == "overtaken" and n["data"].get("board"))
+    assert overtaken["data"]["season"] == "2026-W49"
+    assert overtaken["data"]["by_user_id"] == 2
+    assert {b for _, _, b in on_board} == {"course:sql"}  # track notifies nobody; nor `all`
+    # The week closes: everyone's final rank on the board, naming it.
+    grace = timedelta(seconds=svc.settings.late_grace_seconds)
+    await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=1))
+    finals = [n for n in (await svc.notifications.newest(2))["notifications"]
+              if n["kind"] == "season_final"]
+    assert sorted((n["season"], n["data"].get("board", ""), n["data"]["rank"]) for n in finals
+                  ) == [("2026-W49", "", 1), ("2026-W49", "course:sql", 1)]
+    assert {n["data"]["board"] for n in (await svc.notifications.newest(9))["notifications"]
+            if n["kind"] == "season_final" and "board" in n["data"]} == {"course:sql"}
+    async with svc.db.connection() as conn:
+        cur = await conn.execute("SELECT DISTINCT season FROM notifications WHERE season LIKE"
+                                 " '%/%'")
+        stored = {r["season"] for r in await cur.fetchall()}
+    assert stored == {week.on("course:sql", "points").name}

@@ -76,9 +76,11 @@ class Applying(BoardBase):
         else:
             command, channel = "PUBLISH", self.keys.hint_channel()
         on_current = bool(targets) and targets[0] == versions[0]
+        # Rank events: the whole board's weeks, and the weeks of a kind that notifies.
+        ranked = whole_week(season) or any(d.notify for d in deltas)
         args: list[Any] = [*ApplyHead(
             expected_current=versions[0], expected_building=versions[1], policy=self.policy,
-            on_current=("1" if whole_week(season) else "h") if on_current else "0",
+            on_current=("1" if ranked else "h") if on_current else "0",
             targets=len(targets), chunks=len(chunks), hint_command=command,
             hint_channel=channel, season=season, metric=start.metric), *chunks, *per_event]
         return keys, args

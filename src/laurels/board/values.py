@@ -59,6 +59,9 @@ class Delta:
     # The completion's tags (`kind:value`): the boards of kinds it counts on
     # besides the whole board's (board_kinds.tagged_boards).
     tags: tuple[str, ...] = ()
+    # On the weekly board of a kind whose `notify` is on: its apply makes
+    # rank events, as the whole board's weeks do (seasons.whole_week).
+    notify: bool = False
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:

@@ -166,7 +166,8 @@ class UserCompletions(TypedDict):
 class Notification(TypedDict):
     """A durable notification. `data` by kind: `top10` and `season_final`
     {"rank", "score"}; `overtaken` {"season", "by_user_id", "by_display_name"}
-    (null and "Anonymous" for a learner who may not be named); `league_zone`
+    (null and "Anonymous" for a learner who may not be named); on the board
+    of a kind that notifies, these three also carry "board"; `league_zone`
     {"tier", "cohort_id", "zone", "rank"}; `league_result` {"tier",
     "cohort_id", "rank", "outcome", "new_tier"}."""
 

@@ -25,9 +25,11 @@ WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'overtaken' AND N
 RETURNING id;
 
 -- name: notify_season_final
--- Everyone's final rank of a finalized week, in the finalizing transaction.
+-- Everyone's final rank of a finalized week, in the finalizing transaction
+-- (`extra`: the board of a kind's, {} on the whole board).
 INSERT INTO notifications (user_id, kind, season, data, dedup_key)
 SELECT user_id, 'season_final', season,
-       jsonb_build_object('rank', rank, 'score', score), 'season_final:' || season
+       jsonb_build_object('rank', rank, 'score', score) || %(extra)s::jsonb,
+       'season_final:' || season
 FROM season_standings WHERE season = %(season)s
 ON CONFLICT DO NOTHING;
