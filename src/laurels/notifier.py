@@ -11,7 +11,11 @@ The whole board's weeks notify, and the weeks of the boards of a kind whose
 `notify` is on (CONTRACT.md, "Boards of a course, a track or a skill"):
 their notifications are stored under the board's season name and carry
 `"board"` in their data; they are shown by the period's name
-(notifications.shown_season).
+(seasons.label_of). A kind may have 10,000 boards, and a board nobody
+completes must cost nothing: the whole board's week is read every pass,
+a board's only once a hint said it changed (this process's applies at
+once, the others' through the subscription), and every notifying board
+once a minute (a hint lost, a dead consumer's pending events).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from laurels.board.hints import Hint
 from laurels.board.roles import Announcer
 from laurels.board_kinds import BoardKind, BoardKinds
 from laurels.db import Database, Jsonb, Tx
@@ -31,6 +36,7 @@ from laurels.seasons import GLOBAL, is_board_season, parse_season, season_of, wh
 log = logging.getLogger("laurels.notifier")
 
 SEASONS_SECONDS = 10.0  # how often the open weeks are read again
+SWEEP_SECONDS = 60.0  # how often every notifying board's stream is read
 
 
 class Notifier:
@@ -44,6 +50,15 @@ class Notifier:
         self.consumer = f"{os.uname().nodename}-{os.getpid()}"
         self._seasons: list[str] = []
         self._seasons_at = 0.0
+        self._kinds: Mapping[str, BoardKind] = {}  # as of the last read of the open weeks
+        self._changed: set[str] = set()  # boards of kinds a hint named since the last pass
+        self._swept_at = float("-inf")
+
+    def heard(self, hint: Hint) -> None:
+        """A season changed (signals.changes): a board of a kind's stream
+        is read on the next pass."""
+        if is_board_season(hint["season"]):
+            self._changed.add(hint["season"])
 
     async def _live_kinds(self, tx: Tx | None = None) -> Mapping[str, BoardKind]:
         return await self.kinds.live(tx) if self.kinds is not None else {}
@@ -53,7 +68,7 @@ class Notifier:
         only), re-read every 10 s (`consume` adds the whole board's week, so
         the first notifications of a new week come at once)."""
         if time.monotonic() - self._seasons_at > SEASONS_SECONDS:
-            kinds = await self._live_kinds()
+            self._kinds = kinds = await self._live_kinds()
             self._seasons = [r["season"] for r in await self.db.fetch("open_seasons")
                              if notifies(r["season"], kinds)]
             self._seasons_at = time.monotonic()
@@ -64,9 +79,18 @@ class Notifier:
         handled = 0
         known = await self._open_seasons()
         this_week = season_of(datetime.now(UTC), "week", zone=self.db.zone).name
-        for season in known if this_week in known else [*known, this_week]:
+        if time.monotonic() - self._swept_at > SWEEP_SECONDS:
+            self._swept_at, self._changed = time.monotonic(), set()
+            seasons = known
+        else:  # (a board's week new since the last read of the open weeks, too)
+            changed, self._changed = self._changed, set()
+            seasons = [s for s in known if not is_board_season(s)]
+            seasons += sorted(s for s in changed if notifies(s, self._kinds))
+        for season in seasons if this_week in seasons else [*seasons, this_week]:
             events = await self.board.rank_events(season, self.consumer, count,
                                                   create=season in known)
+            if len(events) == count and is_board_season(season):
+                self._changed.add(season)  # more wait: read again next pass
             for entry_id, fields in events:
                 if fields:
                     await self._handle(season, fields)

@@ -127,6 +127,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     hub = Hub(subscription)
     # The live path: hints reach the caches (the API connects its own,
     # api/state.py), then the hub's streams; notes and group changes the hub.
+    signals.changes.append(notifier.heard)
     signals.streams.append(hub.fan_out)
     signals.notes.append(hub.note)
     signals.group_changes.append(hub.group_changed)

@@ -267,3 +267,38 @@ async def test_a_kind_that_notifies_sends_rank_notifications_naming_its_board(
                                  " '%/%'")
         stored = {r["season"] for r in await cur.fetchall()}
     assert stored == {week.on("course:sql", "points").name}
+
+
+async def test_the_notifier_reads_a_board_only_once_told_it_changed(rt: Runtime) -> None:
+    """10,000 boards of a notifying kind cost no stream read a pass while
+    nothing happens: after the first pass (which sweeps every board), a
+    board's stream is read only once a hint named it."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"notify": True})
+    for i, course in enumerate(["course:a", "course:b", "course:c"]):
+        await svc.ingestor.record([{"completion_id": f"w{i}", "user_id": 9, "points": 1,
+                                    "tags": [course], "completed_at": "2026-12-01T10:00:00Z"}])
+    await svc.projector.drain(min_age_seconds=0)
+    read: list[str] = []
+    rank_events = svc.notifier.board.rank_events
+
+    async def counting(season: str, *args: Any, **kwargs: Any) -> Any:
+        read.append(season)
+        return await rank_events(season, *args, **kwargs)
+
+    svc.notifier.board.rank_events = counting  # type: ignore[method-assign]
+    await svc.notifier.consume()  # the first pass sweeps
+    week = parse_season("2026-W49", zone="UTC")
+    assert sorted(s for s in read if "/" in s) == [
+        week.on(c, "points").name for c in ("course:a", "course:b", "course:c")]
+    read.clear()
+    for _ in range(3):
+        await svc.notifier.consume()
+    assert [s for s in read if "/" in s] == []  # idle: no board read
+    await svc.ingestor.record([{"completion_id": "x1", "user_id": 1, "points": 5,
+                                "tags": ["course:b"], "completed_at": "2026-12-01T11:00:00Z"}])
+    await svc.notifier.consume()
+    assert [s for s in read if "/" in s] == ["course:b/points/UTC/2026-W49"]
+    shown = (await svc.notifications.newest(1))["notifications"]
+    assert sorted((n["kind"], n["data"].get("board", "")) for n in shown) == [
+        ("top10", ""), ("top10", "course:b")]

@@ -2,6 +2,7 @@
 which order (docs/design.md, "The live leg").
 
     a hint (apply.lua's reply, publish_hint, or the subscription)
+      -> changes       the notifier notes the season (rank events to read)
       -> caches        the API's page caches drop the season (api/caches.py),
                        first, so a page read after a hint is never the stale one
       -> streams       then the live streams (hub.py) send `refresh`
@@ -27,6 +28,7 @@ HintListener = Callable[["Hint"], None]
 
 @dataclass
 class Signals:
+    changes: list[HintListener] = field(default_factory=list)
     caches: list[HintListener] = field(default_factory=list)
     streams: list[HintListener] = field(default_factory=list)
     group_changes: list[Callable[[str], None]] = field(default_factory=list)
@@ -35,6 +37,8 @@ class Signals:
     def hint_caches(self, hint: Hint) -> None:
         """A change this process made: its caches hear at once (its streams
         hear the published hint come back, as every process's do)."""
+        for changed in self.changes:
+            changed(hint)
         for cache in self.caches:
             cache(hint)
 
