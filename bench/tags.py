@@ -44,7 +44,7 @@ import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from laurels.db import migrate  # noqa: E402
-from laurels.runtime import Runtime  # noqa: E402
+from laurels.runtime import Runtime, Services  # noqa: E402
 from laurels.seasons import season_of  # noqa: E402
 from laurels.settings import Secrets, Settings  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
@@ -81,7 +81,7 @@ def runtime(url: str, redis_url: str, prefix: str, workdir: Path) -> Runtime:
     return Runtime(settings, Secrets(token, token + "a", token + token), url, redis_url)
 
 
-async def ingest_round(rt: Runtime, batch_items: list[dict[str, Any]], batch: int,
+async def ingest_round(rt: Services, batch_items: list[dict[str, Any]], batch: int,
                        clients: int) -> float:
     queue = [batch_items[i:i + batch] for i in range(0, len(batch_items), batch)]
     bad: list[str] = []

@@ -13,9 +13,15 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from laurels.seasons import period_of
+from laurels.seasons import is_board_season, period_of
 
 CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
+# A board of a kind holds few of a deployment's seqs, spread over all of them:
+# a bitmap key per 65,536 seqs cost 1,600 B per (learner, board) entry with
+# 10,000 boards (bench/boards.py). Its bits live in one hash per version
+# instead (VersionKeys.bits), a field per 256 seqs holding at most 32 bytes:
+# a small board's hash stays in Redis's compact encoding.
+BOARD_CHUNK_BITS = 8
 
 # What each kind of key holds of learners, declared beside its name: the
 # erasure and visibility invariants (tests/invariants.py) enumerate the keys
@@ -32,7 +38,8 @@ SEASON_KEYS: dict[str, Holds] = {
     "erased": "tombstones", "ties": "learners", "versions": "none"}
 VERSION_KEYS: dict[str, Holds] = {
     "public": "learners", "hidden": "learners", "users": "learners", "chunks": "none",
-    "applied": "none", "corrections": "none", "parts": "none", "scratch": "none"}
+    "applied": "none", "bits": "none", "corrections": "none", "parts": "none",
+    "scratch": "none"}
 _KEY = re.compile(r"^\{[^}]*\}:(?:shared|first):"
                   r"(?:v\d+:(?P<version>[a-z]+)(?::\d+)?|(?P<season>[a-z]+))$")
 
@@ -47,6 +54,9 @@ class VersionKeys:
     users: str
     chunks: str  # set: ids of the idempotency bitmaps this version uses
     applied_prefix: str  # + chunk id: bitmap, bit (seq mod 2^16) set once applied
+    # hash, on a board of a kind instead of the two above: chunk id (seq >>
+    # BOARD_CHUNK_BITS) -> its bitmap (bit: seq mod 256), set once applied
+    bits: str
     corrections: str  # hash: seq -> "correction:1|0" of voided/restored completions
     # set: the closed seasons (weeks of `all`, days of a month) this version
     # was built from their archived standings: their completions count on it
@@ -104,7 +114,7 @@ class SeasonKeys:
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"
         return VersionKeys(v, f"{b}:public", f"{b}:hidden", f"{b}:users", f"{b}:chunks",
-                           f"{b}:applied:", f"{b}:corrections", f"{b}:parts")
+                           f"{b}:applied:", f"{b}:bits", f"{b}:corrections", f"{b}:parts")
 
 
 class Keys:
@@ -151,6 +161,40 @@ def tag(season: str) -> str:
     return f"{{{head}{'weekly' if period == 'week' else period}:{label}}}"
 
 
-def chunk_of(seq: int) -> tuple[int, int]:
+def hashed_bits(season: str) -> bool:
+    """Whether a season's idempotency bits live in one hash per version
+    (a board of a kind's: VersionKeys.bits) rather than a bitmap per chunk."""
+    return is_board_season(season)
+
+
+def chunk_bits(season: str) -> int:
+    """How many low bits of a seq are its offset in its chunk, on this season."""
+    return BOARD_CHUNK_BITS if hashed_bits(season) else CHUNK_BITS
+
+
+def chunk_of(seq: int, bits: int = CHUNK_BITS) -> tuple[int, int]:
     """(bitmap id, bit offset) of a completion's idempotency bit."""
-    return seq >> CHUNK_BITS, seq & ((1 << CHUNK_BITS) - 1)
+    return seq >> bits, seq & ((1 << bits) - 1)
+
+
+class ChunkBits:
+    """Ascending seqs -> each chunk's bitmap (chunks of `width` bits; a
+    byte's bits from its high end, as SETBIT numbers them)."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.chunk, self.bits = -1, bytearray()
+
+    def add(self, seq: int) -> tuple[int, bytes] | None:
+        """Mark `seq`; the chunk before it when `seq` starts a new one."""
+        done = None
+        if seq >> self.width != self.chunk:
+            done = self.rest()
+            self.chunk, self.bits = seq >> self.width, bytearray((1 << self.width) // 8)
+        offset = seq & ((1 << self.width) - 1)
+        self.bits[offset >> 3] |= 0x80 >> (offset & 7)
+        return done
+
+    def rest(self) -> tuple[int, bytes] | None:
+        return (self.chunk, bytes(self.bits)) if self.chunk >= 0 else None
+

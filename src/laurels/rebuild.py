@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from laurels import failpoints, shapes
 from laurels.board import BuildGone
 from laurels.board.roles import Builder
-from laurels.board_kinds import BoardKinds
+from laurels.board_kinds import BoardKinds, score_of
 from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError
 from laurels.history import History, history_of
-from laurels.keys import CHUNK_BITS
+from laurels.keys import ChunkBits, chunk_bits, hashed_bits
 from laurels.seasons import GLOBAL, Period, parse_season, whole_week
 from laurels.states import RebuildStatus
 
@@ -39,8 +39,8 @@ log = logging.getLogger("laurels.rebuild")
 
 SEQ_BATCH = 20_000  # seqs per fetch while setting the bits
 LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
-CHUNK_BYTES = (1 << CHUNK_BITS) // 8
-CHUNK_MASK = (1 << CHUNK_BITS) - 1
+FIELDS_PER_CALL = 2_000  # chunks of a board of a kind per merge_fields call
+
 Progress = Callable[[int, int], None]
 
 
@@ -304,39 +304,50 @@ class Rebuilder:
     async def _merge_bits(self, tx: Tx, source: Source, version: str, total: int,
                           progress: Progress | None) -> dict[int, int]:
         """Set the idempotency bit of every completion of the snapshot on the
-        new version, one chunk (65,536 seqs) per script call; returns the
-        points, per learner, of the completions an apply reached live first
-        (they count on the new version already)."""
+        new version, one chunk (65,536 seqs) per script call, or on a board
+        of a kind up to FIELDS_PER_CALL chunks of 256 in its bits hash;
+        returns the points, per learner, of the completions an apply reached
+        live first (they count on the new version already)."""
         seen = 0
         already: list[int] = []
-
-        async def flush(chunk: int, bits: bytearray) -> None:
-            offsets = await self.board.merge_bits(season, version, chunk, bytes(bits))
-            already.extend((chunk << CHUNK_BITS) | offset for offset in offsets)
-
-        chunk, bits = -1, bytearray()
         season = source.season
+        width, hashed = chunk_bits(season), hashed_bits(season)
+        fields: list[tuple[int, bytes]] = []
+
+        async def flush(done: tuple[int, bytes] | None, last: bool = False) -> None:
+            if done is not None and not hashed:
+                offsets = await self.board.merge_bits(season, version, *done)
+                already.extend((done[0] << width) | offset for offset in offsets)
+            elif done is not None:
+                fields.append((done[0], done[1].rstrip(b"\0")))
+            if fields and (last or len(fields) >= FIELDS_PER_CALL):
+                already.extend(await self.board.merge_fields(season, version, fields))
+                fields.clear()
+
+        chunker = ChunkBits(width)
         async for seqs in self.db.stream_column(source.seqs, tx, SEQ_BATCH, **source.params):
             for seq in seqs:
-                if seq >> CHUNK_BITS != chunk:
-                    if chunk >= 0:
-                        await flush(chunk, bits)
-                    chunk, bits = seq >> CHUNK_BITS, bytearray(CHUNK_BYTES)
-                offset = seq & CHUNK_MASK
-                bits[offset >> 3] |= 0x80 >> (offset & 7)
+                await flush(chunker.add(seq))
             seen += len(seqs)
             if progress:
                 progress(seen, total)
-        if chunk >= 0:
-            await flush(chunk, bits)
+        await flush(chunker.rest(), last=True)
         # Only completions reach a version being built live (corrections wait
-        # until it is current: apply.lua), each once: its points are in the
-        # new version already, so the snapshot's aggregate gives them back
-        # (a completion voided in the snapshot then counts nothing).
+        # until it is current: apply.lua), each once: its points (what it
+        # scores on this board) are in the new version already, so the
+        # snapshot's aggregate gives them back (a completion voided in the
+        # snapshot then counts nothing). On `best` a maximum takes nothing
+        # back: load_board.lua keeps the higher of the two, and a completion
+        # voided in the snapshot that reached the version live cannot be
+        # told from one that counts, so the rebuild fails and runs again.
+        metric = parse_season(season, zone=self.db.zone).metric
         live: dict[int, int] = {}
         for r in await self.db.fetch("completions_by_seq", tx, seqs=already):
-            live[r["user_id"]] = live.get(r["user_id"], 0) + int(r["points"])
-        return live
+            if metric == "best" and not r["counted"]:
+                raise RebuildFailed("a completion voided before the snapshot reached the "
+                                    "new board live; rebuild again")
+            live[r["user_id"]] = live.get(r["user_id"], 0) + score_of(metric, r["points"])
+        return {} if metric == "best" else live
 
     async def _load_erased(self, tx: Tx, season: str, version: str,
                            current: str) -> None:

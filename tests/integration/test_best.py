@@ -121,3 +121,36 @@ async def test_a_void_never_writes_a_stale_next_best(rt: Runtime, racer: str) ->
     assert await board(svc) == [(1, 6), (2, 4)]
     verdict = await svc.verifier.verify(BOARD.name)
     assert verdict.consistent, verdict.body()
+
+
+@pytest.mark.parametrize("metric", ["points", "completions", "best"])
+async def test_a_snapshot_completion_applied_live_counts_once_on_a_board(
+        rt: Runtime, metric: str) -> None:
+    """test_interleavings' 7 on a board of a kind, by each metric: a
+    completion of the rebuild's snapshot reaches the version being built
+    live before its bits are merged (the board's bits hash). It counts once:
+    a sum takes its score out of the aggregate (1 on `completions`, not its
+    points), `best` keeps the higher of the two."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"metric": metric})
+    season = W49.on("course:sql", metric)
+    await svc.ingestor.record([at("s1", 1, 4, 10), at("s0", 2, 2, 5)])
+    await svc.projector.drain(min_age_seconds=0)
+    with failpoints.hold("ingest_after_commit") as ingest_held:
+        ingest = asyncio.create_task(svc.ingestor.record([at("s2", 1, 6, 20),
+                                                          at("s3", 2, 1, 30)]))
+        await ingest_held.reached()  # committed, not applied yet
+        with failpoints.hold("rebuild_snapshot_taken") as rebuild_held:
+            rebuild = asyncio.create_task(svc.rebuilder.run(season.name))
+            await rebuild_held.reached()  # building, the snapshot holds s2 and s3
+            ingest_held.release()
+            await ingest  # applied to the current and the building version
+    await rebuild
+    await svc.ingestor.record([at("s4", 2, 3, 40)])  # after the switch
+    want = {"points": {1: 10, 2: 6}, "completions": {1: 2, 2: 3}, "best": {1: 6, 2: 3}}
+    assert dict(await board(svc, season)) == want[metric]
+    verdict = await svc.verifier.verify(season.name)
+    assert verdict.consistent, verdict.body()
+    sk = svc.board.season_keys(season.name)
+    vk = sk.version(await svc.redis.get(sk.current))
+    assert await svc.redis.exists(vk.bits) and not await svc.redis.scard(vk.chunks)

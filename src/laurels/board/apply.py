@@ -21,7 +21,7 @@ from laurels.board.lua_args import (
     flat,
 )
 from laurels.board.values import Delta, Profile
-from laurels.keys import chunk_of
+from laurels.keys import chunk_bits, chunk_of, hashed_bits
 from laurels.ranking import pad_uid
 from laurels.seasons import parse_season, whole_week
 from laurels.states import ApplyResult
@@ -46,11 +46,12 @@ class Applying(BoardBase):
         script publishes the refresh hint itself when `hint`."""
         sk = self.season_keys(season)
         start = parse_season(season, zone=self.zone)
+        bits, hashed = chunk_bits(season), hashed_bits(season)
         chunks: list[int] = []
         index: dict[int, int] = {}
         per_event: list[Any] = []
         for d in deltas:
-            chunk, offset = chunk_of(d.seq)
+            chunk, offset = chunk_of(d.seq, bits)
             if chunk not in index:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
@@ -67,8 +68,9 @@ class Applying(BoardBase):
         for v in targets:
             vk = sk.version(v)
             keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
-        for v in targets:
-            keys += [sk.version(v).applied(chunk) for chunk in chunks]
+        for v in targets:  # (one hash holds every chunk of a board of a kind)
+            vk = sk.version(v)
+            keys += [vk.bits if hashed else vk.applied(chunk) for chunk in chunks]
         if not hint:
             command, channel = "", ""
         elif self.cluster:  # the season's shard channel: in this script's slot
@@ -82,7 +84,8 @@ class Applying(BoardBase):
             expected_current=versions[0], expected_building=versions[1], policy=self.policy,
             on_current=("1" if ranked else "h") if on_current else "0",
             targets=len(targets), chunks=len(chunks), hint_command=command,
-            hint_channel=channel, season=season, metric=start.metric), *chunks, *per_event]
+            hint_channel=channel, season=season, metric=start.metric,
+            bits="h" if hashed else "s"), *chunks, *per_event]
         return keys, args
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None

@@ -194,8 +194,8 @@ class BoardBase:
         cut short still finds what is left)."""
         vk = self.season_keys(season).version(version)
         chunks = await self.redis.smembers(vk.chunks)
-        return [*(vk.applied(int(c)) for c in chunks), vk.public, vk.hidden, vk.users,
-                vk.corrections, vk.parts, vk.chunks]
+        return [*(vk.applied(int(c)) for c in chunks), vk.bits, vk.public, vk.hidden,
+                vk.users, vk.corrections, vk.parts, vk.chunks]
 
     def versions(self, season: str) -> tuple[str, str]:
         return self._versions.get(season, ("", ""))

@@ -12,12 +12,14 @@ from redis.asyncio import RedisCluster
 
 from laurels.board.base import CLUSTER_IN_FLIGHT, BoardBase, gather_bounded
 from laurels.board.lua_args import (
+    Field,
     Learner,
     LoadBoardArgs,
     LoadCorrection,
     LoadErasedArgs,
     LoadRow,
     MergeBitsArgs,
+    MergeFieldsArgs,
     Part,
     VersionArgs,
     flat,
@@ -78,6 +80,18 @@ class Building(BoardBase):
             raise BuildGone("the building board vanished from Redis")
         return [int(offset) for offset in reply[1:]]
 
+    async def merge_fields(self, season: str, version: str, fields: list[tuple[int, bytes]]
+                           ) -> list[int]:
+        """merge_bits on a board of a kind (keys.hashed_bits): many chunks'
+        bits in one call; the seqs among them an apply had set first."""
+        sk = self.season_keys(season)
+        reply = await self.scripts["merge_fields"](
+            keys=[sk.building, sk.version(version).bits],
+            args=flat(MergeFieldsArgs(version=version), [Field(c, b) for c, b in fields]))
+        if reply[0] != "OK":
+            raise BuildGone("the building board vanished from Redis")
+        return [int(seq) for seq in reply[1:]]
+
     async def load_erased(self, season: str, version: str, current: str,
                           user_ids: Sequence[int]) -> None:
         """Put tombstones back and take those learners off the version being
@@ -118,7 +132,7 @@ class Building(BoardBase):
         sk = self.season_keys(season)
         vk = sk.version(version)
         start = parse_season(season, zone=self.zone)
-        args = flat(LoadBoardArgs(version=version, policy=self.policy), [
+        args = flat(LoadBoardArgs(version=version, policy=self.policy, metric=start.metric), [
             LoadRow(uid=pad_uid(uid), points=points,
                     ts=start.pad_ts(last_at) if last_at else "",
                     profile_version=profile_version, visibility=visibility, name=name)

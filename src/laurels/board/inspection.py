@@ -11,12 +11,11 @@ from redis.client import NEVER_DECODE
 
 from laurels.board.base import BoardBase
 from laurels.board.lua_args import Learner, ProfileVersionsArgs, flat
-from laurels.keys import CHUNK_BITS
+from laurels.keys import chunk_bits, hashed_bits
 from laurels.ranking import pad_uid
 
 PROFILE_BATCH = 2_000  # learners per profile_versions.lua call
-MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most)
-CHUNK_MASK = (1 << CHUNK_BITS) - 1
+MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most; HMGET: 32 B)
 
 
 class BoardChanged(Exception):
@@ -27,7 +26,8 @@ class BoardChanged(Exception):
 class BoardState:
     """A season's board in Redis: its current version, whether one is being
     built, and `intact` when every idempotency bitmap its chunks set lists
-    is there (a board partly evicted cannot be caught up)."""
+    is there, or on a board of a kind its bits hash when it has learners (a
+    board partly evicted cannot be caught up)."""
 
     version: str
     building: bool
@@ -42,6 +42,10 @@ class Inspecting(BoardBase):
         if not current:
             return None
         vk = sk.version(str(current))
+        if hashed_bits(season):
+            bits, learners = await self.redis.exists(vk.bits), await self.redis.exists(
+                vk.public, vk.hidden)
+            return BoardState(str(current), bool(building), bool(bits) or not learners)
         chunks = [int(c) for c in await self.redis.smembers(vk.chunks)]
         there = await self.redis.exists(*(vk.applied(c) for c in chunks)) if chunks else 0
         return BoardState(str(current), bool(building), there == len(chunks))
@@ -55,20 +59,29 @@ class Inspecting(BoardBase):
         no argument per completion crosses to Redis. Raises BoardChanged if
         the version is no longer current."""
         sk, vk = self.season_keys(season), self.season_keys(season).version(version)
-        chunks = sorted({seq >> CHUNK_BITS for seq in seqs})
+        width = chunk_bits(season)
+        chunks = sorted({seq >> width for seq in seqs})
         out: list[int] = []
         for i in range(0, len(chunks), MGET_CHUNKS):
             some = chunks[i:i + MGET_CHUNKS]
-            reply = await self.redis.execute_command(  # type: ignore[no-untyped-call]
-                "MGET", sk.current, *(vk.applied(c) for c in some), **{NEVER_DECODE: []})
+            if hashed_bits(season):
+                # A board of a kind: its bits hash's fields, read while the
+                # version is current before and after (versions only grow:
+                # one current on both sides was current in between).
+                fields = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                    "HMGET", vk.bits, *some, **{NEVER_DECODE: []})
+                reply = [str(await self.redis.get(sk.current) or "").encode(), *fields]
+            else:
+                reply = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                    "MGET", sk.current, *(vk.applied(c) for c in some), **{NEVER_DECODE: []})
             if reply[0] != version.encode():
                 raise BoardChanged(season)
             bitmaps = {c: bitmap or b"" for c, bitmap in zip(some, reply[1:], strict=True)}
             for seq in seqs:
-                bitmap = bitmaps.get(seq >> CHUNK_BITS)
+                bitmap = bitmaps.get(seq >> width)
                 if bitmap is None:
                     continue  # (its chunk is read in another round)
-                offset = seq & CHUNK_MASK
+                offset = seq & ((1 << width) - 1)
                 byte = offset >> 3
                 if byte >= len(bitmap) or not (bitmap[byte] >> (7 - (offset & 7))) & 1:
                     out.append(seq)

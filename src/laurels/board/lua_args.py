@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from laurels.keys import BOARD_CHUNK_BITS
+
 ROUTES_MAX = 100  # learners a hint may route by (hints.py, apply.lua)
 TOP = 100  # the rank events' horizon: passing learners in the top 100 (apply.lua)
 NOTIFY_MAX = 10  # entering the top 10 notifies (apply.lua)
 OVERTAKEN_MAX = 10  # at most this many learners passed, per completion (apply.lua)
 CONSTANTS = {"ROUTES_MAX": ROUTES_MAX, "TOP": TOP, "NOTIFY_MAX": NOTIFY_MAX,
-             "OVERTAKEN_MAX": OVERTAKEN_MAX}
+             "OVERTAKEN_MAX": OVERTAKEN_MAX, "BOARD_CHUNK_BITS": BOARD_CHUNK_BITS}
 
 Arg = str | int
 
@@ -42,6 +44,7 @@ class ApplyHead(NamedTuple):
     hint_channel: str
     season: str
     metric: str  # the board's (kinds.Metric): 'best' keeps a learner's highest
+    bits: str  # 'h': the version's bits in one hash (keys.hashed_bits), 's': a bitmap a chunk
 
 
 class ApplyDelta(NamedTuple):
@@ -117,9 +120,21 @@ class MergeBitsArgs(NamedTuple):
     bits: bytes
 
 
+class MergeFieldsArgs(NamedTuple):
+    version: str
+
+
+class Field(NamedTuple):
+    """One item of merge_fields' list: a chunk id and its bitmap."""
+
+    chunk: int
+    bits: bytes
+
+
 class LoadBoardArgs(NamedTuple):
     version: str
     policy: str
+    metric: str  # 'best': keep the higher of what is there and the row's
 
 
 class LoadRow(NamedTuple):
@@ -173,6 +188,7 @@ SCRIPTS: dict[str, tuple[type[Any], type[Any] | None]] = {
     "switch": (VersionArgs, None),
     "abort_build": (VersionArgs, None),
     "merge_bits": (MergeBitsArgs, None),
+    "merge_fields": (MergeFieldsArgs, Field),
     "load_board": (LoadBoardArgs, LoadRow),
     "load_erased": (LoadErasedArgs, Learner),
     "load_corrections": (VersionArgs, LoadCorrection),

