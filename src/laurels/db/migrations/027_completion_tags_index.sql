@@ -1,0 +1,11 @@
+-- The tagged completions by tag (issue 42): every statement of a board of a
+-- kind (its rebuild, archive, verify, "why my score") selects its season's
+-- completions by `tags @> ARRAY[board]` and a range of `completed_at`.
+-- Without an index each of them read every completion of the range: with
+-- 10,000 boards of one kind and 400,000 completions in a week, building the
+-- boards took 455 s of a run and closing their week more than 25 minutes
+-- (bench/boards.py). A GIN index finds a board's rows directly; untagged
+-- completions (NULL) are left out of it, so they pay nothing at ingest.
+-- On a large live database build it by hand first, partition by partition,
+-- with CREATE INDEX CONCURRENTLY (docs/operations.md, "Upgrading").
+CREATE INDEX completions_tags ON completions USING gin (tags) WHERE tags IS NOT NULL;
