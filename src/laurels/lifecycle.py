@@ -9,6 +9,7 @@ many processes try, and gives its Redis keys an expiry.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -20,10 +21,19 @@ from laurels.db import Database, Jsonb, Tx
 from laurels.errors import StoreUnavailable
 from laurels.league_rules import Cohort
 from laurels.metrics import SEASONS_FINALIZED
-from laurels.seasons import END_OF_TIME, GLOBAL, Season, parse_season, season_of, shifted
+from laurels.seasons import (
+    END_OF_TIME,
+    GLOBAL,
+    Season,
+    is_board_season,
+    parse_season,
+    season_of,
+    shifted,
+)
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.lifecycle")
+FINALIZE_CONCURRENCY = 8  # boards of kinds finalized side by side (finalize_due)
 
 
 class Lifecycle:
@@ -178,17 +188,30 @@ class Lifecycle:
         if not self.settings.close_seasons:
             return []
         now = now or datetime.now(UTC)
-        done = []
-        # By name: the whole board's seasons (digits) before any board of a
-        # kind's (letters), which waits for the whole board's weeks it spans.
-        for row in await self.db.fetch("unfinalized_seasons"):
-            season = row["season"]
-            if self._closed(season, now) and await self._spanned_weeks_final(season, now) \
-                    and await self.finalize(season):
-                done.append(season)
-        return done
+        due = [r["season"] for r in await self.db.fetch("unfinalized_seasons")
+               if self._closed(r["season"], now)]
+        # The whole board's seasons first, in order; then the boards of
+        # kinds, each waiting for the whole board's weeks it spans. A kind
+        # may have 10,000 boards closing at once: they are independent (a
+        # lock and an archive each), so FINALIZE_CONCURRENCY run side by side.
+        done = [s for s in due if not is_board_season(s) and await self.finalize(s)]
+        memo: dict[tuple[str, ...], bool] = {}
+        turns = asyncio.Semaphore(FINALIZE_CONCURRENCY)
 
-    async def _spanned_weeks_final(self, name: str, now: datetime) -> bool:
+        async def board(season: str) -> bool:
+            async with turns:
+                return await self._spanned_weeks_final(season, now, memo) \
+                    and await self.finalize(season)
+
+        boards = [s for s in due if is_board_season(s)]
+        results = await asyncio.gather(*(board(s) for s in boards), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return done + [s for s, finalized in zip(boards, results, strict=True) if finalized]
+
+    async def _spanned_weeks_final(self, name: str, now: datetime,
+                                   memo: dict[tuple[str, ...], bool]) -> bool:
         """A board of a kind's season closes once every whole board's week it
         spans is finalized (or has no row: nothing was recorded in it, and
         nothing can be once it is closed): a completion is accepted by the
@@ -203,8 +226,10 @@ class Lifecycle:
                 return False
             weeks.append(week.name)
             week = week.next()
-        rows = await self.db.fetch("weeks_finalized", seasons=weeks)
-        return all(r["finalized"] for r in rows)
+        if tuple(weeks) not in memo:
+            rows = await self.db.fetch("weeks_finalized", seasons=weeks)
+            memo[tuple(weeks)] = all(r["finalized"] for r in rows)
+        return memo[tuple(weeks)]
 
     async def finalize(self, season: str) -> bool:
         """Archive a closed season's standings once; True if this call did it."""
