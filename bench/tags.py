@@ -35,6 +35,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
                 created.append(name)
         valkey.start()
-        base = admin_url.rsplit("/", 1)[0]
-        urls = {side: f"{base}/{name}" for side, name in names.items()}
+        urls = {side: urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+                for side, name in names.items()}
         asyncio.run(measure(args, urls, f"redis://127.0.0.1:{port}/0", workdir))
         return 0
     finally:
