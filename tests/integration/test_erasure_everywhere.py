@@ -51,6 +51,17 @@ async def rows(svc: Services, sql: str, *args: Any) -> list[dict[str, Any]]:
         return await cur.fetchall()
 
 
+async def invariants_hold(svc: Services) -> None:
+    """The enumerated invariants for every learner PostgreSQL says is
+    erased, hidden or suspended (the scenarios' closing check)."""
+    erased = {r["user_id"] for r in await rows(
+        svc, "SELECT user_id FROM users WHERE erased_at IS NOT NULL")}
+    private = {r["user_id"] for r in await rows(
+        svc, "SELECT user_id FROM users WHERE visibility = 'hidden' OR suspended_at IS NOT NULL")}
+    await check_erased_everywhere(svc, erased)
+    await check_hidden_nowhere(svc, private | erased)
+
+
 async def zone_notices(svc: Services, uid: int) -> list[dict[str, Any]]:
     return [n["data"] for n in (await svc.notifications.newest(uid))["notifications"]
             if n["kind"] == "league_zone"]
@@ -179,6 +190,7 @@ async def test_hiding_or_renaming_a_retired_learner_reaches_all_time(rt: Runtime
     else:
         assert (4, "Dorothea", 9) in board
     assert (await svc.verifier.verify("all")).consistent
+    await invariants_hold(svc)
 
 
 # -- 4. a late completion never joins a week earlier than one played ---------------------------
@@ -201,6 +213,7 @@ async def test_a_late_completion_joins_no_earlier_week(rt: Runtime) -> None:
     await svc.corrections.void("late", "test")
     await svc.corrections.restore("late")
     assert not await rows(svc, "SELECT 1 FROM league_joins WHERE season = %s", W49)
+    await invariants_hold(svc)
 
 
 async def test_two_joins_that_raced_keep_the_learner_in_the_week_joined_first(
@@ -220,6 +233,7 @@ async def test_two_joins_that_raced_keep_the_learner_in_the_week_joined_first(
     assert not await rows(svc, "SELECT 1 FROM league_joins WHERE user_id = 7 AND season = %s",
                           W49)
     assert (await svc.leagues.learner(7, parse_season(W50, zone="UTC")))["status"] == "placed"
+    await invariants_hold(svc)
 
 
 # -- 5. whatever moves a member into a zone notifies them --------------------------------------
@@ -283,6 +297,7 @@ async def test_a_void_is_read_by_the_zone_pass_only_once_applied(rt: Runtime) ->
     assert await svc.leagues.zones(W49) == 1  # 3 enters the zone
     assert await zone_notices(svc, 3) == [{"tier": "bronze", "cohort_id": f"{W49}.0.0",
                                            "zone": "promotion", "rank": 2}]
+    await invariants_hold(svc)
 
 
 async def test_a_pending_learner_placed_late_is_seen_by_the_zone_pass(rt: Runtime) -> None:
@@ -307,6 +322,7 @@ async def test_a_pending_learner_placed_late_is_seen_by_the_zone_pass(rt: Runtim
     await svc.leagues.zones(W50)
     assert await zone_notices(svc, 1) == [{"tier": "silver", "cohort_id": f"{W50}.1.0",
                                            "zone": "promotion", "rank": 1}]
+    await invariants_hold(svc)
 
 
 # -- 6. rank events name no learner by name; an erasure scrubs them -----------------------------
@@ -352,6 +368,7 @@ async def test_retention_waits_for_the_deployments_league_weeks_whatever_its_set
     for week in OLD:
         assert await svc.leagues.decide(week)
     assert date(2026, 10, 1) in await closing.partitions.retire(NOW, 30)
+    await invariants_hold(svc)
 
 
 async def test_a_correction_the_projector_applies_to_an_archived_week_sends_a_hint(
@@ -377,6 +394,7 @@ async def test_a_correction_the_projector_applies_to_an_archived_week_sends_a_hi
         await void
     top = await svc.reads.top(parse_season(W48, zone="UTC"), 10)
     assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(2, 3)]
+    await invariants_hold(svc)
 
 
 # -- the invariants themselves can fail ------------------------------------------------------
