@@ -22,6 +22,12 @@ Printed:
   over the boards of the kind and over the whole board's week; bytes per
   (learner, board) entry against the whole board's bytes per learner (the
   issue asks no more);
+- reads (with `--reads`, wrk against a `laurels serve` on the same stores):
+  `/healthz`, the top-100 of one board again and again, the top-100 of a
+  board drawn at random among all of them on each request (the known-pages
+  lane cannot hold them all), a learner's neighbourhood on one of their
+  boards drawn at random; each as a ratio to `/healthz` (the issue asks
+  0.8 for the top-100 and 0.5 for the neighbourhood);
 - closing the week: `finalize_due` past its grace, every board archived,
   in seconds; then a pass with nothing due (the idle tick).
 
@@ -52,6 +58,7 @@ if str(ROOT) not in sys.path:
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
+from bench.support import start_service, wrk  # noqa: E402
 from bench.tags import DEFAULT_DATABASE_URL, ingest_round, log, runtime  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.runtime import Runtime  # noqa: E402
@@ -118,10 +125,55 @@ async def entries(rt: Runtime, seasons: list[str]) -> int:
     return total
 
 
+def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week: str,
+          work: list[dict[str, Any]], workdir: Path) -> None:
+    """wrk against a `laurels serve` on the same stores (see the module's doc)."""
+    svc = start_service(url, redis_url, prefix, workdir, name="reads")
+    try:
+        rnd = random.Random(7)
+        pairs = [(it["tags"][0], it["user_id"]) for it in rnd.sample(work, 2_000)]
+        scripts = {
+            "random_top": (f"local n = {args.boards}\n"
+                           "request = function()\n"
+                           f"  return wrk.format('GET', '/v1/leaderboards/{week}?limit=100"
+                           "&board=course:c' .. math.random(0, n - 1))\nend\n"),
+            "around": ("local pairs = {" + ",".join(f"{{'{b}',{u}}}" for b, u in pairs) + "}\n"
+                       "request = function()\n"
+                       "  local p = pairs[math.random(#pairs)]\n"
+                       f"  return wrk.format('GET', '/v1/leaderboards/{week}/users/' .. p[2] .."
+                       " '?radius=5&board=' .. p[1], "
+                       f"{{['Authorization']='Bearer {svc.admin_token}'}})\nend\n"),
+        }
+        paths = {"healthz": "/healthz", "one_top": f"/v1/leaderboards/{week}?limit=100"
+                 "&board=course:c1", "random_top": "/", "around": "/"}
+        best: dict[str, float] = {}
+        for _ in range(2):
+            for name, path in paths.items():
+                script = None
+                if name in scripts:
+                    script = str(workdir / f"{name}.lua")
+                    Path(script).write_text(scripts[name])
+                load = wrk(f"{svc.base_url}{path}", svc.proc.pid, args.read_seconds,
+                           script=script)
+                if load.errors:
+                    raise RuntimeError(f"{load.errors} non-2xx answers on {name}")
+                best[name] = max(best.get(name, 0.0), load.rps)
+        h = best["healthz"]
+        log(f"reads: /healthz {h:,.0f}/s; the top-100 of one board {best['one_top']:,.0f}/s "
+            f"({best['one_top'] / h:.2f}); of a board at random among {args.boards:,} "
+            f"{best['random_top']:,.0f}/s ({best['random_top'] / h:.2f}; issue 42: >= 0.8); "
+            f"a neighbourhood on a board at random {best['around']:,.0f}/s "
+            f"({best['around'] / h:.2f}; issue 42: >= 0.5)")
+    finally:
+        svc.proc.terminate()
+        svc.proc.wait(timeout=30)
+
+
 async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: Path) -> None:
     now = datetime.now(UTC)
     week = season_of(now - timedelta(days=7), "week", zone="UTC")
-    rt = runtime(url, redis_url, f"bb-{secrets.token_hex(3)}", workdir)
+    prefix = f"bb-{secrets.token_hex(3)}"
+    rt = runtime(url, redis_url, prefix, workdir)
     await migrate(url)
     await rt.open(run_migrations=False)
     try:
@@ -157,6 +209,9 @@ async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: P
             log(f"  {part:12} {n / 2**20:10,.1f} MiB  {n / learners:8,.0f} B a learner")
         log(f"ratio (bytes an entry of a board / bytes a learner of the whole board): "
             f"{boards_total / n_entries / (whole_total / learners):.2f} (issue 42: <= 1)")
+        if args.reads:
+            await asyncio.to_thread(reads, args, url, redis_url, prefix, week.name, work,
+                                    workdir)
         svc = rt.derive(clock=lambda: week.ends_at + timedelta(hours=1), close_seasons=True)
         grace = timedelta(seconds=svc.settings.late_grace_seconds)
         started = time.perf_counter()
@@ -180,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-learner", type=int, default=2)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--reads", action="store_true", help="the read lines (wrk)")
+    parser.add_argument("--read-seconds", type=float, default=5.0)
     args = parser.parse_args(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     name = f"laurels_bench_boards_{secrets.token_hex(4)}"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from laurels.api import caches
-from laurels.api.caches import MAX_SEASONS, BoardCache
+from laurels.api.caches import AROUND_BYTES, BoardCache
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
@@ -23,7 +23,7 @@ AROUND = "/v1/leaderboards/current/users/{}?radius={}"
 def around_cache(api: Api) -> BoardCache:
     [cache] = [hears.__self__ for hears in api.runtime.signals.caches
                if isinstance(getattr(hears, "__self__", None), BoardCache)
-               and hears.__self__.max_bytes is not None]
+               and hears.__self__.max_bytes == AROUND_BYTES]
     assert isinstance(cache, BoardCache)
     return cache
 
@@ -146,28 +146,32 @@ class Subscription:
         return True
 
 
-def test_a_cache_asked_for_too_many_seasons_forgets_them_all() -> None:
-    """Any valid season may be asked for: past MAX_SEASONS followed, the
-    cache unfollows every one and drops every body, and a body read before
-    that is not kept."""
+def test_a_cache_asked_for_too_many_seasons_unfollows_the_oldest() -> None:
+    """Any valid season may be asked for: past `max_seasons` followed, the
+    oldest is unfollowed and its bodies dropped (the others kept: a kind's
+    10,000 boards read at random must not start the cache afresh), and a
+    body read before a season was unfollowed is not kept once it is
+    followed again."""
     sub = Subscription()
-    cache = BoardCache(sub, None)  # type: ignore[arg-type]
-    names = [f"{2000 + i // 52}-W{1 + i % 52:02d}" for i in range(MAX_SEASONS + 1)]
-    early = cache.generation(names[0])
-    cache.put(names[0], 100, b"{}", early)
-    for name in names[1:MAX_SEASONS]:
-        cache.generation(name)
-    assert len(sub.followed) == MAX_SEASONS and cache.size == 1
+    cache = BoardCache(sub, None, max_seasons=4)  # type: ignore[arg-type]
+    names = [f"2026-W{i:02d}" for i in range(1, 10)]
+    for name in names[:4]:
+        cache.put(name, 100, b"{}", cache.generation(name))
+    assert len(sub.followed) == 4 and cache.size == 4
     in_flight = cache.generation(names[1])
-    cache.generation(names[MAX_SEASONS])  # one more: afresh
-    assert sub.followed == {names[MAX_SEASONS]: 1} and cache.size == 0
-    cache.put(names[1], 100, b"{}", in_flight)  # read before the forgetting
-    assert cache.get(names[1], 100) is None and cache.size == 0
+    cache.generation(names[4])  # one more: the oldest goes
+    assert set(sub.followed) == set(names[1:5]) and cache.size == 3
+    assert cache.get(names[0], 100) is None and cache.get(names[2], 100) is not None
+    cache.generation(names[5])  # names[1] goes too, then comes back
+    assert names[1] not in sub.followed
+    cache.put(names[1], 100, b"{}", in_flight)  # read before it was unfollowed
+    assert cache.get(names[1], 100) is None
+    assert len(sub.followed) == 4
 
 
 async def test_a_group_cache_asked_for_too_many_seasons_forgets_them_all(
         serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(caches, "MAX_SEASONS", 2)
+    monkeypatch.setattr(caches, "GROUP_MAX_SEASONS", 2)
     api = await serve(periods=("week", "day", "month", "all"))
     c = api.client(INGEST)
     await post_all(c, {1: 10, 2: 20})
@@ -182,19 +186,26 @@ async def test_a_group_cache_asked_for_too_many_seasons_forgets_them_all(
     assert {s for _, s, _ in cache.entries} <= cache.seasons
 
 
-def test_a_full_cache_starts_afresh() -> None:
+def test_a_full_cache_drops_its_oldest_season() -> None:
     cache = BoardCache(Subscription(), None, max_entries=3,  # type: ignore[arg-type]
                        max_bytes=100)
     for uid in range(3):
-        cache.put("2026-W49", (uid, 5), b"{}", (0, 0))
-    cache.put("2026-W49", (2, 5), b"{ }", (0, 0))  # the same key again: counted once
+        cache.put("2026-W49", (uid, 5), b"{}", cache.generation("2026-W49"))
+    # The same key again: counted once.
+    cache.put("2026-W49", (2, 5), b"{ }", cache.generation("2026-W49"))
     assert (cache.size, cache.bytes) == (3, 7) and cache.get("2026-W49", (2, 5)) is not None
-    cache.put("2026-W50", (7, 5), b"{}", (0, 0))  # a fourth body: afresh
+    cache.put("2026-W50", (7, 5), b"{}", cache.generation("2026-W50"))  # a fourth body: afresh
     assert (cache.size, cache.bytes) == (1, 2) and cache.get("2026-W49", (2, 5)) is None
-    cache.put("2026-W50", (8, 5), b"x" * 99, (0, 0))  # past 100 bytes: afresh
+    cache.put("2026-W50", (8, 5), b"x" * 99, cache.generation("2026-W50"))  # past 100 bytes: afresh
     assert (cache.size, cache.bytes) == (1, 99) and cache.get("2026-W50", (7, 5)) is None
     cache.hint({"season": "2026-W50"})
     assert (cache.size, cache.bytes) == (0, 0) and cache.get("2026-W50", (8, 5)) is None
+    cache.put("2026-W51", (1, 5), b"{}", cache.generation("2026-W51"))
+    cache.put("2026-W52", (1, 5), b"{}", cache.generation("2026-W52"))
+    cache.put("2026-W52", (2, 5), b"{}", cache.generation("2026-W52"))
+    cache.put("2026-W53", (1, 5), b"{}", cache.generation("2026-W53"))  # full: W51 goes
+    assert cache.get("2026-W51", (1, 5)) is None and cache.size == 3
+    assert cache.get("2026-W52", (2, 5)) is not None
 
 
 async def test_a_neighbourhood_read_while_a_hint_arrives_is_not_kept(

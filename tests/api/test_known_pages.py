@@ -102,5 +102,5 @@ def test_known_pages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for limit in (1, 2, 3):
         pages.keep("/p", b"limit=%d" % limit, week, False, limit)
     assert len(pages.pages) == 3
-    pages.keep("/p", b"limit=4", week, False, 4)  # full: it starts afresh
-    assert list(pages.pages) == [("/p", b"limit=4")]
+    pages.keep("/p", b"limit=4", week, False, 4)  # full: the oldest is forgotten
+    assert list(pages.pages) == [("/p", b"limit=2"), ("/p", b"limit=3"), ("/p", b"limit=4")]

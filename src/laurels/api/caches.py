@@ -34,15 +34,22 @@ from laurels.seasons import Season
 from laurels.shapes import BoardPage
 
 CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
-MAX_ENTRIES = 256
+# Top pages kept: a kind may have 10,000 boards, each read (issue 42). When
+# full, the oldest season's bodies make room (it did start afresh: with 500
+# boards read at random, the top-100 ran at 0.14 of /healthz).
+MAX_ENTRIES = 16_384
+TOP_BYTES = 64 << 20
 # Seasons a cache follows at once: any valid season name may be asked for
-# (every ISO week of 9,999 years), so past this a cache forgets them all
-# and starts afresh (its bodies dropped, its seasons unfollowed).
-MAX_SEASONS = 512
+# (every ISO week of 9,999 years), so past this the oldest followed season
+# is unfollowed and its bodies dropped (GroupCache still starts afresh).
+MAX_SEASONS = 16_384
 AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
 
 
-MAX_KNOWN_PAGES = 4096
+GROUP_MAX_SEASONS = 512  # a group cache's seasons followed (past them it starts afresh)
+GROUP_MAX_ENTRIES = 256  # its bodies
+
+MAX_KNOWN_PAGES = 32_768
 MAX_KNOWN_QUERY = 256  # bytes: longer query strings are parsed each time
 
 
@@ -53,7 +60,7 @@ class KnownPages:
     season runs by the clock (as `path_season` keeps them). The lane looks a
     request up here first, and a known page that the cache holds is sent
     without routing or parsing (issue 30). Bounded: past `MAX_KNOWN_PAGES`
-    it starts afresh."""
+    the oldest known page is forgotten."""
 
     def __init__(self) -> None:
         self.pages: dict[tuple[str, bytes], tuple[str, int, float, float]] = {}
@@ -62,7 +69,7 @@ class KnownPages:
         if len(query) > MAX_KNOWN_QUERY:
             return
         if len(self.pages) >= MAX_KNOWN_PAGES:
-            self.pages.clear()
+            del self.pages[next(iter(self.pages))]
         since, until = ((season.starts_at.timestamp(), season.ends_at.timestamp()) if alias
                         else (-math.inf, math.inf))
         self.pages[(path, query)] = (season.name, limit, since, until)
@@ -91,37 +98,53 @@ class Cached:
 class BoardCache:
     """Bodies read from each season's board, per key within the season (the
     top's `limit`; a neighbourhood's learner and radius): at most
-    `max_entries` bodies and `max_bytes` of them in all (when full, the next
-    body starts it afresh)."""
+    `max_entries` bodies and `max_bytes` of them in all (when full, the
+    oldest season's bodies make room), of at most `max_seasons` seasons
+    followed (past them, the oldest is unfollowed)."""
 
     def __init__(self, subscription: HintSubscription, cursors: Cursors,
                  seconds: float = CACHE_SECONDS, max_entries: int = MAX_ENTRIES,
-                 max_bytes: int | None = None) -> None:
+                 max_bytes: int | None = TOP_BYTES, max_seasons: int = MAX_SEASONS) -> None:
         self.subscription = subscription
         self.cursors = cursors
         self.seconds = seconds
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.max_seasons = max_seasons
         self.entries: dict[str, dict[Hashable, Cached]] = {}  # season -> key -> body
         self.size = 0
         self.bytes = 0
-        self.generations: dict[str, int] = {}  # season -> hints heard, while followed
-        self.epoch = 0  # times it forgot every season (MAX_SEASONS)
+        # season -> its generation while followed: a new value at each hint
+        # and at each follow, from one counter, so a body read before a
+        # season was unfollowed never matches it followed again.
+        self.generations: dict[str, int] = {}
+        self.ticks = 0
+        self.epoch = 0  # times it forgot every season
+
+    def _tick(self) -> int:
+        self.ticks += 1
+        return self.ticks
 
     def hint(self, hint: Hint) -> None:
         season = hint["season"]
         if season in self.generations:
-            self.generations[season] += 1
+            self.generations[season] = self._tick()
             self.drop(season)
 
     def generation(self, season: str) -> tuple[int, int]:
-        """The season's hints so far, in this epoch (following it from now on)."""
+        """The season's generation, in this epoch (following it from now on)."""
         if season not in self.generations:
-            if len(self.generations) >= MAX_SEASONS:
-                self.forget()
-            self.generations[season] = 0
+            while len(self.generations) >= self.max_seasons:
+                self.unfollow(next(iter(self.generations)))
+            self.generations[season] = self._tick()
             self.subscription.follow(season)
         return self.epoch, self.generations[season]
+
+    def unfollow(self, season: str) -> None:
+        """One season unfollowed and its bodies dropped."""
+        del self.generations[season]
+        self.subscription.unfollow(season)
+        self.drop(season)
 
     def forget(self) -> None:
         """Every season unfollowed and every body dropped; a body being read
@@ -155,9 +178,9 @@ class BoardCache:
             if (old := self.entries.get(season, {}).pop(key, None)) is not None:
                 self.size -= 1
                 self.bytes -= len(old.body)
-            if self.size >= self.max_entries or (
-                    self.max_bytes is not None and self.bytes + len(body) > self.max_bytes):
-                self.drop()
+            while self.entries and (self.size >= self.max_entries or (
+                    self.max_bytes is not None and self.bytes + len(body) > self.max_bytes)):
+                self.drop(next(iter(self.entries)))  # the oldest season's bodies
             held = self.entries.setdefault(season, {})
             held[key] = entry
             self.size += 1
@@ -201,7 +224,7 @@ class GroupCache:
         self.season_generations: dict[str, int] = {}  # season -> changes of all groups
         self.filling: dict[str, int] = {}  # groups being read: concerned by every hint
         self.seasons: set[str] = set()
-        self.epoch = 0  # times it forgot every season (MAX_SEASONS)
+        self.epoch = 0  # times it forgot every season (GROUP_MAX_SEASONS)
 
     def hint(self, hint: Hint) -> None:
         season = hint["season"]
@@ -231,7 +254,7 @@ class GroupCache:
 
     def begin(self, group_id: str, season: str) -> _Fill:
         if season not in self.seasons:
-            if len(self.seasons) >= MAX_SEASONS:
+            if len(self.seasons) >= GROUP_MAX_SEASONS:
                 self.forget()
             self.seasons.add(season)
             self.subscription.follow(season)
@@ -262,7 +285,7 @@ class GroupCache:
                 self.index.version(gid), self.epoch) or season not in self.seasons \
                 or not self.subscription.is_hinted(season):
             return entry
-        if len(self.entries) >= MAX_ENTRIES:
+        if len(self.entries) >= GROUP_MAX_ENTRIES:
             self._drop(lambda g, s: True)
         if (gid, season, limit) not in self.entries:
             if gid not in self.groups:
