@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, assert_never
 
@@ -157,6 +157,10 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
     periods that holds its `completed_at` in the kind's zone, scored by the
     kind's metric; on its week, with rank events when the kind notifies."""
     out = []
+    # A batch's completions mostly share their seasons: the last one found
+    # per (period, zone), and each board's season name, are kept for the call.
+    found: dict[tuple[str, str], Season] = {}
+    names: dict[tuple[str, str, str], str] = {}
     for d in deltas:
         for tag in d.tags:
             kind = kinds.get(tag.partition(":")[0])
@@ -164,9 +168,15 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
                 continue  # kept: it counts once the kind is defined
             points = score_of(kind.metric, d.points)
             for period in kind.periods:  # (no parts: history.history_of)
-                season = season_of(d.completed_at, period, zone=kind.time_zone)
-                out.append(replace(d, season=season.on(tag, kind.metric).name, points=points,
-                                   part="", notify=kind.notify and period == "week"))
+                season = found.get((period, kind.time_zone))
+                if season is None or not season.contains(d.completed_at):
+                    season = found[period, kind.time_zone] = season_of(
+                        d.completed_at, period, zone=kind.time_zone)
+                name = names.get((season.name, tag, kind.metric))
+                if name is None:
+                    name = names[season.name, tag, kind.metric] = season.on(
+                        tag, kind.metric).name
+                out.append(d.on_board(name, points, kind.notify and period == "week"))
     return out
 
 
