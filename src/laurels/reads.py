@@ -86,6 +86,15 @@ class Reads:
                 "status": "closed" if closed else "open",
                 "tie_policy": self.settings.tie_policy}
 
+    def status_changes(self, season: Season, now: datetime | None = None
+                       ) -> datetime | None:
+        """When the season's `status` (as `season_info` tells it) changes:
+        when it closes, or None once closed or when it never closes."""
+        if not (self.settings.close_seasons and season.bounded):
+            return None
+        closes = season.closes_at(self.settings.late_grace_seconds)
+        return closes if (now or datetime.now(UTC)) < closes else None
+
     async def with_board(self, season: Season, read: Callable[[], Awaitable[T]],
                           archived: Callable[[str], Awaitable[T]],
                           empty: Callable[[], T]) -> T:

@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -33,7 +34,13 @@ from laurels.reads import Reads
 from laurels.seasons import Season
 from laurels.shapes import BoardPage
 
-CACHE_SECONDS = 5.0  # also bounds how long a season's open/closed status may lag
+CACHE_SECONDS = 5.0  # a group board's first page
+# A season's top and neighbourhoods live at most this long: every hint drops
+# them, so this only bounds what a hint missed while the subscription was
+# confirmed could cost, and no body outlives its season's closing (its
+# `status`). It was 5 s: with 10,000 boards read at random, most reads
+# missed (issue 42).
+BOARD_SECONDS = 60.0
 # Top pages kept: a kind may have 10,000 boards, each read (issue 42). When
 # full, the oldest season's bodies make room (it did start afresh: with 500
 # boards read at random, the top-100 ran at 0.14 of /healthz).
@@ -103,7 +110,7 @@ class BoardCache:
     followed (past them, the oldest is unfollowed)."""
 
     def __init__(self, subscription: HintSubscription, cursors: Cursors,
-                 seconds: float = CACHE_SECONDS, max_entries: int = MAX_ENTRIES,
+                 seconds: float = BOARD_SECONDS, max_entries: int = MAX_ENTRIES,
                  max_bytes: int | None = TOP_BYTES, max_seasons: int = MAX_SEASONS) -> None:
         self.subscription = subscription
         self.cursors = cursors
@@ -171,10 +178,13 @@ class BoardCache:
             return None
         return entry
 
-    def put(self, season: str, key: Hashable, body: bytes, generation: tuple[int, int]
-            ) -> Cached:
-        entry = Cached(body, time.monotonic() + self.seconds)
-        if generation == self.generation(season) and self.subscription.is_hinted(season):
+    def put(self, season: str, key: Hashable, body: bytes, generation: tuple[int, int],
+            lasts: float = math.inf) -> Cached:
+        """Keep a body for at most `seconds`, and at most `lasts` seconds
+        (until its season's status changes)."""
+        entry = Cached(body, time.monotonic() + min(self.seconds, lasts))
+        if lasts > 0 and generation == self.generation(season) \
+                and self.subscription.is_hinted(season):
             if (old := self.entries.get(season, {}).pop(key, None)) is not None:
                 self.size -= 1
                 self.bytes -= len(old.body)
@@ -337,9 +347,10 @@ async def board_body(reads: Reads, cache: BoardCache, season: Season, limit: int
     if hit is not None:
         return hit
     generation = cache.generation(season.name)  # before reading: see put()
+    changes = reads.status_changes(season)  # before reading, as the body's status
     body = await reads.top(season, limit)
     seal_next(body, cache.cursors, season)
-    return cache.put(season.name, limit, orjson.dumps(body), generation)
+    return cache.put(season.name, limit, orjson.dumps(body), generation, lasting(changes))
 
 
 async def around_body(reads: Reads, cache: BoardCache, season: Season, user_id: int,
@@ -351,8 +362,14 @@ async def around_body(reads: Reads, cache: BoardCache, season: Season, user_id: 
     if hit is not None:
         return hit
     generation = cache.generation(season.name)  # before reading: see put()
+    changes = reads.status_changes(season)
     body = await reads.around(season, user_id, radius)
-    return cache.put(season.name, key, orjson.dumps(body), generation)
+    return cache.put(season.name, key, orjson.dumps(body), generation, lasting(changes))
+
+
+def lasting(changes: datetime | None) -> float:
+    """Seconds a body may live given when its season's status changes."""
+    return math.inf if changes is None else (changes - datetime.now(UTC)).total_seconds()
 
 
 def board_cursor_owner(season: Season) -> str:

@@ -1,0 +1,63 @@
+"""How long a cached top page lives (api/caches.py, `BOARD_SECONDS`): every
+hint drops it, so it may live long (a kind's 10,000 boards read at random,
+issue 42), but never past the moment its season's `status` changes."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from datetime import UTC, datetime, timedelta
+
+from laurels.api.caches import BOARD_SECONDS, CACHE_SECONDS, TOP_BYTES, BoardCache, lasting
+from laurels.seasons import season_of
+from tests.api.conftest import Api, ApiFactory
+from tests.api.test_around_cache import Subscription
+from tests.helpers import INGEST, completion
+
+
+async def test_a_cached_top_page_lives_no_longer_than_its_season_is_open(
+        serve: ApiFactory) -> None:
+    now = datetime.now(UTC)
+    last = season_of(now, "week", zone="UTC").previous()
+    # Last week closes about 3 s from now.
+    grace = math.ceil((now - last.ends_at).total_seconds()) + 3
+    api = await serve(late_grace_seconds=grace)
+    at = (last.ends_at - timedelta(minutes=1)).isoformat()
+    resp = await api.client(INGEST).post("/v1/completions", json=completion("c1", 1, 10, at))
+    assert resp.status_code in (200, 201, 202), resp.text
+    closes = last.closes_at(grace)
+    path = f"/v1/leaderboards/{last.name}"
+    async with asyncio.timeout(10):
+        while not board_cache(api).entries.get(last.name):  # kept once subscribed
+            body = (await api.get(path)).json()
+    assert body["status"] == "open" and body["total"] == 1
+    assert datetime.now(UTC) < closes  # the body was kept while it is open
+    await asyncio.sleep((closes - datetime.now(UTC)).total_seconds() + 0.05)
+    body = (await api.get(path)).json()
+    assert body["status"] == "closed" and body["total"] == 1
+
+
+def board_cache(api: Api) -> BoardCache:
+    [cache] = [hears.__self__ for hears in api.runtime.signals.caches
+               if isinstance(getattr(hears, "__self__", None), BoardCache)
+               and hears.__self__.max_bytes == TOP_BYTES]
+    assert isinstance(cache, BoardCache)
+    return cache
+
+
+def test_a_body_lives_until_its_season_s_status_changes_at_most() -> None:
+    cache = BoardCache(Subscription(), None)  # type: ignore[arg-type]
+    assert BOARD_SECONDS > CACHE_SECONDS
+    soon = datetime.now(UTC) + timedelta(seconds=2)
+    kept = cache.put("2026-W49", 100, b"{}", cache.generation("2026-W49"), lasting(soon))
+    assert 1 < kept.expires - time.monotonic() <= 2
+    assert cache.get("2026-W49", 100) is kept
+    # A status that changed before the body was put: answered, never kept.
+    gone = datetime.now(UTC) - timedelta(seconds=1)
+    cache.put("2026-W50", 100, b"{}", cache.generation("2026-W50"), lasting(gone))
+    assert cache.get("2026-W50", 100) is None
+    # A closed season (no change ahead): BOARD_SECONDS.
+    cache.put("2026-W51", 100, b"{}", cache.generation("2026-W51"), lasting(None))
+    assert cache.get("2026-W51", 100) is not None
+    assert cache.entries["2026-W51"][100].expires - time.monotonic() > BOARD_SECONDS - 1
