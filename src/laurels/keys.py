@@ -10,8 +10,9 @@ other: changing the policy finds no board, and the service rebuilds it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from laurels.seasons import is_board_season, period_of
 
@@ -66,6 +67,13 @@ class VersionKeys:
     def applied(self, chunk: int) -> str:
         return f"{self.applied_prefix}{chunk}"
 
+    def every(self, chunks: Iterable[Any]) -> list[str]:
+        """Every key of this version, given its chunk ids (`chunks`' members):
+        the idempotency chunks first, the chunk index last (so a cleanup cut
+        short still finds what is left)."""
+        return [*(self.applied(int(c)) for c in chunks), self.bits, self.public, self.hidden,
+                self.users, self.corrections, self.parts, self.chunks]
+
     def scratch(self, n: int) -> str:
         """A temporary key of a rebuild (deleted by the script that writes it)."""
         return f"{self.applied_prefix.removesuffix(':applied:')}:scratch:{n}"
@@ -110,6 +118,11 @@ class SeasonKeys:
     def versions(self) -> str:
         """Set of the versions whose keys exist (so none is ever leaked)."""
         return f"{self.base}:versions"
+
+    def own(self) -> list[str]:
+        """The season's keys outside its versions."""
+        return [self.current, self.building, self.next_version, self.versions, self.erased,
+                self.notify_stream, self.ties]
 
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"

@@ -63,13 +63,6 @@ class Notifier:
     async def _live_kinds(self, tx: Tx | None = None) -> Mapping[str, BoardKind]:
         return await self.kinds.live(tx) if self.kinds is not None else {}
 
-    async def _notifies(self, season: str, tx: Tx | None = None) -> bool:
-        """`notifies`, reading the kinds only for a board of a kind's season
-        (closing 10,000 boards asked twice each: 8% of the time)."""
-        if not is_board_season(season):
-            return whole_week(season)
-        return notifies(season, await self._live_kinds(tx))
-
     async def _open_seasons(self) -> list[str]:
         """The open weeks that notify (rank events come from weekly boards
         only), re-read every 10 s (`consume` adds the whole board's week, so
@@ -147,20 +140,32 @@ class Notifier:
         for target, nid in created:
             await self.board.publish_notification(target, nid)
 
-    async def season_final(self, season: str, tx: Tx) -> None:
-        """In the finalizing transaction: everyone's final rank, once (weeks
-        only: the contract's `season_final` is weekly)."""
-        if not await self._notifies(season, tx):
+    async def season_final(self, seasons: list[str], tx: Tx) -> None:
+        """In the finalizing transaction: everyone's final rank, once, on
+        the seasons that notify (weeks only: the contract's `season_final`
+        is weekly); one statement for them all."""
+        notifying = await self._notifying(seasons, tx)
+        if not notifying:
             return
-        named = parse_season(season, zone=self.db.zone)
-        extra = {} if named.board == GLOBAL else {"board": named.board}
-        written = await self.db.run("notify_season_final", tx, season=season,
-                                    extra=Jsonb(extra))
+        extras = []
+        for season in notifying:
+            board = parse_season(season, zone=self.db.zone).board
+            extras.append(Jsonb({} if board == GLOBAL else {"board": board}))
+        written = await self.db.run("notify_season_final", tx, seasons=notifying,
+                                    extras=extras)
         NOTIFICATIONS_WRITTEN.labels("season_final").inc(max(0, written))
 
-    async def announce_final(self, season: str) -> None:
-        if await self._notifies(season):
+    async def announce_final(self, seasons: list[str]) -> None:
+        for season in await self._notifying(seasons):
             await self.board.announce_final(season)
+
+    async def _notifying(self, seasons: list[str], tx: Tx | None = None) -> list[str]:
+        """Those of `seasons` that notify (the kinds read once, if any is a
+        board of a kind's)."""
+        if not any(is_board_season(s) for s in seasons):
+            return [s for s in seasons if whole_week(s)]
+        kinds = await self._live_kinds(tx)
+        return [s for s in seasons if notifies(s, kinds)]
 
 
 def notifies(season: str, kinds: Mapping[str, BoardKind]) -> bool:

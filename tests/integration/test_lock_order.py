@@ -135,6 +135,7 @@ EXPECTED: dict[str, set[str]] = {
     "restore": {"users", "seasons", "completion", "archive", "outbox"},
     "projector": {"outbox"},
     "finalize": {"seasons", "archive"},
+    "finalize boards": {"seasons", "archive"},
     "decision": {"league", "seasons"},
     "webhook delivery": {"deliveries", "erasure"},
     "erasure": {"kinds", "users", "erasure", "league", "seasons", "archive", "seal",
@@ -195,6 +196,11 @@ async def run_writers(svc: Services, writer: Callable[[str, Callable[[], Awaitab
     await writer("placement", lambda: svc.leagues.place(W49))
     await writer("finalize", lambda: svc.lifecycle.finalize("2026-W40"))
     await writer("kind definition", lambda: svc.board_kinds.define("course", {}))
+    # Two boards of the kind (learner 5's alone: no other writer sees them).
+    await svc.ingestor.record([{**item("k5", 5, 3), "tags": ["course:a", "course:b"]}])
+    w49 = parse_season(W49, zone="UTC")
+    await writer("finalize boards", lambda: svc.lifecycle.finalize_boards(
+        [w49.on(b, "points").name for b in ("course:a", "course:b")]))
     await writer("profile change",
                  lambda: svc.learners.update(2, ProfileIn(visibility="anonymous")))
     await writer("suspension", lambda: svc.learners.suspend(3, True, "test"))

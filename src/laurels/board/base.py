@@ -193,9 +193,7 @@ class BoardBase:
         chunks, then its sets and hash, the chunk index last (so a cleanup
         cut short still finds what is left)."""
         vk = self.season_keys(season).version(version)
-        chunks = await self.redis.smembers(vk.chunks)
-        return [*(vk.applied(int(c)) for c in chunks), vk.bits, vk.public, vk.hidden,
-                vk.users, vk.corrections, vk.parts, vk.chunks]
+        return vk.every(await self.redis.smembers(vk.chunks))
 
     def versions(self, season: str) -> tuple[str, str]:
         return self._versions.get(season, ("", ""))

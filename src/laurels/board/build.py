@@ -154,13 +154,35 @@ class Building(BoardBase):
         """Give every key of a season (each version's too) the expiry `at`;
         returns how many keys."""
         sk = self.season_keys(season)
-        names = [sk.current, sk.building, sk.next_version, sk.versions, sk.erased,
-                 sk.notify_stream, sk.ties]
+        names = sk.own()
         for v in await self.redis.smembers(sk.versions):
             names += await self.version_keys(season, str(v))
         replies = await gather_bounded([self.redis.pexpireat(n, at) for n in names],
                                        CLUSTER_IN_FLIGHT)
         return sum(1 for r in replies if r)
+
+    async def expire_many(self, seasons: dict[str, datetime]) -> int:
+        """`expire` for many seasons, in three pipelined round trips (their
+        versions, their versions' chunks, the expiries); returns how many
+        keys."""
+        names = list(seasons)
+        pipe = self.redis.pipeline(transaction=False)
+        for season in names:
+            pipe.smembers(self.season_keys(season).versions)
+        versions = [(s, str(v)) for s, vs in zip(names, await pipe.execute(), strict=True)
+                    for v in vs]
+        pipe = self.redis.pipeline(transaction=False)
+        for season, v in versions:
+            pipe.smembers(self.season_keys(season).version(v).chunks)
+        chunks = await pipe.execute()
+        pipe = self.redis.pipeline(transaction=False)
+        for season in names:
+            for name in self.season_keys(season).own():
+                pipe.pexpireat(name, seasons[season])
+        for (season, v), held in zip(versions, chunks, strict=True):
+            for name in self.season_keys(season).version(v).every(held):
+                pipe.pexpireat(name, seasons[season])
+        return sum(1 for r in await pipe.execute() if r)
 
     async def fingerprint(self) -> str:
         """The run ids of the servers that hold the boards, sorted: a restart

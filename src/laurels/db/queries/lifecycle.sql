@@ -12,6 +12,61 @@ INSERT INTO season_standings (season, user_id, score, last_completed_at)
 SELECT %(season)s, user_id, METRIC(SCORE(completions)), TIE_AT(SCORE(completions), completed_at)
 FROM completions WHERE SEASON_FILTER() AND voided_at IS NULL GROUP BY user_id;
 
+-- name: lock_boards_for_finalize
+-- locks: seasons
+-- Boards' seasons locked by a bulk finalize (finalize_boards), in name
+-- order, as lock_season_for_finalize locks one.
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season = ANY(%(seasons)s) ORDER BY season FOR UPDATE;
+
+-- name: archive_boards_standings
+-- The standings of many boards' seasons of one kind's period (one range,
+-- one metric: `season` names any of them), archived at once: the range's
+-- completions read once, each counted on every board its tags name.
+INSERT INTO season_standings (season, user_id, score, last_completed_at)
+SELECT b.season, c.user_id, METRIC(SCORE(c)), TIE_AT(SCORE(c), c.completed_at)
+FROM completions c
+CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+JOIN unnest(%(seasons)s::text[], %(boards)s::text[]) AS b(season, board) ON b.board = t.tag
+WHERE c.tags IS NOT NULL AND c.voided_at IS NULL
+  AND c.completed_at >= %(season_starts)s AND c.completed_at < %(season_ends)s
+GROUP BY b.season, c.user_id;
+
+-- name: mark_boards_finalized
+-- Marks boards' seasons finalized (finalize_boards), as mark_finalized.
+UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s
+WHERE season = ANY(%(seasons)s);
+
+-- name: enqueue_webhooks
+-- Events of one type for the webhook, one a `data` (as enqueue_webhook).
+SELECT count(laurels_enqueue_webhook(%(type)s, NULL, d)) AS n
+FROM unnest(%(data)s::jsonb[]) AS d;
+
+-- name: lock_archives
+-- locks: archive
+-- The re-rank locks of many archives (lock_archive), in name order.
+SELECT count(pg_advisory_xact_lock(hashtextextended('laurels:archive:' || s, 0))) AS n
+FROM (SELECT s FROM unnest(%(seasons)s::text[]) AS s ORDER BY s) AS ordered;
+
+-- name: rank_archives
+-- The first ranks of archives just written (finalize_boards), as
+-- rerank_archive ranks one, each season by itself.
+UPDATE season_standings st SET
+    rank = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos + 1 ELSE p.shared_rank END,
+    pos = CASE WHEN %(tie_policy)s = 'first' THEN p.first_pos ELSE p.shared_pos END
+FROM (
+    SELECT s.season, s.user_id,
+           rank() OVER (PARTITION BY s.season ORDER BY s.score DESC) AS shared_rank,
+           row_number() OVER (PARTITION BY s.season ORDER BY s.score DESC, s.user_id) - 1
+               AS shared_pos,
+           row_number() OVER (PARTITION BY s.season
+                              ORDER BY s.score DESC, s.last_completed_at, s.user_id) - 1
+               AS first_pos
+    FROM season_standings s LEFT JOIN users u ON u.user_id = s.user_id
+    WHERE s.season = ANY(%(seasons)s) AND coalesce(u.visibility, 'public') <> 'hidden'
+) p
+WHERE st.season = p.season AND st.user_id = p.user_id;
+
 -- name: mark_finalized
 -- Marks a season finalized, with the tie policy its archive is ranked by.
 UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s WHERE season = %(season)s;

@@ -25,11 +25,12 @@ WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'overtaken' AND N
 RETURNING id;
 
 -- name: notify_season_final
--- Everyone's final rank of a finalized week, in the finalizing transaction
--- (`extra`: the board of a kind's, {} on the whole board).
+-- Everyone's final rank of finalized weeks, in the finalizing transaction
+-- (`extras`, one a season: the board of a kind's, {} on the whole board).
 INSERT INTO notifications (user_id, kind, season, data, dedup_key)
-SELECT user_id, 'season_final', season,
-       jsonb_build_object('rank', rank, 'score', score) || %(extra)s::jsonb,
-       'season_final:' || season
-FROM season_standings WHERE season = %(season)s
+SELECT s.user_id, 'season_final', s.season,
+       jsonb_build_object('rank', s.rank, 'score', s.score) || f.extra,
+       'season_final:' || s.season
+FROM unnest(%(seasons)s::text[], %(extras)s::jsonb[]) AS f(season, extra)
+JOIN season_standings s ON s.season = f.season
 ON CONFLICT DO NOTHING;
