@@ -167,7 +167,8 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
             if kind is None:
                 continue  # kept: it counts once the kind is defined
             points = score_of(kind.metric, d.points)
-            for period in kind.periods:  # (no parts: history.history_of)
+            week = ""
+            for period in kind.periods:  # `week` first
                 season = found.get((period, kind.time_zone))
                 if season is None or not season.contains(d.completed_at):
                     season = found[period, kind.time_zone] = season_of(
@@ -176,7 +177,12 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
                 if name is None:
                     name = names[season.name, tag, kind.metric] = season.on(
                         tag, kind.metric).name
-                out.append(d.on_board(name, points, kind.notify and period == "week"))
+                # On the all-time board, its week: a part once its month
+                # was retired (history.history_of).
+                out.append(d.on_board(name, points, kind.notify and period == "week",
+                                      week if period == "all" else ""))
+                if period == "week":
+                    week = name
     return out
 
 

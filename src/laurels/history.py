@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import calendar
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -33,6 +34,7 @@ from laurels.seasons import (
     parse_season,
     part_period,
     season_of,
+    spanned,
 )
 
 PATTERNS = {"week": "____-W__", "day": "____-__-__"}
@@ -56,11 +58,8 @@ async def history_of(db: Database, periods: tuple[Period, ...], season: str,
             # A closed season is its own archive (its completions may be
             # retired): a rebuild reads its standings, as its reads do.
             return History([board.name], END_OF_TIME)
-    # A board of a kind is built from its kept completions alone: its weeks
-    # exist only once built, so their archives cannot stand for the weeks
-    # before (docs/boards.md, "Not built yet": retention on boards of kinds).
     if board.board != GLOBAL:
-        return None
+        return await _board_history(db, board, tx) if board.period == "all" else None
     part = part_period(board.period, periods)
     if part is None:
         return None
@@ -70,6 +69,36 @@ async def history_of(db: Database, periods: tuple[Period, ...], season: str,
     rows = await db.fetch("part_seasons", tx, pattern=PATTERNS["day"],
                           first=first.isoformat(), last=last.isoformat())
     return _days(board, {r["season"]: bool(r["finalized"]) for r in rows})
+
+
+async def _board_history(db: Database, board: Season, tx: Tx | None) -> History | None:
+    """The all-time board of a kind's board once months were retired: every
+    season of its boards touching a retired month was archived before the
+    month went (lifecycle.archive_boards_of), and months go in order; so its
+    finalized weeks up to the week holding the last retired instant (or up
+    to that week's start, when that week is not archived: a kind defined
+    after, whose boards never counted what went) stand for everything
+    before, and its completions count from there on. None while nothing
+    was retired: built from its completions."""
+    row = await db.fetch_one("last_retired_month", tx)
+    if row is None or row["month"] is None:
+        return None
+    month: date = row["month"]
+    gone = datetime(month.year, month.month, 1, tzinfo=UTC) + timedelta(days=31)
+    # Its weeks, in its kind's zone (the name of `all` carries none): a kind
+    # deleted takes its seasons with it, so they are all in its zone now.
+    head = f"{board.board}/{board.metric}/"
+    rows = await db.fetch("board_weeks", tx, pattern=_like(head) + "%/" + PATTERNS["week"])
+    if not rows:
+        return None
+    weeks = {r["season"]: parse_season(r["season"], zone=board.zone) for r in rows}
+    zone = next(iter(weeks.values())).zone
+    last = season_of(gone.replace(day=1) - timedelta(microseconds=1), "week",
+                     zone=zone).on(board.board, board.metric)
+    finalized = {r["season"] for r in rows if r["finalized"]}
+    cutoff = last.ends_at if last.name in finalized else last.starts_at
+    parts = [n for n in sorted(finalized) if weeks[n].ends_at <= cutoff]
+    return History(parts, cutoff) if parts else None
 
 
 def _like(name: str) -> str:
@@ -130,8 +159,13 @@ class Partitions:
     service's loop; any other a batch needs, before it is recorded), so the
     default partition stays empty."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database,
+                 before_retiring: Callable[[datetime, datetime, datetime], Awaitable[bool]]
+                 | None = None) -> None:
         self.db = db
+        # Called before a month is retired (lifecycle.archive_boards_of):
+        # False keeps it for now.
+        self.before_retiring = before_retiring
         self.known: set[date] = set()  # made (by anyone) as far as this process knows
 
     async def ensure(self, months: set[date]) -> bool:
@@ -193,8 +227,13 @@ class Partitions:
             month: date = row["month"]
             start = datetime(month.year, month.month, 1, tzinfo=UTC)
             end = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
+            # In order: a month goes once every month before it went (a
+            # kind's all-time board stands on that: _board_history).
             if end > limit or not await self._closed(start, end):
-                continue
+                break
+            if self.before_retiring is not None and not await self.before_retiring(
+                    start, end, now):
+                break
             found = await self.db.fetch_one("retire_month", month=month)
             if found and found["retired"]:
                 self.known.discard(month)
@@ -206,20 +245,9 @@ class Partitions:
         PostgreSQL does not know holds no completions) and, with the
         deployment's leagues on, every week of it someone joined decided."""
         zone = self.db.zone
-        weeks = _spanned(start, end, "week", zone)
-        names = (weeks + _spanned(start, end, "day", zone)
-                 + _spanned(start, end, "month", zone))
+        weeks = [s.name for s in spanned(start, end, "week", zone)]
+        names = weeks + [s.name for p in ("day", "month") for s in spanned(start, end, p, zone)]
         rows = await self.db.fetch("seasons_touching", seasons=names)
         if not all(r["finalized"] for r in rows):
             return False
         return not await self.db.fetch("undecided_league_weeks", seasons=weeks)
-
-
-def _spanned(start: datetime, end: datetime, period: Period, zone: str) -> list[str]:
-    """The names of the seasons of `period` (in `zone`) that touch [start, end)."""
-    out = []
-    season = season_of(start, period, zone=zone)
-    while season.starts_at < end:
-        out.append(season.name)
-        season = season.next()
-    return out

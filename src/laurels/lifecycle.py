@@ -28,6 +28,7 @@ from laurels.seasons import (
     parse_season,
     season_of,
     shifted,
+    spanned,
 )
 from laurels.settings import Settings
 
@@ -183,8 +184,11 @@ class Lifecycle:
         return parse_season(name, zone=self.settings.time_zone)
 
     def _closed(self, season: str, now: datetime) -> bool:
-        return self._season(season).is_closed(now, self.settings.late_grace_seconds,
-                                              self.settings.close_seasons)
+        return self._closed_season(self._season(season), now)
+
+    def _closed_season(self, season: Season, now: datetime) -> bool:
+        return season.is_closed(now, self.settings.late_grace_seconds,
+                                self.settings.close_seasons)
 
     async def finalize_due(self, now: datetime | None = None) -> list[str]:
         """Finalize every season past its end plus grace (none if seasons never close)."""
@@ -259,28 +263,71 @@ class Lifecycle:
         statements: their rows locked in name order, their archives written
         by one statement and ranked by another. Returns those this call did."""
         async with self.db.transaction() as tx:
-            rows = await self.db.fetch("lock_boards_for_finalize", tx, seasons=names)
-            todo = [r["season"] for r in rows if not r["finalized"]]
+            todo = await self._finalize_boards(tx, names)
             if not todo:
                 return []
-            boards = [self._season(n) for n in todo]
-            await self.db.run("archive_boards_standings", tx, season=boards[0], seasons=todo,
-                              boards=[b.board for b in boards])
-            await self.db.run("mark_boards_finalized", tx, seasons=todo,
-                              tie_policy=self.settings.tie_policy)
-            await self.db.fetch("enqueue_webhooks", tx, type="season.finalized", data=[
-                Jsonb({"season": b.label, "period": b.period, "board": b.board})
-                for b in boards])
-            await self.db.fetch("lock_archives", tx, seasons=todo)
-            await self.db.run("rank_archives", tx, seasons=todo,
-                              tie_policy=self.settings.tie_policy)
-            for callback in self.on_finalized:
-                await callback(todo, tx)
             await failpoints.pause("finalize_before_commit")
         SEASONS_FINALIZED.inc(len(todo))
         log.info("%d seasons finalized and archived (%s to %s)", len(todo), todo[0], todo[-1])
         await self._after(todo)
         return todo
+
+    async def _finalize_boards(self, tx: Tx, names: list[str], quiet: bool = False
+                               ) -> list[str]:
+        rows = await self.db.fetch("lock_boards_for_finalize", tx, seasons=names)
+        todo = [r["season"] for r in rows if not r["finalized"]]
+        if not todo:
+            return []
+        boards = [self._season(n) for n in todo]
+        await self.db.run("archive_boards_standings", tx, season=boards[0], seasons=todo,
+                          boards=[b.board for b in boards])
+        await self.db.run("mark_boards_finalized", tx, seasons=todo,
+                          tie_policy=self.settings.tie_policy)
+        if not quiet:
+            await self.db.fetch("enqueue_webhooks", tx, type="season.finalized", data=[
+                Jsonb({"season": b.label, "period": b.period, "board": b.board})
+                for b in boards])
+        await self.db.fetch("lock_archives", tx, seasons=todo)
+        await self.db.run("rank_archives", tx, seasons=todo, tie_policy=self.settings.tie_policy)
+        for callback in self.on_finalized if not quiet else ():
+            await callback(todo, tx)
+        return todo
+
+    async def archive_boards_of(self, start: datetime, end: datetime, now: datetime) -> bool:
+        """Before the completions of [start, end) are retired (a month,
+        history.Partitions.retire): every season of a board of a kind that
+        touches the range and holds one of them archived (finalized), built
+        or not, so that its boards stand on their archives once those
+        completions are gone (history.history_of). Quietly: it closed long
+        ago (no webhook event, no notification). Under the kinds' lock
+        (shared): no kind is defined or deleted meanwhile. False while one
+        of those seasons is still open (the month waits)."""
+        async with self.db.transaction() as tx:
+            await self.db.fetch("share_board_kinds", tx)
+            kinds = {r["kind"]: r for r in await self.db.fetch("board_kinds", tx)}
+            for k in kinds.values():
+                for p in k["periods"]:
+                    if p != "all" and not all(self._closed_season(s, now)
+                                              for s in spanned(start, end, p, k["time_zone"])):
+                        return False
+            tags = await self.db.fetch("month_tags", tx, starts=start, ends=end) if kinds else []
+            together: dict[tuple[Any, ...], list[str]] = {}
+            for t in tags:  # each season of its boards holding one of them
+                if (kind := kinds.get(t["tag"].partition(":")[0])) is None:
+                    continue
+                for p in kind["periods"]:
+                    held = spanned(t["first_at"], t["last_at"] + timedelta(microseconds=1), p,
+                                   kind["time_zone"]) if p != "all" else []
+                    for s in held:
+                        on = s.on(t["tag"], kind["metric"])
+                        together.setdefault((on.period, on.metric, on.starts_at, on.ends_at),
+                                            []).append(on.name)
+            if together:
+                await self.db.run("ensure_seasons", tx,
+                                  seasons=[n for names in together.values() for n in names])
+                for names in together.values():
+                    await self._finalize_boards(tx, names, quiet=True)
+        return True
 
     async def _after(self, seasons: list[str]) -> None:
         """After seasons' finalizations commit: the callbacks, then their

@@ -132,7 +132,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     signals.notes.append(hub.note)
     signals.group_changes.append(hub.group_changed)
     reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds)
-    partitions = Partitions(db)
+    partitions = Partitions(db, lifecycle.archive_boards_of)
     groups = Groups(db, board, reads, privacy)
     notifications = Notifications(db)
     webhooks = None

@@ -292,6 +292,16 @@ def part_period(period: Period, periods: tuple[Period, ...]) -> Period | None:
     return None
 
 
+def spanned(start: datetime, end: datetime, period: Period, zone: str) -> list[Season]:
+    """The seasons of `period` (in `zone`) that touch [start, end)."""
+    out = []
+    season = season_of(start, period, zone=zone)
+    while season.starts_at < end:
+        out.append(season)
+        season = season.next()
+    return out
+
+
 def parse_periods(text: str) -> tuple[Period, ...]:
     """`LAURELS_PERIODS`: a comma list of periods; `week` is always on. In
     the canonical order (week, day, month, all)."""

@@ -93,3 +93,60 @@ async def test_a_month_with_a_season_still_open_is_kept(rt: Runtime) -> None:
         NOW + timedelta(days=45), 30)
     # Without a retention setting nothing is ever dropped.
     assert await svc.partitions.retire(NOW + timedelta(days=400), None) == []
+
+
+async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
+        rt: Runtime) -> None:
+    """Every season of a board of a kind touching a retired month is
+    archived first (lifecycle.archive_boards_of), built or not: a retired
+    week's board reads its archive, and a kind's all-time board rebuilt
+    after the retirement stands on its archived weeks (history.py), so it
+    counts what it counted before. Seasons archived this way send no
+    `season_final` (they closed long ago)."""
+    svc = rt.derive(clock=lambda: NOW, periods=("week", "month", "all"), close_seasons=False,
+                    retain_completions_days=30)
+    await svc.board_kinds.define("course", {"periods": ["week", "month", "all"],
+                                            "time_zone": "Europe/Paris", "notify": True})
+    await svc.board_kinds.define("track", {"metric": "best", "periods": ["week", "all"]})
+    for n, week in enumerate([*OLD, "2026-W49"]):
+        await svc.ingestor.record([
+            {**item(f"{week}-{u}", u, u + n, week, hours=0 if u == 1 else 30),
+             "tags": ["course:sql", "track:data"] if u != 3 else ["course:go"]}
+            for u in (1, 2, 3)])
+    await svc.projector.drain(min_age_seconds=0)
+    closing = rt.derive(clock=lambda: NOW, periods=("week", "month", "all"),
+                        retain_completions_days=30)
+    # Built before: course:sql's all-time board and one of its weeks; the
+    # track's boards and course:go's weeks are never built before the months go.
+    paris_all = parse_season("all", zone="Europe/Paris")
+    boards = {"sql-all": paris_all.on("course:sql", "points"),
+              "go-all": paris_all.on("course:go", "points"),
+              "track-all": parse_season("all", zone="UTC").on("track:data", "best"),
+              "sql-w41": parse_season("2026-W41", zone="Europe/Paris").on("course:sql", "points"),
+              "go-w40": parse_season("2026-W40", zone="Europe/Paris").on("course:go", "points"),
+              "track-w42": parse_season("2026-W42", zone="UTC").on("track:data", "best"),
+              "sql-oct": parse_season("2026-10", zone="Europe/Paris").on("course:sql", "points")}
+    for name in ("sql-all", "sql-w41"):
+        await closing.rebuilder.run(boards[name].name)
+    await closing.lifecycle.finalize_due(NOW)
+    before = {}
+    for name, season in boards.items():
+        await closing.rebuilder.run(season.name)  # (an archive's read needs none)
+        before[name] = (await closing.reads.top(season, 100))["entries"]
+    assert before["sql-all"] == [
+        {"rank": 1, "user_id": 2, "display_name": "Learner 2", "score": 2 + 3 + 4 + 5},
+        {"rank": 2, "user_id": 1, "display_name": "Learner 1", "score": 1 + 2 + 3 + 4}]
+    assert before["track-all"][0]["score"] == 5 and before["go-w40"][0]["score"] == 3
+    finals = await closing.db.fetch("season_final_of", user_id=3, kind="season_final",
+                                    season=boards["go-w40"].name)
+    # October goes once every season of a kind touching it is closed: the
+    # Paris November holds its last hour, and closes on 2 December.
+    assert await closing.partitions.retire(NOW, 30) == [date(2026, 9, 1)]
+    assert await closing.partitions.retire(NOW + timedelta(days=2), 30) == [date(2026, 10, 1)]
+    # Nothing archived by the retirement told anyone.
+    assert await closing.db.fetch("season_final_of", user_id=3, kind="season_final",
+                                  season=boards["go-w40"].name) == finals
+    for name, season in boards.items():
+        await closing.rebuilder.run(season.name)
+        assert (await closing.reads.top(season, 100))["entries"] == before[name], name
+        assert (await closing.verifier.verify(season.name)).consistent, name

@@ -63,12 +63,12 @@ class Delta:
     # rank events, as the whole board's weeks do (seasons.whole_week).
     notify: bool = False
 
-    def on_board(self, season: str, points: int, notify: bool) -> Delta:
+    def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
         """This completion on a board of a kind (board_kinds.tagged_boards):
         `dataclasses.replace` costs 17 us on this frozen class, a copy of its
         fields 1 us, and a tagged batch makes several per completion."""
         copy = object.__new__(Delta)
-        copy.__dict__.update(self.__dict__, season=season, points=points, part="",
+        copy.__dict__.update(self.__dict__, season=season, points=points, part=part,
                              notify=notify)
         return copy
 

@@ -6,11 +6,6 @@
 -- and a kind's immutability are read and changed under it.
 SELECT pg_advisory_xact_lock(hashtext('laurels board kinds')) AS locked;
 
--- name: board_kinds
--- Every kind, by name.
-SELECT kind, title, metric, periods, time_zone, notify, created_at
-FROM board_kinds ORDER BY kind;
-
 -- name: board_kinds_generation
 -- Whether the kinds changed since a process read them (migration 026): how
 -- many, and the highest generation.

@@ -13,6 +13,17 @@ ORDER BY season;
 -- The month's partition of completions (migration 013), made if missing.
 SELECT laurels_completions_partition(%(month)s::date) AS name;
 
+-- name: board_weeks
+-- The weeks of a board of a kind PostgreSQL knows (`pattern`: its name's
+-- head, any zone), and whether each is finalized: the parts its all-time
+-- board may be built from once months were retired.
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
+WHERE season LIKE %(pattern)s ORDER BY season;
+
+-- name: last_retired_month
+-- The latest month of completions retired (null: none ever was).
+SELECT max(month) AS month FROM retired_months;
+
 -- name: completion_months
 -- The months completions are kept in (migration 014).
 SELECT name, month FROM laurels_completion_months();

@@ -32,6 +32,14 @@ WHERE c.tags IS NOT NULL AND c.voided_at IS NULL
   AND c.completed_at >= %(season_starts)s AND c.completed_at < %(season_ends)s
 GROUP BY b.season, c.user_id;
 
+-- name: month_tags
+-- The tags of the completions of a range (a month about to be retired), each
+-- with the first and last time a completion of the range carries it.
+SELECT tag, min(c.completed_at) AS first_at, max(c.completed_at) AS last_at
+FROM completions c CROSS JOIN LATERAL unnest(c.tags) AS tag
+WHERE c.tags IS NOT NULL AND c.completed_at >= %(starts)s AND c.completed_at < %(ends)s
+GROUP BY tag;
+
 -- name: mark_boards_finalized
 -- Marks boards' seasons finalized (finalize_boards), as mark_finalized.
 UPDATE seasons SET finalized_at = now(), tie_policy = %(tie_policy)s

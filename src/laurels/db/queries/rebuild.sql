@@ -42,11 +42,6 @@ WHERE rebuild_id = %(rebuild_id)s;
 -- A rebuild's record (GET /v1/admin/rebuilds/{id}).
 SELECT rebuild_id, season, status, events, error FROM rebuilds WHERE rebuild_id = %(rebuild_id)s;
 
--- name: ensure_seasons
--- Season rows for boards of other periods built the first time.
-INSERT INTO seasons (season) SELECT unnest(%(seasons)s::text[]) ORDER BY 1
-ON CONFLICT (season) DO NOTHING;
-
 -- name: running_rebuild
 -- The rebuild of a season running now, if any.
 SELECT rebuild_id FROM rebuilds

@@ -115,3 +115,15 @@ SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = %(zone)s) AS known;
 -- kinds its learner counts on, and no kind is defined or deleted until it
 -- commits (a board built later snapshots after it: board_kinds.py).
 SELECT pg_advisory_xact_lock_shared(hashtext('laurels board kinds')) AS locked;
+
+-- name: ensure_seasons
+-- Season rows for boards of other periods built the first time (rebuild.py),
+-- and for the seasons of boards of kinds archived before their completions
+-- are retired (lifecycle.archive_boards_of).
+INSERT INTO seasons (season) SELECT unnest(%(seasons)s::text[]) ORDER BY 1
+ON CONFLICT (season) DO NOTHING;
+
+-- name: board_kinds
+-- Every kind, by name (board_kinds.py; lifecycle.archive_boards_of).
+SELECT kind, title, metric, periods, time_zone, notify, created_at
+FROM board_kinds ORDER BY kind;
