@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from laurels.board import Delta, Profile
 from laurels.board.inspection import BoardChanged
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
 
 log = logging.getLogger("laurels.catchup")
+PROFILES_BY_LEARNERS = 10_000  # a board with fewer: its own learners' profiles (_profiles)
 
 
 @dataclass
@@ -85,7 +86,7 @@ class CatchUp:
         done.completions, done.corrections = len(missing), len(stale)
         for i in range(0, len(missing) + len(stale), LOAD_BATCH):
             await self._replay(season, (missing + stale)[i:i + LOAD_BATCH])
-        done.profiles = await self._profiles(season)
+        done.profiles = await self._profiles(season, state.version)
         if await self.lifecycle.finalized([season]):
             await self.lifecycle.expire(season)
         return done
@@ -99,19 +100,31 @@ class CatchUp:
         if deltas:
             await self.projector.apply(deltas)
 
-    async def _profiles(self, season: str) -> int:
-        """Profiles the board holds an older version of, projected again."""
+    async def _profiles(self, season: str, version: str) -> int:
+        """Profiles the board holds an older version of, projected again:
+        on a board of at most PROFILES_BY_LEARNERS learners (a board of a
+        kind's, most often), its own learners' profiles; else every profile
+        ever set, streamed (10,000 boards each reading every profile of
+        200,000 learners would take hours)."""
+        ids = await self.board.learners(season, version, PROFILES_BY_LEARNERS)
+        if ids is not None:
+            rows = await self.db.fetch("learner_profiles", user_ids=ids) if ids else []
+            return await self._reproject(season, rows)
         changed = 0
         async with self.db.transaction() as tx:
             async for rows in self.db.stream("profiled_users", tx, LOAD_BATCH):
-                on_board = await self.board.profile_versions(
-                    season, [r["user_id"] for r in rows])
-                for r in rows:
-                    held = on_board.get(r["user_id"])
-                    if held is not None and held < r["profile_version"]:
-                        await self.board.set_profile(season, r["user_id"], Profile(
-                            r["profile_version"], r["visibility"], r["display_name"]))
-                        changed += 1
+                changed += await self._reproject(season, rows)
+        return changed
+
+    async def _reproject(self, season: str, rows: list[Any]) -> int:
+        on_board = await self.board.profile_versions(season, [r["user_id"] for r in rows])
+        changed = 0
+        for r in rows:
+            held = on_board.get(r["user_id"])
+            if held is not None and held < r["profile_version"]:
+                await self.board.set_profile(season, r["user_id"], Profile(
+                    r["profile_version"], r["visibility"], r["display_name"]))
+                changed += 1
         return changed
 
     async def _tombstones(self, season: str) -> None:

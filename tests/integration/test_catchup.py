@@ -136,6 +136,9 @@ async def test_a_restart_from_an_older_snapshot_replays_the_gap(
         await svc.corrections.void("a5", "cheat")
         await svc.learners.update(2, ProfileIn(visibility="hidden"))
         await svc.learners.update(4, ProfileIn(display_name="Dee"))
+        # On the boards of course:a too (odd learners: their own learners'
+        # profiles, catchup._profiles).
+        await svc.learners.update(1, ProfileIn(display_name="Ada L."))
         await svc.learners.erase(3)
         expected = {season: await board(svc, season) for season in BOARDS}
         before = await rebuilds(svc)
@@ -148,6 +151,7 @@ async def test_a_restart_from_an_older_snapshot_replays_the_gap(
         for season in BOARDS:
             assert await board(svc, season) == expected[season], season
             assert (await svc.verifier.verify(season)).consistent, season
+        assert ("Ada L.", 1) in {(e[2], e[1]) for e in expected[BOARDS[2]]}
         await check_erased_everywhere(svc, {3})
         await check_hidden_nowhere(svc, {2, 3})
     finally:

@@ -12,7 +12,7 @@ from redis.client import NEVER_DECODE
 from laurels.board.base import BoardBase
 from laurels.board.lua_args import Learner, ProfileVersionsArgs, flat
 from laurels.keys import chunk_bits, hashed_bits
-from laurels.ranking import pad_uid
+from laurels.ranking import member_uid, pad_uid
 
 PROFILE_BATCH = 2_000  # learners per profile_versions.lua call
 MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most; HMGET: 32 B)
@@ -95,6 +95,16 @@ class Inspecting(BoardBase):
             n, _, counts = str(state).partition(":")
             out[int(seq)] = (int(n), counts == "1")
         return out
+
+    async def learners(self, season: str, version: str, most: int) -> list[int] | None:
+        """The learners on a version of the season's board (public and
+        hidden), or None when more than `most` are."""
+        vk = self.season_keys(season).version(version)
+        if await self.redis.zcard(vk.public) + await self.redis.zcard(vk.hidden) > most:
+            return None
+        members = [*await self.redis.zrange(vk.public, 0, -1),
+                   *await self.redis.zrange(vk.hidden, 0, -1)]
+        return sorted(member_uid(str(m)) for m in members)
 
     async def profile_versions(self, season: str, user_ids: list[int]) -> dict[int, int]:
         """The profile version of each learner on the season's current board

@@ -11,6 +11,13 @@ SELECT c.seq, c.user_id, c.points, c.completed_at, c.season, c.correction,
 FROM completions c LEFT JOIN users u ON u.user_id = c.user_id
 WHERE c.seq = ANY(%(seqs)s::bigint[]) ORDER BY c.seq;
 
+-- name: learner_profiles
+-- Some learners' profiles ever set (version > 0), erased ones aside: what a
+-- catch-up compares with a small board's own learners.
+SELECT user_id, profile_version, visibility, coalesce(display_name, '') AS display_name
+FROM users WHERE user_id = ANY(%(user_ids)s) AND profile_version > 0 AND erased_at IS NULL
+ORDER BY user_id;
+
 -- name: profiled_users
 -- Every learner whose profile was ever set (version > 0), erased ones aside:
 -- what a catch-up compares with a board's profiles.
