@@ -8,7 +8,7 @@ per learner, what they cost batch ingest, and closing their week.
 One scratch database (`laurels_bench_boards_<id>`, migrated) on
 $LAURELS_BENCH_DATABASE_URL (default the machine's, loopback only) and one
 private Valkey on a free port. One kind, `course` (points, weekly), and
-`--boards` courses; each learner completes `--per-learner` tutorials of
+`--boards` courses; each learner (named) completes `--per-learner` tutorials of
 last week (in its grace), each tagged with one course at random (seeded),
 through the service's `Ingestor` (batches of `--batch`, `--clients`
 callers, the fast path and the outbox flush running as in `laurels
@@ -225,6 +225,12 @@ async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: P
     try:
         svc = rt.derive(clock=lambda: week.ends_at + timedelta(hours=1))
         await svc.board_kinds.define("course", {})
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            # Every learner named, as on a platform (a profile set before
+            # their first completion: the boards hold it).
+            await conn.execute("INSERT INTO users (user_id, display_name, profile_version)"
+                               " SELECT g, 'Learner ' || g, 1 FROM generate_series(1, %s) g",
+                               (args.learners,))
         work = items(args, week.starts_at)
         started = time.perf_counter()
         seconds = await ingest_round(svc, work, args.batch, args.clients)

@@ -36,6 +36,7 @@ log = logging.getLogger("laurels.epoch")
 CHECK_SECONDS = 1.0
 RUNNING_RETRY_SECONDS = 0.5
 RUNNING_RETRIES = 120  # a rebuild already running: wait for it, then build again
+REPAIR_CONCURRENCY = 8  # seasons caught up side by side (repair)
 
 
 class EpochWatch:
@@ -84,35 +85,49 @@ class EpochWatch:
     async def repair(self) -> tuple[list[str], int]:
         """Catch every season whose board Redis holds up with PostgreSQL, or
         rebuild it when it cannot be; returns the ones rebuilt, and how many
-        facts (completions, corrections, profiles) were applied again."""
-        rebuilt, replayed = [], 0
-        for row in await self.db.fetch("all_seasons"):
-            season = row["season"]
-            if not await self.board.present(season):
-                continue  # lost altogether: it heals on first use
-            caught = await self.catchup.season(season)
-            if caught is not None:
-                replayed += caught.completions + caught.corrections + caught.profiles
-                if caught.completions or caught.corrections or caught.profiles:
-                    log.info("%s caught up: %d completions, %d corrections, %d profiles "
-                             "applied again", season, caught.completions, caught.corrections,
-                             caught.profiles)
-                continue
-            log.warning("%s cannot be caught up (a version was being built, or part of it "
-                        "is gone): rebuilding it", season)
-            for _ in range(RUNNING_RETRIES):
-                try:
-                    await self.rebuilder.run(season)
-                    rebuilt.append(season)
-                    break
-                except RebuildRunning:  # started before the change: build again after it
-                    await asyncio.sleep(RUNNING_RETRY_SECONDS)
-                except RebuildFailed as exc:
-                    log.warning("repair rebuild of %s failed (%s); trying again", season, exc)
-                    await asyncio.sleep(RUNNING_RETRY_SECONDS)
-            else:
-                raise RebuildFailed(f"could not rebuild {season} after Redis changed")
-        return rebuilt, replayed
+        facts (completions, corrections, profiles) were applied again.
+        REPAIR_CONCURRENCY seasons at a time: each is independent, and a
+        kind may have 10,000 boards (issue 42)."""
+        turns = asyncio.Semaphore(REPAIR_CONCURRENCY)
+
+        async def one(season: str) -> tuple[bool, int]:
+            async with turns:
+                return await self._repair(season)
+
+        seasons = [row["season"] for row in await self.db.fetch("all_seasons")]
+        outcomes = await asyncio.gather(*(one(s) for s in seasons), return_exceptions=True)
+        done: list[tuple[bool, int]] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            done.append(outcome)
+        return ([s for s, (rebuilt, _) in zip(seasons, done, strict=True) if rebuilt],
+                sum(n for _, n in done))
+
+    async def _repair(self, season: str) -> tuple[bool, int]:
+        """One season caught up (False, facts applied again) or rebuilt (True, 0)."""
+        if not await self.board.present(season):
+            return False, 0  # lost altogether: it heals on first use
+        caught = await self.catchup.season(season)
+        if caught is not None:
+            replayed = caught.completions + caught.corrections + caught.profiles
+            if replayed:
+                log.info("%s caught up: %d completions, %d corrections, %d profiles "
+                         "applied again", season, caught.completions, caught.corrections,
+                         caught.profiles)
+            return False, replayed
+        log.warning("%s cannot be caught up (a version was being built, or part of it "
+                    "is gone): rebuilding it", season)
+        for _ in range(RUNNING_RETRIES):
+            try:
+                await self.rebuilder.run(season)
+                return True, 0
+            except RebuildRunning:  # started before the change: build again after it
+                await asyncio.sleep(RUNNING_RETRY_SECONDS)
+            except RebuildFailed as exc:
+                log.warning("repair rebuild of %s failed (%s); trying again", season, exc)
+                await asyncio.sleep(RUNNING_RETRY_SECONDS)
+        raise RebuildFailed(f"could not rebuild {season} after Redis changed")
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
