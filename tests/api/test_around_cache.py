@@ -20,12 +20,18 @@ from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually,
 AROUND = "/v1/leaderboards/current/users/{}?radius={}"
 
 
-def around_cache(api: Api) -> BoardCache:
+def board_cache(api: Api, max_bytes: int) -> BoardCache:
+    """The process's BoardCache of that size (the top pages' or the
+    neighbourhoods')."""
     [cache] = [hears.__self__ for hears in api.runtime.signals.caches
                if isinstance(getattr(hears, "__self__", None), BoardCache)
-               and hears.__self__.max_bytes == AROUND_BYTES]
+               and hears.__self__.max_bytes == max_bytes]
     assert isinstance(cache, BoardCache)
     return cache
+
+
+def around_cache(api: Api) -> BoardCache:
+    return board_cache(api, AROUND_BYTES)
 
 
 def cached(api: Api) -> set[tuple[Any, ...]]:

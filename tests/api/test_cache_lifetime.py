@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 from laurels.api.caches import BOARD_SECONDS, CACHE_SECONDS, TOP_BYTES, BoardCache, lasting
 from laurels.seasons import season_of
-from tests.api.conftest import Api, ApiFactory
-from tests.api.test_around_cache import Subscription
+from tests.api.conftest import ApiFactory
+from tests.api.test_around_cache import Subscription, board_cache
 from tests.helpers import INGEST, completion
 
 
@@ -29,21 +29,13 @@ async def test_a_cached_top_page_lives_no_longer_than_its_season_is_open(
     closes = last.closes_at(grace)
     path = f"/v1/leaderboards/{last.name}"
     async with asyncio.timeout(10):
-        while not board_cache(api).entries.get(last.name):  # kept once subscribed
+        while not board_cache(api, TOP_BYTES).entries.get(last.name):  # kept once subscribed
             body = (await api.get(path)).json()
     assert body["status"] == "open" and body["total"] == 1
     assert datetime.now(UTC) < closes  # the body was kept while it is open
     await asyncio.sleep((closes - datetime.now(UTC)).total_seconds() + 0.05)
     body = (await api.get(path)).json()
     assert body["status"] == "closed" and body["total"] == 1
-
-
-def board_cache(api: Api) -> BoardCache:
-    [cache] = [hears.__self__ for hears in api.runtime.signals.caches
-               if isinstance(getattr(hears, "__self__", None), BoardCache)
-               and hears.__self__.max_bytes == TOP_BYTES]
-    assert isinstance(cache, BoardCache)
-    return cache
 
 
 def test_a_body_lives_until_its_season_s_status_changes_at_most() -> None:
