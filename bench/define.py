@@ -48,7 +48,7 @@ async def fill(url: str, completions: int, boards: int) -> None:
             "WITH c AS (INSERT INTO completions (completion_id, user_id, points, completed_at,"
             " received_at, season, tags) SELECT 'r' || g, 1 + g %% %s, 1 + g %% 7,"
             " %s::timestamptz + make_interval(secs => g %% %s), now(), %s,"
-            " ARRAY['course:c' || (g * 7919 %% %s)]"
+            " ARRAY['course:c' || (g::bigint * 7919 %% %s)]"
             " FROM generate_series(1, %s) g RETURNING completion_id, seq, completed_at)"
             " INSERT INTO completion_ids (completion_id, seq, completed_at)"
             " SELECT completion_id, seq, completed_at FROM c",

@@ -16,6 +16,7 @@ by the profile changes and erasures of this process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from laurels.db import Database
 
@@ -31,6 +32,10 @@ class Privacy:
         self.status: dict[int, str] = {}  # user id -> hidden | anonymous | erased
         self.horizon = START
         self.loaded = False
+        # Called when a refresh finds a learner newly not public (another
+        # process's change): a cached body read before it, kept until a hint
+        # that may have been lost, is dropped (api/caches.py).
+        self.on_tightened: list[Callable[[], None]] = []
 
     def note(self, user_id: int, visibility: str, erased: bool = False) -> None:
         """A change this process just made (visible to its next read at once)."""
@@ -45,8 +50,15 @@ class Privacy:
         rows = await self.db.fetch("private_learners", since=self.horizon,
                                    only_private=not self.loaded)
         changed = [r for r in rows if r["user_id"] is not None]
+        tightened = False
         for r in changed:
+            status = "erased" if r["erased"] else r["visibility"]
+            tightened |= self.loaded and status != "public" and \
+                self.status.get(r["user_id"]) != status
             self.note(r["user_id"], r["visibility"], r["erased"])
+        if tightened:
+            for callback in self.on_tightened:
+                callback()
         self.horizon = rows[0]["horizon"]
         self.loaded = True
         return len(changed)

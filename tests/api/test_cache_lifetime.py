@@ -53,3 +53,29 @@ def test_a_body_lives_until_its_season_s_status_changes_at_most() -> None:
     cache.put("2026-W51", 100, b"{}", cache.generation("2026-W51"), lasting(None))
     assert cache.get("2026-W51", 100) is not None
     assert cache.entries["2026-W51"][100].expires - time.monotonic() > BOARD_SECONDS - 1
+
+
+async def test_a_learner_hidden_where_the_hint_was_lost_leaves_the_cached_pages(
+        serve: ApiFactory) -> None:
+    """Bodies live until a hint: when another process's change reaches this
+    one only through the privacy filter's refresh (its hint lost: its
+    publish failed, or its writer died after the commit, before it
+    projected anything), the refresh drops the tops and neighbourhoods."""
+    api = await serve()
+    c = api.client(INGEST)
+    for uid, points in ((1, 10), (2, 20), (3, 30)):
+        resp = await c.post("/v1/completions", json=completion(f"h{uid}", uid, points))
+        assert resp.status_code in (200, 201, 202), resp.text
+    async with asyncio.timeout(10):
+        while not board_cache(api, TOP_BYTES).entries:
+            body = (await api.get("/v1/leaderboards/current")).json()
+    assert 2 in {e["user_id"] for e in body["entries"]}
+    await api.runtime.privacy.refresh()  # (loaded: later refreshes compare)
+    async with api.runtime.db.connection() as conn:  # another process's commit
+        await conn.execute("UPDATE users SET visibility = 'hidden', profile_version ="
+                           " profile_version + 1, change_xid = pg_current_xact_id()"
+                           " WHERE user_id = 2")
+    await api.runtime.privacy.refresh()
+    assert not board_cache(api, TOP_BYTES).entries
+    body = (await api.get("/v1/leaderboards/current")).json()
+    assert [e["user_id"] for e in body["entries"]] == [3, 1]

@@ -162,6 +162,13 @@ class BoardCache:
         self.drop()
         self.epoch += 1
 
+    def invalidate(self) -> None:
+        """Every body dropped, and none being read meanwhile kept (a learner
+        became hidden, anonymous or erased where this process may have
+        missed the hint: privacy.py); the seasons stay followed."""
+        self.drop()
+        self.epoch += 1
+
     def drop(self, season: str | None = None) -> None:
         if season is None:
             self.entries.clear()

@@ -94,6 +94,10 @@ class ApiState(State):
         super().__init__(fields)
         connect_caches(services.signals, fields["board_cache"], fields["around_cache"],
                        fields["group_cache"])
+        # Their bodies live until a hint (or 60 s): a learner newly not
+        # public that the privacy filter hears of drops them all.
+        services.privacy.on_tightened += [fields["board_cache"].invalidate,
+                                          fields["around_cache"].invalidate]
 
 
 def connect_caches(signals: Signals, board: BoardCache, around: BoardCache,
