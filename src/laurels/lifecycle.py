@@ -222,8 +222,12 @@ class Lifecycle:
         whole board's week alone, so no completion of this season can come
         after (docs/boards.md). The whole board's own seasons: True."""
         board = self._season(name)
-        if board.board == GLOBAL:
-            return True
+        return board.board == GLOBAL or await self._weeks_final(board, now, memo)
+
+    async def _weeks_final(self, board: Season, now: datetime,
+                           memo: dict[tuple[str, ...], bool], tx: Tx | None = None) -> bool:
+        """Whether every whole board's week `board`'s range spans is closed
+        and finalized (or has no row)."""
         weeks, week = [], season_of(board.starts_at, "week", zone=self.settings.time_zone)
         while week.starts_at < board.ends_at:
             if not self._closed(week.name, now):
@@ -231,7 +235,7 @@ class Lifecycle:
             weeks.append(week.name)
             week = week.next()
         if tuple(weeks) not in memo:
-            rows = await self.db.fetch("weeks_finalized", seasons=weeks)
+            rows = await self.db.fetch("weeks_finalized", tx, seasons=weeks)
             memo[tuple(weeks)] = all(r["finalized"] for r in rows)
         return memo[tuple(weeks)]
 
@@ -301,15 +305,19 @@ class Lifecycle:
         completions are gone (history.history_of). Quietly: it closed long
         ago (no webhook event, no notification). Under the kinds' lock
         (shared): no kind is defined or deleted meanwhile. False while one
-        of those seasons is still open (the month waits)."""
+        of those seasons could still take a completion (open, or a whole
+        board's week it spans not finalized: finalize_due's rule), and the
+        month waits."""
         async with self.db.transaction() as tx:
             await self.db.fetch("share_board_kinds", tx)
             kinds = {r["kind"]: r for r in await self.db.fetch("board_kinds", tx)}
-            for k in kinds.values():
+            memo: dict[tuple[str, ...], bool] = {}
+            for k in kinds.values():  # closed, as finalize_due closes a board's season
                 for p in k["periods"]:
-                    if p != "all" and not all(self._closed_season(s, now)
-                                              for s in spanned(start, end, p, k["time_zone"])):
-                        return False
+                    for s in spanned(start, end, p, k["time_zone"]) if p != "all" else []:
+                        if not (self._closed_season(s, now)
+                                and await self._weeks_final(s, now, memo, tx)):
+                            return False
             tags = await self.db.fetch("month_tags", tx, starts=start, ends=end) if kinds else []
             together: dict[tuple[Any, ...], list[str]] = {}
             for t in tags:  # each season of its boards holding one of them

@@ -139,10 +139,16 @@ async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
     assert before["track-all"][0]["score"] == 5 and before["go-w40"][0]["score"] == 3
     finals = await closing.db.fetch("season_final_of", user_id=3, kind="season_final",
                                     season=boards["go-w40"].name)
-    # October goes once every season of a kind touching it is closed: the
-    # Paris November holds its last hour, and closes on 2 December.
+    # October goes once every season of a kind touching it can take no
+    # completion: the Paris November holds its last hour, and takes the
+    # completions of 30 November (the whole board's W49) until W49 is
+    # finalized (as finalize_due would not close it before).
     assert await closing.partitions.retire(NOW, 30) == [date(2026, 9, 1)]
-    assert await closing.partitions.retire(NOW + timedelta(days=2), 30) == [date(2026, 10, 1)]
+    assert await closing.partitions.retire(NOW + timedelta(days=2), 30) == []
+    later = NOW + timedelta(days=8)
+    await rt.derive(clock=lambda: later, periods=("week", "month", "all"),
+                    retain_completions_days=30).lifecycle.finalize_due(later)
+    assert await closing.partitions.retire(later, 30) == [date(2026, 10, 1)]
     # Nothing archived by the retirement told anyone.
     assert await closing.db.fetch("season_final_of", user_id=3, kind="season_final",
                                   season=boards["go-w40"].name) == finals
