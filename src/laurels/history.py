@@ -235,9 +235,10 @@ class Partitions:
                     start, end, now):
                 break
             found = await self.db.fetch_one("retire_month", month=month)
-            if found and found["retired"]:
-                self.known.discard(month)
-                done.append(month)
+            if not (found and found["retired"]):
+                break  # busy: this month, and every later one, next time
+            self.known.discard(month)
+            done.append(month)
         return done
 
     async def _closed(self, start: datetime, end: datetime) -> bool:

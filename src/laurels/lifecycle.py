@@ -303,39 +303,54 @@ class Lifecycle:
         touches the range and holds one of them archived (finalized), built
         or not, so that its boards stand on their archives once those
         completions are gone (history.history_of). Quietly: it closed long
-        ago (no webhook event, no notification). Under the kinds' lock
-        (shared): no kind is defined or deleted meanwhile. False while one
-        of those seasons could still take a completion (open, or a whole
-        board's week it spans not finalized: finalize_due's rule), and the
-        month waits."""
+        ago (no webhook event, no notification). False while one of those
+        seasons could still take a completion (open, or a whole board's
+        week it spans not finalized: finalize_due's rule): the month waits.
+        FINALIZE_BOARDS seasons of one period a transaction (_archive_quietly);
+        True once every one has committed."""
+        memo: dict[tuple[str, ...], bool] = {}
+        kinds = {r["kind"]: r for r in await self.db.fetch("board_kinds")}
+        for k in kinds.values():  # closed, as finalize_due closes a board's season
+            for p in k["periods"]:
+                for s in spanned(start, end, p, k["time_zone"]) if p != "all" else []:
+                    if not (self._closed_season(s, now) and await self._weeks_final(s, now, memo)):
+                        return False
+        tags = await self.db.fetch("month_tags", starts=start, ends=end) if kinds else []
+        together: dict[tuple[Any, ...], list[str]] = {}
+        for t in tags:  # each season of its boards holding one of them
+            if (kind := kinds.get(t["tag"].partition(":")[0])) is None:
+                continue
+            for p in kind["periods"]:
+                held = spanned(t["first_at"], t["last_at"] + timedelta(microseconds=1), p,
+                               kind["time_zone"]) if p != "all" else []
+                for s in held:
+                    on = s.on(t["tag"], kind["metric"])
+                    together.setdefault((on.period, on.metric, on.starts_at, on.ends_at),
+                                        []).append(on.name)
+        for names in together.values():
+            names.sort()
+            for i in range(0, len(names), FINALIZE_BOARDS):
+                await self._archive_quietly(names[i:i + FINALIZE_BOARDS])
+        return True
+
+    async def _archive_quietly(self, names: list[str]) -> None:
+        """archive_boards_of's transaction, under the kinds' lock (shared):
+        those of `names` (one period's) whose kind is still defined as they
+        say archived, their rows then their archives locked in name order."""
         async with self.db.transaction() as tx:
             await self.db.fetch("share_board_kinds", tx)
-            kinds = {r["kind"]: r for r in await self.db.fetch("board_kinds", tx)}
-            memo: dict[tuple[str, ...], bool] = {}
-            for k in kinds.values():  # closed, as finalize_due closes a board's season
-                for p in k["periods"]:
-                    for s in spanned(start, end, p, k["time_zone"]) if p != "all" else []:
-                        if not (self._closed_season(s, now)
-                                and await self._weeks_final(s, now, memo, tx)):
-                            return False
-            tags = await self.db.fetch("month_tags", tx, starts=start, ends=end) if kinds else []
-            together: dict[tuple[Any, ...], list[str]] = {}
-            for t in tags:  # each season of its boards holding one of them
-                if (kind := kinds.get(t["tag"].partition(":")[0])) is None:
-                    continue
-                for p in kind["periods"]:
-                    held = spanned(t["first_at"], t["last_at"] + timedelta(microseconds=1), p,
-                                   kind["time_zone"]) if p != "all" else []
-                    for s in held:
-                        on = s.on(t["tag"], kind["metric"])
-                        together.setdefault((on.period, on.metric, on.starts_at, on.ends_at),
-                                            []).append(on.name)
-            if together:
-                await self.db.run("ensure_seasons", tx,
-                                  seasons=[n for names in together.values() for n in names])
-                for names in together.values():
-                    await self._finalize_boards(tx, names, quiet=True)
-        return True
+            live = {r["kind"]: r for r in await self.db.fetch("board_kinds", tx)}
+            chunk = []
+            for name in names:
+                b = self._season(name)
+                k = live.get(b.board.partition(":")[0])
+                if k is not None and (k["metric"], k["time_zone"]) == (b.metric, b.zone):
+                    chunk.append(name)
+            if not chunk:
+                return
+            await self.db.run("ensure_seasons", tx, seasons=chunk)
+            done = await self._finalize_boards(tx, chunk, quiet=True)
+        await self._expire(done)  # (a board built meanwhile has keys)
 
     async def _after(self, seasons: list[str]) -> None:
         """After seasons' finalizations commit: the callbacks, then their
@@ -343,6 +358,11 @@ class Lifecycle:
         lost the keys needs none)."""
         for after in self.after_finalized:
             await after(seasons)
+        await self._expire(seasons)
+
+    async def _expire(self, seasons: list[str]) -> None:
+        if not seasons:
+            return
         try:
             await self.board.expire_many({s: self.expires_at(s) for s in seasons})
         except StoreUnavailable as exc:

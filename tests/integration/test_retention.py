@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from laurels import lifecycle
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season
 
@@ -95,14 +96,16 @@ async def test_a_month_with_a_season_still_open_is_kept(rt: Runtime) -> None:
     assert await svc.partitions.retire(NOW + timedelta(days=400), None) == []
 
 
+@pytest.mark.parametrize("chunk", [1_000, 2])
 async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
-        rt: Runtime) -> None:
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     """Every season of a board of a kind touching a retired month is
     archived first (lifecycle.archive_boards_of), built or not: a retired
     week's board reads its archive, and a kind's all-time board rebuilt
     after the retirement stands on its archived weeks (history.py), so it
     counts what it counted before. Seasons archived this way send no
-    `season_final` (they closed long ago)."""
+    `season_final` (they closed long ago); FINALIZE_BOARDS a transaction."""
+    monkeypatch.setattr(lifecycle, "FINALIZE_BOARDS", chunk)
     svc = rt.derive(clock=lambda: NOW, periods=("week", "month", "all"), close_seasons=False,
                     retain_completions_days=30)
     await svc.board_kinds.define("course", {"periods": ["week", "month", "all"],
