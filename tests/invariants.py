@@ -17,6 +17,7 @@ timing,
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable
 from typing import Any
 
@@ -25,6 +26,8 @@ import orjson
 from laurels.keys import SeasonKeys
 from laurels.ranking import member_uid
 from laurels.runtime import Services
+from laurels.seasons import parse_season
+from laurels.settings import per_tier
 from tests.helpers import eventually
 
 
@@ -223,10 +226,31 @@ async def check_leagues(svc: Services, erased: set[int]) -> None:
         assert abs(r["new_tier"] - r["tier"]) <= 1
         assert (r["outcome"] == "stayed") == (r["new_tier"] == r["tier"]), r
         assert r["rank"] is not None or r["outcome"] == "stayed", r
-    for cohort in by_cohort.values():
+    rules, top = svc.leagues.rules, len(svc.settings.league_tiers) - 1
+    for (season, tier, number), cohort in by_cohort.items():
         up = [r["rank"] for r in cohort if r["outcome"] == "promoted"]
         down = [r["rank"] for r in cohort if r["outcome"] == "demoted"]
         assert not up or not down or max(up) < min(down), cohort
+        # The zones scale with the ranked (CONTRACT.md, Leagues), written
+        # here from the contract, not from league_rules.py.
+        n = sum(r["rank"] is not None for r in cohort)
+        p = math.ceil(per_tier(svc.settings.league_promote, tier) * n / size)
+        d = math.floor(per_tier(svc.settings.league_demote, tier) * n / size)
+        for r in cohort:
+            want = ("stayed" if r["rank"] is None else
+                    "promoted" if r["rank"] <= p and tier < top else
+                    "demoted" if r["rank"] > max(p, n - d) and tier > 0 else "stayed")
+            assert r["outcome"] == want, (r, n, p, d)
+        # A decided cohort's board is the decision's, whatever came since.
+        board, _ = await svc.leagues.cohort(parse_season(season, zone=rules.time_zone),
+                                            f"{season}.{tier}.{number}")
+        decided = {r["user_id"]: (r["rank"], r["score"], r["outcome"]) for r in cohort
+                   if r["rank"] is not None}
+        assert board["decided"], (season, tier, number)
+        for e in board["entries"]:
+            if e["user_id"] is not None:
+                assert (e["rank"], e["score"], e["outcome"]) == decided[e["user_id"]], e
+        assert len(board["entries"]) <= len(decided)
     latest: dict[int, Any] = {}
     for r in sorted(results, key=lambda r: r["season"]):
         latest[r["user_id"]] = r
@@ -505,7 +529,9 @@ async def check_hidden_nowhere(svc: Services, private: set[int]) -> None:
         shown += await _season_reads(svc, name, learners, groups, private)
     if svc.leagues.on:
         for season, tier, number in cohorts:
-            entries, _ = await svc.leagues.board_of(Cohort(season, tier, number))
+            week = parse_season(season, zone=svc.leagues.rules.time_zone)
+            board, _ = await svc.leagues.cohort(week, Cohort(season, tier, number).id)
+            entries = board["entries"]  # (a decided week's: the decision's)
             shown.append((f"cohort {season}.{tier}.{number}", _ids(entries)))
     for uid in learners:
         notes = (await svc.notifications.newest(uid))["notifications"]

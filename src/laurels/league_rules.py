@@ -3,10 +3,13 @@
 Tiers are numbered from 0 (the lowest). A cohort is the `cohort`-th group
 of `size` learners of a tier in a week; its id is opaque to clients
 (`2026-W49.2.17`: week, tier, cohort). Zones on a cohort's board of `n`
-entries: `promotion` when `rank <= promote` and the tier is not the highest;
-`demotion` when `rank > max(promote, n - demote)` and the tier is not the
-lowest; else none. The decision's outcome follows the zone of the final
-rank (the same rule, in SQL: db/queries/leagues.sql, decide_league_week).
+entries scale with `n` (`LeagueRules.cutoffs`, the one place the rule is
+written): `p = ceil(PROMOTE * n / SIZE)` ranks promote and `d = floor(DEMOTE
+* n / SIZE)` demote, so a small newest cohort promotes few; `promotion` when
+`rank <= p` and the tier is not the highest, `demotion` when `rank >
+max(p, n - d)` and the tier is not the lowest, else none. The zone pass,
+the cohort board and the decision all take their zones from `cutoffs` (the
+decision as a table of them: db/queries/leagues.sql, decide_league_week).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from laurels.seasons import Season, parse_season, shifted
 from laurels.settings import Settings, per_tier
 
 Outcome = Literal["promoted", "demoted", "stayed"]
+# The most members a cohort can hold: LAURELS_LEAGUE_SIZE's bound (a size
+# lowered later leaves earlier weeks' cohorts as they were).
+MAX_COHORT = 100
 COHORT_ID = re.compile(r"([0-9]{4}-W[0-9]{2})\.([0-9]{1,2})\.([0-9]{1,7})")
 
 
@@ -74,14 +80,38 @@ class LeagueRules:
     def tier_name(self, tier: int) -> str:
         return self.tiers[min(tier, self.top)]
 
+    def scaled(self, tier: int, n: int) -> tuple[int, int]:
+        """(p, d): how many ranks of a cohort board of `n` entries of a tier
+        promote and demote (CONTRACT.md, Leagues): PROMOTE and DEMOTE scaled
+        to its size (in integers: `ceil` and `floor` exactly), so a full
+        cohort has PROMOTE and DEMOTE and a smaller one proportionally fewer."""
+        return -(-self.promote[tier] * n // self.size), self.demote[tier] * n // self.size
+
+    def cutoffs(self, tier: int, n: int) -> tuple[int, int]:
+        """The zones of a cohort board of `n` entries of a tier, as two ranks:
+        ranks up to the first are in the promotion zone (0 in the highest
+        tier), ranks past the second in the demotion zone (`n` in the
+        lowest). The one rule: `zone`, and through it the zone pass and the
+        cohort board, and the decision (`cutoff_table`) use it."""
+        p, d = self.scaled(tier, n)
+        return (p if tier < self.top else 0, max(p, n - d) if tier > 0 else n)
+
+    def cutoff_table(self) -> dict[str, list[int]]:
+        """`cutoffs` of every tier and every size a cohort board can have, as
+        the decision's statement takes them (one row per tier and `n`)."""
+        rows = [(t, n, *self.cutoffs(t, n)) for t in range(len(self.tiers))
+                for n in range(MAX_COHORT + 1)]
+        return {"cut_tiers": [r[0] for r in rows], "cut_sizes": [r[1] for r in rows],
+                "cut_promote": [r[2] for r in rows], "cut_demote": [r[3] for r in rows]}
+
     def zone(self, tier: int, rank: int | None, n: int) -> Zone | None:
         """The zone of `rank` on a cohort board of `n` entries of a tier."""
         if rank is None:
             return None
-        promote, demote = self.promote[tier], self.demote[tier]
-        if rank <= promote and tier < self.top:
+        promote_through, demote_after = self.cutoffs(tier, n)
+        if rank <= promote_through:
             return "promotion"
-        if rank > max(promote, n - demote) and tier > 0:
+        if rank > demote_after:
             return "demotion"
         return None
 

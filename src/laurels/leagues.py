@@ -34,6 +34,7 @@ import orjson
 
 from laurels import failpoints, shapes
 from laurels.board.roles import LeagueAnnouncer
+from laurels.board.values import Entry, default_name
 from laurels.db import Database, Tx
 from laurels.errors import DomainError
 from laurels.groups import Groups, rank_members, visible
@@ -47,6 +48,9 @@ from laurels.settings import Settings
 log = logging.getLogger("laurels.leagues")
 
 PLACE_BATCH = 10_000  # joins placed per statement
+# A cohort's board: its entries, by learner each one's standing, and `n`,
+# how many entries its zones are scaled by (LeagueRules.scaled).
+CohortRows = tuple[list[shapes.LeagueEntry], dict[int, shapes.LeagueSelf], int]
 
 
 class Leagues:
@@ -112,8 +116,7 @@ class Leagues:
             await failpoints.pause("league_deciding")
             row = await self.db.fetch_one(
                 "decide_league_week", tx, season=season, policy=self.policy,
-                top=self.rules.top, promote=list(self.rules.promote),
-                demote=list(self.rules.demote), names=names)
+                names=names, **self.rules.cutoff_table())
         members = int(row["members"]) if row else 0
         log.info("leagues of %s decided: %d members", season, members)
         await self.board.announce_league_result(season)
@@ -137,10 +140,15 @@ class Leagues:
 
     # -- cohort boards and zones -------------------------------------------------------
 
-    async def board_of(self, cohort: Cohort
-                       ) -> tuple[list[shapes.LeagueEntry], dict[int, shapes.LeagueSelf]]:
-        """A cohort's board (ranked like a group board, zones per entry) and,
-        by learner, each entry shown (with its zone)."""
+    async def board_of(self, cohort: Cohort, caller: int | None, decided: bool) -> CohortRows:
+        """A cohort's board, the caller's own entry marked `self` and named
+        (None: the ingest or admin token, nobody's), by learner each entry
+        shown, and `n`, the entries its zones are scaled by. Undecided:
+        ranked like a group board on the week's board, zones per entry.
+        Decided: the decision's ranks, scores and zones, each with its
+        outcome (later corrections change the week's board, not this)."""
+        if decided:
+            return await self._decided_board(cohort, caller)
         rows = await self.db.fetch("cohort_members", season=cohort.season, tier=cohort.tier,
                                    cohort=cohort.number)
         if not rows:
@@ -148,16 +156,23 @@ class Leagues:
         week = parse_season(cohort.season, zone=self.rules.time_zone)
         policy, scored = await self.groups.standings(week, [r["user_id"] for r in rows])
         ranked = rank_members(visible(scored, self.privacy), policy)
-        n = len(ranked)
-        entries: list[shapes.LeagueEntry] = []
-        by_learner: dict[int, shapes.LeagueSelf] = {}
-        for r in ranked:
-            entry: shapes.LeagueEntry = {**public_entry(r.entry()),
-                                         "zone": self.rules.zone(cohort.tier, r.rank, n)}
-            entries.append(entry)
-            by_learner[r.member.user_id] = {"rank": r.rank, "score": r.member.score,
-                                            "zone": entry["zone"]}
-        return entries, by_learner
+        return _board([(r.entry(), self.rules.zone(cohort.tier, r.rank, len(ranked)), None)
+                       for r in ranked], caller, len(ranked))
+
+    async def _decided_board(self, cohort: Cohort, caller: int | None) -> CohortRows:
+        rows = await self.db.fetch("cohort_results", season=cohort.season, tier=cohort.tier,
+                                   cohort=cohort.number)
+        if not rows and not await self.members(cohort):
+            raise DomainError("not_found", f"no cohort {cohort.id}")
+        shown = []
+        for r in rows:
+            uid = int(r["user_id"])
+            vis = self.privacy.visibility(uid, r["visibility"])
+            if vis not in ("hidden", "erased"):
+                shown.append((Entry(int(r["rank"]), uid, r["display_name"] or default_name(uid),
+                                    vis, int(r["score"] or 0)),
+                              OUTCOME_ZONES[r["outcome"]], r["outcome"]))
+        return _board(shown, caller, len(rows))  # n: the ranked at the decision
 
     async def zones(self, season: str) -> int:
         """Notify the members of the week's touched cohorts who entered a
@@ -246,33 +261,43 @@ class Leagues:
         return season
 
     async def learner(self, user_id: int, season: Season) -> shapes.League:
-        """A learner's league of a week (`GET /v1/users/{id}/league`)."""
+        """A learner's league of a week (`GET /v1/users/{id}/league`): their
+        own entry marked and named, why they are in none, which week a
+        pending one waits for; once decided, the decision's board."""
         self.require()
         week = self.week(season)
         row = await self.db.fetch_one("league_membership", season=week.name, user_id=user_id)
-        if row is not None and not row["placed"] and not row["pending"]:
+        if row is not None and not row["placed"] and row["waiting_for"] is None:
             await self.place(week.name)  # joined a moment ago: placed now, not "pending"
             row = await self.db.fetch_one("league_membership", season=week.name,
                                           user_id=user_id)
         status: Literal["none", "pending", "placed"]
+        reason: Literal["no_completion", "hidden", "suspended"] | None = None
         if row is None:
-            tier_row = await self.db.fetch_one("league_tier_of", user_id=user_id)
-            status, tier = "none", int(tier_row["tier"]) if tier_row else 0
+            state = await self.db.fetch_one("league_standing_of", user_id=user_id)
+            status, tier = "none", int(state["tier"]) if state else 0
+            reason = ("suspended" if state and state["suspended"] else
+                      "hidden" if state and state["visibility"] == "hidden" else
+                      "no_completion")
         elif row["placed"]:
             status, tier = "placed", int(row["tier"])
         else:
             status, tier = "pending", int(row["tier_now"])
         tier = min(tier, self.rules.top)
+        decided = await self._decided(week.name)
+        promote, demote = self.rules.scaled(tier, self.rules.size)
         body: shapes.League = {
             "season": week.name, "status": status, "tier": self.rules.tier_name(tier),
             "tier_index": tier, "cohort_id": None, "ends_at": iso(week.ends_at),
             "decides_at": iso(self.rules.decides_at(week)),
-            "promote": self.rules.promote[tier], "demote": self.rules.demote[tier],
-            "entries": [], "self": None, "result": None}
+            "promote": promote, "demote": demote, "entries": [], "self": None,
+            "result": None, "reason": reason,
+            "waiting_for": row["waiting_for"] if status == "pending" and row else None}
         if status == "placed" and row is not None:
             cohort = Cohort(week.name, tier, int(row["cohort"]))
             body["cohort_id"] = cohort.id
-            body["entries"], shown = await self.board_of(cohort)
+            body["entries"], shown, n = await self.board_of(cohort, user_id, decided)
+            body["promote"], body["demote"] = self.rules.scaled(tier, n)
             body["self"] = shown.get(user_id)
         result = await self.db.fetch_one("league_result_of", season=week.name, user_id=user_id)
         if result is not None:
@@ -280,20 +305,24 @@ class Leagues:
                               "new_tier": self.rules.tier_name(int(result["new_tier"]))}
         return body
 
-    async def cohort(self, season: Season, cohort_id: str
+    async def _decided(self, season: str) -> bool:
+        row = await self.db.fetch_one("league_week", season=season)
+        return bool(row and row["decided_at"])
+
+    async def cohort(self, season: Season, cohort_id: str, caller: int | None = None
                      ) -> tuple[shapes.CohortBoard, Cohort]:
-        """A cohort's board (`GET /v1/leagues/{season}/cohorts/{id}`): the
-        caller's right to read it is the route's to check (`members`)."""
+        """A cohort's board (`GET /v1/leagues/{season}/cohorts/{id}`), the
+        caller's entry marked: their right to read it is the route's to
+        check (`members`)."""
         self.require()
         week = self.week(season)
         cohort = parse_cohort_id(cohort_id)
         if cohort is None or cohort.season != week.name or cohort.tier > self.rules.top:
             raise DomainError("not_found", f"no cohort {cohort_id}")
-        entries, _ = await self.board_of(cohort)
-        row = await self.db.fetch_one("league_week", season=week.name)
+        decided = await self._decided(week.name)
+        entries, _, _ = await self.board_of(cohort, caller, decided)
         return {"season": week.name, "tier": self.rules.tier_name(cohort.tier),
-                "cohort_id": cohort.id, "decided": bool(row and row["decided_at"]),
-                "entries": entries}, cohort
+                "cohort_id": cohort.id, "decided": decided, "entries": entries}, cohort
 
     async def members(self, cohort: Cohort) -> list[int]:
         rows = await self.db.fetch("cohort_members", season=cohort.season, tier=cohort.tier,
@@ -333,6 +362,32 @@ class Leagues:
 
     def current_week(self, now: datetime | None = None) -> Season:
         return season_of(now or datetime.now(UTC), "week", zone=self.rules.time_zone)
+
+
+OUTCOME_ZONES: dict[str, Zone | None] = {"promoted": "promotion", "demoted": "demotion",
+                                         "stayed": None}
+
+
+def _board(shown: list[tuple[Entry, Zone | None, str | None]], caller: int | None, n: int
+           ) -> CohortRows:
+    """A cohort board's rows (entry, zone, outcome once decided): the
+    caller's own with their real name (an anonymous learner finds
+    themselves), every other as the public sees it; by learner, each one's
+    standing; and `n`."""
+    entries: list[shapes.LeagueEntry] = []
+    standings: dict[int, shapes.LeagueSelf] = {}
+    for entry, zone, outcome in shown:
+        mine = entry.user_id == caller
+        public = public_entry(entry) if not mine else None
+        row: shapes.LeagueEntry = {
+            "rank": entry.rank, "user_id": public["user_id"] if public else entry.user_id,
+            "display_name": public["display_name"] if public else entry.display_name,
+            "score": entry.score, "zone": zone, "self": mine}
+        if outcome is not None:
+            row["outcome"] = shapes.league_outcome(outcome)
+        entries.append(row)
+        standings[entry.user_id] = {"rank": entry.rank, "score": entry.score, "zone": zone}
+    return entries, standings, n
 
 
 def _zone(shown: Any) -> Zone | None:

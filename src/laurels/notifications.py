@@ -81,7 +81,8 @@ class Notifications:
         names = await self.public_names(named_ids(r["data"] for r in rows), tx)
         return [{"id": r["id"], "kind": r["kind"], "season": label_of(r["season"]),
                  "data": with_names(r["kind"], r["data"], names),
-                 "created_at": utc(r["created_at"]), "read": r["read"]} for r in rows]
+                 "created_at": utc(r["created_at"]), "updated_at": utc(r["updated_at"]),
+                 "read": r["read"]} for r in rows]
 
     async def newest(self, user_id: int) -> shapes.Notifications:
         rows = await self.db.fetch("list_notifications", user_id=user_id, limit=LIST_LIMIT)

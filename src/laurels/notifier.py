@@ -116,7 +116,9 @@ class Notifier:
                 row = await self.db.fetch_one(
                     "insert_notification", tx, user_id=uid, kind="top10", season=season,
                     data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"]), **board}),
-                    dedup_key=f"top10:{season}:{seq}")
+                    # At most once per learner and season: leaving the top 10
+                    # and entering it again tells them nothing new.
+                    dedup_key=f"top10:{season}")
                 if row:
                     created.append((uid, row["id"]))
                     NOTIFICATIONS_WRITTEN.labels("top10").inc()

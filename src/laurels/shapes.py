@@ -33,6 +33,13 @@ def visibility(stored: str) -> Visibility:
     return stored  # type: ignore[return-value]
 
 
+def league_outcome(stored: str) -> LeagueOutcome:
+    """A league outcome read back from PostgreSQL, as the type it is."""
+    if stored not in get_args(LeagueOutcome):
+        raise ValueError(f"unknown league outcome {stored!r}")
+    return stored  # type: ignore[return-value]
+
+
 class Entry(TypedDict):
     rank: int
     user_id: int | None  # null: an anonymous learner
@@ -177,6 +184,7 @@ class Notification(TypedDict):
     season: str
     data: dict[str, Any]
     created_at: str
+    updated_at: str
     read: bool
 
 
@@ -190,6 +198,8 @@ class Read(TypedDict):
 
 class LeagueEntry(Entry):
     zone: Zone | None
+    self: bool
+    outcome: NotRequired[LeagueOutcome]  # once the week is decided
 
 
 class LeagueSelf(TypedDict):
@@ -217,6 +227,8 @@ class League(TypedDict):
     entries: list[LeagueEntry]
     self: LeagueSelf | None
     result: LeagueResult | None
+    reason: Literal["no_completion", "hidden", "suspended"] | None
+    waiting_for: str | None
 
 
 class CohortBoard(TypedDict):

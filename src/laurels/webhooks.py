@@ -153,7 +153,8 @@ class Outgoing:
             "id": note["id"], "user_id": note["user_id"], "kind": note["kind"],
             "season": label_of(note["season"]),
             "data": with_names(note["kind"], note["data"], names),
-            "created_at": utc(note["created_at"]), "read": note["read"]}}
+            "created_at": utc(note["created_at"]), "updated_at": utc(note["updated_at"]),
+            "read": note["read"]}}
 
 
 class Webhooks:

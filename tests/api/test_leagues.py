@@ -32,8 +32,8 @@ W40, W41 = "2026-W40", "2026-W41"
 SITE = "https://platform.test"
 
 LEAGUE_KEYS = {"season", "status", "tier", "tier_index", "cohort_id", "ends_at", "decides_at",
-               "promote", "demote", "entries", "self", "result"}
-ENTRY_KEYS = {"rank", "user_id", "display_name", "score", "zone"}
+               "promote", "demote", "entries", "self", "result", "reason", "waiting_for"}
+ENTRY_KEYS = {"rank", "user_id", "display_name", "score", "zone", "self"}
 COHORT_KEYS = {"season", "tier", "cohort_id", "decided", "entries"}
 RECORD_KEYS = {"season", "tier", "cohort_id", "rank", "outcome", "new_tier"}
 TIER_KEYS = {"tier", "cohorts", "members", "promoted", "demoted"}
@@ -74,8 +74,11 @@ async def get(api: Api, path: str, token: str | None, **params: Any) -> Any:
     return resp.json()
 
 
-def rows(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    assert all(e.keys() == ENTRY_KEYS for e in entries), entries
+def rows(entries: list[dict[str, Any]], decided: bool = False) -> list[tuple[Any, ...]]:
+    """(rank, user_id, score, zone) of each entry, whose keys are checked:
+    `outcome` once the week is decided, never before."""
+    keys = ENTRY_KEYS | {"outcome"} if decided else ENTRY_KEYS
+    assert all(e.keys() == keys for e in entries), entries
     return [(e["rank"], e["user_id"], e["score"], e["zone"]) for e in entries]
 
 
@@ -102,7 +105,8 @@ async def test_a_learners_league_none_then_placed_with_zones(serve: ApiFactory) 
     assert none == {
         "season": week, "status": "none", "tier": "bronze", "tier_index": 0, "cohort_id": None,
         "ends_at": none["ends_at"], "decides_at": none["decides_at"], "promote": 2, "demote": 1,
-        "entries": [], "self": None, "result": None}
+        "entries": [], "self": None, "result": None, "reason": "no_completion",
+        "waiting_for": None}
     assert none["ends_at"] == (starts + timedelta(days=7)).isoformat().replace("+00:00", "Z")
     assert none["decides_at"] > none["ends_at"]
 
@@ -115,23 +119,39 @@ async def test_a_learners_league_none_then_placed_with_zones(serve: ApiFactory) 
     assert rows(mine["entries"]) == [(1, 5, 50, "promotion"), (2, 4, 40, "promotion"),
                                      (3, 3, 30, None), (4, 2, 20, None), (5, 1, 10, None)]
     assert mine["self"] == {"rank": 3, "score": 30, "zone": None}
-    assert mine["result"] is None
+    assert [e["self"] for e in mine["entries"]] == [False, False, True, False, False]
+    assert (mine["result"], mine["reason"], mine["waiting_for"]) == (None, None, None)
+    assert (mine["promote"], mine["demote"]) == (2, 1)  # a full cohort: PROMOTE and DEMOTE
     alone = await get(api, f"/v1/users/6/league?season={week}", token_for(api.env, 6))
     assert (alone["cohort_id"], rows(alone["entries"])) == (f"{week}.0.1",
                                                             [(1, 6, 60, "promotion")])
+    # One member: ceil(2 * 1 / 5) = 1 promotes, floor(1 * 1 / 5) = 0 demotes.
+    assert (alone["promote"], alone["demote"]) == (1, 0)
     assert await get(api, "/v1/users/3/league", ADMIN) == mine  # admin reads any learner's
 
-    # An anonymous member is masked on the board, and still sees their own row.
-    assert (await api.client(INGEST).put("/v1/users/4", json={"visibility": "anonymous"})
-            ).status_code == 200
+    # An anonymous member is masked on the board for the others, and finds
+    # their own row with their real name (issue 43).
+    assert (await api.client(INGEST).put("/v1/users/4", json={
+        "visibility": "anonymous", "display_name": "Quiet Four"})).status_code == 200
 
     async def masked() -> Any:
-        body = await get(api, "/v1/users/4/league", token_for(api.env, 4))
+        body = await get(api, "/v1/users/3/league", token_for(api.env, 3))
         return body if body["entries"][1]["user_id"] is None else None
 
-    anonymous = await eventually(masked, what="learner 4 masked on the cohort board")
-    assert anonymous["entries"][1]["display_name"] == "Anonymous"
+    others = await eventually(masked, what="learner 4 masked on the cohort board")
+    assert (others["entries"][1]["display_name"], others["entries"][1]["self"]) == (
+        "Anonymous", False)
+    anonymous = await get(api, "/v1/users/4/league", token_for(api.env, 4))
+    assert anonymous["entries"][1] == {"rank": 2, "user_id": 4, "display_name": "Quiet Four",
+                                       "score": 40, "zone": "promotion", "self": True}
+    assert [e["self"] for e in anonymous["entries"]].count(True) == 1
     assert anonymous["self"] == {"rank": 2, "score": 40, "zone": "promotion"}
+    # On the cohort's own board too, read with their token; not with the platform's.
+    cohort = await get(api, f"/v1/leagues/{week}/cohorts/{week}.0.0", token_for(api.env, 4))
+    assert cohort["entries"][1]["display_name"] == "Quiet Four" and cohort["entries"][1]["self"]
+    platform = await get(api, f"/v1/leagues/{week}/cohorts/{week}.0.0", INGEST)
+    assert not any(e["self"] for e in platform["entries"])
+    assert platform["entries"][1]["display_name"] == "Anonymous"
 
     # Any week; only weeks.
     other = await get(api, "/v1/users/3/league", token_for(api.env, 3), season=W40)
@@ -151,20 +171,79 @@ async def test_a_learners_league_none_then_placed_with_zones(serve: ApiFactory) 
     assert_problem(await api.client(ADMIN).get("/v1/users/x/league"), 422, "validation_error")
 
 
+async def test_a_learner_in_no_league_is_told_why(serve: ApiFactory) -> None:
+    """Issue 43, point 2: a hidden learner with points, and a suspended one,
+    are `none` with their reason, never "complete a tutorial"; one with no
+    completion is told that."""
+    api = await serve(**LEAGUES)
+    week = this_week()
+    assert (await api.client(INGEST).put("/v1/users/7", json={"visibility": "hidden"})
+            ).status_code == 200
+    await record(api, 7, 50)
+    assert (await api.client(INGEST).put("/v1/users/8", json={"display_name": "Eight"})
+            ).status_code == 200
+    resp = await api.client(ADMIN).post("/v1/admin/users/8/suspend", json={"reason": "test"})
+    assert resp.status_code == 200, resp.text
+    await record(api, 8, 40)
+    await api.runtime.leagues.place(week)
+    for uid, reason in ((7, "hidden"), (8, "suspended"), (9, "no_completion")):
+        body = await get(api, f"/v1/users/{uid}/league", token_for(api.env, uid))
+        assert (body["status"], body["reason"], body["waiting_for"], body["cohort_id"]) == (
+            "none", reason, None, None), (uid, body)
+
+
+async def test_a_decided_cohort_board_is_the_decision(serve: ApiFactory) -> None:
+    """Issue 43, point 4: once the week is decided, voiding the winner's
+    completions changes the week's board, not the cohort's: every entry
+    keeps its decided rank, score and zone, with its outcome, and the
+    learner's own standing agrees with their result."""
+    api = await serve(**LEAGUES)
+    for uid in range(1, 6):
+        await record(api, uid, 10 * uid, W40)
+    await applied(api, W40, {uid: 10 * uid for uid in range(1, 6)})
+    await api.runtime.leagues.place(W40)
+    assert await api.runtime.leagues.decide(W40)
+    path = f"/v1/leagues/{W40}/cohorts/{W40}.0.0"
+    before = await get(api, path, INGEST)
+    decided = [(1, 5, 50, "promotion"), (2, 4, 40, "promotion"), (3, 3, 30, None),
+               (4, 2, 20, None), (5, 1, 10, None)]
+    assert before["decided"] and rows(before["entries"], decided=True) == decided
+    resp = await api.client(ADMIN).post(f"/v1/admin/completions/{W40}-5-50/void",
+                                        json={"reason": "copied"})
+    assert resp.status_code == 200, resp.text
+
+    async def voided() -> bool:
+        body = await get(api, f"/v1/leaderboards/{W40}", None)
+        return 5 not in [e["user_id"] for e in body["entries"]]
+
+    await eventually(voided, what="the void on the week's board")
+    assert await get(api, path, INGEST) == before
+    three = await get(api, "/v1/users/3/league", token_for(api.env, 3), season=W40)
+    assert rows(three["entries"], decided=True) == decided
+    assert three["self"] == {"rank": 3, "score": 30, "zone": None}
+    assert three["result"] == {"rank": 3, "outcome": "stayed", "new_tier": "bronze"}
+    assert [e["outcome"] for e in three["entries"]] == ["promoted", "promoted", "stayed",
+                                                        "stayed", "stayed"]
+    assert [e["self"] for e in three["entries"]] == [False, False, True, False, False]
+    assert (three["promote"], three["demote"]) == (2, 1)
+
+
 # -- cohorts --------------------------------------------------------------------------------
 
 async def test_a_cohorts_board_is_for_its_members_and_the_platform(serve: ApiFactory) -> None:
     api = await serve(**LEAGUES)
     week = await six_learners_this_week(api)
     path = f"/v1/leagues/{week}/cohorts/{week}.0.0"
-    board = await get(api, path, token_for(api.env, 2))
+    board = await get(api, path, INGEST)
     assert board.keys() == COHORT_KEYS
     assert (board["season"], board["tier"], board["cohort_id"], board["decided"]) == (
         week, "bronze", f"{week}.0.0", False)
     assert rows(board["entries"]) == [(1, 5, 50, "promotion"), (2, 4, 40, "promotion"),
                                       (3, 3, 30, None), (4, 2, 20, None), (5, 1, 10, None)]
-    assert await get(api, f"/v1/leagues/current/cohorts/{week}.0.0", INGEST) == board
-    assert await get(api, path, ADMIN) == board
+    assert await get(api, f"/v1/leagues/current/cohorts/{week}.0.0", ADMIN) == board
+    mine = await get(api, path, token_for(api.env, 2))
+    assert [e["self"] for e in mine["entries"]] == [False, False, False, True, False]
+    assert rows(mine["entries"]) == rows(board["entries"])
 
     for suffix in ("", "/events"):  # the board and its hints: the same access
         here = path + suffix
@@ -273,6 +352,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
     pending = await get(api, "/v1/users/10/league", token_for(api.env, 10), season=W41)
     assert (pending["status"], pending["tier"], pending["cohort_id"], pending["entries"],
             pending["self"], pending["result"]) == ("pending", "bronze", None, [], None, None)
+    assert (pending["reason"], pending["waiting_for"]) == (None, W40)
 
     summary = await get(api, f"/v1/admin/leagues/{W40}", ADMIN)
     assert summary.keys() == {"season", "decided", "tiers"}
@@ -291,6 +371,11 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
         "rank": 5, "outcome": "stayed", "new_tier": "bronze"}
     decided = await get(api, f"/v1/leagues/{W40}/cohorts/{W40}.0.0", INGEST)
     assert decided["decided"] is True
+    assert rows(decided["entries"], decided=True) == [
+        (1, 5, 5, "promotion"), (2, 4, 4, "promotion"), (3, 3, 3, None), (4, 2, 2, None),
+        (5, 1, 1, None)]
+    assert [e["outcome"] for e in decided["entries"]] == ["promoted", "promoted", "stayed",
+                                                          "stayed", "stayed"]
 
     # W41: the four promoted play silver (10, pending until now, among them).
     for uid, points in ((9, 30), (5, 20), (4, 10), (1, 5)):
@@ -300,13 +385,15 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
     four = await get(api, "/v1/users/4/league", token_for(api.env, 4), season=W41)
     assert (four["status"], four["tier"], four["tier_index"], four["cohort_id"]) == (
         "placed", "silver", 1, f"{W41}.1.0")
+    # Four of five: ceil(2 * 4 / 5) = 2 promote, floor(1 * 4 / 5) = 0 demote.
     assert rows(four["entries"]) == [(1, 10, 40, "promotion"), (2, 9, 30, "promotion"),
-                                     (3, 5, 20, None), (4, 4, 10, "demotion")]
-    assert four["self"] == {"rank": 4, "score": 10, "zone": "demotion"}
+                                     (3, 5, 20, None), (4, 4, 10, None)]
+    assert (four["promote"], four["demote"]) == (2, 0)
+    assert four["self"] == {"rank": 4, "score": 10, "zone": None}
     assert await leagues.decide(W41)
     assert (await get(api, f"/v1/admin/leagues/{W41}", ADMIN))["tiers"] == [
         {"tier": "bronze", "cohorts": 1, "members": 1, "promoted": 1, "demoted": 0},
-        {"tier": "silver", "cohorts": 1, "members": 4, "promoted": 2, "demoted": 1},
+        {"tier": "silver", "cohorts": 1, "members": 4, "promoted": 2, "demoted": 0},
         {"tier": "gold", "cohorts": 0, "members": 0, "promoted": 0, "demoted": 0}]
 
     # Learner 4's history, newest first, one week a page.
@@ -315,7 +402,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
     assert first.keys() == {"results", "next"} and first["next"]
     assert [r.keys() == RECORD_KEYS for r in first["results"]] == [True]
     assert first["results"] == [{"season": W41, "tier": "silver", "cohort_id": f"{W41}.1.0",
-                                 "rank": 4, "outcome": "demoted", "new_tier": "bronze"}]
+                                 "rank": 4, "outcome": "stayed", "new_tier": "silver"}]
     second = (await mine.get("/v1/users/4/league/history",
                              params={"limit": 1, "after": first["next"]})).json()
     assert second == {"results": [{"season": W40, "tier": "bronze", "cohort_id": f"{W40}.0.0",
@@ -387,7 +474,8 @@ async def test_the_openapi_document_describes_the_league_bodies(serve: ApiFactor
     league = body("/v1/users/{user_id}/league")
     assert keys(league) == LEAGUE_KEYS
     entry = schemas[league["properties"]["entries"]["items"]["$ref"].rsplit("/", 1)[1]]
-    assert keys(entry) == ENTRY_KEYS
+    assert keys(entry) == ENTRY_KEYS | {"outcome"}  # (once decided)
+    assert "outcome" not in entry.get("required", [])
     assert keys(body("/v1/leagues/{season}/cohorts/{cohort_id}")) == COHORT_KEYS
     assert keys(body("/v1/users/{user_id}/league/history")) == {"results", "next"}
     assert keys(schemas["LeagueRecordOut"]) == RECORD_KEYS

@@ -169,7 +169,7 @@ async def test_every_event_arrives_signed_after_failures(
     final = [e for e in receiver.received.values() if e["type"] == "notification.created"]
     assert {e["data"]["user_id"] for e in final} == {1}  # erased 2 got none sent
     assert set(final[0]["data"]) == {"id", "user_id", "kind", "season", "data", "created_at",
-                                     "read"}
+                                     "updated_at", "read"}
     assert final[0]["data"]["kind"] == "season_final"
     assert set(events["user.erased"]) == {"id", "type", "created_at", "data"}
     # The audit and the deliveries agree; paging walks every delivery once.

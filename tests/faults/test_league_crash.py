@@ -77,7 +77,8 @@ def test_a_decision_killed_midway_decides_once_after_a_restart(
         wait_until(lambda: rows(database_url, "SELECT count(*) FROM league_results")
                    == [(7,)], 30, "the week decided")
         results = dict(rows(database_url, "SELECT user_id, outcome FROM league_results"))
-        assert results[7] == results[6] == "promoted"  # cohort 0: 1..5; cohort 1: 6, 7
+        # Cohort 0: 1..5 (2 promote); cohort 1: 6 and 7 (ceil(2 * 2 / 5) = 1).
+        assert results[7] == "promoted" and results[6] == "stayed"
         assert results[5] == results[4] == "promoted" and results[1] == "stayed"
         notes = rows(database_url, "SELECT user_id, count(*) FROM notifications"
                                    " WHERE kind = 'league_result' GROUP BY 1")

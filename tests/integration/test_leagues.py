@@ -228,11 +228,12 @@ async def test_erasure_removes_a_learner_from_every_cohort_and_result(rt: Runtim
 
 async def test_someone_else_s_completion_pushes_a_learner_into_the_demotion_zone(
         rt: Runtime) -> None:
-    """A silver cohort of three (promote 1, demote 1): the last is in the
-    demotion zone. Learner 3 climbs out of it with a completion of their
-    own, which pushes learner 4 in: learner 4 is notified, though they did
-    nothing."""
-    rules = {"league_tiers": ("bronze", "silver", "gold"), "league_promote": (3, 1, 1)}
+    """A silver cohort of three (promote 1, demote 2 of 5, scaled to three:
+    ceil(3/5) = 1 and floor(6/5) = 1): the last is in the demotion zone.
+    Learner 3 climbs out of it with a completion of their own, which pushes
+    learner 4 in: learner 4 is notified, though they did nothing."""
+    rules = {"league_tiers": ("bronze", "silver", "gold"), "league_promote": (3, 1, 1),
+             "league_demote": (1, 2, 2)}
     svc = await leagues(rt, **rules)
     await svc.ingestor.record([item(f"w{u}", u, u) for u in range(1, 6)])
     await svc.leagues.place(W49)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -101,6 +102,7 @@ class Model:
     tiers: dict[int, int] = field(default_factory=lambda: dict(TIER_BEFORE))
     decided: bool = False
     results: dict[int, tuple[int | None, str, int]] = field(default_factory=dict)
+    decided_scores: dict[int, int] = field(default_factory=dict)  # as the decision ranked them
 
     def user(self, uid: int) -> User:
         return self.users.setdefault(uid, User())
@@ -203,24 +205,51 @@ class Model:
         self.place()
         self.decided = True
         st_ = self.standings()
-        promote, demote, top = LEAGUES["league_promote"][0], LEAGUES["league_demote"][0], 2
+        top = 2
         for tier, cohort in {(t, slot // size) for t, slot in self.slots.values()}:
             members = [u for u, (t, s) in self.slots.items() if t == tier and s // size == cohort]
             eligible = {u: st_[u] for u in members if u in st_ and self.vis(u) != "hidden"}
             order = self.order(eligible)
+            # The zones scale with the cohort's board (CONTRACT.md, Leagues):
+            # p = ceil(PROMOTE * n / SIZE), d = floor(DEMOTE * n / SIZE).
+            n = len(eligible)
+            promote = math.ceil(LEAGUES["league_promote"][0] * n / size)
+            demote = math.floor(LEAGUES["league_demote"][0] * n / size)
+            if 0 < n < size:
+                event("a league decision of a cohort smaller than a full one")
             for uid in members:
                 rank = (self.rank(eligible, order, order.index(uid), eligible[uid][0])
                         if uid in eligible else None)
                 outcome, new = "stayed", tier
                 if rank is not None and rank <= promote and tier < top:
                     outcome, new = "promoted", tier + 1
-                elif rank is not None and rank > max(promote, len(eligible) - demote) and tier:
+                elif rank is not None and rank > max(promote, n - demote) and tier:
                     outcome, new = "demoted", tier - 1
                 self.results[uid] = (rank, outcome, new)
+                if rank is not None:
+                    self.decided_scores[uid] = eligible[uid][0]
                 self.tiers[uid] = new
                 self.notify(uid, "league_result", {
                     "tier": TIERS[tier], "cohort_id": f"{SEASON}.{tier}.{cohort}",
                     "rank": rank, "outcome": outcome, "new_tier": TIERS[new]})
+
+    def decided_board(self, tier: int, cohort: int, size: int) -> list[dict[str, Any]]:
+        """A decided cohort's board: its members ranked by the decision, as
+        decided, shown as they are now (hidden and erased ones left out)."""
+        zones = {"promoted": "promotion", "demoted": "demotion", "stayed": None}
+        out = []
+        for uid, (rank, outcome, _) in sorted(self.results.items(),
+                                              key=lambda r: (r[1][0] or 0, r[0])):
+            if (rank is None or self.slots[uid][0] != tier
+                    or self.slots[uid][1] // size != cohort or self.user(uid).erased
+                    or self.vis(uid) == "hidden"):
+                continue
+            anonymous = self.vis(uid) == "anonymous"
+            out.append({"rank": rank, "user_id": None if anonymous else uid,
+                        "display_name": "Anonymous" if anonymous else self.name(uid),
+                        "score": self.decided_scores[uid], "zone": zones[outcome],
+                        "self": False, "outcome": outcome})
+        return out
 
     def notify(self, uid: int, kind: str, data: dict[str, Any]) -> None:
         notes = self.notes.setdefault(uid, [])
@@ -251,7 +280,10 @@ class Model:
         if new_rank <= 10 and old_rank is not None and old_rank > 10:
             event("climbed into the top 10")
         if new_rank <= 10 and (old_rank is None or old_rank > 10):
-            self.notify(uid, "top10", {"rank": new_rank, "score": score})
+            if any(n["kind"] == "top10" for n in self.notes.get(uid, [])):
+                event("entered the top 10 again: told once a season")
+            else:
+                self.notify(uid, "top10", {"rank": new_rank, "score": score})
         frm = old if old is not None else 100  # a newcomer comes from below the top 100
         if frm > new:
             last = min(frm, new + 10, 99)
@@ -594,6 +626,8 @@ class Run:
                         "status": "voided" if voided else "recorded"}
         if comp.voided and not voided:
             self.model.join([comp.uid])  # it counts again: a first one joins
+        if self.model.decided and self.model.results.get(comp.uid, (None,))[0] is not None:
+            event("a ranked member's completion corrected after the decision")
         comp.voided = voided
 
     async def leagues(self, decide: bool) -> None:
@@ -671,6 +705,13 @@ class Run:
             got_results = {r["user_id"]: (r["rank"], r["outcome"], r["new_tier"])
                            for r in await cur.fetchall()}
             assert got_results == model.results, "league results"
+        if model.decided:  # each cohort's board is the decision's, whatever came since
+            for tier, cohort in sorted({(t, slot // LEAGUES["league_size"])
+                                        for t, slot in model.slots.values()}):
+                got_board, _ = await self.sys.leagues.cohort(
+                    season, f"{SEASON}.{tier}.{cohort}")
+                assert got_board["decided"] and got_board["entries"] == model.decided_board(
+                    tier, cohort, LEAGUES["league_size"]), "a decided cohort's board"
         # Nothing left behind for the projector: the fast path applied everything.
         assert await self.sys.projector.drain(min_age_seconds=0) == 0
         await self.sys.consume()

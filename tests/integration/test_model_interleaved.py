@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, note
+from hypothesis import HealthCheck, event, note
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -218,6 +218,9 @@ class InterleavingMachine(RuleBasedStateMachine):
         if point in self._held_points():
             point = None  # one holder per point at a time
         self.log.append(f"start {name} {uid or ''} held at {point}")
+        racing = {name, *(o.name for o in self.ops)}
+        if {"correct", "decide"} <= racing:
+            event("a correction racing a league decision")
         waiting = await self._waiting()
         stack = contextlib.ExitStack()
         held = stack.enter_context(failpoints.hold(point)) if point else None
@@ -412,10 +415,10 @@ class InterleavingMachine(RuleBasedStateMachine):
         # No webhook that arrived during this step names a learner whose
         # erasure had returned before it (their own `user.erased` aside).
         assert self.receiver is not None
-        for event in self.receiver.events[self.heard:]:
-            if event["type"] != "user.erased":
-                named = json_ids(event["data"])
-                assert not named & self.erased_before, f"a webhook named {event}"
+        for sent in self.receiver.events[self.heard:]:
+            if sent["type"] != "user.erased":
+                named = json_ids(sent["data"])
+                assert not named & self.erased_before, f"a webhook named {sent}"
         self.heard = len(self.receiver.events)
         self.erased_before = erased - busy
         # Every public read, enumerated (boards of every period, neighbours,

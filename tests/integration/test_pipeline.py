@@ -222,6 +222,40 @@ async def test_a_newcomer_overtakes_those_it_lands_above(rt: Runtime) -> None:
     assert overtaken == [2]
 
 
+async def test_top10_comes_once_a_season_and_a_refreshed_notice_moves_up(rt: Runtime) -> None:
+    """Issue 43, point 5: learner 1 enters the top 10, is pushed out by
+    eleven others, and climbs back: one `top10` for the season. Their
+    unread `overtaken`, refreshed by a newer pass, keeps its `created_at`
+    and comes first again (`updated_at`), above a notice written since."""
+    w48 = parse_season("2026-W48", zone="UTC").starts_at + timedelta(hours=1)
+    await rt.derive(clock=lambda: w48).ingestor.record([{
+        "completion_id": "w48", "user_id": 1, "points": 1, "completed_at": w48.isoformat()}])
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.rebuilder.run(W49)
+
+    async def notes(uid: int) -> list[dict[str, Any]]:
+        for _ in range(3):
+            await svc.notifier.consume()
+        return list((await svc.notifications.newest(uid))["notifications"])
+
+    await svc.ingestor.record([item("t1", 1, 5)])
+    await svc.ingestor.record([item(f"p{u}", u, 10) for u in range(2, 13)])  # 1 is 12th
+    await svc.ingestor.record([item("t1b", 1, 100)])  # back at the top
+    mine = await notes(1)
+    assert [n["kind"] for n in mine] == ["overtaken", "top10"], mine
+    overtaken = mine[0]
+    assert await svc.lifecycle.finalize("2026-W48")  # a newer notice: W48's final rank
+    assert [n["kind"] for n in await notes(1)] == ["season_final", "overtaken", "top10"]
+    await svc.ingestor.record([item("p13", 13, 500)])  # passes 1: the unread one refreshed
+    again = await notes(1)
+    assert [n["kind"] for n in again] == ["overtaken", "season_final", "top10"]
+    assert (again[0]["id"], again[0]["created_at"]) == (overtaken["id"],
+                                                        overtaken["created_at"])
+    assert again[0]["updated_at"] > again[1]["updated_at"] >= again[0]["created_at"]
+    assert again[0]["data"]["by_user_id"] == 13
+    assert all(n["updated_at"] == n["created_at"] for n in again[1:])
+
+
 def test_notification_times_are_utc_whatever_the_session_zone() -> None:
     tokyo = datetime(2026, 11, 30, 21, 0, tzinfo=timezone(timedelta(hours=9)))
     assert utc(tokyo) == "2026-11-30T12:00:00Z"

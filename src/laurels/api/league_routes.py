@@ -85,7 +85,7 @@ async def readable_cohort(request: Request, season: str, cohort_id: str,
     learner who is not a member 403 (docs/contract.md: a cohort is no
     secret, unlike a group)."""
     body, cohort = await leagues(request).cohort(path_week(season, request),
-                                                 path_cohort_id(cohort_id))
+                                                 path_cohort_id(cohort_id), caller)
     if caller is not None and caller not in await leagues(request).members(cohort):
         raise Problem("forbidden", "only the cohort's members (or the ingest or admin token) "
                                    "read its board")

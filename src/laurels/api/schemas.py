@@ -124,6 +124,7 @@ class NotificationOut(BaseModel):
     season: str
     data: dict[str, Any]
     created_at: str
+    updated_at: str
     read: bool
 
 
@@ -270,6 +271,8 @@ LeagueOutcome = Literal["promoted", "demoted", "stayed"]
 
 class LeagueEntryOut(EntryOut):
     zone: LeagueZone | None
+    self: bool = Field(description="the caller's own entry, with their real name")
+    outcome: LeagueOutcome | None = Field(None, description="only once the week is decided")
 
 
 class LeagueSelfOut(BaseModel):
@@ -297,6 +300,10 @@ class LeagueOut(BaseModel):
     entries: list[LeagueEntryOut]
     self: LeagueSelfOut | None
     result: LeagueResultOut | None
+    reason: Literal["no_completion", "hidden", "suspended"] | None = Field(
+        description="why the learner is `none` (null otherwise)")
+    waiting_for: str | None = Field(
+        description="the week a `pending` learner waits for (null otherwise)")
 
 
 class CohortOut(BaseModel):

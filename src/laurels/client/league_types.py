@@ -4,19 +4,22 @@ apart from types.py, which holds the rest of the API's."""
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 from laurels.client.types import Entry
 
 LeagueStatus: TypeAlias = Literal["none", "pending", "placed"]
 LeagueZone: TypeAlias = Literal["promotion", "demotion"]
 LeagueOutcome: TypeAlias = Literal["promoted", "demoted", "stayed"]
+LeagueReason: TypeAlias = Literal["no_completion", "hidden", "suspended"]
 
 
 class LeagueEntry(Entry):
-    """A row of a league cohort's board."""
+    """A row of a league cohort's board (as decided, once the week is)."""
 
     zone: LeagueZone | None  # promotion, demotion, or neither
+    self: bool  # the caller's own row: always with their real name
+    outcome: NotRequired[LeagueOutcome]  # only once the week is decided
 
 
 class LeagueStanding(TypedDict):
@@ -45,11 +48,13 @@ class League(TypedDict):
     cohort_id: str | None  # null unless placed
     ends_at: str
     decides_at: str  # the week's end plus the league grace
-    promote: int  # ranks of the tier that go up
-    demote: int  # ranks of the tier that go down
+    promote: int  # ranks of their cohort that go up (fewer in a small cohort)
+    demote: int  # ranks of their cohort that go down
     entries: list[LeagueEntry]  # their cohort's board; empty unless placed
     self: LeagueStanding | None  # null unless on their cohort's board
     result: LeagueResult | None  # null until the week is decided
+    reason: LeagueReason | None  # why `none`: null otherwise
+    waiting_for: str | None  # the week a `pending` learner waits for: null otherwise
 
 
 class CohortBoard(TypedDict):

@@ -176,13 +176,14 @@ class Notification(TypedDict):
     season: str
     data: dict[str, Any]
     created_at: str
+    updated_at: str  # its latest change (a refreshed notice's newer state)
     read: bool
 
 
 class Notifications(TypedDict):
     """A learner's notifications: `GET /v1/users/{user_id}/notifications`."""
 
-    notifications: list[Notification]  # newest first
+    notifications: list[Notification]  # the latest change first
 
 
 class MarkedRead(TypedDict):

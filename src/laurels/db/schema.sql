@@ -207,6 +207,7 @@ CREATE TABLE league_results (
     rank integer,
     outcome text NOT NULL,
     new_tier smallint NOT NULL,
+    score bigint,
     CONSTRAINT league_results_outcome_check CHECK ((outcome = ANY (ARRAY['promoted'::text, 'demoted'::text, 'stayed'::text]))),
     CONSTRAINT league_results_pkey PRIMARY KEY (season, user_id)
 );
@@ -258,12 +259,13 @@ CREATE TABLE notifications (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     read boolean DEFAULT false NOT NULL,
     dedup_key text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT notifications_kind_check CHECK ((kind = ANY (ARRAY['overtaken'::text, 'top10'::text, 'season_final'::text, 'league_zone'::text, 'league_result'::text]))),
     CONSTRAINT notifications_pkey PRIMARY KEY (id),
     CONSTRAINT notifications_user_id_dedup_key_key UNIQUE (user_id, dedup_key)
 );
+CREATE INDEX notifications_latest ON public.notifications USING btree (user_id, updated_at DESC, id DESC);
 CREATE UNIQUE INDEX notifications_one_unread_overtaken ON public.notifications USING btree (user_id, season) WHERE ((kind = 'overtaken'::text) AND (NOT read));
-CREATE INDEX notifications_user ON public.notifications USING btree (user_id, id DESC);
 CREATE TRIGGER notification_refreshed_webhook AFTER UPDATE OF data ON public.notifications FOR EACH ROW WHEN ((old.dedup_key IS DISTINCT FROM new.dedup_key)) EXECUTE FUNCTION laurels_notification_webhook();
 CREATE TRIGGER notification_webhook AFTER INSERT ON public.notifications REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION laurels_notifications_webhook();
 

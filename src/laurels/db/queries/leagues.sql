@@ -76,14 +76,15 @@ SELECT p.tier, p.cohort, count(*) AS joined FROM placed p GROUP BY 1, 2 ORDER BY
 
 -- name: league_membership
 -- A learner's membership of a week (or their join, not yet placed), and
--- whether an earlier week of theirs is undecided (as place_joins decides;
--- a superseded join is none).
+-- the latest earlier week of theirs that is undecided (as place_joins
+-- decides; null when none: not pending). A superseded join is none.
 SELECT j.user_id, m.tier, m.cohort, m.zone, (m.user_id IS NOT NULL) AS placed,
        coalesce(t.tier, 0) AS tier_now,
-       EXISTS (SELECT 1 FROM league_joins e LEFT JOIN league_weeks w ON w.season = e.season
-               WHERE e.user_id = j.user_id AND e.season < j.season
-                 AND (e.placed OR e.join_seq < j.join_seq)
-                 AND w.decided_at IS NULL) AS pending
+       (SELECT max(e.season) FROM league_joins e LEFT JOIN league_weeks w
+                                                ON w.season = e.season
+        WHERE e.user_id = j.user_id AND e.season < j.season
+          AND (e.placed OR e.join_seq < j.join_seq)
+          AND w.decided_at IS NULL) AS waiting_for
 FROM league_joins j
 LEFT JOIN league_members m ON m.season = j.season AND m.user_id = j.user_id
 LEFT JOIN league_tiers t ON t.user_id = j.user_id
@@ -91,14 +92,30 @@ WHERE j.season = %(season)s AND j.user_id = %(user_id)s
   AND (j.placed OR NOT EXISTS (SELECT 1 FROM league_joins l WHERE l.user_id = j.user_id
                                  AND l.season > j.season AND l.join_seq < j.join_seq));
 
--- name: league_tier_of
--- A learner's tier after their latest decided week (no row: the lowest).
-SELECT tier, season FROM league_tiers WHERE user_id = %(user_id)s;
+-- name: league_standing_of
+-- A learner in no league of a week: their tier after their latest decided
+-- week (none: the lowest) and why they may not have joined (hidden,
+-- suspended). No row: a learner never seen.
+SELECT coalesce(t.tier, 0) AS tier, u.visibility, u.suspended_at IS NOT NULL AS suspended
+FROM (SELECT %(user_id)s::bigint AS user_id) k
+LEFT JOIN league_tiers t ON t.user_id = k.user_id
+LEFT JOIN users u ON u.user_id = k.user_id;
 
 -- name: cohort_members
 -- A cohort's members and the zone each was last told of.
 SELECT user_id, zone FROM league_members
 WHERE season = %(season)s AND tier = %(tier)s AND cohort = %(cohort)s ORDER BY user_id;
+
+-- name: cohort_results
+-- A decided cohort's board as decided: each member ranked then, with their
+-- rank, score and outcome, and their profile as PostgreSQL has it now (the
+-- reader applies privacy as it reads).
+SELECT r.user_id, r.rank, r.score, r.outcome, u.display_name,
+       coalesce(u.visibility, 'public') AS visibility
+FROM league_results r LEFT JOIN users u ON u.user_id = r.user_id
+WHERE r.season = %(season)s AND r.tier = %(tier)s AND r.cohort = %(cohort)s
+  AND r.rank IS NOT NULL
+ORDER BY r.rank, r.user_id;
 
 -- name: league_result_of
 -- A learner's result of a decided week.
@@ -124,8 +141,10 @@ WHERE m.season = %(season)s GROUP BY m.tier ORDER BY m.tier;
 -- The week's decision, set-based, from the completions that count now: each
 -- cohort ranked by the tie policy among its members who are not hidden (nor
 -- suspended) and have points; each member's outcome by the zone of their
--- final rank (the others stay, rank null); the tiers that change; a
--- league_result notification each. The caller holds the week's lock and the season row.
+-- final rank among the `n` ranked (the cutoffs table: league_rules.py
+-- `cutoffs` for every tier and `n`, the one rule; the others stay, rank
+-- null); the tiers that change; a league_result notification each. The
+-- caller holds the week's lock and the season row.
 WITH scores AS (
     SELECT m.user_id, sum(c.points) AS score, max(c.completed_at) AS last_at
     FROM league_members m
@@ -139,7 +158,7 @@ eligible AS (
     WHERE m.season = %(season)s AND u.visibility <> 'hidden' AND u.erased_at IS NULL
       AND s.score > 0),
 ranked AS (
-    SELECT e.user_id,
+    SELECT e.user_id, e.score,
            CASE WHEN %(policy)s = 'first'
                 THEN row_number() OVER (PARTITION BY e.tier, e.cohort
                                         ORDER BY e.score DESC, e.last_at, e.user_id)
@@ -147,20 +166,21 @@ ranked AS (
            END AS rank,
            count(*) OVER (PARTITION BY e.tier, e.cohort) AS n
     FROM eligible e),
+cutoffs AS (
+    SELECT * FROM unnest(%(cut_tiers)s::int[], %(cut_sizes)s::int[], %(cut_promote)s::int[],
+                         %(cut_demote)s::int[]) AS c(tier, n, promote_through, demote_after)),
 outcomes AS (
-    SELECT m.user_id, m.tier, m.cohort, r.rank,
+    SELECT m.user_id, m.tier, m.cohort, r.rank, r.score,
            CASE WHEN r.rank IS NULL THEN 'stayed'
-                WHEN m.tier < %(top)s AND r.rank <= (%(promote)s::int[])[m.tier + 1]
-                    THEN 'promoted'
-                WHEN m.tier > 0 AND r.rank > greatest((%(promote)s::int[])[m.tier + 1],
-                                                      r.n - (%(demote)s::int[])[m.tier + 1])
-                    THEN 'demoted'
+                WHEN r.rank <= c.promote_through THEN 'promoted'
+                WHEN r.rank > c.demote_after THEN 'demoted'
                 ELSE 'stayed' END AS outcome
     FROM league_members m LEFT JOIN ranked r ON r.user_id = m.user_id
+    LEFT JOIN cutoffs c ON c.tier = m.tier AND c.n = r.n
     WHERE m.season = %(season)s),
 results AS (
-    INSERT INTO league_results (season, user_id, tier, cohort, rank, outcome, new_tier)
-    SELECT %(season)s, o.user_id, o.tier, o.cohort, o.rank, o.outcome,
+    INSERT INTO league_results (season, user_id, tier, cohort, rank, score, outcome, new_tier)
+    SELECT %(season)s, o.user_id, o.tier, o.cohort, o.rank, o.score, o.outcome,
            o.tier + CASE o.outcome WHEN 'promoted' THEN 1 WHEN 'demoted' THEN -1 ELSE 0 END
     FROM outcomes o ORDER BY o.user_id  -- in key order: each index is written page by page
     ON CONFLICT DO NOTHING
@@ -243,7 +263,7 @@ WITH z AS (
     SELECT * FROM unnest(%(user_ids)s::bigint[], %(data)s::text[], %(dedup_keys)s::text[])
         AS z(user_id, data, dedup_key)),
 refreshed AS (
-    UPDATE notifications n SET data = z.data::jsonb, created_at = now(),
+    UPDATE notifications n SET data = z.data::jsonb, updated_at = now(),
                                dedup_key = z.dedup_key
     FROM z
     WHERE n.user_id = z.user_id AND n.season = %(season)s AND n.kind = 'league_zone'

@@ -1,9 +1,9 @@
 -- Reading and marking learners' notifications (notifications.py).
 
 -- name: list_notifications
--- A learner's notifications, newest first.
-SELECT id, kind, season, data, created_at, read FROM notifications
-WHERE user_id = %(user_id)s ORDER BY id DESC LIMIT %(limit)s;
+-- A learner's notifications, the latest change first (a refreshed one moves up).
+SELECT id, kind, season, data, created_at, updated_at, read FROM notifications
+WHERE user_id = %(user_id)s ORDER BY updated_at DESC, id DESC LIMIT %(limit)s;
 
 -- name: naming_states
 -- What a notification may say of the learners it names (notifications.py).
@@ -13,14 +13,14 @@ FROM users WHERE user_id = ANY(%(user_ids)s);
 -- name: get_notifications
 -- Some of a learner's notifications by id (a live stream fetches what it was
 -- told of).
-SELECT id, kind, season, data, created_at, read FROM notifications
+SELECT id, kind, season, data, created_at, updated_at, read FROM notifications
 WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) ORDER BY id;
 
 -- name: season_final_of
 -- A learner's notification of a kind written for everyone at once (a
 -- season's final ranks, a week's league results), told to live streams by
 -- one message per season rather than one per learner.
-SELECT id, kind, season, data, created_at, read FROM notifications
+SELECT id, kind, season, data, created_at, updated_at, read FROM notifications
 WHERE user_id = %(user_id)s AND kind = %(kind)s AND season = %(season)s;
 
 -- name: mark_read

@@ -20,7 +20,7 @@ RETURNING id;
 
 -- name: refresh_overtaken
 -- At most one unread "overtaken" per learner and season: refresh it instead.
-UPDATE notifications SET data = %(data)s, created_at = now(), dedup_key = %(dedup_key)s
+UPDATE notifications SET data = %(data)s, updated_at = now(), dedup_key = %(dedup_key)s
 WHERE user_id = %(user_id)s AND season = %(season)s AND kind = 'overtaken' AND NOT read
 RETURNING id;
 

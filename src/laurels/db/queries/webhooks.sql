@@ -72,7 +72,7 @@ ON CONFLICT (id) DO UPDATE SET enabled = EXCLUDED.enabled, events = EXCLUDED.eve
 
 -- name: notifications_by_id
 -- The notifications some deliveries announce, as they are now.
-SELECT id, user_id, kind, season, data, created_at, read FROM notifications
+SELECT id, user_id, kind, season, data, created_at, updated_at, read FROM notifications
 WHERE id = ANY(%(ids)s);
 
 -- name: retry_delivery
