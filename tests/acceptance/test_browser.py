@@ -254,6 +254,147 @@ def test_the_league_view(serve: Any, tmp_path: Path) -> None:
     assert screenshot.stat().st_size > 10_000
 
 
+def this_week_in_tokyo(page: Any, name: str, last: str, ends: datetime,
+                       decides: datetime) -> None:
+    """This week's League view of an anonymous learner in Tokyo."""
+    from playwright.sync_api import expect
+
+    rows = page.locator("#league-board tbody tr")
+    expect(rows).to_have_count(5)
+    # 1. Their own row, named, the only one marked; anonymous to the others.
+    mine = page.locator("#league-board tr.me")
+    expect(mine).to_have_count(1)
+    expect(mine).to_contain_text(f"{name} (you)")
+    expect(page.locator("#league-standing")).to_contain_text("You are 3rd of 5")
+    # The week's end and its decision in the learner's own time (Tokyo).
+    countdown = page.locator("#league-countdown")
+    expect(countdown).to_contain_text(f"{ends.day} {ends.strftime('%b')}, "
+                                      f"{ends.strftime('%H:%M')}")
+    expect(countdown).to_contain_text(f"decided {decides.strftime('%a')} "
+                                      f"{decides.day} {decides.strftime('%b')}")
+    expect(countdown).to_contain_text("your time")
+    # Last week's result, above the fold on a phone.
+    last_week = page.locator("#league-last")
+    expect(last_week).to_contain_text("▲ promoted to Silver")
+    box = last_week.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 844, box
+    # Notifications: their week and when, in words.
+    note = page.locator("#notifications li", has_text="promoted to Silver")
+    expect(note.locator(".when")).to_contain_text(last)
+    expect(note.locator(".when")).to_contain_text(re.compile(r"ago|now"))
+
+
+def last_week_decided(page: Any, last: str) -> None:
+    """Last week's League view: decided, the outcome first."""
+    from playwright.sync_api import expect
+
+    # 4. Last week, decided: the outcome first, the decision's board.
+    page.locator("#prev").click()
+    expect(page.locator("#season")).to_have_text(last)
+    result = page.locator("#league-result")
+    expect(result).to_be_visible()
+    expect(result).to_contain_text("Final")
+    expect(result).to_contain_text("▲ promoted to Silver")
+    expect(page.locator("#league-legend")).to_contain_text("Decided:")
+    expect(page.locator("#league-legend")).to_contain_text("went up a tier")
+    expect(page.locator("#league-standing")).to_contain_text("You finished")
+    expect(page.locator("#league-standing")).not_to_contain_text("zone")
+    rbox, tbox = result.bounding_box(), page.locator("#league-board").bounding_box()
+    assert rbox is not None and tbox is not None and rbox["y"] < tbox["y"]
+
+
+def league_embedded(server: Any, context: Any, host_port: int, me: int,
+                    silver: list[int]) -> None:
+    """`<laurels-board view="league">` on a platform's page of another origin."""
+    from playwright.sync_api import expect
+
+    c = server.client(INGEST)
+    name = LEAGUE_NAMES[me - 1]
+    # The league view of <laurels-board>, on the platform's page.
+    html = (f'<!doctype html><title>platform</title>'
+            f'<laurels-board id="league" view="league" '
+            f'token="{token_for(server.env, me)}"></laurels-board>'
+            f'<laurels-board id="nobody" view="league" '
+            f'token="{token_for(server.env, 40)}"></laurels-board>'
+            f'<script src="{server.url}/embed.js" defer></script>')
+    csp = (f"default-src 'none'; script-src {server.url}; connect-src {server.url}; "
+           "style-src 'self'; base-uri 'none'")
+    with host_page(host_port, html, csp) as url:
+        host = context.new_page()
+        host.goto(url)
+        embedded = host.locator("#league tbody tr")
+        expect(embedded).to_have_count(5)
+        expect(host.locator("#league tr.me")).to_contain_text(name)
+        expect(host.locator("#league tr.promotion")).to_have_count(2)
+        expect(host.locator("#league tr.demotion")).to_contain_text("▼ demotion")
+        expect(host.locator("#league caption")).to_contain_text("Silver league")
+        expect(host.locator("#nobody p.note")).to_contain_text("Hidden learners")
+        # Live: the last climbs to the top without a reload.
+        assert c.post("/v1/completions", json=completion(
+            "embed-climb", silver[4], 100)).status_code == 201
+        expect(embedded.first).to_contain_text(LEAGUE_NAMES[silver[4] - 1],
+                                               timeout=10_000)
+
+
+@pytest.mark.parametrize("width", [390, 1280], ids=["phone", "desktop"])
+def test_a_learner_reads_their_league(serve: Any, tmp_path: Path, width: int) -> None:
+    """Issue 43, as a learner in Tokyo reads it: their own row named though
+    they are anonymous, the week's end and decision in their own time, last
+    week's result above the fold on a phone, last week's decided board with
+    its outcome first, notifications with their week and a relative date;
+    a hidden learner told why they play no league; and `<laurels-board
+    view="league">` on the platform's own page."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.helpers import free_port
+
+    host_port = free_port()
+    refresh = os.environ.get("LAURELS_REFRESH_SCREENSHOT") == "1" and width == 390
+    shots = (DOCS_SCREENSHOT.parent if refresh else tmp_path)
+    server = serve(LAURELS_LEAGUE_TIERS="bronze,silver,gold", LAURELS_LEAGUE_SIZE="5",
+                   LAURELS_LEAGUE_PROMOTE="2", LAURELS_LEAGUE_DEMOTE="1",
+                   LAURELS_CLOSE_SEASONS="false",
+                   LAURELS_CORS_ORIGINS=f"http://127.0.0.1:{host_port}")
+    last, silver = two_weeks_of_leagues(server)
+    me = silver[2]
+    c = server.client(INGEST)
+    assert c.put(f"/v1/users/{me}", json={"visibility": "anonymous"}).status_code == 200
+    assert c.put("/v1/users/40", json={"display_name": "Hidden H.", "visibility": "hidden"}
+                 ).status_code == 200
+    assert c.post("/v1/completions", json=completion("hidden", 40, 70)).status_code == 201
+    name = LEAGUE_NAMES[me - 1]
+    league = server.client(token_for(server.env, me)).get(f"/v1/users/{me}/league").json()
+    ends = datetime.fromisoformat(league["ends_at"]).astimezone(ZoneInfo("Asia/Tokyo"))
+    decides = datetime.fromisoformat(league["decides_at"]).astimezone(ZoneInfo("Asia/Tokyo"))
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": width, "height": 844},
+                                          timezone_id="Asia/Tokyo", locale="en-GB")
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{server.url}/#token={token_for(server.env, me)}")
+            page.get_by_role("button", name="League").click()
+            this_week_in_tokyo(page, name, last, ends, decides)
+            page.screenshot(path=str(shots / "screenshot-league-week.png"), animations="disabled")
+            last_week_decided(page, last)
+            page.screenshot(path=str(shots / "screenshot-league-decided.png"),
+                            animations="disabled")
+            # 2. A hidden learner is told why they play no league.
+            hidden = context.new_page()
+            hidden.goto(f"{server.url}/#token={token_for(server.env, 40)}")
+            hidden.get_by_role("button", name="League").click()
+            expect(hidden.locator("#league-standing")).to_contain_text(
+                "Hidden learners play no league")
+            assert errors == []
+
+            league_embedded(server, context, host_port, me, silver)
+        finally:
+            browser.close()
+
+
 def test_the_period_switch(serve: Any) -> None:
     """With day, month and all-time boards configured, the page offers them
     next to the week; each shows its own board and stays live."""

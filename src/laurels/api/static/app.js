@@ -177,12 +177,26 @@ function describe(n) {
   return `Something happened in ${n.season}.`;  // a kind this page does not know yet
 }
 
+// "3 hours ago", "yesterday": when a notification last changed.
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+function ago(iso) {
+  const s = (Date.parse(iso) - Date.now()) / 1000;
+  for (const [unit, size] of [["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (Math.abs(s) >= size) return RELATIVE.format(Math.round(s / size), unit);
+  }
+  return RELATIVE.format(0, "second");
+}
+
 function addNotification(n, atTop) {
   const li = document.createElement("li");
-  li.textContent = describe(n);
+  const when = n.updated_at || n.created_at;
+  li.append(describe(n), " ", span(`${n.season} · ${ago(when)}`, "when"));
+  li.title = local(when);
   li.dataset.id = String(n.id);
   if (!n.read) li.classList.add("unread");
   const list = $("notifications");
+  // A notice refreshed with a newer state comes again: it moves to the top.
+  for (const old of list.querySelectorAll(`li[data-id="${n.id}"]`)) old.remove();
   if (atTop) list.prepend(li); else list.appendChild(li);
   $("inbox").hidden = false;
 }
@@ -450,6 +464,12 @@ function duration(ms) {
   return s >= 86400 ? `${Math.floor(s / 86400)}d ${hms}` : hms;
 }
 
+// An instant in the learner's own time zone: "Sun 7 Dec, 23:59".
+const LOCAL = new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric",
+                                                   month: "short", hour: "2-digit",
+                                                   minute: "2-digit" });
+const local = (iso) => LOCAL.format(new Date(Date.parse(iso)));
+
 function tickCountdown() {
   const l = state.league;
   const out = $("league-countdown");
@@ -457,15 +477,22 @@ function tickCountdown() {
   const left = Date.parse(l.ends_at) - Date.now();
   out.dataset.endsAt = l.ends_at;
   if (left > 0) {
-    out.textContent = `The week ends in ${duration(left)}`;
-  } else if (l.result || l.status !== "placed") {
-    out.textContent = `The week ended ${new Date(Date.parse(l.ends_at)).toLocaleString()}.`;
+    out.textContent = `The week ends in ${duration(left)} (${local(l.ends_at)}); ` +
+      `it is decided ${local(l.decides_at)}, your time.`;
+  } else if (l.result || decided(l)) {
+    out.textContent = `The week ended ${local(l.ends_at)} and is decided.`;
+  } else if (l.status !== "placed") {
+    out.textContent = `The week ended ${local(l.ends_at)}.`;
   } else {
     const decides = Date.parse(l.decides_at) - Date.now();
-    out.textContent = decides > 0 ? `The week is over: it is decided in ${duration(decides)}`
+    out.textContent = decides > 0
+      ? `The week is over: it is decided in ${duration(decides)} (${local(l.decides_at)}).`
       : "The week is over: it is being decided…";
   }
 }
+
+// Whether a league's week is decided: its board is then the decision's.
+const decided = (l) => Boolean(l.result) || l.entries.some((e) => e.outcome !== undefined);
 
 // The league of the week before this one (its result does not change once decided).
 async function lastWeek(body) {
@@ -510,37 +537,55 @@ function renderLeague(body, last) {
   renderLastWeek(last);
 }
 
+// Why a learner plays no league this week, and what to do (`reason`).
+const NOT_PLAYING = {
+  no_completion: ["Complete a tutorial this week to join a league.",
+                  "You played no league this week."],
+  hidden: ["Hidden learners play no league: make your profile public or anonymous, " +
+           "then complete a tutorial, to join this week's.", "You were hidden: no league this week."],
+  suspended: ["Your account is suspended: you play no league while it is.",
+              "Your account was suspended: no league this week."],
+};
+
+function renderResult(body) {
+  const out = $("league-result");
+  out.replaceChildren();
+  const r = body.result;
+  out.hidden = !r;
+  if (!r) return;
+  out.append(span("Final ", "label"), span(outcomeText(r.outcome, r.new_tier),
+    r.outcome === "promoted" ? "up" : r.outcome === "demoted" ? "down" : ""),
+    r.rank === null ? " (unranked)." : ` · ${ordinal(r.rank)} in the ${title(body.tier)} league.`);
+}
+
 function renderStanding(body, n) {
   const out = $("league-standing");
   out.replaceChildren();
   const running = Date.parse(body.ends_at) > Date.now();
+  renderResult(body);
   if (body.status === "none") {
-    out.textContent = running ? "Complete a tutorial this week to join a league."
-      : "You played no league this week.";
+    const [now, then] = NOT_PLAYING[body.reason] || NOT_PLAYING.no_completion;
+    out.textContent = running ? now : then;
     return;
   }
   if (body.status === "pending") {
-    out.textContent = `You play in the ${title(body.tier)} league this week: ` +
-      "you are placed in a cohort once last week is decided.";
+    out.textContent = `You play in the ${title(body.tier)} league this week: you are placed ` +
+      `in a cohort once ${body.waiting_for || "last week"} is decided.`;
     return;
   }
   const me = body.self;
   if (!me) {
     out.textContent = "You are in this cohort, but hidden from its board.";
-  } else {
-    out.append(`You are ${ordinal(me.rank)} of ${n} with ${me.score} points`);
-    if (me.zone) {
-      const [cls, way] = me.zone === "promotion" ? ["up", "up"] : ["down", "down"];
-      out.append(": ", span(ZONES[me.zone], cls),
-        running ? ` zone: you go ${way} if the week ended now.` : " zone.");
-    } else {
-      out.append(".");
-    }
+    return;
   }
-  if (body.result) {
-    const r = body.result;
-    out.append(" Final: ", span(outcomeText(r.outcome, r.new_tier),
-      r.outcome === "promoted" ? "up" : r.outcome === "demoted" ? "down" : ""), ".");
+  const over = decided(body);
+  out.append(`You ${over ? "finished" : "are"} ${ordinal(me.rank)} of ${n} with ${me.score} points`);
+  if (me.zone && !over) {
+    const [cls, way] = me.zone === "promotion" ? ["up", "up"] : ["down", "down"];
+    out.append(": ", span(ZONES[me.zone], cls),
+      running ? ` zone: you go ${way} if the week ended now.` : " zone.");
+  } else {
+    out.append(".");
   }
 }
 
@@ -552,13 +597,11 @@ function renderCohort(body) {
   tbody.replaceChildren();
   const promoted = body.entries.filter((e) => e.zone === "promotion");
   const demoted = body.entries.filter((e) => e.zone === "demotion");
-  const self = body.self;
   for (const e of body.entries) {
     const tr = document.createElement("tr");
     tr.dataset.key = e.user_id === null ? `anon-${e.rank}-${e.score}` : String(e.user_id);
     tr.dataset.rank = String(e.rank);
-    const mine = e.user_id !== null ? String(e.user_id) === state.userId
-      : self !== null && e.rank === self.rank && e.score === self.score;
+    const mine = e.self === true;  // the API marks the learner's own row, named
     cell(tr, String(e.rank));
     cell(tr, mine ? `${e.display_name} (you)` : e.display_name);
     cell(tr, e.zone ? ZONES[e.zone] : "");
@@ -572,14 +615,16 @@ function renderCohort(body) {
     }
     tbody.appendChild(tr);
   }
-  const ranks = (from, to) => from === to ? `rank ${from} goes` : `ranks ${from} to ${to} go`;
+  const over = decided(body);
+  const ranks = (from, to) => (from === to ? `rank ${from} ` : `ranks ${from} to ${to} `) +
+    (over ? "went" : from === to ? "goes" : "go");
   const legend = [];
   if (promoted.length) legend.push(`▲ ${ranks(1, promoted[promoted.length - 1].rank)} up a tier`);
   if (demoted.length) {
     legend.push(`▼ ${ranks(demoted[0].rank, demoted[demoted.length - 1].rank)} down a tier`);
   }
-  $("league-legend").textContent = legend.length
-    ? `${legend.join("; ")} when the week is decided.` : "";
+  $("league-legend").textContent = !legend.length ? ""
+    : over ? `Decided: ${legend.join("; ")}.` : `${legend.join("; ")} when the week is decided.`;
 }
 
 function renderLastWeek(last) {
@@ -589,7 +634,7 @@ function renderLastWeek(last) {
   out.append(span("Last week ", "label"), `(${last.season}, ${title(last.tier)} league): `);
   const r = last.result;
   if (!r) {
-    out.append(`not decided yet (${new Date(Date.parse(last.decides_at)).toLocaleString()}).`);
+    out.append(`not decided yet (decided ${local(last.decides_at)}, your time).`);
     return;
   }
   out.append(r.rank === null ? "" : `${ordinal(r.rank)}, `,

@@ -6,13 +6,17 @@
 //   <laurels-board season="current" group="class-7b" limit="10"
 //                  token="LEARNER_JWT"></laurels-board>
 //   <laurels-board board="course:python-101"></laurels-board>
+//   <laurels-board view="league" token="LEARNER_JWT"></laurels-board>
 //
 // Attributes: season (default "current"; any period's name or alias), board
 // (default "global"; a board of a course, a track or a skill), group
 // (a public group's board, or a members group's with a member's token),
 // limit (1 to 100, default 10), token (a learner token: their own row is
 // shown under the board), src (the laurels server; default: where this
-// script came from). It listens to the board's hints and refetches on each.
+// script came from), view ("board", the default; "league": the token's
+// learner's league of the week, their cohort's board with its zones and
+// their own row, or why they play none). It listens to the board's hints
+// (a league: its week's) and refetches on each.
 "use strict";
 
 (() => {
@@ -25,7 +29,20 @@
     tr.me td { font-weight: 600; background: #fff6d6; }
     caption { text-align: left; font-weight: 600; padding: 4px 8px; }
     p.note { color: #5b6470; margin: 4px 8px; }
+    tr.promotion td { background: #e2f1e4; }
+    tr.demotion td { background: #fbe6e4; }
+    td.zone { white-space: nowrap; font-size: 12px; }
+    tr.promotion td.zone { color: #2f6d3a; font-weight: 600; }
+    tr.demotion td.zone { color: #b3261e; font-weight: 600; }
   `;
+  const ZONES = { promotion: "▲ promotion", demotion: "▼ demotion" };
+  const OUTCOMES = { promoted: "▲ promoted to", demoted: "▼ demoted to", stayed: "= stayed in" };
+  const NOT_PLAYING = {
+    no_completion: "Complete a tutorial this week to join a league.",
+    hidden: "Hidden learners play no league: make your profile public or anonymous to join.",
+    suspended: "This account is suspended: no league while it is.",
+  };
+  const title = (tier) => tier.charAt(0).toUpperCase() + tier.slice(1);
 
   function subject(token) {
     try {
@@ -38,7 +55,7 @@
 
   class LaurelsBoard extends HTMLElement {
     static get observedAttributes() {
-      return ["season", "board", "group", "limit", "token", "src"];
+      return ["season", "board", "group", "limit", "token", "src", "view"];
     }
 
     constructor() {
@@ -74,6 +91,7 @@
     on(sep) { return this.board === "global" ? "" : `${sep}board=${encodeURIComponent(this.board)}`; }
     get limit() { return Math.min(100, Math.max(1, Number(this.getAttribute("limit")) || 10)); }
     get token() { return this.getAttribute("token"); }
+    get league() { return this.getAttribute("view") === "league"; }
 
     boardPath() {
       const g = this.group;
@@ -84,8 +102,10 @@
     restart() {
       if (this.source) this.source.close();
       // EventSource sends no headers: a members group's hints come from its season's stream.
-      const events = (this.group && !this.token ? `${this.boardPath()}/events`
-        : `/v1/leaderboards/${this.season}/events`) + this.on("?");
+      // A league is played on the week's whole board: its hints, refetched on each.
+      const events = this.league ? `/v1/leaderboards/${this.season}/events`
+        : (this.group && !this.token ? `${this.boardPath()}/events`
+          : `/v1/leaderboards/${this.season}/events`) + this.on("?");
       this.source = new EventSource(this.base + events);
       this.source.addEventListener("ready", () => this.schedule());
       this.source.addEventListener("changed", () => this.schedule());
@@ -128,6 +148,7 @@
     }
 
     async refresh() {
+      if (this.league) return this.refreshLeague();
       const body = await this.get(`${this.boardPath()}?limit=${this.limit}${this.on("&")}`);
       if (!body) {
         this.note.textContent = "The board is not available right now; retrying.";
@@ -168,6 +189,63 @@
       }
       if (me && !shown) this.row(rows, me.rank, me.display_name, me.score, true);
       this.note.textContent = body.entries.length ? "" : "No completions yet.";
+      this.table.replaceWith(table);
+      this.table = table;
+      this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);
+    }
+
+    // The league view: the token's learner's league of the week.
+    async refreshLeague() {
+      const uid = this.token ? subject(this.token) : null;
+      if (!uid) {
+        this.note.textContent = "The league view needs a learner token (token=\"...\").";
+        this.dataset.problem = "401";
+        return;
+      }
+      const body = await this.get(`/v1/users/${uid}/league?season=${this.season}`);
+      if (!body) {
+        this.note.textContent = "The league is not available right now; retrying.";
+        return;
+      }
+      if (body.problem) {
+        this.note.textContent = body.problem.status === 404
+          ? `Leagues are not played on this server (${body.problem.detail}).`
+          : LaurelsBoard.explain(body.problem);
+        this.dataset.problem = String(body.problem.status);
+        if (this.source) this.source.close();
+        this.source = null;
+        return;
+      }
+      this.renderLeague(body);
+    }
+
+    renderLeague(body) {
+      const table = document.createElement("table");
+      const caption = table.createCaption();
+      const r = body.result;
+      caption.textContent = `${title(body.tier)} league, ${body.season}` + (r
+        ? `: ${OUTCOMES[r.outcome]} ${title(r.new_tier)}` : "");
+      const head = table.createTHead().insertRow();
+      for (const [text, cls] of [["#", ""], ["Learner", ""], ["Zone", "zone"], ["Points", "score"]]) {
+        const th = document.createElement("th");
+        th.textContent = text;
+        if (cls) th.className = cls;
+        head.appendChild(th);
+      }
+      const rows = table.createTBody();
+      for (const e of body.entries) {
+        const tr = rows.insertRow();
+        tr.className = [e.self ? "me" : "", e.zone || ""].join(" ").trim();
+        for (const [text, cls] of [[e.rank, ""], [e.display_name, ""],
+                                   [e.zone ? ZONES[e.zone] : "", "zone"], [e.score, "score"]]) {
+          const td = tr.insertCell();
+          td.textContent = String(text);
+          if (cls) td.className = cls;
+        }
+      }
+      this.note.textContent = body.status === "none" ? NOT_PLAYING[body.reason] || ""
+        : body.status === "pending"
+          ? `Placed in a cohort once ${body.waiting_for || "last week"} is decided.` : "";
       this.table.replaceWith(table);
       this.table = table;
       this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);
