@@ -219,7 +219,7 @@ class InterleavingMachine(RuleBasedStateMachine):
             point = None  # one holder per point at a time
         self.log.append(f"start {name} {uid or ''} held at {point}")
         racing = {name, *(o.name for o in self.ops)}
-        if {"correct", "decide"} <= racing:
+        if "decide" in racing and racing & {"void", "restore"}:
             event("a correction racing a league decision")
         waiting = await self._waiting()
         stack = contextlib.ExitStack()
