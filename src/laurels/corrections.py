@@ -17,25 +17,35 @@ learner's final rank before and after is kept in the audit entry. Old
 Lock order (docs/concurrency.md): the learner's row (FOR SHARE), the
 completion's seasons of every period (FOR SHARE: a finalize waits), the
 completion's row (FOR UPDATE), the archives' locks (re-rank), the outbox row.
+
+A learner's completions are corrected together (`correct_learner`: every
+one of a season, or every one kept), atomically, in the same order: the
+learner, every season of every completion, the completions in seq order,
+the archives, their outbox rows; one audit entry with the count. Each is
+what its own void would be (boards, archives, league touches, webhooks).
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from laurels import failpoints, shapes
 from laurels.board import Delta, Profile
 from laurels.board_kinds import board_seasons
 from laurels.db import Database, Jsonb, Tx
-from laurels.errors import DomainError
+from laurels.errors import DomainError, StoreUnavailable
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.reads import iso
-from laurels.seasons import Period, seasons_of
+from laurels.seasons import END_OF_TIME, Period, Season, seasons_of
 
 log = logging.getLogger("laurels.corrections")
+
+BULK_RETRIES = 3  # a completion recorded between the search and the locks: read again
+EPOCH_AT = datetime.min.replace(tzinfo=UTC)  # a bulk correction of every kept completion
 
 
 class Corrections:
@@ -52,6 +62,96 @@ class Corrections:
     async def restore(self, completion_id: str, reason: str | None = None
                       ) -> shapes.Correction:
         return (await self.correct(completion_id, voided=False, reason=reason))[0]
+
+    async def correct_learner(self, user_id: int, voided: bool, reason: str | None,
+                              season: Season | None) -> shapes.LearnerCorrection:
+        """Void (or restore) every completion of a learner that counts (or
+        does not) in `season` (its range, whatever its period), or every one
+        kept: all in one transaction, each as its own void would be, one
+        audit entry with the count."""
+        for _ in range(BULK_RETRIES):
+            done = await self._correct_learner(user_id, voided, reason, season)
+            if done is not None:
+                return done
+        raise StoreUnavailable("postgresql", RuntimeError(
+            f"learner {user_id}'s completions kept changing during a bulk correction"))
+
+    async def _correct_learner(self, user_id: int, voided: bool, reason: str | None,
+                               season: Season | None) -> shapes.LearnerCorrection | None:
+        span: dict[str, Any] = {"user_id": user_id, "counted": voided,
+                                "starts_at": season.starts_at if season else EPOCH_AT,
+                                "ends_at": season.ends_at if season else END_OF_TIME}
+        found = await self.db.fetch("learner_completions", **span)
+        seasons = await self._seasons_of(found)
+        async with self.db.transaction() as tx:
+            users = await self.db.fetch("share_lock_users", tx, user_ids=[user_id])
+            if any(u["erased"] for u in users):
+                raise DomainError("user_erased", f"learner {user_id} was erased")
+            locked = await self.db.fetch("lock_seasons", tx, seasons=sorted(seasons))
+            rows = await self.db.fetch("lock_learner_completions", tx, **span)
+            if not seasons >= await self._seasons_of(rows):
+                return None  # one recorded meanwhile, in a season not locked: again
+            await failpoints.pause("correction_locked")
+            numbers: dict[int, int] = {}
+            if rows:
+                numbers = await self._correct_rows(tx, rows, [r["season"] for r in locked
+                                                              if r["finalized"]], voided)
+                await self.db.run("insert_audit", tx, action="void" if voided else "restore",
+                                  target=str(user_id), reason=reason, details=Jsonb({
+                                      "count": len(rows),
+                                      "season": season.label if season else None,
+                                      "seqs": [r["seq"] for r in rows]}))
+            user = await self.db.fetch_one("get_user", tx, user_id=user_id)
+        await failpoints.pause("correction_committed")
+        if rows and user is not None:
+            profile = Profile(user["profile_version"], user["visibility"],
+                              user["display_name"] or "")
+            deltas = [Delta(r["seq"], r["user_id"], r["points"], r["completed_at"],
+                            r["season"], profile, numbers[r["seq"]], not voided,
+                            tags=tuple(r["tags"] or ())) for r in rows]
+            try:
+                await self.projector.apply_now(deltas, REQUEST_HEAL_WAIT_SECONDS)
+            except Exception as exc:  # committed: the projector applies them from the outbox
+                log.warning("correction of learner %s not applied at once (the projector "
+                            "will): %s: %s", user_id, type(exc).__name__, exc)
+        if voided:
+            return {"user_id": user_id, "voided": len(rows)}
+        return {"user_id": user_id, "restored": len(rows)}
+
+    async def _seasons_of(self, rows: list[Any]) -> set[str]:
+        """Every season (every period, every board of a kind) of completions."""
+        kinds = (await self.projector.kinds.live()
+                 if self.projector.kinds is not None and any(r["tags"] for r in rows) else {})
+        out: set[str] = set()
+        for r in rows:
+            out.update(s.name for s in seasons_of(r["completed_at"], self.periods,
+                                                  zone=self.db.zone))
+            if r["tags"] and kinds:
+                out.update(board_seasons(r["completed_at"], r["tags"], kinds))
+        return out
+
+    async def _correct_rows(self, tx: Tx, rows: list[Any], finalized: list[str],
+                            voided: bool) -> dict[int, int]:
+        """The writes of a bulk correction, each a statement for all rows;
+        each completion's new correction number, by seq."""
+        user_id = rows[0]["user_id"]
+        seqs = [r["seq"] for r in rows]
+        numbers = {int(r["seq"]): int(r["correction"]) for r in await self.db.fetch(
+            "set_voided_many", tx, seqs=seqs, voided=voided,
+            ats=sorted({r["completed_at"] for r in rows}))}
+        await self._correct_archives(tx, finalized, user_id)
+        await self.db.run("delete_outbox", tx, seqs=seqs)
+        await self.db.run("insert_outbox", tx, seqs=seqs)
+        await self.db.run("touch_corrected_cohorts", tx, user_id=user_id, seqs=seqs,
+                          seasons=[r["season"] for r in rows])
+        await self.db.run("enqueue_correction_webhooks", tx,
+                          type="completion.voided" if voided else "completion.restored",
+                          user_id=user_id, data=[Jsonb({
+                              "completion_id": r["completion_id"], "seq": r["seq"],
+                              "season": r["season"], "user_id": user_id,
+                              "points": r["points"],
+                              "status": "voided" if voided else "recorded"}) for r in rows])
+        return numbers
 
     async def audit_page(self, limit: int, after_id: int | None
                          ) -> tuple[shapes.Audit, int | None]:

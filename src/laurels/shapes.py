@@ -178,6 +178,19 @@ class Correction(TypedDict):
     status: Literal["voided", "recorded"]
 
 
+class LearnerVoided(TypedDict):
+    user_id: int
+    voided: int
+
+
+class LearnerRestored(TypedDict):
+    user_id: int
+    restored: int
+
+
+LearnerCorrection = LearnerVoided | LearnerRestored
+
+
 class Notification(TypedDict):
     id: int
     kind: NotificationKind

@@ -379,6 +379,21 @@ def validate_reason(raw: Any, required: bool) -> ReasonIn:
     return body
 
 
+class LearnerCorrectionIn(ReasonIn):
+    """A bulk correction: its reason, and the season whose completions it
+    corrects (any period's name or alias; none: every kept completion)."""
+
+    season: StrictStr | None = Field(None, min_length=1, max_length=64)
+
+
+def validate_learner_correction(raw: Any, required: bool) -> LearnerCorrectionIn:
+    if raw is None and not required:
+        return LearnerCorrectionIn()
+    body = _validated(LearnerCorrectionIn, raw)
+    validate_reason({"reason": body.reason} if body.reason is not None else {}, required)
+    return body
+
+
 def parse_completion_id(text: str) -> str:
     if not _CID.fullmatch(text):
         raise Invalid("completion_id must match ^[A-Za-z0-9._:-]{1,128}$")

@@ -133,6 +133,8 @@ EXPECTED: dict[str, set[str]] = {
     "zone pass": {"league", "members"},
     "void": {"users", "seasons", "completion", "archive", "outbox"},
     "restore": {"users", "seasons", "completion", "archive", "outbox"},
+    "bulk void": {"users", "seasons", "completion", "archive", "outbox"},
+    "bulk restore": {"users", "seasons", "completion", "archive", "outbox"},
     "projector": {"outbox"},
     "finalize": {"seasons", "archive"},
     "finalize boards": {"seasons", "archive"},
@@ -207,6 +209,8 @@ async def run_writers(svc: Services, writer: Callable[[str, Callable[[], Awaitab
     await writer("notifier", svc.notifier.consume)
     await writer("void", lambda: svc.corrections.void("old1", "test"))
     await writer("restore", lambda: svc.corrections.restore("old1"))
+    await writer("bulk void", lambda: svc.corrections.correct_learner(1, True, "test", None))
+    await writer("bulk restore", lambda: svc.corrections.correct_learner(1, False, None, None))
     await svc.db.run("insert_outbox", seqs=[
         r["seq"] for r in await svc.db.fetch("find_completions", completion_ids=["c4"])])
     await writer("projector", lambda: svc.projector.drain(min_age_seconds=0))

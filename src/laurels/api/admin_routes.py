@@ -11,20 +11,28 @@ from fastapi.responses import Response
 
 from laurels.api import schemas as s
 from laurels.api.boards import BoardQuery, board_season
-from laurels.api.dependencies import admin_token, small_json_body
+from laurels.api.dependencies import admin_token, small_json_body, time_zone
 from laurels.api.params import (
     Cursor,
     Limit,
     SeasonPath,
     UserIdPath,
+    path_season,
     path_user_id,
     path_uuid,
     valid,
 )
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
-from laurels.seasons import GLOBAL
-from laurels.validation import UUID_RE, ReasonIn, parse_completion_id, validate_reason
+from laurels.seasons import GLOBAL, PERIODS
+from laurels.validation import (
+    UUID_RE,
+    LearnerCorrectionIn,
+    ReasonIn,
+    parse_completion_id,
+    validate_learner_correction,
+    validate_reason,
+)
 
 CompletionIdPath = Annotated[str, Path(
     description="the completion's id", examples=["c-123"],
@@ -72,6 +80,40 @@ async def restore(request: Request, completion_id: CompletionIdPath) -> Response
     cid = path_completion_id(completion_id)
     why = await reason(request, required=False)
     return JSONResponse(await services(request).corrections.restore(cid, why))
+
+
+async def learner_correction(request: Request, user_id: str, voided: bool) -> Response:
+    uid = path_user_id(user_id)
+    empty = not voided and not request.headers.get("content-type") \
+        and request.headers.get("content-length", "0") == "0"
+    body = valid(validate_learner_correction, None if empty else await small_json_body(request),
+                 voided)
+    season = path_season(body.season, PERIODS, time_zone(request)) if body.season else None
+    return JSONResponse(await services(request).corrections.correct_learner(
+        uid, voided, body.reason, season))
+
+
+@router.post("/v1/admin/users/{user_id}/void", tags=["admin"],
+             dependencies=[Depends(admin_token)],
+             openapi_extra=s.body_schema(LearnerCorrectionIn),
+             responses={200: {"model": s.LearnerCorrectionOut},
+                        **s.problems(401, 403, 404, 410, 415, 422, 503)})
+async def void_learner(request: Request, user_id: UserIdPath) -> Response:
+    """Void every counted completion of a learner in `season` (any period's
+    name), or every kept one: all or none, each as its own void (every
+    board, archive, league zone, webhook), one audit entry with the count."""
+    return await learner_correction(request, user_id, True)
+
+
+@router.post("/v1/admin/users/{user_id}/restore", tags=["admin"],
+             dependencies=[Depends(admin_token)],
+             openapi_extra=s.body_schema(LearnerCorrectionIn),
+             responses={200: {"model": s.LearnerCorrectionOut},
+                        **s.problems(401, 403, 404, 410, 415, 422, 503)})
+async def restore_learner(request: Request, user_id: UserIdPath) -> Response:
+    """Restore every voided completion of a learner in `season`, or every
+    one (the reason is optional)."""
+    return await learner_correction(request, user_id, False)
 
 
 @router.post("/v1/admin/users/{user_id}/suspend", tags=["admin"],

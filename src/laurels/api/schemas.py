@@ -208,6 +208,12 @@ class CorrectionOut(BaseModel):
     status: Literal["voided", "recorded"]
 
 
+class LearnerCorrectionOut(BaseModel):
+    user_id: int
+    voided: int | None = Field(None, description="how many were voided (a void)")
+    restored: int | None = Field(None, description="how many were restored (a restore)")
+
+
 class SuspendOut(BaseModel):
     user_id: int
     suspended: bool

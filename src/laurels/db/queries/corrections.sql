@@ -66,3 +66,48 @@ SELECT rank FROM season_standings WHERE season = %(season)s AND user_id = %(user
 SELECT id, at, action, target, reason, details FROM audit
 WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
 ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: learner_completions
+-- A learner's completions in a range that count (`counted`) or not: what a
+-- bulk correction changes, found before it locks their seasons.
+SELECT c.seq, c.completed_at, c.tags FROM completions c
+WHERE c.user_id = %(user_id)s AND c.completed_at >= %(starts_at)s
+  AND c.completed_at < %(ends_at)s AND (c.voided_at IS NULL) = %(counted)s
+ORDER BY c.seq;
+
+-- name: lock_learner_completions
+-- locks: completion
+-- A bulk correction's completions, locked in seq order (after the learner
+-- and their seasons: the lock order of docs/concurrency.md), with their ids
+-- and state: those still in the state the correction changes.
+SELECT c.seq, k.completion_id, c.user_id, c.points, c.completed_at, c.season, c.tags,
+       c.correction
+FROM completions c JOIN completion_ids k ON k.seq = c.seq AND k.completed_at = c.completed_at
+WHERE c.user_id = %(user_id)s AND c.completed_at >= %(starts_at)s
+  AND c.completed_at < %(ends_at)s AND (c.voided_at IS NULL) = %(counted)s
+ORDER BY c.seq FOR UPDATE OF c;
+
+-- name: set_voided_many
+-- A bulk correction's completions voided (voided = true) or restored, each
+-- correction number up by one, in one statement (as set_voided).
+UPDATE completions SET voided_at = CASE WHEN %(voided)s THEN now() END,
+                       correction = correction + 1
+WHERE seq = ANY(%(seqs)s::bigint[]) AND completed_at = ANY(%(ats)s::timestamptz[])
+RETURNING seq, correction;
+
+-- name: touch_corrected_cohorts
+-- A bulk correction's learner's cohorts of the completions' weeks not
+-- decided yet, each touch waiting for its completion's outbox row (as
+-- touch_learner_cohorts, one statement for all of them).
+INSERT INTO league_touches (season, tier, cohort, seq)
+SELECT m.season, m.tier, m.cohort, c.seq
+FROM unnest(%(seqs)s::bigint[], %(seasons)s::text[]) AS c(seq, season)
+JOIN league_members m ON m.user_id = %(user_id)s AND m.season = c.season
+LEFT JOIN league_weeks w ON w.season = m.season
+WHERE w.decided_at IS NULL;
+
+-- name: enqueue_correction_webhooks
+-- A bulk correction's events for the webhook, one a completion (as
+-- enqueue_webhook), naming the learner for erasure.
+SELECT count(laurels_enqueue_webhook(%(type)s, %(user_id)s, d)) AS n
+FROM unnest(%(data)s::jsonb[]) AS d;
