@@ -39,18 +39,16 @@ from laurels.db import Database, Tx
 from laurels.errors import DomainError
 from laurels.groups import Groups, rank_members, visible
 from laurels.kinds import Zone
+from laurels.league_boards import OUTCOME_ZONES, CohortRows, board_rows
 from laurels.league_rules import Cohort, LeagueRules, parse_cohort_id
 from laurels.privacy import Privacy
-from laurels.reads import iso, public_entry
+from laurels.reads import iso
 from laurels.seasons import Season, parse_season, season_of
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.leagues")
 
 PLACE_BATCH = 10_000  # joins placed per statement
-# A cohort's board: its entries, by learner each one's standing, and `n`,
-# how many entries its zones are scaled by (LeagueRules.scaled).
-CohortRows = tuple[list[shapes.LeagueEntry], dict[int, shapes.LeagueSelf], int]
 
 
 class Leagues:
@@ -156,7 +154,7 @@ class Leagues:
         week = parse_season(cohort.season, zone=self.rules.time_zone)
         policy, scored = await self.groups.standings(week, [r["user_id"] for r in rows])
         ranked = rank_members(visible(scored, self.privacy), policy)
-        return _board([(r.entry(), self.rules.zone(cohort.tier, r.rank, len(ranked)), None)
+        return board_rows([(r.entry(), self.rules.zone(cohort.tier, r.rank, len(ranked)), None)
                        for r in ranked], caller, len(ranked))
 
     async def _decided_board(self, cohort: Cohort, caller: int | None) -> CohortRows:
@@ -172,7 +170,7 @@ class Leagues:
                 shown.append((Entry(int(r["rank"]), uid, r["display_name"] or default_name(uid),
                                     vis, int(r["score"] or 0)),
                               OUTCOME_ZONES[r["outcome"]], r["outcome"]))
-        return _board(shown, caller, len(rows))  # n: the ranked at the decision
+        return board_rows(shown, caller, len(rows))  # n: the ranked at the decision
 
     async def zones(self, season: str) -> int:
         """Notify the members of the week's touched cohorts who entered a
@@ -360,34 +358,30 @@ class Leagues:
                           "demoted": int(r["demoted"]) if r else 0})
         return {"season": week.name, "decided": bool(row and row["decided_at"]), "tiers": tiers}
 
+    async def cohorts(self, season: Season, tier: str | None, limit: int,
+                      after: tuple[int, int] | None) -> tuple[shapes.CohortList, Any]:
+        """A week's cohorts (`GET /v1/admin/leagues/{season}/cohorts`), by
+        tier then cohort; the last one's (tier, cohort) when more follow."""
+        self.require()
+        week = self.week(season)
+        if tier is not None and tier not in self.rules.tiers:
+            raise DomainError("validation_error",
+                              f"tier: one of {', '.join(self.rules.tiers)}")
+        rows = await self.db.fetch(
+            "league_cohorts", season=week.name,
+            tier=None if tier is None else self.rules.tiers.index(tier),
+            after_tier=after[0] if after else -1, after_cohort=after[1] if after else -1,
+            limit=limit + 1)
+        decided = await self._decided(week.name)
+        shown = rows[:limit]
+        return {"cohorts": [{"cohort_id": Cohort(week.name, int(r["tier"]), int(r["cohort"])).id,
+                             "tier": self.rules.tier_name(int(r["tier"])),
+                             "members": int(r["members"]), "decided": decided}
+                            for r in shown], "next": None}, (
+            (int(shown[-1]["tier"]), int(shown[-1]["cohort"])) if len(rows) > limit else None)
+
     def current_week(self, now: datetime | None = None) -> Season:
         return season_of(now or datetime.now(UTC), "week", zone=self.rules.time_zone)
-
-
-OUTCOME_ZONES: dict[str, Zone | None] = {"promoted": "promotion", "demoted": "demotion",
-                                         "stayed": None}
-
-
-def _board(shown: list[tuple[Entry, Zone | None, str | None]], caller: int | None, n: int
-           ) -> CohortRows:
-    """A cohort board's rows (entry, zone, outcome once decided): the
-    caller's own with their real name (an anonymous learner finds
-    themselves), every other as the public sees it; by learner, each one's
-    standing; and `n`."""
-    entries: list[shapes.LeagueEntry] = []
-    standings: dict[int, shapes.LeagueSelf] = {}
-    for entry, zone, outcome in shown:
-        mine = entry.user_id == caller
-        public = public_entry(entry) if not mine else None
-        row: shapes.LeagueEntry = {
-            "rank": entry.rank, "user_id": public["user_id"] if public else entry.user_id,
-            "display_name": public["display_name"] if public else entry.display_name,
-            "score": entry.score, "zone": zone, "self": mine}
-        if outcome is not None:
-            row["outcome"] = shapes.league_outcome(outcome)
-        entries.append(row)
-        standings[entry.user_id] = {"rank": entry.rank, "score": entry.score, "zone": zone}
-    return entries, standings, n
 
 
 def _zone(shown: Any) -> Zone | None:

@@ -274,6 +274,18 @@ class LeagueTier(TypedDict):
     demoted: int
 
 
+class CohortRef(TypedDict):
+    cohort_id: str
+    tier: str
+    members: int
+    decided: bool
+
+
+class CohortList(TypedDict):
+    cohorts: list[CohortRef]
+    next: str | None
+
+
 class LeagueSummary(TypedDict):
     season: str
     decided: bool

@@ -166,7 +166,9 @@ async def test_a_learners_league_none_then_placed_with_zones(serve: ApiFactory) 
                    401, "unauthorized")
     assert_problem(await api.client(token_for(api.env, 2)).get("/v1/users/3/league"), 403,
                    "forbidden")
-    assert_problem(await api.client(INGEST).get("/v1/users/3/league"), 403, "forbidden")
+    # The platform's own servers read it with the ingest token (issue 44).
+    assert await get(api, "/v1/users/3/league", INGEST) == await get(
+        api, "/v1/users/3/league", token_for(api.env, 3))
     assert_problem(await api.client(ADMIN).get("/v1/users/0/league"), 422, "validation_error")
     assert_problem(await api.client(ADMIN).get("/v1/users/x/league"), 422, "validation_error")
 
@@ -418,6 +420,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
                        "validation_error")
     assert_problem(await admin.get("/v1/users/5/league/history",
                                    params={"after": first["next"]}), 422, "validation_error")
+    assert await get(api, "/v1/users/4/league/history", INGEST) == whole  # the platform
     assert_problem(await api.get("/v1/users/4/league/history"), 401, "unauthorized")
     assert_problem(await api.client(token_for(api.env, 5)).get("/v1/users/4/league/history"),
                    403, "forbidden")
@@ -429,6 +432,38 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
         assert_problem(await admin.get(f"/v1/admin/leagues/{season}"), 422, "validation_error")
 
 
+async def test_a_weeks_cohorts_are_listed_for_operators(serve: ApiFactory) -> None:
+    """`GET /v1/admin/leagues/{season}/cohorts` (issue 44): by tier then
+    cohort, a page at a time, one tier's alone; the operators' only."""
+    api = await serve(**LEAGUES)
+    for uid in range(1, 13):  # bronze: cohorts of 5, 5 and 2
+        await record(api, uid, uid, W40)
+    await applied(api, W40, {uid: uid for uid in range(1, 13)})
+    await api.runtime.leagues.place(W40)
+    path = f"/v1/admin/leagues/{W40}/cohorts"
+    whole = await get(api, path, ADMIN)
+    assert whole == {"cohorts": [
+        {"cohort_id": f"{W40}.0.{n}", "tier": "bronze", "members": m, "decided": False}
+        for n, m in ((0, 5), (1, 5), (2, 2))], "next": None}
+    first = await get(api, path, ADMIN, limit=2)
+    assert first["cohorts"] == whole["cohorts"][:2] and first["next"]
+    rest = await get(api, path, ADMIN, limit=2, after=first["next"])
+    assert rest == {"cohorts": whole["cohorts"][2:], "next": None}
+    assert await get(api, path, ADMIN, tier="silver") == {"cohorts": [], "next": None}
+    assert await get(api, path, ADMIN, tier="bronze") == whole
+    assert await api.runtime.leagues.decide(W40)
+    assert all(c["decided"] for c in (await get(api, path, ADMIN))["cohorts"])
+    admin = api.client(ADMIN)
+    for params in ({"tier": "platinum"}, {"limit": 0}, {"after": "nope"},
+                   {"tier": "silver", "after": first["next"]}):  # a cursor of another list
+        assert_problem(await admin.get(path, params=params), 422, "validation_error")
+    assert_problem(await admin.get("/v1/admin/leagues/2026-11/cohorts"), 422,
+                   "validation_error")
+    for token, status, code in ((None, 401, "unauthorized"), (INGEST, 403, "forbidden"),
+                                (token_for(api.env, 1), 403, "forbidden")):
+        assert_problem(await api.client(token).get(path), status, code)
+
+
 # -- leagues off, CORS, the OpenAPI document -----------------------------------------------
 
 async def test_every_league_endpoint_is_not_found_while_leagues_are_off(
@@ -438,7 +473,8 @@ async def test_every_league_endpoint_is_not_found_while_leagues_are_off(
     paths = ["/v1/users/1/league", "/v1/users/1/league?season=2026-11",
              "/v1/users/1/league/history", "/v1/users/1/league/history?limit=0",
              f"/v1/leagues/current/cohorts/{week}.0.0",
-             f"/v1/leagues/current/cohorts/{week}.0.0/events", "/v1/admin/leagues/current"]
+             f"/v1/leagues/current/cohorts/{week}.0.0/events", "/v1/admin/leagues/current",
+             "/v1/admin/leagues/current/cohorts", "/v1/admin/leagues/current/cohorts?tier=x"]
     for token in (None, ADMIN, INGEST, token_for(api.env, 1)):
         for path in paths:
             assert_problem(await api.client(token).get(path), 404, "not_found")

@@ -54,6 +54,16 @@ async def learner_token(request: Request, tok: str = Depends(token),
     return user_id
 
 
+async def learner_or_platform_token(request: Request, tok: str = Depends(token),
+                                    a: Auth = Depends(auth)) -> int:
+    """A learner's own reads that the platform's servers make too (their
+    league and its history): that learner's token, admin, or ingest."""
+    user_id = path_user_id(request.path_params["user_id"])
+    if not a.is_ingest(tok):
+        a.require_learner(tok, user_id)
+    return user_id
+
+
 async def learner_token_or_query(request: Request,
                            credentials: HTTPAuthorizationCredentials | None = Security(
                                bearer_scheme),

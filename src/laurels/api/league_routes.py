@@ -17,7 +17,13 @@ from fastapi.responses import Response
 
 from laurels.api import schemas as s
 from laurels.api.clients import client_of
-from laurels.api.dependencies import admin_token, auth, learner_token, time_zone, token
+from laurels.api.dependencies import (
+    admin_token,
+    auth,
+    learner_or_platform_token,
+    time_zone,
+    token,
+)
 from laurels.api.params import Cursor, Limit, UserIdPath, path_season
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
@@ -96,9 +102,11 @@ async def readable_cohort(request: Request, season: str, cohort_id: str,
 
 @router.get("/v1/users/{user_id}/league",
             responses={200: {"model": s.LeagueOut}, **s.problems(401, 403, 404, 422, 503)})
-async def get_league(request: Request, user_id: UserIdPath, uid: int = Depends(learner_token),
+async def get_league(request: Request, user_id: UserIdPath,
+                     uid: int = Depends(learner_or_platform_token),
                      season: WeekQuery = "current") -> Response:
-    """A learner's league of a week (their learner token, or admin): their
+    """A learner's league of a week (their learner token, admin, or the
+    platform's ingest token, for the platform's own app): their
     tier, `none`, `pending` (an earlier week of theirs is not decided yet)
     or `placed` with their cohort's board (a `zone` on each entry) and
     their own standing, and the week's result once it is decided."""
@@ -109,10 +117,10 @@ async def get_league(request: Request, user_id: UserIdPath, uid: int = Depends(l
             responses={200: {"model": s.LeagueHistoryOut},
                        **s.problems(401, 403, 404, 422, 503)})
 async def get_league_history(request: Request, user_id: UserIdPath,
-                             uid: int = Depends(learner_token), limit: Limit = 20,
+                             uid: int = Depends(learner_or_platform_token), limit: Limit = 20,
                              after: Cursor = None) -> Response:
-    """A learner's decided weeks, newest first (their learner token, or
-    admin); `next` pages on."""
+    """A learner's decided weeks, newest first (their learner token, admin,
+    or ingest); `next` pages on."""
     cursors = api_state(request).cursors
     owner = f"league_history:{uid}"
     week = None
@@ -161,3 +169,25 @@ async def get_league_summary(request: Request, season: WeekPath) -> Response:
     """A week's leagues by tier: cohorts, members, and once the week is
     decided, how many went up and down (admin token)."""
     return JSONResponse(await leagues(request).summary(path_week(season, request)))
+
+
+@router.get("/v1/admin/leagues/{season}/cohorts", dependencies=[Depends(admin_token)],
+            responses={200: {"model": s.CohortListOut},
+                       **s.problems(401, 403, 404, 422, 503)})
+async def get_league_cohorts(request: Request, season: WeekPath,
+                             tier: Annotated[str | None, Query(
+                                 description="one tier's cohorts (its name)")] = None,
+                             limit: Limit = 100, after: Cursor = None) -> Response:
+    """A week's cohorts, by tier then cohort: their members and whether the
+    week is decided (admin token); `next` pages on."""
+    cursors = api_state(request).cursors
+    week = path_week(season, request)
+    owner = f"league_cohorts:{week.name}:{tier or ''}"
+    position = None
+    if after is not None:
+        t, c, _ = cursors.decode(owner, after)
+        position = (t, c)
+    body, last = await leagues(request).cohorts(week, tier, limit, position)
+    if last is not None:
+        body["next"] = cursors.encode(owner, (last[0], last[1], 0))
+    return JSONResponse(body)

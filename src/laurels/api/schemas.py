@@ -342,6 +342,18 @@ class LeagueTierOut(BaseModel):
     demoted: int
 
 
+class CohortRefOut(BaseModel):
+    cohort_id: str
+    tier: str
+    members: int
+    decided: bool
+
+
+class CohortListOut(BaseModel):
+    cohorts: list[CohortRefOut]
+    next: str | None
+
+
 class LeagueSummaryOut(BaseModel):
     season: str
     decided: bool

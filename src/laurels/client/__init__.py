@@ -59,6 +59,8 @@ from laurels.client.errors import (
 )
 from laurels.client.league_types import (
     CohortBoard,
+    CohortList,
+    CohortRef,
     League,
     LeagueEntry,
     LeagueHistory,
@@ -96,6 +98,7 @@ from laurels.client.types import (
     ItemError,
     LearnerBoard,
     LearnerBoards,
+    LearnerCorrection,
     MarkedRead,
     Membership,
     Metric,
@@ -126,12 +129,14 @@ from laurels.client.types import AttemptError as AttemptError
 # BATCH_MAX, ERRORS, GATEWAY_STATUSES, MAX_RETRY_AFTER_SECONDS, RETRY_STATUSES.
 __all__ = [
     "Access", "AsyncClient", "AuditAction", "AuditEntry", "AuditLog", "BatchResult", "Board",
-    "Client", "CohortBoard", "Completion", "CompletionConflict", "CompletionRecord",
+    "Client", "CohortBoard", "CohortList", "CohortRef", "Completion", "CompletionConflict",
+    "CompletionRecord",
     "CompletionResult", "Correction", "Deliveries", "Delivery", "DeliveryStatus", "Entry",
     "Forbidden", "FriendEntry", "FriendsBoard", "Group", "GroupBoard", "GroupRef", "ItemError",
     "LaurelsError", "League", "LeagueEntry", "LeagueHistory", "LeagueOutcome", "LeagueReason",
     "LeagueRecord", "LeagueResult", "LeagueStanding", "LeagueStatus", "LeagueSummary", "LeagueTier",
-    "LeagueZone", "LearnerBoard", "LearnerBoards", "MarkedRead", "Membership", "Metric",
+    "LeagueZone", "LearnerBoard", "LearnerBoards", "LearnerCorrection", "MarkedRead",
+    "Membership", "Metric",
     "Mismatch", "Neighbor", "Neighbourhood",
     "NotFound", "NotRanked", "Notification", "NotificationKind", "Notifications", "Paged",
     "PayloadTooLarge", "Period", "RateLimited", "Rebuild", "RebuildStarted", "Rebuilding",

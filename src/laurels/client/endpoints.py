@@ -11,7 +11,13 @@ from typing import Any
 from urllib.parse import quote
 
 from laurels.client.calls import Call
-from laurels.client.league_types import CohortBoard, League, LeagueHistory, LeagueSummary
+from laurels.client.league_types import (
+    CohortBoard,
+    CohortList,
+    League,
+    LeagueHistory,
+    LeagueSummary,
+)
 from laurels.client.transport import Request
 from laurels.client.types import (
     Access,
@@ -25,6 +31,7 @@ from laurels.client.types import (
     Group,
     GroupBoard,
     LearnerBoards,
+    LearnerCorrection,
     MarkedRead,
     Membership,
     Neighbourhood,
@@ -229,7 +236,8 @@ class Endpoints:
     @Call
     def league(user_id: int, season: str = "current") -> Request[League]:
         """A learner's league of a week (`current`, or `2026-W49`):
-        `GET /v1/users/{user_id}/league` (their learner token, or admin).
+        `GET /v1/users/{user_id}/league` (their learner token, admin, or
+        ingest: the platform's own app).
         Returns a `League`: `status` none, pending or placed, with their
         cohort's board when placed and the `result` once decided. Raises
         `NotFound` (leagues are off), `ValidationError` (not a week)."""
@@ -248,8 +256,8 @@ class Endpoints:
     def league_history(user_id: int, limit: int = 20, after: str | None = None
                        ) -> Request[LeagueHistory]:
         """One page of a learner's decided weeks, newest first:
-        `GET /v1/users/{user_id}/league/history` (their learner token, or
-        admin). Returns a `LeagueHistory`. Raises `NotFound` (leagues are
+        `GET /v1/users/{user_id}/league/history` (their learner token,
+        admin, or ingest). Returns a `LeagueHistory`. Raises `NotFound` (leagues are
         off)."""
         return Request("GET", f"/v1/users/{user_id}/league/history", page(limit, after))
 
@@ -295,6 +303,27 @@ class Endpoints:
         Returns a `Correction` (`status: "recorded"`). Raises `NotFound`."""
         return Request("POST", f"/v1/admin/completions/{seg(completion_id)}/restore",
                         json={"reason": reason} if reason else {})
+
+    @Call
+    def void_user(user_id: int, reason: str, season: str | None = None
+                  ) -> Request[LearnerCorrection]:
+        """Void every counted completion of a learner in `season` (any
+        period's name or alias), or every one kept, all or none:
+        `POST /v1/admin/users/{user_id}/void` (admin token). Returns a
+        `LearnerCorrection` (`voided`: how many). Raises `UserErased`."""
+        body: dict[str, str] = {"reason": reason}
+        if season is not None:
+            body["season"] = season
+        return Request("POST", f"/v1/admin/users/{user_id}/void", json=body)
+
+    @Call
+    def restore_user(user_id: int, reason: str | None = None, season: str | None = None
+                     ) -> Request[LearnerCorrection]:
+        """Restore every voided completion of a learner in `season`, or every
+        one: `POST /v1/admin/users/{user_id}/restore` (admin token). Returns
+        a `LearnerCorrection` (`restored`: how many). Raises `UserErased`."""
+        body = {k: v for k, v in (("reason", reason), ("season", season)) if v is not None}
+        return Request("POST", f"/v1/admin/users/{user_id}/restore", json=body)
 
     @Call
     def suspend(user_id: int, reason: str) -> Request[Suspension]:
@@ -343,6 +372,18 @@ class Endpoints:
         `GET /v1/admin/leagues/{season}` (admin token). Returns a
         `LeagueSummary`. Raises `NotFound` (leagues are off)."""
         return Request("GET", f"/v1/admin/leagues/{seg(season)}")
+
+    @Call
+    def league_cohorts(season: str, tier: str | None = None, limit: int = 100,
+                       after: str | None = None) -> Request[CohortList]:
+        """One page of a week's cohorts, by tier then cohort (of one `tier`,
+        or all): `GET /v1/admin/leagues/{season}/cohorts` (admin token).
+        Returns a `CohortList`. Raises `NotFound` (leagues are off),
+        `ValidationError` (not a week, or no such tier)."""
+        params = page(limit, after)
+        if tier is not None:
+            params["tier"] = tier
+        return Request("GET", f"/v1/admin/leagues/{seg(season)}/cohorts", params)
 
     @Call
     def deliveries(status: DeliveryStatus | None = None, limit: int = 100,

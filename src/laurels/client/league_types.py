@@ -95,6 +95,22 @@ class LeagueTier(TypedDict):
     demoted: int
 
 
+class CohortRef(TypedDict):
+    """One cohort of a week's leagues."""
+
+    cohort_id: str
+    tier: str
+    members: int
+    decided: bool  # the week is decided
+
+
+class CohortList(TypedDict):
+    """A week's cohorts: `GET /v1/admin/leagues/{season}/cohorts`."""
+
+    cohorts: list[CohortRef]  # by tier then cohort
+    next: str | None
+
+
 class LeagueSummary(TypedDict):
     """A week's leagues: `GET /v1/admin/leagues/{season}`."""
 

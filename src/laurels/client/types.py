@@ -239,6 +239,14 @@ class Correction(TypedDict):
     status: Literal["voided", "recorded"]
 
 
+class LearnerCorrection(TypedDict):
+    """How many of a learner's completions a bulk void or restore changed."""
+
+    user_id: int
+    voided: NotRequired[int]  # (void_user)
+    restored: NotRequired[int]  # (restore_user)
+
+
 class Suspension(TypedDict):
     """A learner's suspension state after suspend or unsuspend."""
 

@@ -137,6 +137,14 @@ FROM league_members m
 LEFT JOIN league_results r ON r.season = m.season AND r.user_id = m.user_id
 WHERE m.season = %(season)s GROUP BY m.tier ORDER BY m.tier;
 
+-- name: league_cohorts
+-- A week's cohorts (of one tier, or all), by tier then cohort, after a
+-- (tier, cohort) position: their members.
+SELECT m.tier, m.cohort, count(*) AS members FROM league_members m
+WHERE m.season = %(season)s AND (%(tier)s::smallint IS NULL OR m.tier = %(tier)s)
+  AND (m.tier, m.cohort) > (%(after_tier)s::smallint, %(after_cohort)s::integer)
+GROUP BY 1, 2 ORDER BY 1, 2 LIMIT %(limit)s;
+
 -- name: decide_league_week
 -- The week's decision, set-based, from the completions that count now: each
 -- cohort ranked by the tie policy among its members who are not hidden (nor
