@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -540,7 +541,8 @@ def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
     raise typer.Exit(1)
 
 
-def _correct(completion_id: str, reason: str | None, voided: bool) -> None:
+def _correct(completion_id: str, reason: str | None, voided: bool, as_json: bool = False
+             ) -> None:
     """`void` and `restore`: as the admin endpoints (audited, projected at once)."""
     from laurels.errors import DomainError
     from laurels.validation import Invalid, parse_completion_id, validate_reason
@@ -560,6 +562,9 @@ def _correct(completion_id: str, reason: str | None, voided: bool) -> None:
         body, changed = _with_runtime(settings, work)
     except DomainError as exc:
         raise fail(exc.detail, 1) from None
+    if as_json:
+        typer.echo(json.dumps({**body, "changed": changed}))
+        return
     where = f"(seq {body['seq']}, {body['season']})"
     if changed:
         typer.echo(f"laurels: {body['completion_id']} {where} is {body['status']}")
@@ -571,26 +576,252 @@ def _correct(completion_id: str, reason: str | None, voided: bool) -> None:
                    "nothing changed")
 
 
-@app.command()
-def void(completion_id: Annotated[str, typer.Argument(help="the completion to void")],
-         reason: Annotated[str, typer.Option("--reason", help="why (1 to 500 characters)")]
-         ) -> None:
-    """Void a completion: it stops counting on every board (audited)."""
-    _correct(completion_id, reason, voided=True)
+JSON_HELP = "print JSON for scripts instead of a table"
+UserArg = Annotated[int, typer.Argument(help="the learner's user id", min=1)]
+JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+
+
+def _print(payload: Any, as_json: bool, headers: tuple[str, ...] = (),
+           rows: list[tuple[Any, ...]] | None = None, line: str | None = None) -> None:
+    """What a command found: `payload` as JSON for scripts, else a table of
+    `rows` under `headers` (rich), or one line."""
+    if as_json:
+        typer.echo(json.dumps(payload))
+        return
+    if line is not None:
+        typer.echo(f"laurels: {line}")
+    if rows is not None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*headers)
+        for r in rows:
+            table.add_row(*("" if v is None else str(v) for v in r))
+        Console().print(table)
+
+
+def _admin(work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run an admin action as its endpoint would: its refusals (unknown,
+    erased, malformed) one line on stderr and exit 1."""
+    from laurels.errors import DomainError
+
+    settings = _settings()
+    try:
+        return _with_runtime(settings, work)
+    except DomainError as exc:
+        raise fail(exc.detail, 1) from None
+
+
+def _learner_correction(user: int, season: str | None, reason: str | None, voided: bool,
+                        as_json: bool) -> None:
+    """`void --user` and `restore --user`: a learner's completions together."""
+    from laurels.validation import Invalid, validate_reason
+
+    try:
+        why = validate_reason({} if reason is None else {"reason": reason}, required=voided).reason
+    except Invalid as exc:
+        raise fail(f"--{exc}") from None
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        from laurels.api.params import path_season
+        from laurels.seasons import PERIODS
+
+        named = path_season(season, PERIODS, settings.time_zone) if season else None
+        return await rt.corrections.correct_learner(user, voided, why, named)
+
+    body = _admin(work)
+    n = body.get("voided", body.get("restored", 0))
+    where = f" of {season}" if season else ""
+    _print(body, as_json, line=f"{n} completion{'s' if n != 1 else ''}{where} of learner "
+                               f"{user} {'voided' if voided else 'restored'}")
 
 
 @app.command()
-def restore(completion_id: Annotated[str, typer.Argument(help="the completion to restore")],
+def void(completion_id: Annotated[str | None, typer.Argument(
+             help="the completion to void (or --user)")] = None,
+         reason: Annotated[str | None, typer.Option("--reason", help="why (1 to 500 characters)")]
+         = None,
+         user: Annotated[int | None, typer.Option("--user", min=1,
+                                                  help="void every counted completion of "
+                                                       "this learner (of --season)")] = None,
+         season: Annotated[str | None, typer.Option("--season", help="with --user: one "
+                                                    "season's (any period's name)")] = None,
+         as_json: JsonOpt = False) -> None:
+    """Void a completion, or a learner's (--user): they stop counting on every board (audited)."""
+    if (completion_id is None) == (user is None):
+        raise fail("name a completion, or a learner with --user")
+    if user is not None:
+        _learner_correction(user, season, reason, True, as_json)
+        return
+    if reason is None:
+        raise fail("--reason: required, 1 to 500 characters")
+    _correct(completion_id or "", reason, voided=True, as_json=as_json)
+
+
+@app.command()
+def restore(completion_id: Annotated[str | None, typer.Argument(
+                help="the completion to restore (or --user)")] = None,
             reason: Annotated[str | None, typer.Option("--reason", help="why (optional)")]
-            = None) -> None:
-    """Restore a voided completion: it counts again (audited)."""
-    _correct(completion_id, reason, voided=False)
+            = None,
+            user: Annotated[int | None, typer.Option("--user", min=1,
+                                                     help="restore every voided completion "
+                                                          "of this learner (of --season)")]
+            = None,
+            season: Annotated[str | None, typer.Option("--season", help="with --user: one "
+                                                       "season's")] = None,
+            as_json: JsonOpt = False) -> None:
+    """Restore a voided completion, or a learner's (--user): they count again (audited)."""
+    if (completion_id is None) == (user is None):
+        raise fail("name a completion, or a learner with --user")
+    if user is not None:
+        _learner_correction(user, season, reason, False, as_json)
+        return
+    _correct(completion_id or "", reason, voided=False, as_json=as_json)
+
+
+@app.command()
+def erase(user: UserArg, as_json: JsonOpt = False) -> None:
+    """Erase a learner for good: completions, name, every board (DELETE /v1/users/ID)."""
+
+    async def work(rt: Any) -> None:
+        await rt.learners.erase(user)
+
+    _admin(work)
+    _print({"user_id": user, "erased": True}, as_json, line=f"learner {user} erased")
+
+
+def _suspension(user: int, suspended: bool, reason: str | None, as_json: bool) -> None:
+    from laurels.validation import Invalid, validate_reason
+
+    try:
+        why = validate_reason({} if reason is None else {"reason": reason},
+                              required=suspended).reason
+    except Invalid as exc:
+        raise fail(f"--{exc}") from None
+
+    async def work(rt: Any) -> Any:
+        return await rt.learners.suspend(user, suspended, why)
+
+    body = _admin(work)
+    _print(body, as_json, line=f"learner {user} {'suspended' if suspended else 'unsuspended'}")
+
+
+@app.command()
+def suspend(user: UserArg,
+            reason: Annotated[str, typer.Option("--reason", help="why (1 to 500 characters)")],
+            as_json: JsonOpt = False) -> None:
+    """Suspend a learner: off every public board and hint, like a hidden one (audited)."""
+    _suspension(user, True, reason, as_json)
+
+
+@app.command()
+def unsuspend(user: UserArg,
+              reason: Annotated[str | None, typer.Option("--reason", help="why (optional)")]
+              = None, as_json: JsonOpt = False) -> None:
+    """Unsuspend a learner: shown as they chose again (audited)."""
+    _suspension(user, False, reason, as_json)
+
+
+@app.command()
+def audit(limit: Annotated[int, typer.Option("--limit", min=1, max=1000,
+                                             help="entries, newest first")] = 100,
+          as_json: JsonOpt = False) -> None:
+    """The audit log, newest first (GET /v1/admin/audit)."""
+
+    async def work(rt: Any) -> Any:
+        return (await rt.corrections.audit_page(limit, None))[0]
+
+    body = _admin(work)
+    _print(body, as_json, ("id", "at", "action", "target", "reason"),
+           [(e["id"], e["at"], e["action"], e["target"], e["reason"])
+            for e in body["entries"]])
+
+
+webhooks_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                           help="Webhook deliveries: list them (no subcommand), or retry one.")
+app.add_typer(webhooks_app, name="webhooks")
+
+
+@webhooks_app.callback()
+def webhooks(ctx: typer.Context,
+             status: Annotated[str | None, typer.Option(
+                 "--status", help="pending, delivered or failed")] = None,
+             limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 100,
+             as_json: JsonOpt = False) -> None:
+    """Webhook deliveries, newest first (GET /v1/admin/webhooks/deliveries)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if status not in (None, "pending", "delivered", "failed"):
+        raise fail("--status: pending, delivered or failed")
+
+    async def work(rt: Any) -> Any:
+        return (await rt.deliveries.page(status, limit, None))[0]
+
+    body = _admin(work)
+    _print(body, as_json, ("id", "type", "status", "attempts", "last error", "next attempt"),
+           [(d["id"], d["type"], d["status"], d["attempts"], d["last_error"],
+             d["next_attempt_at"]) for d in body["deliveries"]])
+
+
+@webhooks_app.command("retry")
+def retry_delivery(delivery_id: Annotated[str, typer.Argument(help="the delivery's id")],
+                   as_json: JsonOpt = False) -> None:
+    """Send a delivery again at once (POST /v1/admin/webhooks/deliveries/ID/retry)."""
+    from laurels.validation import UUID_RE
+
+    if not re.fullmatch(UUID_RE, delivery_id):
+        raise fail("a delivery id is a UUID, as `laurels webhooks` lists it")
+
+    async def work(rt: Any) -> bool:
+        return bool(await rt.deliveries.retry(delivery_id))
+
+    if not _admin(work):
+        raise fail(f"no delivery {delivery_id}", 1)
+    _print({"id": delivery_id, "retried": True}, as_json,
+           line=f"delivery {delivery_id} is sent again now")
+
+
+@app.command()
+def leagues(season: Annotated[str, typer.Argument(help="a week (2026-W49) or current")],
+            cohorts: Annotated[bool, typer.Option("--cohorts", help="list its cohorts")]
+            = False,
+            tier: Annotated[str | None, typer.Option("--tier", help="with --cohorts: one "
+                                                     "tier's")] = None,
+            as_json: JsonOpt = False) -> None:
+    """A week's leagues by tier, or its cohorts (GET /v1/admin/leagues/SEASON[/cohorts])."""
+    settings = _settings()
+
+    async def work(rt: Any) -> Any:
+        from laurels.api.params import path_season
+        from laurels.seasons import PERIODS
+
+        week = path_season(season, PERIODS, settings.time_zone)
+        if not cohorts:
+            return await rt.leagues.summary(week)
+        listed: list[Any] = []
+        after = None
+        while True:  # every page
+            page, after = await rt.leagues.cohorts(week, tier, 1000, after)
+            listed += page["cohorts"]
+            if after is None:
+                return {"cohorts": listed}
+
+    body = _admin(work)
+    if cohorts:
+        _print(body, as_json, ("cohort", "tier", "members", "decided"),
+               [(c["cohort_id"], c["tier"], c["members"], "yes" if c["decided"] else "no")
+                for c in body["cohorts"]])
+        return
+    _print(body, as_json, ("tier", "cohorts", "members", "promoted", "demoted"),
+           [(t["tier"], t["cohorts"], t["members"], t["promoted"], t["demoted"])
+            for t in body["tiers"]],
+           line=f"{body['season']}: {'decided' if body['decided'] else 'not decided yet'}")
 
 
 kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
                         help="Board kinds: list (no subcommand), define or delete them.")
 app.add_typer(kinds_app, name="kinds")
-JSON_HELP = "print JSON for scripts instead of a table"
 
 
 def _kind_rows(kinds: list[Any]) -> list[dict[str, Any]]:

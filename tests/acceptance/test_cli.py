@@ -10,11 +10,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import laurels_bin, server_env
+from tests.helpers import INGEST, completion, laurels_bin, server_env
 
 pytestmark = [pytest.mark.once, pytest.mark.slow]
 
@@ -119,3 +120,63 @@ def test_rebuild_and_verify_name_a_board_of_a_kind(
     assert out.returncode == 0 and "deleted" in out.stdout, out.stderr
     out = laurels(env, "verify", "--season", "current", "--board", "course:python-101")
     assert out.returncode != 0 and "no board kind course" in out.stderr
+
+
+def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, redis_url: str,
+                                            key_prefix: str, serve: Any) -> None:
+    """Issue 44 (CONTRACT.md, CLI): erase, suspend, unsuspend, a learner's
+    void and restore, audit, webhooks and their retry, leagues and their
+    cohorts; each a table (or a line) for people and --json for scripts,
+    each refusal one line."""
+    shared = {"LAURELS_CLOSE_SEASONS": "false", "LAURELS_LEAGUE_TIERS": "bronze,silver",
+              "LAURELS_LEAGUE_SIZE": "5", "LAURELS_LEAGUE_PROMOTE": "1",
+              "LAURELS_LEAGUE_DEMOTE": "1",
+              "LAURELS_WEBHOOK_URL": "http://127.0.0.1:9/hooks",
+              "LAURELS_WEBHOOK_SECRET": "a-webhook-secret-0123456789abcdef"}
+    env = {**server_env(database_url, redis_url, key_prefix, tmp_path / "cli"), **shared}
+    assert laurels(env, "migrate").returncode == 0
+    server = serve(**shared)
+    c = server.client(INGEST)
+    at = "2026-11-24T10:00:00Z"
+    resp = c.post("/v1/completions/batch", json={"completions": [
+        completion(f"k{n}", 1, 5, at) for n in range(3)] + [completion("k9", 2, 1, at)]})
+    assert resp.status_code == 200, resp.text
+
+    def ok(*args: str) -> Any:
+        out = laurels(env, *args, "--json")
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out
+        return json.loads(out.stdout)
+
+    assert ok("void", "--user", "1", "--season", "2026-W48", "--reason", "copied") == {
+        "user_id": 1, "voided": 3}
+    top = c.get("/v1/leaderboards/2026-W48").json()
+    assert [e["user_id"] for e in top["entries"]] == [2]
+    assert ok("restore", "--user", "1") == {"user_id": 1, "restored": 3}
+    assert ok("suspend", "2", "--reason", "spam") == {"user_id": 2, "suspended": True}
+    assert ok("unsuspend", "2") == {"user_id": 2, "suspended": False}
+    actions = [(e["action"], e["target"]) for e in ok("audit", "--limit", "4")["entries"]]
+    assert actions == [("unsuspend", "2"), ("suspend", "2"), ("restore", "1"), ("void", "1")]
+    assert "unsuspend" in laurels(env, "audit").stdout  # a table for people
+    summary = ok("leagues", "2026-W48")  # (decided by the serve's loop: its grace is over)
+    assert summary["season"] == "2026-W48" and summary["tiers"][0]["members"] == 2
+    cohorts = ok("leagues", "2026-W48", "--cohorts")["cohorts"]
+    assert [(k["cohort_id"], k["members"]) for k in cohorts] == [("2026-W48.0.0", 2)]
+    deliveries = ok("webhooks", "--status", "pending")["deliveries"]
+    assert {d["type"] for d in deliveries} >= {"completion.voided", "completion.restored"}
+    assert ok("webhooks", "retry", deliveries[0]["id"]) == {"id": deliveries[0]["id"],
+                                                           "retried": True}
+    assert ok("erase", "2") == {"user_id": 2, "erased": True}
+    assert c.get("/v1/leaderboards/2026-W48").json()["total"] == 1
+    # Refusals: one line, exit non-zero, nothing on stdout.
+    for args, said in ((["suspend", "2", "--reason", "x"], "erased"),
+                       (["void", "--user", "1"], "reason"),
+                       (["void", "k1", "--user", "1", "--reason", "x"], "--user"),
+                       (["webhooks", "retry", "not-a-uuid"], "UUID"),
+                       (["webhooks", "--status", "lost"], "--status"),
+                       (["leagues", "2026-11"], "week"),
+                       (["leagues", "2026-W48", "--cohorts", "--tier", "gold"], "tier")):
+        out = laurels(env, *args)
+        assert out.returncode != 0 and out.stdout == "", (args, out)
+        last = out.stderr.strip().splitlines()[-1]
+        assert last.startswith("laurels: ") and said in last, (args, last)
+        assert "Traceback" not in out.stderr
