@@ -920,11 +920,14 @@ def demo(
                                              "default 8000]")] = None,
     learners: Annotated[int, typer.Option(help="how many named learners")] = 300,
     rate: Annotated[float, typer.Option(help="completions per second")] = 4.0,
+    weeks: Annotated[int | None, typer.Option(
+        help="first play this many past weeks, oldest first, each closed and its "
+             "leagues decided: history, tiers and results show", min=1, max=26)] = None,
 ) -> None:
     """Start everything embedded with fresh demo data and simulate learners."""
     import shutil
 
-    from laurels.demo import run_demo
+    from laurels.demo import Plan, run_demo
 
     if learners < 1 or rate <= 0:
         raise fail("--learners and --rate must be positive")
@@ -942,7 +945,7 @@ def demo(
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         asyncio.run(run_demo(settings, secrets, servers.database_url, servers.redis_url,
-                             learners, rate, typer.echo))
+                             Plan(learners, rate, weeks), typer.echo))
     finally:
         servers.stop()
 

@@ -13,6 +13,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,13 +38,13 @@ DEMO_LEAGUES = {"league_tiers": "bronze,silver,gold", "league_size": 12,
                 "league_promote": "3", "league_demote": "3", "league_grace_seconds": 0}
 
 
-def demo_settings(settings: Settings) -> Settings:
+def demo_settings(settings: Settings, weeks: int = 1) -> Settings:
     """The settings with every feature on: all periods, leagues (unless
     LAURELS_LEAGUE_TIERS chose others), and a late grace that still accepts
-    last week's completions (even those of its first day, on a Sunday)."""
+    the past weeks' completions (even those of the first one's first day)."""
     update: dict[str, object] = {
         "periods": "week,day,month,all",
-        "late_grace_seconds": max(settings.late_grace_seconds, 15 * 86400)}
+        "late_grace_seconds": max(settings.late_grace_seconds, (7 * weeks + 8) * 86400)}
     if not settings.leagues:
         update.update(DEMO_LEAGUES)
     return Settings.model_validate({**settings.model_dump(), **update})
@@ -155,12 +156,34 @@ class Simulation:
         same = [uid for uid, tier in tiers.items() if tier == tiers[who] and uid != who]
         return same[:self.rt.settings.league_size - 1]
 
-    async def last_week(self, n: int) -> None:
-        """Last week, recorded in one batch (so its league has everyone) and
-        decided at once: this week's cohorts are placed by tier, and the
-        featured learner, best of last week, plays one tier up."""
-        week = season_of(datetime.now(UTC) - timedelta(days=7), "week",
-                         zone=self.rt.settings.time_zone)
+    async def past_weeks(self, weeks: int, n: int, close: bool) -> None:
+        """The `weeks` weeks before this one, oldest first, each recorded in
+        one batch (so its league has everyone) and then decided: a backfill
+        holds each week's decision until that week is recorded, so no week
+        is decided while its completions still arrive, and each week's
+        cohorts are placed by the tiers the week before gave. The featured
+        learner is the best of each week: a tier up every week. With
+        `close`, each week (and its days) is closed too, its standings
+        archived: history, tiers and results show (`laurels demo --weeks N`)."""
+        now = datetime.now(UTC)
+        for back in range(weeks, 0, -1):
+            week = season_of(now - timedelta(days=7 * back), "week",
+                             zone=self.rt.settings.time_zone)
+            await self.play(week, n)
+            await self.rt.leagues.decide_due()  # this week's, the ones before it done
+            if close:
+                for day in range(7):
+                    when = week.starts_at + timedelta(days=day, hours=12)
+                    await self.rt.lifecycle.finalize(season_of(
+                        when, "day", zone=self.rt.settings.time_zone).name)
+                await self.rt.lifecycle.finalize(week.name)
+            self.decided = week
+        if self.decided is not None:
+            await self.readable(self.decided)
+
+    async def play(self, week: Season, n: int) -> None:
+        """`n` completions at random instants of a past week, and the
+        featured learner's, 10 points above everyone's best."""
         span_seconds = (week.ends_at - week.starts_at).total_seconds() - 1
 
         def when() -> datetime:
@@ -173,9 +196,6 @@ class Simulation:
         top = self.one(featured(self.learners), when())
         top["points"] = max(scores.values(), default=0) + 10
         await self.rt.ingestor.record([top, *items])
-        await self.rt.leagues.decide_due()
-        self.decided = week
-        await self.readable(week)
 
     async def readable(self, week: Season,
                        ready: Callable[[League], bool] = lambda _: True,
@@ -206,10 +226,22 @@ def _with_company(league: League) -> bool:
     return league["status"] == "placed" and len(league["entries"]) > 1
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What the demo plays: how many learners, completions a second, and
+    past weeks (None: last week, decided, not closed)."""
+
+    learners: int
+    rate: float
+    weeks: int | None = None
+
+
 async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redis_url: str,
-                   learners: int, rate: float, say: Callable[[str], None]) -> None:
-    """Serve the app on uvicorn, seed named learners, then simulate them until
-    the server stops (Ctrl-C)."""
+                   plan: Plan, say: Callable[[str], None]) -> None:
+    """Serve the app on uvicorn, seed named learners, play past weeks (last
+    week, decided; with `weeks`, that many, each closed too), then simulate
+    them until the server stops (Ctrl-C)."""
+    learners, rate, weeks = plan.learners, plan.rate, plan.weeks
     import uvicorn
 
     from laurels import logs
@@ -218,7 +250,7 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     from laurels.api.auth import mint
     from laurels.db import migrate
 
-    settings = demo_settings(settings)
+    settings = demo_settings(settings, weeks or 1)
     await migrate(database_url)
     rt = Runtime(settings, secrets, database_url, redis_url)
     api = serving_app(create_app(rt, migrate=False))
@@ -236,7 +268,10 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     await kinds(rt)
     await classes(local_url(settings.host, settings.port), secrets.ingest_token, learners)
     simulation = Simulation(rt, learners, rnd)
-    await simulation.last_week(400)
+    if weeks:
+        say(f"laurels demo: playing the {weeks} past week{'s' if weeks > 1 else ''}, "
+            "oldest first (each closed, its leagues decided)")
+    await simulation.past_weeks(weeks or 1, 400, close=weeks is not None)
     await simulation.burst(400)
     sim = asyncio.create_task(simulation.steady(rate))
     url = f"http://{settings.host}:{settings.port}/"

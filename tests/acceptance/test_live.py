@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import httpx
 import psutil
 import pytest
 
+from laurels.seasons import season_of
 from tests.acceptance.test_browser import CHROMIUM, browser_page
 from tests.helpers import (
     ADMIN,
@@ -260,6 +262,52 @@ def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
             proc.stdout.close()
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if p.info["cmdline"] and str(data_dir) in " ".join(p.info["cmdline"])]
+
+
+@pytest.mark.slow
+def test_demo_plays_past_weeks(data_dir: Path) -> None:
+    """`laurels demo --weeks 3` (issue 44): three past weeks played oldest
+    first, each closed (its archive written) and its leagues decided, so
+    the featured learner, best of each, has climbed from bronze to gold
+    and has three results in their history."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
+    env["LAURELS_DATA_DIR"] = str(data_dir)
+    port = free_port()
+    proc = subprocess.Popen([laurels_bin(), "demo", "--port", str(port), "--learners", "60",
+                             "--rate", "5", "--weeks", "3"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "#token=" in line:
+                url = line.split(" at ", 1)[1].strip()
+                break
+        assert url, "the demo printed no link"
+        base, token = url.split("/#token=", 1)
+        me = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+        import base64
+        import json as json_mod
+        claims = token.split(".")[1]
+        who = json_mod.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["sub"]
+        history = me.get(f"/v1/users/{who}/league/history").json()["results"]
+        now = datetime.now(UTC)
+        weeks = [season_of(now - timedelta(days=7 * back), "week", zone="UTC").name
+                 for back in (1, 2, 3)]
+        assert [(r["season"], r["tier"], r["rank"]) for r in history] == [
+            (weeks[0], "gold", 1), (weeks[1], "silver", 1), (weeks[2], "bronze", 1)], history
+        assert me.get(f"/v1/users/{who}/league").json()["tier"] == "gold"
+        for week in weeks:  # each week's board (from its archive: each was closed)
+            body = httpx.get(f"{base}/v1/leaderboards/{week}").json()
+            assert body["total"] > 10 and body["entries"][0]["user_id"] == int(who), body
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) in (0, 130)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.mark.slow
