@@ -22,7 +22,8 @@ PAGE_HEADERS = {
 }
 _STATIC = resources.files("laurels.api").joinpath("static")
 _ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
-           "icon.svg": "image/svg+xml", "embed.js": "text/javascript; charset=utf-8"}
+           "icon.svg": "image/svg+xml", "embed.js": "text/javascript; charset=utf-8",
+           "admin.js": "text/javascript; charset=utf-8", "admin.css": "text/css; charset=utf-8"}
 
 router = APIRouter()
 
@@ -36,6 +37,17 @@ async def page(request: Request) -> Response:
         '<meta name="laurels-periods" content="week">',
         f'<meta name="laurels-periods" content="{",".join(periods(request))}">'
         f'\n  <meta name="laurels-leagues" content="{leagues}">')
+    return HTMLResponse(html, headers=PAGE_HEADERS)
+
+
+@router.get("/admin", tags=["page"], response_class=HTMLResponse)
+async def console(request: Request) -> Response:
+    """The operator console (CONTRACT.md, "Operator console"): it asks for
+    the admin token, keeps it in the tab's sessionStorage, and reaches every
+    admin read and action through the admin endpoints."""
+    html = _STATIC.joinpath("admin.html").read_text().replace(
+        '<meta name="laurels-periods" content="week">',
+        f'<meta name="laurels-periods" content="{",".join(periods(request))}">')
     return HTMLResponse(html, headers=PAGE_HEADERS)
 
 

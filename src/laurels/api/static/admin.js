@@ -1,0 +1,380 @@
+// The operator console (CONTRACT.md, "Operator console"): every admin read
+// and action, against the admin endpoints only. No framework, no build step:
+// the learner's page is built the same way. The admin token lives in this
+// tab's sessionStorage and goes out as a bearer token: never in a URL, a
+// cookie, or a log line.
+"use strict";
+
+const KEY = "laurels-admin-token";
+const $ = (id) => document.getElementById(id);
+const state = { section: "boards", user: null, season: "current", week: "current" };
+const token = () => sessionStorage.getItem(KEY);
+
+// A call of the admin API: {ok, status, body}. A refusal's `detail` is
+// shown, unless `quiet` (an answer the caller expects, as "not ranked").
+async function api(method, path, body, quiet = false) {
+  const headers = { Authorization: `Bearer ${token()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers, cache: "no-store",
+                               body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    problem("The server cannot be reached.");
+    return { ok: false, status: 0, body: null };
+  }
+  const text = await resp.text();
+  let parsed = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch (e) { parsed = text; }
+  if (!resp.ok && !quiet) {
+    problem(parsed && parsed.detail ? parsed.detail : `refused (${resp.status})`);
+  }
+  if (resp.status === 401) signOut("The token was refused: sign in again.");
+  return { ok: resp.ok, status: resp.status, body: parsed };
+}
+
+function problem(text) { $("problem").textContent = text || ""; }
+
+function cell(tr, text, cls) {
+  const td = tr.insertCell();
+  td.textContent = text === null || text === undefined ? "" : String(text);
+  if (cls) td.className = cls;
+  return td;
+}
+
+function button(tr, label, onClick) {
+  const td = tr.insertCell();
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = label;
+  b.addEventListener("click", onClick);
+  td.appendChild(b);
+  return b;
+}
+
+function rows(id, items, fill) {
+  const tbody = $(id).querySelector("tbody");
+  tbody.replaceChildren();
+  for (const item of items) fill(tbody.insertRow(), item);
+}
+
+const local = (iso) => iso ? new Date(Date.parse(iso)).toLocaleString() : "";
+
+// A reason for an action whose endpoint takes one (null: cancelled).
+function reason(what, required) {
+  const text = window.prompt(`Reason for ${what}${required ? "" : " (optional)"}:`, "");
+  if (text === null) return null;
+  if (required && !text.trim()) {
+    problem(`${what}: a reason is required (1 to 500 characters).`);
+    return null;
+  }
+  return text.trim();
+}
+
+// -- signing in ---------------------------------------------------------------------------------
+
+async function signIn(event) {
+  event.preventDefault();
+  const input = $("token");
+  const candidate = input.value.trim();
+  input.value = "";  // not kept in the form
+  const resp = await fetch("/v1/admin/audit?limit=1", {
+    headers: { Authorization: `Bearer ${candidate}` }, cache: "no-store" });
+  if (!resp.ok) {
+    let detail = "";
+    try { detail = (await resp.json()).detail || ""; } catch (e) { /* no body */ }
+    $("signin-error").textContent = `Refused: ${detail || resp.status}`;
+    return;
+  }
+  sessionStorage.setItem(KEY, candidate);
+  start();
+}
+
+function signOut(why) {
+  sessionStorage.removeItem(KEY);
+  $("console").hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = why || "";
+  $("status").textContent = "signed out";
+}
+
+function start() {
+  $("signin").hidden = true;
+  $("console").hidden = false;
+  $("signin-error").textContent = "";
+  $("status").textContent = "signed in";
+  show(state.section);
+}
+
+function show(section) {
+  state.section = section;
+  problem("");
+  for (const b of $("sections").querySelectorAll("button[data-section]")) {
+    b.setAttribute("aria-pressed", String(b.dataset.section === section));
+    $(b.dataset.section).hidden = b.dataset.section !== section;
+  }
+  ({ boards: loadBoards, learner: () => state.user && loadLearner(), leagues: loadLeagues,
+     webhooks: loadDeliveries, audit: loadAudit, health: loadHealth })[section]();
+}
+
+// -- boards: seasons, rebuild (with its progress), verify ------------------------------------------
+
+const ALIASES = { week: "current", day: "current-day", month: "current-month", all: "all" };
+
+async function loadBoards() {
+  const meta = document.querySelector('meta[name="laurels-periods"]');
+  const periods = (meta ? meta.content : "week").split(",");
+  const seasons = [];
+  for (const p of periods) {
+    const r = await api("GET", `/v1/leaderboards/${ALIASES[p]}?limit=1`);
+    if (r.ok) seasons.push(r.body);
+  }
+  rows("seasons", seasons, (tr, s) => {
+    cell(tr, s.board);
+    cell(tr, s.season);
+    cell(tr, s.status);
+    cell(tr, s.total);
+    const td = tr.insertCell();
+    for (const [label, act] of [["Rebuild", rebuild], ["Verify", verify]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.addEventListener("click", () => act(s.season));
+      td.appendChild(b);
+    }
+  });
+}
+
+async function rebuild(season) {
+  const out = $("rebuild-progress");
+  const r = await api("POST", `/v1/admin/leaderboards/${season}/rebuild`);
+  if (!r.ok) return;
+  const id = r.body.rebuild_id;
+  out.textContent = `Rebuild of ${season}: running…`;
+  for (;;) {
+    const s = await api("GET", `/v1/admin/rebuilds/${id}`);
+    if (!s.ok) return;
+    out.textContent = `Rebuild of ${season}: ${s.body.status}, ${s.body.events} events` +
+      (s.body.error ? ` (${s.body.error})` : "");
+    out.dataset.status = s.body.status;
+    if (s.body.status !== "running") break;
+    await new Promise((done) => setTimeout(done, 300));
+  }
+  loadBoards();
+}
+
+async function verify(season) {
+  const r = await api("GET", `/v1/admin/leaderboards/${season}/verify`);
+  if (!r.ok) return;
+  const v = r.body;
+  $("verify-result").textContent = v.consistent
+    ? `${season}: consistent (${v.players_checked} learners checked).`
+    : `${season}: NOT consistent: ${v.mismatches.map((m) => `learner ${m.user_id}: Redis ` +
+        `${m.redis}, PostgreSQL ${m.postgres}`).join("; ")}`;
+}
+
+// -- a learner ----------------------------------------------------------------------------------
+
+async function findLearner(event) {
+  event.preventDefault();
+  state.user = $("user-id").value.trim();
+  state.season = $("user-season").value.trim() || "current";
+  problem("");
+  loadLearner();
+}
+
+async function loadLearner() {
+  const uid = state.user, season = state.season;
+  const [me, done] = await Promise.all([
+    api("GET", `/v1/leaderboards/${season}/users/${uid}?radius=0`, undefined, true),
+    api("GET", `/v1/leaderboards/${season}/users/${uid}/completions?limit=100`)]);
+  $("learner-view").hidden = false;
+  if (me.ok) {
+    const u = me.body.user;
+    $("learner-summary").textContent = `${u.display_name} (learner ${uid}, ${u.visibility}): ` +
+      `rank ${u.rank} with ${u.score} points in ${me.body.season}.`;
+    problem("");
+  } else {
+    $("learner-summary").textContent = `Learner ${uid}: not on the board of ${season}` +
+      (me.body && me.body.detail ? ` (${me.body.detail}).` : ".");
+  }
+  rows("completions", done.ok ? done.body.completions : [], (tr, c) => {
+    cell(tr, c.completion_id);
+    cell(tr, local(c.completed_at));
+    cell(tr, c.points);
+    cell(tr, c.status, c.status === "voided" ? "voided" : "");
+    button(tr, c.status === "voided" ? "Restore" : "Void…", () => correct(c));
+  });
+}
+
+async function correct(c) {
+  const voiding = c.status !== "voided";
+  const why = reason(`${voiding ? "voiding" : "restoring"} ${c.completion_id}`, voiding);
+  if (why === null) return;
+  const body = why ? { reason: why } : {};
+  const r = await api("POST", `/v1/admin/completions/${encodeURIComponent(c.completion_id)}/` +
+                      (voiding ? "void" : "restore"), body);
+  if (r.ok) loadLearner();
+}
+
+async function correctAll(voiding) {
+  const why = reason(`${voiding ? "voiding" : "restoring"} all of learner ${state.user}'s ` +
+                     `${state.season}`, voiding);
+  if (why === null) return;
+  const body = { season: state.season };
+  if (why) body.reason = why;
+  const r = await api("POST", `/v1/admin/users/${state.user}/${voiding ? "void" : "restore"}`,
+                      body);
+  if (r.ok) {
+    $("status").textContent = `${r.body.voided ?? r.body.restored} completions ` +
+      `${voiding ? "voided" : "restored"}`;
+    loadLearner();
+  }
+}
+
+async function suspend(on) {
+  const why = reason(`${on ? "suspending" : "unsuspending"} learner ${state.user}`, on);
+  if (why === null) return;
+  const r = await api("POST", `/v1/admin/users/${state.user}/${on ? "suspend" : "unsuspend"}`,
+                      why ? { reason: why } : {});
+  if (r.ok) {
+    $("status").textContent = `learner ${state.user} ${on ? "suspended" : "unsuspended"}`;
+    loadLearner();
+  }
+}
+
+async function erase() {
+  const typed = window.prompt(`Erasing learner ${state.user} cannot be undone: their ` +
+    `completions, name and notifications go from every board. Type "erase ${state.user}" ` +
+    "to confirm.", "");
+  if (typed === null) return;
+  if (typed.trim() !== `erase ${state.user}`) {
+    problem("Not erased: the confirmation did not match.");
+    return;
+  }
+  const r = await api("DELETE", `/v1/users/${state.user}`);
+  if (r.ok) {
+    $("status").textContent = `learner ${state.user} erased`;
+    loadLearner();
+  }
+}
+
+// -- leagues ------------------------------------------------------------------------------------
+
+async function loadLeagues(event) {
+  if (event) event.preventDefault();
+  state.week = $("week").value.trim() || "current";
+  const summary = await api("GET", `/v1/admin/leagues/${state.week}`);
+  if (!summary.ok) return;
+  $("league-decided").textContent = `${summary.body.season}: ` +
+    (summary.body.decided ? "decided" : "not decided yet");
+  rows("tiers", summary.body.tiers, (tr, t) => {
+    for (const v of [t.tier, t.cohorts, t.members, t.promoted, t.demoted]) cell(tr, v);
+  });
+  const cohorts = [];
+  let after = null;
+  do {
+    const q = after ? `&after=${encodeURIComponent(after)}` : "";
+    const page = await api("GET", `/v1/admin/leagues/${state.week}/cohorts?limit=1000${q}`);
+    if (!page.ok) return;
+    cohorts.push(...page.body.cohorts);
+    after = page.body.next;
+  } while (after);
+  rows("cohorts", cohorts, (tr, c) => {
+    cell(tr, c.cohort_id);
+    cell(tr, c.tier);
+    cell(tr, c.members);
+    button(tr, "Show", () => showCohort(summary.body.season, c.cohort_id));
+  });
+}
+
+async function showCohort(season, cohortId) {
+  const r = await api("GET", `/v1/leagues/${season}/cohorts/${encodeURIComponent(cohortId)}`);
+  if (!r.ok) return;
+  $("cohort-title").textContent = `${cohortId} (${r.body.tier}, ` +
+    `${r.body.decided ? "decided" : "not decided yet"})`;
+  $("cohort-board").hidden = false;
+  rows("cohort-board", r.body.entries, (tr, e) => {
+    for (const v of [e.rank, e.display_name, e.zone || "", e.outcome || "", e.score]) cell(tr, v);
+  });
+}
+
+// -- webhook deliveries, audit, health ------------------------------------------------------------
+
+async function loadDeliveries() {
+  const [failed, all] = await Promise.all([
+    api("GET", "/v1/admin/webhooks/deliveries?status=failed&limit=100"),
+    api("GET", "/v1/admin/webhooks/deliveries?limit=100")]);
+  if (!failed.ok || !all.ok) return;
+  const seen = new Set(failed.body.deliveries.map((d) => d.id));
+  const listed = [...failed.body.deliveries, ...all.body.deliveries.filter((d) => !seen.has(d.id))];
+  rows("deliveries", listed, (tr, d) => {
+    tr.dataset.id = d.id;
+    cell(tr, d.type);
+    cell(tr, d.status, d.status === "failed" ? "failed" : "");
+    cell(tr, d.attempts);
+    cell(tr, d.last_error);
+    cell(tr, local(d.next_attempt_at));
+    if (d.status === "delivered") { cell(tr, ""); return; }
+    button(tr, "Retry", async () => {
+      const r = await api("POST", `/v1/admin/webhooks/deliveries/${d.id}/retry`);
+      if (r.ok) {
+        $("status").textContent = `delivery ${d.id} sent again`;
+        loadDeliveries();
+      }
+    });
+  });
+}
+
+async function loadAudit() {
+  const r = await api("GET", "/v1/admin/audit?limit=100");
+  if (!r.ok) return;
+  rows("audit-log", r.body.entries, (tr, e) => {
+    for (const v of [local(e.at), e.action, e.target, e.reason]) cell(tr, v);
+  });
+}
+
+// The figures an operator watches, from /metrics (Prometheus text).
+async function loadHealth() {
+  const resp = await fetch("/metrics", { headers: { Authorization: `Bearer ${token()}` },
+                                         cache: "no-store" });
+  const out = $("health-figures");
+  out.replaceChildren();
+  if (!resp.ok) { problem(`/metrics refused (${resp.status})`); return; }
+  const text = await resp.text();
+  const sum = (name, where = "") => text.split("\n")
+    .filter((l) => l.startsWith(name) && l.includes(where) && !l.startsWith("#"))
+    .reduce((acc, l) => acc + Number(l.split(" ").pop()), 0);
+  const lagCount = sum("laurels_apply_lag_seconds_count");
+  const figures = [
+    ["Outbox depth", sum("laurels_outbox_depth")],
+    ["Oldest outbox row", `${sum("laurels_outbox_oldest_seconds").toFixed(1)} s`],
+    ["Apply lag (mean)", lagCount ? `${(1000 * sum("laurels_apply_lag_seconds_sum") / lagCount)
+      .toFixed(1)} ms over ${lagCount} applies` : "no applies yet"],
+    ["Webhook deliveries pending", sum("laurels_webhook_deliveries", 'status="pending"')],
+    ["Webhook deliveries failed", sum("laurels_webhook_deliveries", 'status="failed"')],
+  ];
+  for (const [name, value] of figures) {
+    const dt = document.createElement("dt");
+    dt.textContent = name;
+    const dd = document.createElement("dd");
+    dd.textContent = String(value);
+    out.append(dt, dd);
+  }
+}
+
+// -- wiring -----------------------------------------------------------------------------------------
+
+$("signin").addEventListener("submit", signIn);
+$("signout").addEventListener("click", () => signOut());
+for (const b of $("sections").querySelectorAll("button[data-section]")) {
+  b.addEventListener("click", () => show(b.dataset.section));
+}
+$("find").addEventListener("submit", findLearner);
+$("void-week").addEventListener("click", () => correctAll(true));
+$("restore-week").addEventListener("click", () => correctAll(false));
+$("suspend").addEventListener("click", () => suspend(true));
+$("unsuspend").addEventListener("click", () => suspend(false));
+$("erase").addEventListener("click", erase);
+$("week-form").addEventListener("submit", loadLeagues);
+if (token()) start();
