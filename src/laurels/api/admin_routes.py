@@ -96,7 +96,7 @@ async def learner_correction(request: Request, user_id: str, voided: bool) -> Re
 @router.post("/v1/admin/users/{user_id}/void", tags=["admin"],
              dependencies=[Depends(admin_token)],
              openapi_extra=s.body_schema(LearnerCorrectionIn),
-             responses={200: {"model": s.LearnerCorrectionOut},
+             responses={200: {"model": s.LearnerVoidedOut},
                         **s.problems(401, 403, 404, 410, 415, 422, 503)})
 async def void_learner(request: Request, user_id: UserIdPath) -> Response:
     """Void every counted completion of a learner in `season` (any period's
@@ -108,7 +108,7 @@ async def void_learner(request: Request, user_id: UserIdPath) -> Response:
 @router.post("/v1/admin/users/{user_id}/restore", tags=["admin"],
              dependencies=[Depends(admin_token)],
              openapi_extra=s.body_schema(LearnerCorrectionIn),
-             responses={200: {"model": s.LearnerCorrectionOut},
+             responses={200: {"model": s.LearnerRestoredOut},
                         **s.problems(401, 403, 404, 410, 415, 422, 503)})
 async def restore_learner(request: Request, user_id: UserIdPath) -> Response:
     """Restore every voided completion of a learner in `season`, or every

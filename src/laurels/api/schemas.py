@@ -6,6 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from laurels.api.kind_schemas import (  # re-exported: every body's model is here
+    BoardKindIn as BoardKindIn,
+)
+from laurels.api.kind_schemas import BoardKindOut as BoardKindOut
+from laurels.api.kind_schemas import BoardKindsOut as BoardKindsOut
+from laurels.api.kind_schemas import LearnerBoardOut as LearnerBoardOut
+from laurels.api.kind_schemas import LearnerBoardsOut as LearnerBoardsOut
 from laurels.kinds import Metric, NotificationKind
 from laurels.ranking import TiePolicy
 from laurels.states import RebuildStatus, Visibility
@@ -208,10 +215,14 @@ class CorrectionOut(BaseModel):
     status: Literal["voided", "recorded"]
 
 
-class LearnerCorrectionOut(BaseModel):
+class LearnerVoidedOut(BaseModel):
     user_id: int
-    voided: int | None = Field(None, description="how many were voided (a void)")
-    restored: int | None = Field(None, description="how many were restored (a restore)")
+    voided: int
+
+
+class LearnerRestoredOut(BaseModel):
+    user_id: int
+    restored: int
 
 
 class SuspendOut(BaseModel):
@@ -358,44 +369,3 @@ class LeagueSummaryOut(BaseModel):
     season: str
     decided: bool
     tiers: list[LeagueTierOut]
-
-
-class BoardKindIn(BaseModel):
-    """A board kind's definition; every field optional (CONTRACT.md, "Boards
-    of a course, a track or a skill")."""
-
-    title: str | None = Field(None, min_length=1, max_length=100)
-    metric: Metric | None = None
-    periods: list[Literal["week", "day", "month", "all"]] | None = None
-    time_zone: str | None = Field(None, description="an IANA time zone name",
-                                  examples=["Europe/Paris"])
-    notify: bool | None = None
-
-
-class BoardKindOut(BaseModel):
-    kind: str
-    title: str
-    metric: Metric
-    periods: list[Literal["week", "day", "month", "all"]]
-    time_zone: str
-    notify: bool
-    created_at: str
-
-
-class BoardKindsOut(BaseModel):
-    kinds: list[BoardKindOut]
-
-
-class LearnerBoardOut(BaseModel):
-    board: str
-    kind: str
-    title: str
-    metric: Metric
-    season: str
-    rank: int
-    score: int
-    total: int
-
-
-class LearnerBoardsOut(BaseModel):
-    boards: list[LearnerBoardOut]

@@ -307,21 +307,18 @@ class Endpoints:
     @Call
     def void_user(user_id: int, reason: str, season: str | None = None
                   ) -> Request[LearnerCorrection]:
-        """Void every counted completion of a learner in `season` (any
-        period's name or alias), or every one kept, all or none:
-        `POST /v1/admin/users/{user_id}/void` (admin token). Returns a
-        `LearnerCorrection` (`voided`: how many). Raises `UserErased`."""
-        body: dict[str, str] = {"reason": reason}
-        if season is not None:
-            body["season"] = season
+        """Void every counted completion of a learner in `season`, or every
+        one, all or none: `POST /v1/admin/users/{user_id}/void` (admin).
+        Returns a `LearnerCorrection` (`voided`). Raises `UserErased`."""
+        body = {k: v for k, v in (("reason", reason), ("season", season)) if v is not None}
         return Request("POST", f"/v1/admin/users/{user_id}/void", json=body)
 
     @Call
     def restore_user(user_id: int, reason: str | None = None, season: str | None = None
                      ) -> Request[LearnerCorrection]:
         """Restore every voided completion of a learner in `season`, or every
-        one: `POST /v1/admin/users/{user_id}/restore` (admin token). Returns
-        a `LearnerCorrection` (`restored`: how many). Raises `UserErased`."""
+        one: `POST /v1/admin/users/{user_id}/restore` (admin). Returns a
+        `LearnerCorrection` (`restored`). Raises `UserErased`."""
         body = {k: v for k, v in (("reason", reason), ("season", season)) if v is not None}
         return Request("POST", f"/v1/admin/users/{user_id}/restore", json=body)
 
@@ -376,13 +373,10 @@ class Endpoints:
     @Call
     def league_cohorts(season: str, tier: str | None = None, limit: int = 100,
                        after: str | None = None) -> Request[CohortList]:
-        """One page of a week's cohorts, by tier then cohort (of one `tier`,
-        or all): `GET /v1/admin/leagues/{season}/cohorts` (admin token).
-        Returns a `CohortList`. Raises `NotFound` (leagues are off),
-        `ValidationError` (not a week, or no such tier)."""
-        params = page(limit, after)
-        if tier is not None:
-            params["tier"] = tier
+        """A page of a week's cohorts by tier then cohort (one `tier`'s, or
+        all): `GET /v1/admin/leagues/{season}/cohorts` (admin). Returns a
+        `CohortList`. Raises `NotFound` (leagues off), `ValidationError`."""
+        params = {**page(limit, after), **({"tier": tier} if tier is not None else {})}
         return Request("GET", f"/v1/admin/leagues/{seg(season)}/cohorts", params)
 
     @Call
