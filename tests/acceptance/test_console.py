@@ -108,6 +108,17 @@ def retries_and_reads(page: Any, failed: str) -> None:
     expect(page.locator("#tiers tbody tr").first).to_contain_text("bronze")
     page.locator("#cohorts tbody tr").first.get_by_role("button", name="Show").click()
     expect(page.locator("#cohort-board tbody tr")).to_have_count(2)  # 1 voided out
+    # Board kinds: defined, listed, and deleted only once confirmed.
+    page.get_by_role("button", name="Kinds", exact=True).click()
+    page.locator("#kind-name").fill("course")
+    page.locator("#kind-periods").fill("week,all")
+    page.get_by_role("button", name="Define").click()
+    kind = page.locator("#kind-list tbody tr")
+    expect(kind).to_have_count(1)
+    expect(kind).to_contain_text("week, all")
+    page.once("dialog", lambda d: d.accept("delete course"))
+    kind.get_by_role("button", name="Delete…").click()
+    expect(kind).to_have_count(0)
     page.get_by_role("button", name="Audit").click()
     expect(page.locator("#audit-log tbody tr").first).to_contain_text("copied answers")
     expect(page.locator("#audit-log tbody tr")).to_have_count(2)  # void, rebuild

@@ -114,7 +114,7 @@ function show(section) {
     $(b.dataset.section).hidden = b.dataset.section !== section;
   }
   ({ boards: loadBoards, learner: () => state.user && loadLearner(), leagues: loadLeagues,
-     webhooks: loadDeliveries, audit: loadAudit, health: loadHealth })[section]();
+     kinds: loadKinds, webhooks: loadDeliveries, audit: loadAudit, health: loadHealth })[section]();
 }
 
 // -- boards: seasons, rebuild (with its progress), verify ------------------------------------------
@@ -299,6 +299,42 @@ async function showCohort(season, cohortId) {
   });
 }
 
+// -- board kinds -------------------------------------------------------------------------------
+
+async function loadKinds() {
+  const r = await api("GET", "/v1/admin/board-kinds");
+  if (!r.ok) return;
+  rows("kind-list", r.body.kinds, (tr, k) => {
+    for (const v of [k.kind, k.title, k.metric, k.periods.join(", "), k.time_zone,
+                     k.notify ? "yes" : "no"]) cell(tr, v);
+    button(tr, "Delete…", async () => {
+      const typed = window.prompt(`Deleting the kind ${k.kind} removes every one of its ` +
+        `boards (tags stay on completions). Type "delete ${k.kind}" to confirm.`, "");
+      if (typed === null) return;
+      if (typed.trim() !== `delete ${k.kind}`) {
+        problem("Not deleted: the confirmation did not match.");
+        return;
+      }
+      const d = await api("DELETE", `/v1/admin/board-kinds/${encodeURIComponent(k.kind)}`);
+      if (d.ok) loadKinds();
+    });
+  });
+}
+
+async function defineKind(event) {
+  event.preventDefault();
+  const body = { metric: $("kind-metric").value, notify: $("kind-notify").checked,
+                 periods: $("kind-periods").value.split(",").map((p) => p.trim()).filter(Boolean) };
+  if ($("kind-title").value.trim()) body.title = $("kind-title").value.trim();
+  if ($("kind-zone").value.trim()) body.time_zone = $("kind-zone").value.trim();
+  const r = await api("PUT", `/v1/admin/board-kinds/${encodeURIComponent($("kind-name").value.trim())}`,
+                      body);
+  if (r.ok) {
+    $("status").textContent = `kind ${r.body.kind} ${r.status === 201 ? "defined" : "retitled"}`;
+    loadKinds();
+  }
+}
+
 // -- webhook deliveries, audit, health ------------------------------------------------------------
 
 async function loadDeliveries() {
@@ -377,4 +413,5 @@ $("suspend").addEventListener("click", () => suspend(true));
 $("unsuspend").addEventListener("click", () => suspend(false));
 $("erase").addEventListener("click", erase);
 $("week-form").addEventListener("submit", loadLeagues);
+$("define-kind").addEventListener("submit", defineKind);
 if (token()) start();
