@@ -211,22 +211,30 @@ def demo_learner_is_active(base: str, token: str) -> None:
         assert errors == []
 
 
-@pytest.mark.slow
-def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
+def start_demo(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """`laurels demo` on its own data dir, its output on a pipe."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
     env["LAURELS_DATA_DIR"] = str(data_dir)
-    port = free_port()
-    proc = subprocess.Popen([laurels_bin(), "demo", "--port", str(port), "--learners", "60",
-                             "--rate", "20"], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([laurels_bin(), "demo", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+
+
+def demo_link(proc: subprocess.Popen[str]) -> str:
+    """The featured learner's link the demo prints once it is ready."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "#token=" in line:
+            return line.split(" at ", 1)[1].strip()
+    raise AssertionError("the demo printed no link")
+
+
+@pytest.mark.slow
+def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
+    port = free_port()
+    proc = start_demo(data_dir, "--port", str(port), "--learners", "60", "--rate", "20")
     try:
-        url = None
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if "#token=" in line:
-                url = line.split(" at ", 1)[1].strip()
-                break
-        assert url and url.startswith(f"http://127.0.0.1:{port}/#token=")
+        url = demo_link(proc)
+        assert url.startswith(f"http://127.0.0.1:{port}/#token=")
         board = f"http://127.0.0.1:{port}/v1/leaderboards/current"
 
         def shaped() -> dict[str, Any] | None:
@@ -270,33 +278,23 @@ def test_demo_plays_past_weeks(data_dir: Path) -> None:
     first, each closed (its archive written) and its leagues decided, so
     the featured learner, best of each, has climbed from bronze to gold
     and has three results in their history."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
-    env["LAURELS_DATA_DIR"] = str(data_dir)
-    port = free_port()
-    proc = subprocess.Popen([laurels_bin(), "demo", "--port", str(port), "--learners", "60",
-                             "--rate", "5", "--weeks", "3"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = start_demo(data_dir, "--port", str(free_port()), "--learners", "60", "--rate", "5",
+                      "--weeks", "3")
     try:
-        url = None
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if "#token=" in line:
-                url = line.split(" at ", 1)[1].strip()
-                break
-        assert url, "the demo printed no link"
-        base, token = url.split("/#token=", 1)
-        me = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"})
+        base, token = demo_link(proc).split("/#token=", 1)
         import base64
         import json as json_mod
         claims = token.split(".")[1]
         who = json_mod.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["sub"]
-        history = me.get(f"/v1/users/{who}/league/history").json()["results"]
+        auth = {"Authorization": f"Bearer {token}"}
+        history = httpx.get(f"{base}/v1/users/{who}/league/history", headers=auth
+                            ).json()["results"]
         now = datetime.now(UTC)
         weeks = [season_of(now - timedelta(days=7 * back), "week", zone="UTC").name
                  for back in (1, 2, 3)]
         assert [(r["season"], r["tier"], r["rank"]) for r in history] == [
             (weeks[0], "gold", 1), (weeks[1], "silver", 1), (weeks[2], "bronze", 1)], history
-        assert me.get(f"/v1/users/{who}/league").json()["tier"] == "gold"
+        assert httpx.get(f"{base}/v1/users/{who}/league", headers=auth).json()["tier"] == "gold"
         for week in weeks:  # each week's board (from its archive: each was closed)
             body = httpx.get(f"{base}/v1/leaderboards/{week}").json()
             assert body["total"] > 10 and body["entries"][0]["user_id"] == int(who), body
