@@ -680,6 +680,26 @@ def restore(completion_id: Annotated[str | None, typer.Argument(
     _correct(completion_id or "", reason, voided=False, as_json=as_json)
 
 
+@app.command("rebuild-status")
+def rebuild_status(rebuild_id: Annotated[str, typer.Argument(help="the rebuild's id")],
+                   as_json: JsonOpt = False) -> None:
+    """A rebuild's state, as the API started it (GET /v1/admin/rebuilds/ID)."""
+    from laurels.validation import UUID_RE
+
+    if not re.fullmatch(UUID_RE, rebuild_id):
+        raise fail("a rebuild id is a UUID, as the rebuild's answer gave it")
+
+    async def work(rt: Any) -> Any:
+        return await rt.rebuilder.status(rebuild_id)
+
+    body = _admin(work)
+    if body is None:
+        raise fail(f"no rebuild {rebuild_id}", 1)
+    _print(body, as_json, line=f"rebuild {rebuild_id} of {body['season']}: {body['status']}, "
+                               f"{body['events']} events"
+                               + (f" ({body['error']})" if body.get("error") else ""))
+
+
 @app.command()
 def erase(user: UserArg, as_json: JsonOpt = False) -> None:
     """Erase a learner for good: completions, name, every board (DELETE /v1/users/ID)."""

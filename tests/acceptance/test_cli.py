@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import INGEST, completion, laurels_bin, server_env
+from tests.helpers import ADMIN, INGEST, completion, laurels_bin, server_env, wait_until
 
 pytestmark = [pytest.mark.once, pytest.mark.slow]
 
@@ -165,6 +165,10 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
     assert {d["type"] for d in deliveries} >= {"completion.voided", "completion.restored"}
     assert ok("webhooks", "retry", deliveries[0]["id"]) == {"id": deliveries[0]["id"],
                                                            "retried": True}
+    started = server.client(ADMIN).post("/v1/admin/leaderboards/2026-W48/rebuild").json()
+    status = wait_until(lambda: (b := ok("rebuild-status", started["rebuild_id"]))["status"]
+                        == "succeeded" and b, 30, "the rebuild to switch")
+    assert (status["season"], status["rebuild_id"]) == ("2026-W48", started["rebuild_id"])
     assert ok("erase", "2") == {"user_id": 2, "erased": True}
     assert c.get("/v1/leaderboards/2026-W48").json()["total"] == 1
     # Refusals: one line, exit non-zero, nothing on stdout.
@@ -172,6 +176,7 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
                        (["void", "--user", "1"], "reason"),
                        (["void", "k1", "--user", "1", "--reason", "x"], "--user"),
                        (["webhooks", "retry", "not-a-uuid"], "UUID"),
+                       (["rebuild-status", "6f1c1a52-9f5e-4d39-9c4b-2a3e8b3f7d11"], "no rebuild"),
                        (["webhooks", "--status", "lost"], "--status"),
                        (["leagues", "2026-11"], "week"),
                        (["leagues", "2026-W48", "--cohorts", "--tier", "gold"], "tier")):

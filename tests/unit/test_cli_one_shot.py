@@ -26,6 +26,7 @@ STORE_COMMANDS = [["void", "c1", "--reason", "copied"], ["restore", "c1"],
                   ["erase", "1"], ["suspend", "1", "--reason", "x"], ["unsuspend", "1"],
                   ["audit"], ["webhooks"], ["leagues", "current"],
                   ["webhooks", "retry", "6f1c1a52-9f5e-4d39-9c4b-2a3e8b3f7d11"],
+                  ["rebuild-status", "6f1c1a52-9f5e-4d39-9c4b-2a3e8b3f7d11"],
                   ["verify", "--season", "current"], ["rebuild", "--season", "current"],
                   ["migrate"]]
 
