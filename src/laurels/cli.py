@@ -602,13 +602,14 @@ def _print(payload: Any, as_json: bool, headers: tuple[str, ...] = (),
 
 def _admin(work: Callable[[Any], Awaitable[T]]) -> T:
     """Run an admin action as its endpoint would: its refusals (unknown,
-    erased, malformed) one line on stderr and exit 1."""
+    erased, malformed, a season that is not one) one line on stderr, exit 1."""
+    from laurels.api.problems import Problem
     from laurels.errors import DomainError
 
     settings = _settings()
     try:
         return _with_runtime(settings, work)
-    except DomainError as exc:
+    except (DomainError, Problem) as exc:
         raise fail(exc.detail, 1) from None
 
 

@@ -38,13 +38,25 @@ DEMO_LEAGUES = {"league_tiers": "bronze,silver,gold", "league_size": 12,
                 "league_promote": "3", "league_demote": "3", "league_grace_seconds": 0}
 
 
-def demo_settings(settings: Settings, weeks: int = 1) -> Settings:
+def demo_settings(settings: Settings, weeks: int | None = None) -> Settings:
     """The settings with every feature on: all periods, leagues (unless
-    LAURELS_LEAGUE_TIERS chose others), and a late grace that still accepts
-    the past weeks' completions (even those of the first one's first day)."""
-    update: dict[str, object] = {
-        "periods": "week,day,month,all",
-        "late_grace_seconds": max(settings.late_grace_seconds, (7 * weeks + 8) * 86400)}
+    LAURELS_LEAGUE_TIERS chose others); without `weeks`, a late grace that
+    still accepts last week's completions (even those of its first day, on
+    a Sunday), which it plays; with `weeks`, the configured late grace (the
+    past weeks are recorded through `backfill_grace`)."""
+    update: dict[str, object] = {"periods": "week,day,month,all"}
+    if weeks is None:
+        update["late_grace_seconds"] = max(settings.late_grace_seconds, 15 * 86400)
+    return _with_leagues(settings, update)
+
+
+def backfill_grace(weeks: int) -> int:
+    """A late grace that accepts `weeks` past weeks' completions, the first
+    one's first day included."""
+    return (7 * weeks + 8) * 86400
+
+
+def _with_leagues(settings: Settings, update: dict[str, object]) -> Settings:
     if not settings.leagues:
         update.update(DEMO_LEAGUES)
     return Settings.model_validate({**settings.model_dump(), **update})
@@ -163,25 +175,26 @@ class Simulation:
         is decided while its completions still arrive, and each week's
         cohorts are placed by the tiers the week before gave. The featured
         learner is the best of each week: a tier up every week. With
-        `close`, each week (and its days) is closed too, its standings
-        archived: history, tiers and results show (`laurels demo --weeks N`)."""
+        `close` (`laurels demo --weeks N`), the weeks are recorded through a
+        backfill that accepts them all (`backfill_grace`), and then each
+        season whose grace is over by the served settings is closed, as the
+        service would close it: history, tiers and results show, and every
+        closed week says `closed`."""
         now = datetime.now(UTC)
+        record = (self.rt.derive(late_grace_seconds=backfill_grace(weeks)).ingestor if close
+                  else self.rt.ingestor)
         for back in range(weeks, 0, -1):
             week = season_of(now - timedelta(days=7 * back), "week",
                              zone=self.rt.settings.time_zone)
-            await self.play(week, n)
+            await record.record(self.play(week, n))
             await self.rt.leagues.decide_due()  # this week's, the ones before it done
-            if close:
-                for day in range(7):
-                    when = week.starts_at + timedelta(days=day, hours=12)
-                    await self.rt.lifecycle.finalize(season_of(
-                        when, "day", zone=self.rt.settings.time_zone).name)
-                await self.rt.lifecycle.finalize(week.name)
             self.decided = week
+        if close:  # once all are in: a month spans weeks, and a closed one takes no more
+            await self.rt.lifecycle.finalize_due()  # (by the served late grace)
         if self.decided is not None:
             await self.readable(self.decided)
 
-    async def play(self, week: Season, n: int) -> None:
+    def play(self, week: Season, n: int) -> list[dict[str, Any]]:
         """`n` completions at random instants of a past week, and the
         featured learner's, 10 points above everyone's best."""
         span_seconds = (week.ends_at - week.starts_at).total_seconds() - 1
@@ -195,7 +208,7 @@ class Simulation:
             scores[i["user_id"]] += i["points"]
         top = self.one(featured(self.learners), when())
         top["points"] = max(scores.values(), default=0) + 10
-        await self.rt.ingestor.record([top, *items])
+        return [top, *items]
 
     async def readable(self, week: Season,
                        ready: Callable[[League], bool] = lambda _: True,
@@ -250,7 +263,7 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     from laurels.api.auth import mint
     from laurels.db import migrate
 
-    settings = demo_settings(settings, weeks or 1)
+    settings = demo_settings(settings, weeks)
     await migrate(database_url)
     rt = Runtime(settings, secrets, database_url, redis_url)
     api = serving_app(create_app(rt, migrate=False))

@@ -364,6 +364,7 @@ class Leagues:
         tier then cohort; the last one's (tier, cohort) when more follow."""
         self.require()
         week = self.week(season)
+        tier = tier or None  # `?tier=`: every tier
         if tier is not None and tier not in self.rules.tiers:
             raise DomainError("validation_error",
                               f"tier: one of {', '.join(self.rules.tiers)}")

@@ -179,6 +179,9 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
                        (["rebuild-status", "6f1c1a52-9f5e-4d39-9c4b-2a3e8b3f7d11"], "no rebuild"),
                        (["webhooks", "--status", "lost"], "--status"),
                        (["leagues", "2026-11"], "week"),
+                       (["leagues", "2026-W99"], "no ISO week 99"),
+                       (["void", "--user", "1", "--season", "bogus", "--reason", "x"],
+                        "season must be"),
                        (["leagues", "2026-W48", "--cohorts", "--tier", "gold"], "tier")):
         out = laurels(env, *args)
         assert out.returncode != 0 and out.stdout == "", (args, out)

@@ -295,9 +295,11 @@ def test_demo_plays_past_weeks(data_dir: Path) -> None:
         assert [(r["season"], r["tier"], r["rank"]) for r in history] == [
             (weeks[0], "gold", 1), (weeks[1], "silver", 1), (weeks[2], "bronze", 1)], history
         assert httpx.get(f"{base}/v1/users/{who}/league", headers=auth).json()["tier"] == "gold"
-        for week in weeks:  # each week's board (from its archive: each was closed)
+        for week in weeks:  # each week's board; closed once its late grace (2 days) is over
             body = httpx.get(f"{base}/v1/leaderboards/{week}").json()
             assert body["total"] > 10 and body["entries"][0]["user_id"] == int(who), body
+            over = datetime.fromisoformat(body["ends_at"]) + timedelta(days=2) <= now
+            assert body["status"] == ("closed" if over else "open"), body
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) in (0, 130)
     finally:

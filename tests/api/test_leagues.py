@@ -451,6 +451,7 @@ async def test_a_weeks_cohorts_are_listed_for_operators(serve: ApiFactory) -> No
     assert rest == {"cohorts": whole["cohorts"][2:], "next": None}
     assert await get(api, path, ADMIN, tier="silver") == {"cohorts": [], "next": None}
     assert await get(api, path, ADMIN, tier="bronze") == whole
+    assert await get(api, path, ADMIN, tier="") == whole  # `?tier=`: every tier
     assert await api.runtime.leagues.decide(W40)
     assert all(c["decided"] for c in (await get(api, path, ADMIN))["cohorts"])
     admin = api.client(ADMIN)
