@@ -67,6 +67,13 @@ def rebuilds_and_verifies(page: Any, week: str) -> None:
                                      timeout=15_000)
     seasons.first.get_by_role("button", name="Verify").click()
     expect(page.locator("#verify-result")).to_contain_text("consistent")
+    # Any season of any board, by name: a past week of the whole board.
+    page.locator("#any-season").fill("2025-W49")
+    page.locator("#any-verify").click()
+    expect(page.locator("#verify-result")).to_contain_text("2025-W49: consistent (0 learners")
+    page.locator("#any-season").fill("2025-W99")
+    page.locator("#any-verify").click()
+    expect(page.locator("#problem")).to_contain_text("no ISO week 99")
 
 
 def voids_a_cheaters_week(page: Any, c: Any, shots: Path) -> None:

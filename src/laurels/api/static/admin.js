@@ -9,6 +9,10 @@ const KEY = "laurels-admin-token";
 const $ = (id) => document.getElementById(id);
 const state = { section: "boards", user: null, season: "current", week: "current" };
 const token = () => sessionStorage.getItem(KEY);
+const seg = encodeURIComponent;  // every value put in a path
+// `?board=` for a board of a kind; nothing for the whole board.
+const onBoard = (board, sep = "?") => (!board || board === "global" ? ""
+  : `${sep}board=${seg(board)}`);
 
 // A call of the admin API: {ok, status, body}. A refusal's `detail` is
 // shown, unless `quiet` (an answer the caller expects, as "not ranked").
@@ -139,20 +143,20 @@ async function loadBoards() {
       const b = document.createElement("button");
       b.type = "button";
       b.textContent = label;
-      b.addEventListener("click", () => act(s.season));
+      b.addEventListener("click", () => act(s.season, s.board));
       td.appendChild(b);
     }
   });
 }
 
-async function rebuild(season) {
+async function rebuild(season, board) {
   const out = $("rebuild-progress");
-  const r = await api("POST", `/v1/admin/leaderboards/${season}/rebuild`);
+  const r = await api("POST", `/v1/admin/leaderboards/${seg(season)}/rebuild${onBoard(board)}`);
   if (!r.ok) return;
   const id = r.body.rebuild_id;
   out.textContent = `Rebuild of ${season}: running…`;
   for (;;) {
-    const s = await api("GET", `/v1/admin/rebuilds/${id}`);
+    const s = await api("GET", `/v1/admin/rebuilds/${seg(id)}`);
     if (!s.ok) return;
     out.textContent = `Rebuild of ${season}: ${s.body.status}, ${s.body.events} events` +
       (s.body.error ? ` (${s.body.error})` : "");
@@ -163,8 +167,8 @@ async function rebuild(season) {
   loadBoards();
 }
 
-async function verify(season) {
-  const r = await api("GET", `/v1/admin/leaderboards/${season}/verify`);
+async function verify(season, board) {
+  const r = await api("GET", `/v1/admin/leaderboards/${seg(season)}/verify${onBoard(board)}`);
   if (!r.ok) return;
   const v = r.body;
   $("verify-result").textContent = v.consistent
@@ -186,8 +190,8 @@ async function findLearner(event) {
 async function loadLearner() {
   const uid = state.user, season = state.season;
   const [me, done] = await Promise.all([
-    api("GET", `/v1/leaderboards/${season}/users/${uid}?radius=0`, undefined, true),
-    api("GET", `/v1/leaderboards/${season}/users/${uid}/completions?limit=100`)]);
+    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}?radius=0`, undefined, true),
+    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}/completions?limit=100`)]);
   $("learner-view").hidden = false;
   if (me.ok) {
     const u = me.body.user;
@@ -223,8 +227,8 @@ async function correctAll(voiding) {
   if (why === null) return;
   const body = { season: state.season };
   if (why) body.reason = why;
-  const r = await api("POST", `/v1/admin/users/${state.user}/${voiding ? "void" : "restore"}`,
-                      body);
+  const r = await api("POST", `/v1/admin/users/${seg(state.user)}/` +
+                      (voiding ? "void" : "restore"), body);
   if (r.ok) {
     $("status").textContent = `${r.body.voided ?? r.body.restored} completions ` +
       `${voiding ? "voided" : "restored"}`;
@@ -235,8 +239,8 @@ async function correctAll(voiding) {
 async function suspend(on) {
   const why = reason(`${on ? "suspending" : "unsuspending"} learner ${state.user}`, on);
   if (why === null) return;
-  const r = await api("POST", `/v1/admin/users/${state.user}/${on ? "suspend" : "unsuspend"}`,
-                      why ? { reason: why } : {});
+  const r = await api("POST", `/v1/admin/users/${seg(state.user)}/` +
+                      (on ? "suspend" : "unsuspend"), why ? { reason: why } : {});
   if (r.ok) {
     $("status").textContent = `learner ${state.user} ${on ? "suspended" : "unsuspended"}`;
     loadLearner();
@@ -252,7 +256,7 @@ async function erase() {
     problem("Not erased: the confirmation did not match.");
     return;
   }
-  const r = await api("DELETE", `/v1/users/${state.user}`);
+  const r = await api("DELETE", `/v1/users/${seg(state.user)}`);
   if (r.ok) {
     $("status").textContent = `learner ${state.user} erased`;
     loadLearner();
@@ -264,7 +268,7 @@ async function erase() {
 async function loadLeagues(event) {
   if (event) event.preventDefault();
   state.week = $("week").value.trim() || "current";
-  const summary = await api("GET", `/v1/admin/leagues/${state.week}`);
+  const summary = await api("GET", `/v1/admin/leagues/${seg(state.week)}`);
   if (!summary.ok) return;
   $("league-decided").textContent = `${summary.body.season}: ` +
     (summary.body.decided ? "decided" : "not decided yet");
@@ -275,7 +279,7 @@ async function loadLeagues(event) {
   let after = null;
   do {
     const q = after ? `&after=${encodeURIComponent(after)}` : "";
-    const page = await api("GET", `/v1/admin/leagues/${state.week}/cohorts?limit=1000${q}`);
+    const page = await api("GET", `/v1/admin/leagues/${seg(state.week)}/cohorts?limit=1000${q}`);
     if (!page.ok) return;
     cohorts.push(...page.body.cohorts);
     after = page.body.next;
@@ -289,7 +293,7 @@ async function loadLeagues(event) {
 }
 
 async function showCohort(season, cohortId) {
-  const r = await api("GET", `/v1/leagues/${season}/cohorts/${encodeURIComponent(cohortId)}`);
+  const r = await api("GET", `/v1/leagues/${seg(season)}/cohorts/${seg(cohortId)}`);
   if (!r.ok) return;
   $("cohort-title").textContent = `${cohortId} (${r.body.tier}, ` +
     `${r.body.decided ? "decided" : "not decided yet"})`;
@@ -353,7 +357,7 @@ async function loadDeliveries() {
     cell(tr, local(d.next_attempt_at));
     if (d.status === "delivered") { cell(tr, ""); return; }
     button(tr, "Retry", async () => {
-      const r = await api("POST", `/v1/admin/webhooks/deliveries/${d.id}/retry`);
+      const r = await api("POST", `/v1/admin/webhooks/deliveries/${seg(d.id)}/retry`);
       if (r.ok) {
         $("status").textContent = `delivery ${d.id} sent again`;
         loadDeliveries();
@@ -414,4 +418,10 @@ $("unsuspend").addEventListener("click", () => suspend(false));
 $("erase").addEventListener("click", erase);
 $("week-form").addEventListener("submit", loadLeagues);
 $("define-kind").addEventListener("submit", defineKind);
+$("any-board").addEventListener("submit", (event) => {
+  event.preventDefault();
+  rebuild($("any-season").value.trim(), $("any-board-name").value.trim());
+});
+$("any-verify").addEventListener("click", () => verify($("any-season").value.trim(),
+                                                      $("any-board-name").value.trim()));
 if (token()) start();
