@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -211,12 +213,22 @@ def demo_learner_is_active(base: str, token: str) -> None:
         assert errors == []
 
 
-def start_demo(data_dir: Path, *args: str) -> subprocess.Popen[str]:
-    """`laurels demo` on its own data dir, its output on a pipe."""
+@contextlib.contextmanager
+def running_demo(data_dir: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """`laurels demo` on its own data dir, its output on a pipe; killed on
+    the way out if the test did not stop it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAURELS_")}
     env["LAURELS_DATA_DIR"] = str(data_dir)
-    return subprocess.Popen([laurels_bin(), "demo", *args], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([laurels_bin(), "demo", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def demo_link(proc: subprocess.Popen[str]) -> str:
@@ -231,8 +243,8 @@ def demo_link(proc: subprocess.Popen[str]) -> str:
 @pytest.mark.slow
 def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
     port = free_port()
-    proc = start_demo(data_dir, "--port", str(port), "--learners", "60", "--rate", "20")
-    try:
+    with running_demo(data_dir, "--port", str(port), "--learners", "60", "--rate",
+                      "20") as proc:
         url = demo_link(proc)
         assert url.startswith(f"http://127.0.0.1:{port}/#token=")
         board = f"http://127.0.0.1:{port}/v1/leaderboards/current"
@@ -262,12 +274,6 @@ def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
         wait_until(lambda: httpx.get(board).json() != first)  # it keeps moving
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) in (0, 130)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if p.info["cmdline"] and str(data_dir) in " ".join(p.info["cmdline"])]
 
@@ -278,9 +284,8 @@ def test_demo_plays_past_weeks(data_dir: Path) -> None:
     first, each closed (its archive written) and its leagues decided, so
     the featured learner, best of each, has climbed from bronze to gold
     and has three results in their history."""
-    proc = start_demo(data_dir, "--port", str(free_port()), "--learners", "60", "--rate", "5",
-                      "--weeks", "3")
-    try:
+    with running_demo(data_dir, "--port", str(free_port()), "--learners", "60", "--rate",
+                      "5", "--weeks", "3") as proc:
         base, token = demo_link(proc).split("/#token=", 1)
         import base64
         import json as json_mod
@@ -302,12 +307,6 @@ def test_demo_plays_past_weeks(data_dir: Path) -> None:
             assert body["status"] == ("closed" if over else "open"), body
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) in (0, 130)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 @pytest.mark.slow
