@@ -32,6 +32,7 @@ import secrets
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import psutil  # noqa: E402
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
@@ -107,6 +109,59 @@ async def ingest_round(rt: Services, batch_items: list[dict[str, Any]], batch: i
     return seconds
 
 
+@dataclass
+class Side:
+    """What one side's rounds took: seconds, completions, CPU seconds by
+    process, Valkey's command stats (command -> [calls, microseconds])."""
+
+    seconds: float = 0.0
+    count: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, list[int]] = field(default_factory=dict)
+
+    async def round(self, rt: Services, work: list[dict[str, Any]],
+                    args: argparse.Namespace) -> float:
+        if args.commandstats:
+            await rt.redis.config_resetstat()
+        cpu0 = cpu_seconds()
+        s = await ingest_round(rt, work, args.batch, args.clients)
+        for key, used in cpu_seconds().items():
+            self.cpu[key] = self.cpu.get(key, 0.0) + used - cpu0[key]
+        if args.commandstats:
+            # A command a script calls counts under its own name (and its
+            # time in the script's too).
+            info = await rt.redis.info("commandstats")
+            for cmd, v in info.items():
+                acc = self.stats.setdefault(cmd.removeprefix("cmdstat_"), [0, 0])
+                acc[0], acc[1] = acc[0] + int(v["calls"]), acc[1] + int(v["usec"])
+        self.seconds += s
+        self.count += len(work)
+        return s
+
+    def report(self, name: str) -> None:
+        log(f"CPU per completion, {name}: " + ", ".join(
+            f"{key} {1e6 * sec / self.count:.0f} us" for key, sec in self.cpu.items()))
+        if self.stats:
+            log(f"Valkey per completion, {name} (calls, us):")
+            for cmd, (calls, usec) in sorted(self.stats.items(), key=lambda kv: -kv[1][1]):
+                if usec >= self.count / 20:  # at least 0.05 us a completion
+                    log(f"  {cmd:<14} {calls / self.count:7.2f} {usec / self.count:8.1f}")
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds used so far by this process, the private Valkey and every
+    PostgreSQL process of the machine (the bench's backends among them)."""
+    out = {"python": time.process_time(), "valkey": 0.0, "postgres": 0.0}
+    for proc in psutil.process_iter(["name", "cpu_times"]):
+        name, t = proc.info["name"] or "", proc.info["cpu_times"]
+        if t is None:
+            continue
+        for key in ("valkey", "postgres"):
+            if name.startswith(key):
+                out[key] += t.user + t.system
+    return out
+
+
 async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str,
                   workdir: Path) -> None:
     now = datetime.now(UTC)
@@ -120,8 +175,7 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
     try:
         for kind, body in KINDS.items():
             await sides["tagged"].board_kinds.define(kind, body)
-        seconds = {"plain": 0.0, "tagged": 0.0}
-        count = {"plain": 0, "tagged": 0}
+        tally = {"plain": Side(), "tagged": Side()}
         # The same clock for both: a week in its grace.
         for name in sides:
             sides[name] = sides[name].derive(clock=lambda: week.ends_at + timedelta(hours=1))
@@ -130,18 +184,17 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
             await ingest_round(rt, items(10**8, args.batch, args.learners, week.starts_at,
                                          name == "tagged"), args.batch, args.clients)
         for r in range(args.rounds):
-            order = ["plain", "tagged"] if r % 2 == 0 else ["tagged", "plain"]
-            for name in order:
+            for name in ["plain", "tagged"] if r % 2 == 0 else ["tagged", "plain"]:
                 work = items(r * args.ingest, args.ingest, args.learners, week.starts_at,
                              name == "tagged")
-                s = await ingest_round(sides[name], work, args.batch, args.clients)
-                seconds[name] += s
-                count[name] += len(work)
+                s = await tally[name].round(sides[name], work, args)
                 log(f"  round {r + 1} {name}: {len(work) / s:,.0f}/s ({s:.1f} s)")
-        rate = {n: count[n] / seconds[n] for n in seconds}
+        rate = {n: side.count / side.seconds for n, side in tally.items()}
         log(f"batch ingest, no tags:        {rate['plain']:>10,.0f} completions/s")
         log(f"batch ingest, 3 tags on 3 kinds: {rate['tagged']:>7,.0f} completions/s")
         log(f"ratio tagged / untagged: {rate['tagged'] / rate['plain']:.2f} (issue 42: >= 0.6)")
+        for name, side in tally.items():
+            side.report(name)
         tagged = sides["tagged"]
         await tagged.projector.drain(min_age_seconds=0)
         for board in ("course:c7", "track:t3", "skill:s42"):
@@ -166,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--learners", type=int, default=20_000)
+    parser.add_argument("--commandstats", action="store_true",
+                        help="print Valkey's calls and time per completion, each side")
     args = parser.parse_args(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     run_id = secrets.token_hex(4)

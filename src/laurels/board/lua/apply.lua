@@ -106,7 +106,13 @@ local hashed = ARGV[ARG.bits] == 'h'
 -- Set a completion's idempotency bit (chunk c, bit `offset`) on a version
 -- whose chunks set is `chunks`; true if it was set already. A field of the
 -- bits hash is the bitmap SETBIT would make (a byte's bits from its high
--- end), so both forms read the same (board/inspection.py).
+-- end), so both forms read the same (board/inspection.py). A hash's fields
+-- are read once a call and written back once at its end (write_bits): a
+-- batch's completions share a few chunks, and one HGET and one HSET a
+-- completion were half of what a board of a kind cost. (A script runs
+-- whole or, on a write refused at its start, not at all: no reply sees a
+-- bit that is not written.)
+local bitmaps, dirty = {}, {}
 local function set_bit(key, chunks, c, offset)
   local chunk = ARGV[HEAD + 1 + c]
   if not hashed then
@@ -114,14 +120,35 @@ local function set_bit(key, chunks, c, offset)
     redis.call('SADD', chunks, chunk)
     return false
   end
-  local bitmap = redis.call('HGET', key, chunk) or ''
+  local fields = bitmaps[key]
+  if not fields then
+    fields = {}
+    bitmaps[key] = fields
+  end
+  local bitmap = fields[chunk]
+  if not bitmap then bitmap = redis.call('HGET', key, chunk) or '' end
   local i, mask = math.floor(offset / 8) + 1, bit.rshift(0x80, offset % 8)
   local byte = string.byte(bitmap, i) or 0
-  if bit.band(byte, mask) ~= 0 then return true end
+  if bit.band(byte, mask) ~= 0 then
+    fields[chunk] = bitmap
+    return true
+  end
   if #bitmap < i then bitmap = bitmap .. string.rep('\0', i - #bitmap) end
-  redis.call('HSET', key, chunk, string.sub(bitmap, 1, i - 1)
-             .. string.char(bit.bor(byte, mask)) .. string.sub(bitmap, i + 1))
+  fields[chunk] = string.sub(bitmap, 1, i - 1) .. string.char(bit.bor(byte, mask))
+                  .. string.sub(bitmap, i + 1)
+  if not dirty[key] then dirty[key] = {} end
+  dirty[key][chunk] = true
   return false
+end
+local function write_bits()
+  for key, chunks in pairs(dirty) do
+    local args = {}
+    for chunk in pairs(chunks) do
+      args[#args + 1] = chunk
+      args[#args + 1] = bitmaps[key][chunk]
+    end
+    redis.call('HSET', key, unpack(args))
+  end
 end
 -- Ties are tracked (the ties hash) where a void's fallback is read first.
 local guarded = policy == 'first' or best
@@ -221,20 +248,20 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   if from_archive(t, part) then
     return 0, ''  -- counted in its archived standing (see Parts above)
   end
-  local old_index, old_rank = nil, nil
+  local old_index, old_rank, removed = nil, nil, nil
   local p = load_profile(users, public, policy, uid)
   local score, on_board = 0, p ~= nil and p.ts ~= ''
   if on_board then
     local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
     score = tonumber(stored_score or '0')
-    if ranked and old_zset == public then
+    if ranked and rank_events and old_zset == public then
       old_index = redis.call('ZRANK', public, old_member)
       old_rank = old_index + 1
       if policy == 'shared' then  -- the board's rank: ties share it
         old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
       end
     end
-    redis.call('ZREM', old_zset, old_member)
+    removed = {old_zset, old_member}
   end
   local new_score
   if best then
@@ -244,8 +271,12 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
     p = merge_profile(p, profile_version, visibility, name, ts)
     new_score = score - points
   end
-  local new_member = member_of(policy, p.ts, uid)
-  redis.call('ZADD', zset_of(p.vis, public, hidden), new_score, new_member)
+  local new_member, new_zset = member_of(policy, p.ts, uid), zset_of(p.vis, public, hidden)
+  -- (ZADD of the same member in the same set only moves it)
+  if removed and (removed[1] ~= new_zset or removed[2] ~= new_member) then
+    redis.call('ZREM', removed[1], removed[2])
+  end
+  redis.call('ZADD', new_zset, new_score, new_member)
   store_profile(users, policy, uid, p)
   if not ranked then return 1, '' end
   if not rank_events then return 1, p.vis end
@@ -299,6 +330,20 @@ local function note_change(uid, current_vis)
   end
 end
 
+-- The season's erased learners among this call's, asked once (most
+-- seasons have none: one EXISTS).
+local erased_uids = {}
+if redis.call('EXISTS', erased_key) == 1 then
+  local uids = {}
+  for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do uids[#uids + 1] = ARGV[i + EACH.uid] end
+  if #uids > 0 then
+    local gone = redis.call('SMISMEMBER', erased_key, unpack(uids))
+    for k = 1, #uids do
+      if gone[k] == 1 then erased_uids[uids[k]] = true end
+    end
+  end
+end
+
 for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
   local seq, c = ARGV[i + EACH.seq], tonumber(ARGV[i + EACH.chunk])
   local offset, uid = tonumber(ARGV[i + EACH.offset]), ARGV[i + EACH.uid]
@@ -312,7 +357,7 @@ for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
     out[#out + 1] = -2  -- retry: the void's tie time may be stale (see Ties above)
     out[#out + 1] = ''
   else
-    local erased = redis.call('SISMEMBER', erased_key, uid) == 1
+    local erased = erased_uids[uid] == true
     local applied, current_vis, deferred = 0, '', false
     for t = 0, T - 1 do
       local n, vis = 0, ''
@@ -337,6 +382,7 @@ for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
     note_change(uid, current_vis)
   end
 end
+write_bits()
 inherit_expiry(current_key, KEYS, 3)  -- (the ties hash has an expiry of its own)
 local hint = ''
 if changed > 0 and hint_command ~= '' then
