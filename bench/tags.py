@@ -46,6 +46,7 @@ import psutil  # noqa: E402
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
+from laurels.api.server import tune_collector  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
 from laurels.seasons import season_of  # noqa: E402
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
                 created.append(name)
         valkey.start()
+        tune_collector()  # as every serving process does (api/server.py)
         urls = {side: urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
                 for side, name in names.items()}
         asyncio.run(measure(args, urls, f"redis://127.0.0.1:{port}/0", workdir))

@@ -21,7 +21,7 @@ from laurels.board.lua_args import (
     flat,
 )
 from laurels.board.values import Delta, Profile
-from laurels.keys import chunk_bits, chunk_of, hashed_bits
+from laurels.keys import chunk_bits, hashed_bits
 from laurels.ranking import pad_uid
 from laurels.seasons import parse_season, whole_week
 from laurels.states import ApplyResult
@@ -50,20 +50,24 @@ class Applying(BoardBase):
         chunks: list[int] = []
         index: dict[int, int] = {}
         per_event: list[Any] = []
+        # The loop below is a tagged batch's hottest Python (a completion
+        # with three tags is five entries): fields positional (ApplyDelta's
+        # order; by keyword it cost three times as much), chunk_of and
+        # Season.pad_ts inlined.
+        starts, width, mask = start.starts_at, start.ts_width, (1 << bits) - 1
         for d in deltas:
-            chunk, offset = chunk_of(d.seq, bits)
+            chunk = d.seq >> bits
             if chunk not in index:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
+            at = d.completed_at - starts
+            p = d.profile
             per_event += ApplyDelta(
-                seq=d.seq, chunk=index[chunk], offset=offset, uid=pad_uid(d.user_id),
-                points=d.points, ts=start.pad_ts(d.completed_at),
-                profile_version=d.profile.version, visibility=d.profile.visibility,
-                name=d.profile.display_name, correction=d.correction,
-                counts="1" if d.counted else "0",
-                reset_ts=start.pad_ts(d.reset_at) if d.reset_at else "",
-                reset_score=d.reset_score or 0,
-                tie_token=d.tie_token, part=d.part)
+                d.seq, index[chunk], d.seq & mask, pad_uid(d.user_id), d.points,
+                f"{(at.days * 86400 + at.seconds) * 1_000_000 + at.microseconds:0{width}d}",
+                p.version, p.visibility, p.display_name, d.correction,
+                "1" if d.counted else "0", start.pad_ts(d.reset_at) if d.reset_at else "",
+                d.reset_score or 0, d.tie_token, d.part)
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
         for v in targets:
             vk = sk.version(v)
