@@ -29,6 +29,7 @@ import psycopg
 
 from bench.restart import NOW, SEASON, SPAN_SECONDS, redis_server
 from bench.support import BenchError, log, loopback_only
+from laurels.api.server import tune_collector
 from laurels.db import migrate
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
@@ -80,10 +81,11 @@ async def measure(args: argparse.Namespace) -> None:
             started = time.perf_counter()
             await svc.rebuilder.run(SEASON)
             whole = time.perf_counter() - started
-            await svc.board_kinds.define("course", {"periods": ["week", "all"]})
+            periods = args.periods.split(",")
+            await svc.board_kinds.define("course", {"periods": periods})
             week, ever = parse_season(SEASON, zone="UTC"), parse_season("all", zone="UTC")
             seasons = {s.on(f"course:c{b}", "points").name for b in range(args.boards)
-                       for s in (week, ever)}
+                       for s in (week, ever) if s.period in periods}
             started = time.perf_counter()
             if not await svc.healer.heal(seasons, 3600):
                 raise BenchError("not every board was built")
@@ -107,11 +109,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--completions", type=int, default=1_000_000)
     parser.add_argument("--boards", type=int, default=100)
+    parser.add_argument("--periods", default="week,all",
+                        help="the kind's periods: week,all (twice the whole board's "
+                             "completion entries) or week")
     parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
     loopback_only(args.database_url, "--database-url")
     if shutil.which("redis-server") is None:
         raise BenchError("needs redis-server (Debian: apt install redis-server)")
+    tune_collector()  # as a serving process, whose healer builds the boards
     asyncio.run(measure(args))
 
 

@@ -208,6 +208,22 @@ class ChunkBits:
         self.bits[offset >> 3] |= 0x80 >> (offset & 7)
         return done
 
+    def add_many(self, seqs: Iterable[int]) -> list[tuple[int, bytes]]:
+        """Mark ascending `seqs`; the chunks they finished (as `add`, in one
+        loop: a rebuild marks every completion of its board)."""
+        done: list[tuple[int, bytes]] = []
+        width, mask = self.width, (1 << self.width) - 1
+        chunk, bits = self.chunk, self.bits
+        for seq in seqs:
+            if seq >> width != chunk:
+                if chunk >= 0:
+                    done.append((chunk, bytes(bits)))
+                chunk, bits = seq >> width, bytearray((1 << width) // 8)
+            offset = seq & mask
+            bits[offset >> 3] |= 0x80 >> (offset & 7)
+        self.chunk, self.bits = chunk, bits
+        return done
+
     def rest(self) -> tuple[int, bytes] | None:
         return (self.chunk, bytes(self.bits)) if self.chunk >= 0 else None
 

@@ -326,8 +326,8 @@ class Rebuilder:
 
         chunker = ChunkBits(width)
         async for seqs in self.db.stream_column(source.seqs, tx, SEQ_BATCH, **source.params):
-            for seq in seqs:
-                await flush(chunker.add(seq))
+            for done in chunker.add_many(seqs):
+                await flush(done)
             seen += len(seqs)
             if progress:
                 progress(seen, total)

@@ -37,7 +37,6 @@ from functools import cached_property, lru_cache
 from typing import Literal, get_args
 
 from laurels.kinds import METRICS, Metric
-from laurels.ranking import pad_ts
 
 Period = Literal["week", "day", "month", "all"]
 PERIODS: tuple[Period, ...] = get_args(Period)
@@ -207,8 +206,11 @@ class Season:
         return TS_WIDTHS[self.period]
 
     def pad_ts(self, at: datetime) -> str:
-        """The `first` policy's tie time of a completion at `at` on this board."""
-        return pad_ts(self.offset_us(at), self.ts_width)
+        """The `first` policy's tie time of a completion at `at` on this board
+        (offset_us and ranking.pad_ts in one call: every entry an apply or a
+        rebuild sends makes one)."""
+        d, width = at - self.starts_at, TS_WIDTHS[self.period]
+        return f"{(d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds:0{width}d}"
 
     def later(self, n: int) -> Season:
         """The season n periods later (earlier for n < 0); `all` is itself.

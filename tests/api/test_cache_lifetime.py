@@ -9,7 +9,14 @@ import math
 import time
 from datetime import UTC, datetime, timedelta
 
-from laurels.api.caches import BOARD_SECONDS, CACHE_SECONDS, TOP_BYTES, BoardCache, lasting
+from laurels.api.caches import (
+    BOARD_SECONDS,
+    BOARD_SECONDS_LEAST,
+    CACHE_SECONDS,
+    TOP_BYTES,
+    BoardCache,
+    lasting,
+)
 from laurels.seasons import season_of
 from tests.api.conftest import ApiFactory
 from tests.api.test_around_cache import Subscription, board_cache
@@ -49,10 +56,14 @@ def test_a_body_lives_until_its_season_s_status_changes_at_most() -> None:
     gone = datetime.now(UTC) - timedelta(seconds=1)
     cache.put("2026-W50", 100, b"{}", cache.generation("2026-W50"), lasting(gone))
     assert cache.get("2026-W50", 100) is None
-    # A closed season (no change ahead): BOARD_SECONDS.
-    cache.put("2026-W51", 100, b"{}", cache.generation("2026-W51"), lasting(None))
-    assert cache.get("2026-W51", 100) is not None
-    assert cache.entries["2026-W51"][100].expires - time.monotonic() > BOARD_SECONDS - 1
+    # A closed season (no change ahead): BOARD_SECONDS at most, and bodies
+    # put together expire apart (from BOARD_SECONDS_LEAST of it up).
+    for limit in range(1, 101):
+        cache.put("2026-W51", limit, b"{}", cache.generation("2026-W51"), lasting(None))
+        assert cache.get("2026-W51", limit) is not None
+    left = [e.expires - time.monotonic() for e in cache.entries["2026-W51"].values()]
+    assert all(BOARD_SECONDS * BOARD_SECONDS_LEAST - 1 < s <= BOARD_SECONDS for s in left)
+    assert max(left) - min(left) > BOARD_SECONDS * (1 - BOARD_SECONDS_LEAST) / 2
 
 
 async def test_a_learner_hidden_where_the_hint_was_lost_leaves_the_cached_pages(

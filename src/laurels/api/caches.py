@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import random
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ CACHE_SECONDS = 5.0  # a group board's first page
 # `status`). It was 5 s: with 10,000 boards read at random, most reads
 # missed (issue 42).
 BOARD_SECONDS = 60.0
+# Each body lives a random part of BOARD_SECONDS, from this share of it up:
+# bodies read together (a page's first reads after a start, a benchmark's
+# warm-up) would otherwise all expire together, and again together each
+# time after, every board of a kind read afresh in the same second.
+BOARD_SECONDS_LEAST = 0.75
 # Top pages kept: a kind may have 10,000 boards, each read (issue 42). When
 # full, the oldest season's bodies make room (it did start afresh: with 500
 # boards read at random, the top-100 ran at 0.14 of /healthz).
@@ -189,7 +195,8 @@ class BoardCache:
             lasts: float = math.inf) -> Cached:
         """Keep a body for at most `seconds`, and at most `lasts` seconds
         (until its season's status changes)."""
-        entry = Cached(body, time.monotonic() + min(self.seconds, lasts))
+        seconds = self.seconds * random.uniform(BOARD_SECONDS_LEAST, 1.0)  # noqa: S311 (a lifetime)
+        entry = Cached(body, time.monotonic() + min(seconds, lasts))
         if lasts > 0 and generation == self.generation(season) \
                 and self.subscription.is_hinted(season):
             if (old := self.entries.get(season, {}).pop(key, None)) is not None:

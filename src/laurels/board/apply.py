@@ -52,20 +52,17 @@ class Applying(BoardBase):
         per_event: list[Any] = []
         # The loop below is a tagged batch's hottest Python (a completion
         # with three tags is five entries): fields positional (ApplyDelta's
-        # order; by keyword it cost three times as much), chunk_of and
-        # Season.pad_ts inlined.
-        starts, width, mask = start.starts_at, start.ts_width, (1 << bits) - 1
+        # order; by keyword it cost three times as much), chunk_of inlined.
+        mask = (1 << bits) - 1
         for d in deltas:
             chunk = d.seq >> bits
             if chunk not in index:
                 index[chunk] = len(chunks)
                 chunks.append(chunk)
-            at = d.completed_at - starts
             p = d.profile
             per_event += ApplyDelta(
                 d.seq, index[chunk], d.seq & mask, pad_uid(d.user_id), d.points,
-                f"{(at.days * 86400 + at.seconds) * 1_000_000 + at.microseconds:0{width}d}",
-                p.version, p.visibility, p.display_name, d.correction,
+                start.pad_ts(d.completed_at), p.version, p.visibility, p.display_name, d.correction,
                 "1" if d.counted else "0", start.pad_ts(d.reset_at) if d.reset_at else "",
                 d.reset_score or 0, d.tie_token, d.part)
         keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]

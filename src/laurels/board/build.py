@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from redis.asyncio import RedisCluster
 
@@ -132,11 +133,13 @@ class Building(BoardBase):
         sk = self.season_keys(season)
         vk = sk.version(version)
         start = parse_season(season, zone=self.zone)
-        args = flat(LoadBoardArgs(version=version, policy=self.policy, metric=start.metric), [
-            LoadRow(uid=pad_uid(uid), points=points,
-                    ts=start.pad_ts(last_at) if last_at else "",
-                    profile_version=profile_version, visibility=visibility, name=name)
-            for uid, points, last_at, profile_version, visibility, name in standings])
+        # Built positionally (LoadRow's order): a rebuild loads every learner
+        # of its board, and by keyword a row cost three times as much.
+        rows: list[Any] = []
+        for uid, points, last_at, profile_version, visibility, name in standings:
+            rows += LoadRow(pad_uid(uid), points, start.pad_ts(last_at) if last_at else "",
+                            profile_version, visibility, name)
+        args = [*LoadBoardArgs(version=version, policy=self.policy, metric=start.metric), *rows]
         reply = await self.scripts["load_board"](
             keys=[sk.building, sk.erased, vk.public, vk.hidden, vk.users], args=args)
         if reply[0] != "OK":

@@ -137,6 +137,23 @@ local function append_entries(out, items, users, erased_key)
   return out
 end
 
+-- The learners of a call's items (ARGV from `first` on, one item every
+-- `width` values, its padded uid at `offset`) that the season's erased set
+-- holds, as a set: asked in one call, not one an item (most seasons have
+-- none: one EXISTS).
+local function erased_among(erased_key, first, width, offset)
+  local erased = {}
+  if redis.call('EXISTS', erased_key) == 0 then return erased end
+  local uids = {}
+  for i = first, #ARGV, width do uids[#uids + 1] = ARGV[i + offset] end
+  if #uids == 0 then return erased end
+  local gone = redis.call('SMISMEMBER', erased_key, unpack(uids))
+  for k = 1, #uids do
+    if gone[k] == 1 then erased[uids[k]] = true end
+  end
+  return erased
+end
+
 -- A finalized season's keys expire together (lifecycle.expire). A key that a
 -- script creates afterwards (a new bitmap chunk, a first hidden learner, an
 -- erased set) takes the same expiry, so nothing outlives its season.

@@ -330,19 +330,7 @@ local function note_change(uid, current_vis)
   end
 end
 
--- The season's erased learners among this call's, asked once (most
--- seasons have none: one EXISTS).
-local erased_uids = {}
-if redis.call('EXISTS', erased_key) == 1 then
-  local uids = {}
-  for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do uids[#uids + 1] = ARGV[i + EACH.uid] end
-  if #uids > 0 then
-    local gone = redis.call('SMISMEMBER', erased_key, unpack(uids))
-    for k = 1, #uids do
-      if gone[k] == 1 then erased_uids[uids[k]] = true end
-    end
-  end
-end
+local erased_uids = erased_among(erased_key, HEAD + 1 + C, EACH_WIDTH, EACH.uid)
 
 for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
   local seq, c = ARGV[i + EACH.seq], tonumber(ARGV[i + EACH.chunk])

@@ -21,12 +21,14 @@ local version, policy = ARGV[ARG.version], ARGV[ARG.policy]
 local best = ARGV[ARG.metric] == 'best'
 if redis.call('GET', building_key) ~= version then return {'LOST'} end
 
+local erased = erased_among(erased_key, HEAD + 1, EACH_WIDTH, EACH.uid)
+
 local loaded, skipped = 0, 0
 for i = HEAD + 1, #ARGV, EACH_WIDTH do
   local uid, points, ts = ARGV[i + EACH.uid], tonumber(ARGV[i + EACH.points]), ARGV[i + EACH.ts]
   local profile_version = ARGV[i + EACH.profile_version]
   local visibility, name = ARGV[i + EACH.visibility], ARGV[i + EACH.name]
-  if redis.call('SISMEMBER', erased_key, uid) == 1 then
+  if erased[uid] then
     skipped = skipped + 1
   else
     local p = load_profile(users, public, policy, uid)
