@@ -194,7 +194,7 @@ def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week:
                     spy = subprocess.Popen(
                         [shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
                          "record", "-r", "200", "-f", "raw", "-o", args.py_spy,
-                         "-d", "10", "-p", str(svc.proc.pid)],
+                         "-d", f"{args.random_seconds:.0f}", "-p", str(svc.proc.pid)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 seconds = args.read_seconds
                 if name == "random_top":
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                              "body lives (api/caches.py, BOARD_SECONDS)")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="py-spy record (raw) of the served process during the "
-                             "first 10 s of the random top-100 line")
+                             "random top-100 line")
     parser.add_argument("--restart", action="store_true",
                         help="a Redis restart from a snapshot (the catch-up line)")
     parser.add_argument("--gap", type=int, default=1_000,

@@ -28,7 +28,7 @@ from pathlib import Path
 import psycopg
 
 from bench.restart import NOW, SEASON, SPAN_SECONDS, redis_server
-from bench.support import BenchError, log, loopback_only
+from bench.support import BenchError, cpu_by_process, log, loopback_only
 from laurels.api.server import tune_collector
 from laurels.db import migrate
 from laurels.runtime import Runtime
@@ -57,6 +57,11 @@ async def fill(url: str, completions: int, boards: int) -> None:
         await conn.execute("ANALYZE completions")
 
 
+def log_cpu(what: str, before: dict[str, float]) -> None:
+    log(f"CPU of {what}: " + ", ".join(
+        f"{key} {used - before[key]:.1f} s" for key, used in cpu_by_process().items()))
+
+
 async def measure(args: argparse.Namespace) -> None:
     admin = args.database_url
     name = f"bench_define_{secrets.token_hex(4)}"
@@ -78,18 +83,20 @@ async def measure(args: argparse.Namespace) -> None:
         await rt.open(run_migrations=False)
         try:
             svc = rt.derive(clock=lambda: NOW)
-            started = time.perf_counter()
+            started, cpu0 = time.perf_counter(), cpu_by_process()
             await svc.rebuilder.run(SEASON)
             whole = time.perf_counter() - started
+            log_cpu("the whole board's rebuild", cpu0)
             periods = args.periods.split(",")
             await svc.board_kinds.define("course", {"periods": periods})
             week, ever = parse_season(SEASON, zone="UTC"), parse_season("all", zone="UTC")
             seasons = {s.on(f"course:c{b}", "points").name for b in range(args.boards)
                        for s in (week, ever) if s.period in periods}
-            started = time.perf_counter()
+            started, cpu0 = time.perf_counter(), cpu_by_process()
             if not await svc.healer.heal(seasons, 3600):
                 raise BenchError("not every board was built")
             kind = time.perf_counter() - started
+            log_cpu("the kind's boards built", cpu0)
             for season in random.Random(1).sample(sorted(seasons), 10):
                 if not (await svc.verifier.verify(season)).consistent:
                     raise BenchError(f"{season} is not consistent")

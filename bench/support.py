@@ -83,6 +83,21 @@ class CpuMeter:
         self.cpu.server = (self._used(self.server) - self.server0) / wall
 
 
+def cpu_by_process() -> dict[str, float]:
+    """CPU seconds used so far by this process, every Redis or Valkey server
+    and every PostgreSQL process of the machine (a bench's own among them)."""
+    out = {"python": time.process_time(), "redis": 0.0, "postgres": 0.0}
+    for proc in psutil.process_iter(["name", "cpu_times"]):
+        name, t = proc.info["name"] or "", proc.info["cpu_times"]
+        if t is None:
+            continue
+        if name.startswith(("valkey", "redis-server")):
+            out["redis"] += t.user + t.system
+        elif name.startswith("postgres"):
+            out["postgres"] += t.user + t.system
+    return out
+
+
 # -- servers ------------------------------------------------------------------------
 
 

@@ -42,10 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psutil  # noqa: E402
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
+from bench.support import cpu_by_process  # noqa: E402
 from laurels.api.server import tune_collector  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
@@ -124,9 +124,9 @@ class Side:
                     args: argparse.Namespace) -> float:
         if args.commandstats:
             await rt.redis.config_resetstat()
-        cpu0 = cpu_seconds()
+        cpu0 = cpu_by_process()
         s = await ingest_round(rt, work, args.batch, args.clients)
-        for key, used in cpu_seconds().items():
+        for key, used in cpu_by_process().items():
             self.cpu[key] = self.cpu.get(key, 0.0) + used - cpu0[key]
         if args.commandstats:
             # A command a script calls counts under its own name (and its
@@ -147,20 +147,6 @@ class Side:
             for cmd, (calls, usec) in sorted(self.stats.items(), key=lambda kv: -kv[1][1]):
                 if usec >= self.count / 20:  # at least 0.05 us a completion
                     log(f"  {cmd:<14} {calls / self.count:7.2f} {usec / self.count:8.1f}")
-
-
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds used so far by this process, the private Valkey and every
-    PostgreSQL process of the machine (the bench's backends among them)."""
-    out = {"python": time.process_time(), "valkey": 0.0, "postgres": 0.0}
-    for proc in psutil.process_iter(["name", "cpu_times"]):
-        name, t = proc.info["name"] or "", proc.info["cpu_times"]
-        if t is None:
-            continue
-        for key in ("valkey", "postgres"):
-            if name.startswith(key):
-                out[key] += t.user + t.system
-    return out
 
 
 async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str,
