@@ -9,7 +9,8 @@ for everyone. `GuardedProtocol` adds, below the app:
   `max_connections` is closed at once; established ones go on being served;
 - a header timeout: a connection that has not sent a complete request head
   within `header_timeout_seconds` of opening (or of starting a request) is
-  closed (slowloris);
+  closed (slowloris), at most `HEAD_SWEEP_SECONDS` late: one timer a
+  server sweeps the heads due, not one timer a request;
 - a minimum body rate: a body that trickles in slower than `min_body_rate`
   bytes a second (measured over `BODY_WINDOW_SECONDS`) is cut off;
 - the header limits the h11 parser used to give: at most `MAX_HEADERS`
@@ -42,6 +43,8 @@ MAX_HEADERS = 100
 MAX_HEADER_BYTES = 64 * 1024
 MAX_URL_BYTES = 16 * 1024
 BODY_WINDOW_SECONDS = 5.0
+HEAD_SWEEP_SECONDS = 0.25  # a late request head is closed at most this much after its deadline
+BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 FD_HEADROOM = 256  # descriptors kept for stores, logs and files
 
 
@@ -70,12 +73,12 @@ def raise_fd_limit(wanted: int) -> int:
 class _Guard:
     """Per-connection state of the limits (slots: a few dozen bytes)."""
 
-    __slots__ = ("body_seen", "body_timer", "body_window_start", "head_timer",
+    __slots__ = ("body_seen", "body_timer", "body_window_start", "has_body",
                  "header_bytes", "header_count", "in_body", "on_close", "url_bytes")
 
     def __init__(self) -> None:
-        self.head_timer: asyncio.TimerHandle | None = None
         self.body_timer: asyncio.TimerHandle | None = None
+        self.has_body = False
         self.header_count = self.header_bytes = self.url_bytes = 0
         self.body_seen = self.body_window_start = 0
         self.in_body = False
@@ -124,6 +127,61 @@ def options(settings: Settings) -> dict[str, Any]:
             "proxy_headers": False, "access_log": settings.access_log}
 
 
+class Served:
+    """What one server's connections share, made once per server
+    (uvicorn's ServerState): the deadlines of the request heads being
+    read, swept by one timer a few times a second, and the response heads
+    held until the end of their turn, released by one callback a turn. Each
+    was a timer or a callback of its own for every request (issue 45: 2-4 us
+    a request of /healthz's 30)."""
+
+    __slots__ = ("due", "held", "loop", "sweeper")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.due: dict[GuardedProtocol, float] = {}  # connection -> its head's deadline
+        self.sweeper: asyncio.TimerHandle | None = None
+        self.held: list[Corked] = []
+
+    @staticmethod
+    def of(server_state: Any, loop: asyncio.AbstractEventLoop) -> Served:
+        served: Served | None = getattr(server_state, "laurels_served", None)
+        if served is None:
+            served = server_state.laurels_served = Served(loop)
+        return served
+
+    def arm(self, protocol: GuardedProtocol, seconds: float) -> None:
+        """A head is due within `seconds` (from when first armed: a
+        connection's first request has its time from the connection on)."""
+        self.due.setdefault(protocol, self.loop.time() + seconds)
+        if self.sweeper is None:
+            self.sweeper = self.loop.call_later(HEAD_SWEEP_SECONDS, self.sweep)
+
+    def disarm(self, protocol: GuardedProtocol) -> None:
+        self.due.pop(protocol, None)
+
+    def sweep(self) -> None:
+        """Close every connection whose head is late (at most
+        HEAD_SWEEP_SECONDS after its deadline); again while any is due."""
+        self.sweeper = None
+        now = self.loop.time()
+        for protocol in [p for p, deadline in self.due.items() if deadline <= now]:
+            del self.due[protocol]
+            protocol._close("header_timeout")
+        if self.due:
+            self.sweeper = self.loop.call_later(HEAD_SWEEP_SECONDS, self.sweep)
+
+    def hold(self, corked: Corked) -> None:
+        if not self.held:
+            self.loop.call_soon(self.release)
+        self.held.append(corked)
+
+    def release(self) -> None:
+        held, self.held = self.held, []
+        for corked in held:
+            corked.release()
+
+
 class Corked:
     """A connection's transport whose response head waits for its body:
     uvicorn writes the status line and headers on `http.response.start` and
@@ -133,11 +191,11 @@ class Corked:
     follows in that turn (a live stream's) goes out at the end of the turn;
     closing sends what is held first. Everything else is the transport's."""
 
-    __slots__ = ("_held", "_loop", "_transport")
+    __slots__ = ("_held", "_served", "_transport")
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport, served: Served) -> None:
         self._transport = transport
-        self._loop = loop
+        self._served = served
         self._held: bytes | None = None
 
     def write(self, data: bytes) -> None:
@@ -145,7 +203,7 @@ class Corked:
             data, self._held = self._held + data, None
         elif data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 100 "):
             self._held = data
-            self._loop.call_soon(self.release)
+            self._served.hold(self)
             return
         self._transport.write(data)
 
@@ -158,6 +216,20 @@ class Corked:
         self.release()
         self._transport.close()
 
+    # What uvicorn and the guard ask of a transport on every request, named
+    # (a name found only through __getattr__ costs a failed lookup first).
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
@@ -168,6 +240,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = _Guard()  # one attribute: the instance's dict stays small
+        self.served = Served.of(self.server_state, self.loop)
 
     # -- connections -------------------------------------------------------------
 
@@ -177,7 +250,7 @@ class GuardedProtocol(HttpToolsProtocol):
             transport.abort()  # the excess only; everyone connected goes on
             return
         super().connection_made(transport)
-        self.transport = Corked(transport, self.loop)  # type: ignore[assignment]
+        self.transport = Corked(transport, self.served)  # type: ignore[assignment]
         self._arm_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -198,10 +271,10 @@ class GuardedProtocol(HttpToolsProtocol):
         super().shutdown()
 
     def _disarm(self) -> None:
-        for timer in (self.guard.head_timer, self.guard.body_timer):
-            if timer is not None:
-                timer.cancel()
-        self.guard.head_timer = self.guard.body_timer = None
+        self.served.disarm(self)
+        if self.guard.body_timer is not None:
+            self.guard.body_timer.cancel()
+            self.guard.body_timer = None
 
     def _close(self, reason: str) -> None:
         CONNECTIONS_CLOSED.labels(reason).inc()
@@ -212,9 +285,7 @@ class GuardedProtocol(HttpToolsProtocol):
     # -- the request head ----------------------------------------------------------
 
     def _arm_head(self) -> None:
-        if self.guard.head_timer is None:
-            self.guard.head_timer = self.loop.call_later(self.limits.header_timeout_seconds,
-                                                    self._close, "header_timeout")
+        self.served.arm(self, self.limits.header_timeout_seconds)
 
     def data_received(self, data: bytes) -> None:
         if self.parser is None:
@@ -227,6 +298,7 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self.scope["extensions"] = {"laurels.on_close": self.guard.on_close}  # type: ignore[dict-item]
         self.guard.header_count = self.guard.header_bytes = self.guard.url_bytes = 0
+        self.guard.has_body = False
         self._arm_head()  # a new request on a kept-alive connection: its head is timed
 
     def on_url(self, url: bytes) -> None:
@@ -243,6 +315,8 @@ class GuardedProtocol(HttpToolsProtocol):
             self._refuse(431, b"Request Header Fields Too Large")
             return
         super().on_header(name, value)
+        if self.headers[-1][0] in BODY_HEADERS:  # (lowered by uvicorn)
+            self.guard.has_body = True
 
     def _refuse(self, status: int, reason: bytes) -> None:
         if self.transport.is_closing():
@@ -254,13 +328,9 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         if self.transport.is_closing():
             return
-        if self.guard.head_timer is not None:
-            self.guard.head_timer.cancel()
-            self.guard.head_timer = None
+        self.served.disarm(self)
         super().on_headers_complete()
-        has_body = any(name in (b"content-length", b"transfer-encoding")
-                       for name, _ in self.headers)
-        if has_body and self.cycle is not None and self.cycle.more_body:
+        if self.guard.has_body and self.cycle is not None and self.cycle.more_body:
             self.guard.in_body = True
             self.guard.body_seen = self.guard.body_window_start = 0
             self.guard.body_timer = self.loop.call_later(BODY_WINDOW_SECONDS, self._check_body)
