@@ -48,7 +48,14 @@ import psycopg  # noqa: E402
 import redis  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-from bench.support import BenchError, log, loopback_only, start_bare, start_service  # noqa: E402
+from bench.support import (  # noqa: E402
+    BenchError,
+    cpu_by_process,
+    log,
+    loopback_only,
+    start_bare,
+    start_service,
+)
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -129,12 +136,19 @@ def posts(args: argparse.Namespace, svc: Any, url: str, workdir: Path) -> None:
         conn.execute("CREATE TABLE bench_raw_outbox (seq bigint PRIMARY KEY)")
     ours: list[float] = []
     raw: list[float] = []
+    server = psutil.Process(svc.proc.pid)
     for r in range(args.rounds):
+        before, served = cpu_by_process(), sum(server.cpu_times()[:2])
         rate, p99 = run_posts(svc, url, workdir, args.seconds, r)
+        after, served = cpu_by_process(), sum(server.cpu_times()[:2]) - served
         tps, mean = run_pgbench(url, workdir, args.seconds)
         ours.append(rate)
         raw.append(tps)
-        log(f"round {r + 1}: laurels {rate:,.0f} posts/s (p99 {p99:.1f} ms), pgbench "
+        posted = rate * args.seconds
+        log(f"round {r + 1}: laurels {rate:,.0f} posts/s (p99 {p99:.1f} ms; CPU a post: "
+            f"laurels {1e6 * served / posted:.0f} us, PostgreSQL "
+            f"{1e6 * (after['postgres'] - before['postgres']) / posted:.0f} us, Redis "
+            f"{1e6 * (after['redis'] - before['redis']) / posted:.0f} us), pgbench "
             f"{tps:,.0f} transactions/s (mean {mean:.1f} ms): {rate / tps:.2f}")
     ratio = statistics.median(a / b for a, b in zip(ours, raw, strict=True))
     log(f"single POST / pgbench's INSERT + outbox row: {ratio:.2f} (median of {args.rounds} "
