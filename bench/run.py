@@ -40,6 +40,8 @@ from psycopg import sql
 from bench import leagues, phases
 from bench.phases import Figure, Setup
 from bench.support import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_REDIS_URL,
     BenchError,
     Service,
     dump_json,
@@ -50,8 +52,6 @@ from bench.support import (
 )
 from tests.helpers import stop_process, with_database
 
-DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 RESULTS = Path(__file__).resolve().with_name("results.json")
 LEAGUE_RESULTS = RESULTS.with_name("results-leagues.json")  # results.json keeps the scale curve
 

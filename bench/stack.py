@@ -49,6 +49,8 @@ import redis  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from bench.support import (  # noqa: E402
+    DEFAULT_DATABASE_URL,
+    DEFAULT_REDIS_URL,
     BenchError,
     cpu_by_process,
     log,
@@ -56,9 +58,6 @@ from bench.support import (  # noqa: E402
     start_bare,
     start_service,
 )
-
-DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def run_wrk(url: str, pid: int, seconds: int) -> tuple[float, float]:

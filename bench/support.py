@@ -98,6 +98,12 @@ def cpu_by_process() -> dict[str, float]:
     return out
 
 
+# The machine's stores, loopback only (each bench makes its own database,
+# or key prefix, there): $LAURELS_BENCH_DATABASE_URL / $LAURELS_BENCH_REDIS_URL.
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
 # -- servers ------------------------------------------------------------------------
 
 
