@@ -36,9 +36,11 @@ class Late:
 
     def __init__(self) -> None:
         self.reasons: list[str] = []
+        self.closed = asyncio.Event()
 
     def _close(self, reason: str) -> None:
         self.reasons.append(reason)
+        self.closed.set()
 
 
 def corked(served: Served) -> tuple[Corked, Transport]:
@@ -107,10 +109,14 @@ async def test_late_heads_are_closed_by_one_sweeping_timer() -> None:
     served.arm(late, 30)  # type: ignore[arg-type]  # (a deadline is kept from its first arming)
     assert served.sweeper is sweeper  # one timer for all of them
     served.disarm(on_time)  # type: ignore[arg-type]  # its head came in time
-    await asyncio.sleep(0.05 + 2 * HEAD_SWEEP_SECONDS)
+    async with asyncio.timeout(10 * HEAD_SWEEP_SECONDS + 1):
+        await late.closed.wait()
+    # The sweep that closed `late` saw `on_time` too (the same deadline): not due.
     assert late.reasons == ["header_timeout"]
     assert on_time.reasons == [] and quick.reasons == []
     assert list(served.due) == [quick] and served.sweeper is not None
     served.disarm(quick)  # type: ignore[arg-type]
-    await asyncio.sleep(HEAD_SWEEP_SECONDS * 1.5)
-    assert served.sweeper is None  # nothing due: no timer runs
+    async with asyncio.timeout(10 * HEAD_SWEEP_SECONDS + 1):
+        while served.sweeper is not None:  # the next sweep finds nothing due
+            await asyncio.sleep(HEAD_SWEEP_SECONDS / 5)
+    assert quick.reasons == []
