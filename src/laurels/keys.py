@@ -198,19 +198,10 @@ class ChunkBits:
         self.width = width
         self.chunk, self.bits = -1, bytearray()
 
-    def add(self, seq: int) -> tuple[int, bytes] | None:
-        """Mark `seq`; the chunk before it when `seq` starts a new one."""
-        done = None
-        if seq >> self.width != self.chunk:
-            done = self.rest()
-            self.chunk, self.bits = seq >> self.width, bytearray((1 << self.width) // 8)
-        offset = seq & ((1 << self.width) - 1)
-        self.bits[offset >> 3] |= 0x80 >> (offset & 7)
-        return done
-
     def add_many(self, seqs: Iterable[int]) -> list[tuple[int, bytes]]:
-        """Mark ascending `seqs`; the chunks they finished (as `add`, in one
-        loop: a rebuild marks every completion of its board)."""
+        """Mark ascending `seqs` (a rebuild marks every completion of its
+        board, a fetch at a time); the chunks they finished, each with its
+        bitmap. The last chunk stays open until `rest`."""
         done: list[tuple[int, bytes]] = []
         width, mask = self.width, (1 << self.width) - 1
         chunk, bits = self.chunk, self.bits

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from laurels.keys import CHUNK_BITS, Keys, chunk_of
+from laurels.keys import CHUNK_BITS, ChunkBits, Keys, chunk_of
 
 pytestmark = pytest.mark.once
 
@@ -123,3 +123,23 @@ def test_every_key_declares_what_it_holds_of_learners() -> None:
     assert keys.holds("other:{all}:first:current") is None
     assert keys.holds(keys.season("all").erased) == "tombstones"
     assert keys.holds(keys.season("all").version("1").hidden) == "learners"
+
+
+@given(st.sampled_from([8, CHUNK_BITS]),
+       st.sets(st.integers(1, 1 << 20), max_size=300), st.integers(1, 60))
+def test_chunk_bits_marks_every_seq_whatever_the_fetches(width: int, seqs: set[int],
+                                                         fetch: int) -> None:
+    """A rebuild's bitmaps (rebuild.py, _merge_bits): the ascending seqs fed
+    a fetch at a time give each chunk once, its bits set as SETBIT would."""
+    ordered = sorted(seqs)
+    chunker = ChunkBits(width)
+    chunks: list[tuple[int, bytes]] = []
+    for i in range(0, len(ordered), fetch):
+        chunks += chunker.add_many(ordered[i:i + fetch])
+    if (last := chunker.rest()) is not None:
+        chunks.append(last)
+    assert [c for c, _ in chunks] == sorted({s >> width for s in ordered})
+    marked = {(c << width) | (8 * i + j) for c, bitmap in chunks
+              for i, byte in enumerate(bitmap) for j in range(8) if byte & (0x80 >> j)}
+    assert marked == seqs
+    assert all(len(bitmap) == (1 << width) // 8 for _, bitmap in chunks)
