@@ -132,7 +132,9 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     signals.notes.append(hub.note)
     signals.group_changes.append(hub.group_changed)
     reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds)
-    partitions = Partitions(db, lifecycle.archive_boards_of)
+    partitions = Partitions(db, lifecycle.archive_boards_of,
+                            grace_seconds=settings.late_grace_seconds,
+                            close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
     groups = Groups(db, board, reads, privacy)
     notifications = Notifications(db)
     webhooks = None

@@ -159,3 +159,38 @@ async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
         await closing.rebuilder.run(season.name)
         assert (await closing.reads.top(season, 100))["entries"] == before[name], name
         assert (await closing.verifier.verify(season.name)).consistent, name
+
+
+async def test_a_month_waits_for_its_empty_weeks_which_then_take_no_completion(
+        rt: Runtime) -> None:
+    """A week of the month no completion reached (no row in PostgreSQL)
+    takes completions until it closes by the clock: the month waits for it.
+    Once it has closed, the month goes and the week is recorded closed and
+    empty, so a completion sent for it later (a replay moved into it, a
+    process whose clock runs behind) is refused, not counted in a range whose
+    completions are gone (the model found it: such a replay counted twice on
+    the all-time board)."""
+    early = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 in its grace
+    svc = rt.derive(clock=lambda: early, periods=("week", "all"), retain_completions_days=1)
+    first = item("c1", 1, 1, "2026-W48")
+    assert [o.status for o in await svc.ingestor.record([first])] == ["recorded"]
+    await svc.lifecycle.finalize("2026-W48")
+    await svc.rebuilder.run("all")
+    # W49 (30 November - 6 December) touches November and closes on 9 December.
+    assert await svc.partitions.retire(datetime(2026, 12, 8, tzinfo=UTC), 1) == []
+    assert await svc.db.fetch("seasons_touching", seasons=["2026-W47", "2026-W49"]) == []
+    assert await svc.partitions.retire(datetime(2026, 12, 10, tzinfo=UTC), 1) == [
+        date(2026, 11, 1)]
+    closed = await svc.db.fetch("seasons_touching", seasons=["2026-W47", "2026-W49"])
+    assert {r["season"]: r["finalized"] for r in closed} == {"2026-W47": True,
+                                                             "2026-W49": True}
+    moved = {**first, "completed_at": "2026-11-18T01:00:00+00:00"}  # into W47
+    late = {**first, "completion_id": "c2", "completed_at": "2026-11-30T01:00:00+00:00"}
+    open_w49 = rt.derive(clock=lambda: datetime(2026, 12, 5, tzinfo=UTC), periods=("week", "all"),
+                         retain_completions_days=1)
+    outcomes = [*await svc.ingestor.record([moved]), *await open_w49.ingestor.record([late])]
+    assert [(o.status, o.code) for o in outcomes] == [("rejected", "season_closed")] * 2
+    verdict = await svc.verifier.verify("all")
+    assert verdict.consistent, verdict.body()
+    top = await svc.reads.top(parse_season("all", zone="UTC"), 10)
+    assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(1, 1)]

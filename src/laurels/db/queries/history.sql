@@ -34,6 +34,17 @@ SELECT name, month FROM laurels_completion_months();
 SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
 WHERE season = ANY(%(seasons)s);
 
+-- name: close_empty_weeks
+-- locks: seasons
+-- Weeks of a month about to be retired that no completion reached (no row),
+-- closed by the clock: recorded finalized and empty, so a completion for one
+-- arriving later is refused (season_closed) like any of a closed week. A row
+-- an ingest is making meanwhile is waited for and left as it is (open: the
+-- month stays; history.py `_closed`).
+INSERT INTO seasons (season, finalized_at, tie_policy)
+SELECT s, now(), %(tie_policy)s FROM unnest(%(seasons)s::text[]) AS s
+ON CONFLICT (season) DO NOTHING;
+
 -- name: undecided_league_weeks
 -- Among `seasons`, the weeks someone joined whose leagues are not decided,
 -- while the deployment's leagues are on (the stored switch, whatever the
