@@ -30,9 +30,9 @@ from laurels.board import Delta, Profile
 from laurels.board.inspection import BoardChanged
 from laurels.board.roles import Inspector
 from laurels.db import Database
+from laurels.filling import LOAD_BATCH, SEQ_BATCH, Source
 from laurels.history import history_of
 from laurels.projector import Projector
-from laurels.rebuild import LOAD_BATCH, SEQ_BATCH, Source
 from laurels.seasons import Period
 
 if TYPE_CHECKING:

@@ -487,7 +487,8 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from laurels.rebuild import RebuildFailed, RebuildRunning
+    from laurels.filling import RebuildFailed
+    from laurels.rebuild import RebuildRunning
 
     settings = _settings()
     name = _season(season, settings) if board == "global" else f"{season} of {board}"

@@ -29,7 +29,8 @@ import logging
 from laurels.board.roles import Epochs
 from laurels.catchup import CatchUp
 from laurels.db import Database
-from laurels.rebuild import Rebuilder, RebuildFailed, RebuildRunning
+from laurels.filling import RebuildFailed
+from laurels.rebuild import Rebuilder, RebuildRunning
 
 log = logging.getLogger("laurels.epoch")
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from laurels.board.roles import Presence
+from laurels.filling import BOARDS_AT_ONCE, group_of
 from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
 from laurels.seasons import END_OF_TIME, Period, seasons_of
 
@@ -45,6 +47,8 @@ class Healer:
         # holds a pooled connection for its snapshot): with several periods,
         # a start-up or a Redis restart finds many boards missing at once.
         self._slots = asyncio.Semaphore(HEALS_AT_ONCE)
+        # Boards of kinds waiting for a slot, by group (rebuild.group_of).
+        self._waiting: dict[str, dict[str, asyncio.Future[RebuildResult | None]]] = {}
 
     def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
         """Start (once per process) a rebuild of a season whose board is missing."""
@@ -91,6 +95,9 @@ class Healer:
         await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
 
     async def _heal(self, season: str) -> RebuildResult | None:
+        group = group_of(season)
+        if group is not None:
+            return await self._heal_together(season, group)
         if await self.board.present(season):
             return None
         if self.lifecycle and await self.lifecycle.finalized([season]):
@@ -102,5 +109,66 @@ class Healer:
                 return await self.rebuilder.run(season)
             except RebuildRunning:
                 return None  # another process is building it
+
+    async def _heal_together(self, season: str, group: str) -> RebuildResult | None:
+        """A board of a kind waits with the others of its group: whoever gets
+        a slot builds its share of those waiting, from one scan (run_many)."""
+        mine: asyncio.Future[RebuildResult | None] = asyncio.get_running_loop().create_future()
+        mine.add_done_callback(retrieved)  # its own heal may be gone by then
+        self._waiting.setdefault(group, {})[season] = mine
+        while not mine.done():
+            if self._waiting.get(group, {}).get(season) is not mine:
+                await asyncio.wait([mine])  # taken by a build under way
+                break
+            async with self._slots:
+                if self._waiting.get(group, {}).get(season) is mine:
+                    await self._build_group(group)
+        return mine.result()
+
+    async def _build_group(self, group: str) -> None:
+        """Build a share of the boards of `group` waiting for a slot (those
+        heals started in the same turn have joined: one yield), split over
+        the slots (at most BOARDS_AT_ONCE), and settle each one's future."""
+        await asyncio.sleep(0)
+        waiting = self._waiting.get(group, {})
+        share = min(BOARDS_AT_ONCE, -(-len(waiting) // HEALS_AT_ONCE))
+        batch = dict(islice(waiting.items(), share))
+        for season in batch:
+            del waiting[season]
+        if not waiting:
+            self._waiting.pop(group, None)
+        try:
+            # Present (built meanwhile, by another process), or finalized
+            # (read from its archive): nothing to build.
+            done = set(await self.lifecycle.finalized(list(batch))) if self.lifecycle else set()
+            todo = []
+            for season, settled in batch.items():
+                if season in done or await self.board.present(season):
+                    settled.set_result(None)
+                else:
+                    todo.append(season)
+            outcome = await self.rebuilder.run_many(todo) if todo else {}
+        except BaseException as exc:
+            for settled in batch.values():
+                if settled.done():
+                    continue
+                if isinstance(exc, asyncio.CancelledError):
+                    settled.cancel()
+                else:
+                    settled.set_exception(exc)
+            raise
+        for season in todo:
+            settle(batch[season], outcome.get(season))
+
+
+def settle(waiter: asyncio.Future[RebuildResult | None],
+           result: RebuildResult | BaseException | None) -> None:
+    """A waiting heal's outcome: built, failed, or built elsewhere (None)."""
+    if isinstance(result, RebuildRunning) or result is None:
+        waiter.set_result(None)  # another process is building it
+    elif isinstance(result, BaseException):
+        waiter.set_exception(result)
+    else:
+        waiter.set_result(result)
 
 

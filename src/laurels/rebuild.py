@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from laurels import failpoints, shapes
 from laurels.board import BuildGone
 from laurels.board.roles import Builder
-from laurels.board_kinds import BoardKinds, score_of
+from laurels.board_kinds import BoardKinds
 from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError
-from laurels.history import History, history_of
-from laurels.keys import ChunkBits, chunk_bits, hashed_bits
+from laurels.filling import Building, Filler, Progress, RebuildFailed, Source, group_of
+from laurels.history import history_of
 from laurels.seasons import GLOBAL, Period, parse_season, whole_week
 from laurels.states import RebuildStatus
 
@@ -37,40 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("laurels.rebuild")
 
-SEQ_BATCH = 20_000  # seqs per fetch while setting the bits
-LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
-FIELDS_PER_CALL = 2_000  # chunks of a board of a kind per merge_fields call
-
-Progress = Callable[[int, int], None]
-
 
 class RebuildRunning(Exception):
     """Another rebuild of the same season holds the lock."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a board's snapshot comes from: its completions (the named
-    queries season_*), or, for a long board with closed parts, their
-    archives plus its completions from the cutoff on (long_*)."""
-
-    season: str
-    count: str
-    seqs: str
-    aggregates: str
-    params: dict[str, Any]
-
-    @classmethod
-    def of(cls, season: str, history: History | None) -> Source:
-        if history is None:
-            return cls(season, "season_event_count", "season_seqs", "season_aggregates",
-                       {"season": season})
-        return cls(season, "long_event_count", "long_seqs", "long_aggregates",
-                   {"season": season, "parts": history.parts, "cutoff": history.cutoff})
-
-
-class RebuildFailed(Exception):
-    """A rebuild could not finish (its reason is recorded on the rebuild)."""
 
 
 class NotDefined(RebuildFailed, LookupError):
@@ -85,7 +54,7 @@ class RebuildResult:
     version: str
 
 
-def retrieved(task: asyncio.Task[Any]) -> None:
+def retrieved(task: asyncio.Future[Any]) -> None:
     """A background build nobody may await: take its exception, so asyncio
     never reports it as "never retrieved" (the build logged and recorded it)."""
     if not task.cancelled():
@@ -106,7 +75,8 @@ class Rebuilder:
         self.board = board
         self.lifecycle = lifecycle
         self.periods = periods  # which boards are long (history.py)
-        self._running: dict[str, asyncio.Task[RebuildResult]] = {}  # by rebuild id
+        self.filler = Filler(db, board, lifecycle)
+        self._running: dict[str, asyncio.Task[Any]] = {}  # by rebuild id
 
     def _lock(self, season: str) -> int:
         return lock_key(self.board.keys.prefix, self.board.policy, season)
@@ -165,6 +135,126 @@ class Rebuilder:
         """Build, verify and switch in the foreground."""
         _, task = await self.start(season, progress, audited)
         return await task
+
+    async def run_many(self, seasons: Sequence[str]
+                       ) -> dict[str, RebuildResult | BaseException]:
+        """Build, verify and switch many boards of kinds of one `group_of`
+        (a heal of a kind defined late, of a Redis that lost them) as `run`
+        builds each, from one snapshot and one scan of their completions
+        rather than one each; each board's outcome, a result or what `run`
+        would raise. A long board (history.py) is built alone meanwhile."""
+        groups = {group_of(s) for s in seasons}
+        if len(groups) != 1 or None in groups:
+            raise ValueError("run_many builds boards of kinds of one period, metric and zone")
+        outcome: dict[str, RebuildResult | BaseException] = {}
+        todo = []
+        for season in dict.fromkeys(seasons):
+            if self.kinds is not None and not await self.kinds.defined(season):
+                outcome[season] = NotDefined(f"{season} is not a board of a kind defined now")
+            else:
+                todo.append(season)
+        if not todo:
+            return outcome
+        tx, records = await self._start_many(todo, outcome)
+        task = asyncio.create_task(self._locked_build_many(tx, records))
+
+        def forget(_task: asyncio.Task[Any]) -> None:
+            for rebuild_id in records.values():
+                self._running.pop(rebuild_id, None)
+
+        for rebuild_id in records.values():
+            self._running[rebuild_id] = task
+        task.add_done_callback(forget)
+        outcome.update(await task)
+        return outcome
+
+    async def _start_many(self, seasons: list[str],
+                          outcome: dict[str, RebuildResult | BaseException]
+                          ) -> tuple[Tx, dict[str, str]]:
+        """`start`'s locks and records for many seasons, on one held
+        connection: a season another builder holds is `RebuildRunning` in
+        `outcome`. Returns the connection and each locked season's rebuild id."""
+        tx = await self.db.hold()
+        locked: list[str] = []
+        try:
+            for season in seasons:
+                if await self.db.try_session_lock(tx, self._lock(season)):
+                    locked.append(season)
+                else:
+                    outcome[season] = RebuildRunning(season)
+            await failpoints.pause("rebuild_locked")
+            return tx, {season: await self.start_record(season) for season in locked}
+        except BaseException:
+            await self._release_many(tx, locked, discard=True)
+            raise
+
+    async def _locked_build_many(self, tx: Tx, records: dict[str, str]
+                                 ) -> dict[str, RebuildResult | BaseException]:
+        try:
+            return await self._build_many(tx, records)
+        finally:
+            await self._release_many(tx, list(records))
+
+    async def _release_many(self, tx: Tx, seasons: list[str], discard: bool = False) -> None:
+        """`_release` of many seasons' locks held on one connection."""
+        try:
+            if not discard and not tx.closed:
+                for season in seasons:
+                    await self.db.session_unlock(tx, self._lock(season))
+        except BaseException:
+            discard = True
+            log.warning("could not release the rebuild locks of %d boards cleanly; closing "
+                        "their connection", len(seasons))
+        finally:
+            await self.db.release(tx, discard)
+
+    async def _build_many(self, tx: Tx, records: dict[str, str]
+                          ) -> dict[str, RebuildResult | BaseException]:
+        builds: list[Building] = []
+        outcome: dict[str, RebuildResult | BaseException] = {}
+        try:
+            for season, rebuild_id in records.items():
+                builds.append(await self._begin(season, rebuild_id))
+            shared = [b for b in builds if not b.source.long]
+            if shared:
+                outcome.update(await self._fill_and_switch(tx, shared, many=True))
+            for b in builds:  # long boards (history.py), alone
+                if b.season not in outcome:
+                    outcome.update(await self._fill_and_switch(tx, [b], many=False))
+        except BaseException as exc:  # interrupted: every board not done yet fails
+            done = {b.season: b for b in builds}
+            for season, rebuild_id in records.items():
+                if season not in outcome:
+                    await self._failed(done.get(season), rebuild_id, season, exc)
+            raise
+        return outcome
+
+    async def _fill_and_switch(self, tx: Tx, batch: list[Building], many: bool
+                               ) -> dict[str, RebuildResult | BaseException]:
+        try:
+            if many:
+                await self.filler.fill_many(tx, batch)
+            else:
+                await self.filler.fill_one(tx, batch[0], None)
+            await failpoints.pause("rebuild_before_switch")
+        except Exception as exc:
+            for b in batch:
+                await self._failed(b, b.rebuild_id, b.season, exc)
+            failed = RebuildFailed(str(exc)) if isinstance(exc, BuildGone) else exc
+            return {b.season: failed for b in batch}
+        outcome: dict[str, RebuildResult | BaseException] = {}
+        for b in batch:
+            try:
+                previous = await self.board.switch(b.season, b.version)
+                b.switched = True
+                await failpoints.pause("rebuild_after_switch")
+                outcome[b.season] = await self._switched(b, previous)
+            except Exception as exc:
+                if not b.switched:
+                    await self._failed(b, b.rebuild_id, b.season, exc)
+                outcome[b.season] = RebuildFailed(str(exc)) if isinstance(
+                    exc, BuildGone) else exc
+        return outcome
 
     async def _locked_build(self, tx: Tx, season: str, rebuild_id: str,
                             progress: Progress | None) -> RebuildResult:
@@ -240,8 +330,9 @@ class Rebuilder:
         await self.db.run("update_rebuild", rebuild_id=rebuild_id, status=status,
                           events=events, error=error)
 
-    async def _build(self, tx: Tx, season: str, rebuild_id: str,
-                     progress: Progress | None) -> RebuildResult:
+    async def _begin(self, season: str, rebuild_id: str) -> Building:
+        """A new version of `season` marked building (every apply from now on
+        also reaches it), its stale versions dropped; before the snapshot."""
         # A long board is built from its closed parts' archives (history.py):
         # they are named on the version from the moment it is building, so a
         # completion of theirs applied live meanwhile counts once.
@@ -250,146 +341,59 @@ class Rebuilder:
             season, history.parts if history else ())
         log.info("rebuild %s of %s: building version %s%s", rebuild_id, season, version,
                  f" from {len(history.parts)} archived seasons" if history else "")
-        source = Source.of(season, history)
         for old in stale:
             await self.board.drop_version(season, old)
-        events = 0
+        return Building(season, rebuild_id, version, current, Source.of(season, history))
+
+    async def _build(self, tx: Tx, season: str, rebuild_id: str,
+                     progress: Progress | None) -> RebuildResult:
+        built = None
         try:
-            async with self.db.snapshot(tx):
-                row = await self.db.fetch_one(source.count, tx, **source.params)
-                total = int(row["n"]) if row else 0
-                await failpoints.pause("rebuild_snapshot_taken")
-                if progress:
-                    progress(0, total)
-                await self._load_erased(tx, season, version, current)
-                live = await self._merge_bits(tx, source, version, total, progress)
-                events = total
-                await self._load(tx, source, version, live)
-                await self._load_corrections(tx, season, version)
+            built = await self._begin(season, rebuild_id)
+            await self.filler.fill_one(tx, built, progress)
             await failpoints.pause("rebuild_before_switch")
-            previous = await self.board.switch(season, version)
+            previous = await self.board.switch(season, built.version)
+            built.switched = True
             await failpoints.pause("rebuild_after_switch")
         except BaseException as exc:
-            # Leave the current board serving; stop feeding and free the new one.
-            with contextlib.suppress(Exception):
-                await self.board.abort_build(season, version)
-                await self.board.drop_version(season, version)
-            reason = (str(exc) if isinstance(exc, RebuildFailed | BuildGone)
-                      else "interrupted" if isinstance(exc, asyncio.CancelledError)
-                      else f"{type(exc).__name__} (see the server log)")
-            if not isinstance(exc, RebuildFailed | BuildGone | asyncio.CancelledError):
-                log.exception("rebuild %s of %s crashed", rebuild_id, season)
-            with contextlib.suppress(Exception):
-                await self._finish(rebuild_id, "failed", events, reason)
-            log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
+            await self._failed(built, rebuild_id, season, exc)
             if isinstance(exc, BuildGone):
-                raise RebuildFailed(reason) from exc
+                raise RebuildFailed(str(exc)) from exc
             raise
+        return await self._switched(built, previous)
+
+    async def _failed(self, built: Building | None, rebuild_id: str, season: str,
+                      exc: BaseException) -> None:
+        """Leave the current board serving; stop feeding the new one and free
+        it; record and log why."""
+        if built is not None and not built.switched:
+            with contextlib.suppress(Exception):
+                await self.board.abort_build(season, built.version)
+                await self.board.drop_version(season, built.version)
+        reason = (str(exc) if isinstance(exc, RebuildFailed | BuildGone)
+                  else "interrupted" if isinstance(exc, asyncio.CancelledError)
+                  else f"{type(exc).__name__} (see the server log)")
+        if not isinstance(exc, RebuildFailed | BuildGone | asyncio.CancelledError):
+            log.error("rebuild %s of %s crashed", rebuild_id, season, exc_info=exc)
+        with contextlib.suppress(Exception):
+            await self._finish(rebuild_id, "failed", built.events if built else 0, reason)
+        log.warning("rebuild %s of %s failed: %s", rebuild_id, season, reason)
+
+    async def _switched(self, built: Building, previous: str) -> RebuildResult:
+        """What follows a switch: the hint, the old version dropped, the record."""
+        season, rebuild_id = built.season, built.rebuild_id
         if self.kinds is not None and not await self.kinds.defined(season):
             # Its kind was deleted while it was built: what the deletion could
             # not see goes now (docs/design.md, "Boards of a kind").
             await self.board.expire(season, datetime.now(UTC))
-            await self._finish(rebuild_id, "failed", events, "its board kind was deleted")
+            await self._finish(rebuild_id, "failed", built.events, "its board kind was deleted")
             raise RebuildFailed(f"{season}: its board kind was deleted")
         await self.board.publish_hint({"season": season, "kind": "rebuilt"})
         if previous:
             await self.board.drop_version(season, previous)
         if self.lifecycle and await self.lifecycle.finalized([season]):
             await self.lifecycle.expire(season)  # an archived season keeps its expiry
-        await self._finish(rebuild_id, "succeeded", events, None)
+        await self._finish(rebuild_id, "succeeded", built.events, None)
         log.info("rebuild %s of %s: switched to version %s (%d events)", rebuild_id, season,
-                 version, events)
-        return RebuildResult(rebuild_id, season, events, version)
-
-    async def _merge_bits(self, tx: Tx, source: Source, version: str, total: int,
-                          progress: Progress | None) -> dict[int, int]:
-        """Set the idempotency bit of every completion of the snapshot on the
-        new version, one chunk (65,536 seqs) per script call, or on a board
-        of a kind up to FIELDS_PER_CALL chunks of 256 in its bits hash;
-        returns the points, per learner, of the completions an apply reached
-        live first (they count on the new version already)."""
-        seen = 0
-        already: list[int] = []
-        season = source.season
-        width, hashed = chunk_bits(season), hashed_bits(season)
-        fields: list[tuple[int, bytes]] = []
-
-        async def flush(done: tuple[int, bytes] | None, last: bool = False) -> None:
-            if done is not None and not hashed:
-                offsets = await self.board.merge_bits(season, version, *done)
-                already.extend((done[0] << width) | offset for offset in offsets)
-            elif done is not None:
-                fields.append((done[0], done[1].rstrip(b"\0")))
-            if fields and (last or len(fields) >= FIELDS_PER_CALL):
-                already.extend(await self.board.merge_fields(season, version, fields))
-                fields.clear()
-
-        chunker = ChunkBits(width)
-        async for seqs in self.db.stream_column(source.seqs, tx, SEQ_BATCH, **source.params):
-            for done in chunker.add_many(seqs):
-                await flush(done)
-            seen += len(seqs)
-            if progress:
-                progress(seen, total)
-        await flush(chunker.rest(), last=True)
-        # Only completions reach a version being built live (corrections wait
-        # until it is current: apply.lua), each once: its points (what it
-        # scores on this board) are in the new version already, so the
-        # snapshot's aggregate gives them back (a completion voided in the
-        # snapshot then counts nothing). On `best` a maximum takes nothing
-        # back: load_board.lua keeps the higher of the two, and a completion
-        # voided in the snapshot that reached the version live cannot be
-        # told from one that counts, so the rebuild fails and runs again.
-        metric = parse_season(season, zone=self.db.zone).metric
-        live: dict[int, int] = {}
-        for r in await self.db.fetch("completions_by_seq", tx, seqs=already):
-            if metric == "best" and not r["counted"]:
-                raise RebuildFailed("a completion voided before the snapshot reached the "
-                                    "new board live; rebuild again")
-            live[r["user_id"]] = live.get(r["user_id"], 0) + score_of(metric, r["points"])
-        return {} if metric == "best" else live
-
-    async def _load_erased(self, tx: Tx, season: str, version: str,
-                           current: str) -> None:
-        """The season's tombstones, as of the snapshot, and those learners
-        off the version being built and the current one (load_erased.lua):
-        the erased set lives in Redis only and may have been lost with the
-        board (or rolled back with it), while a fast path still holds an
-        erased learner's completion in memory."""
-        since = self.lifecycle.erasures_since(season) if self.lifecycle else None
-        async for ids in self.db.stream_column("erased_since", tx, LOAD_BATCH, since=since):
-            await self.board.load_erased(season, version, current, ids)
-
-    async def _load_corrections(self, tx: Tx, season: str, version: str) -> None:
-        """The snapshot's state of each corrected completion (void, restore),
-        unless a newer one reached the version live (HSETNX): a correction
-        projected later converges from there (apply.lua)."""
-        rows = await self.db.fetch("season_corrections", tx, season=season)
-        await self.board.load_corrections(
-            season, version, [(r["seq"], r["correction"], r["counted"]) for r in rows])
-
-    async def _load(self, tx: Tx, source: Source, version: str,
-                    live: dict[int, int]) -> None:
-        """Add each learner's aggregate (less what reached the new version
-        live) to it; a learner missing afterwards fails the rebuild, unless
-        erased (the tombstone kept them off rightly)."""
-        expected = loaded = 0
-        seen: set[int] = set()
-        season = source.season
-        async for rows in self.db.stream(source.aggregates, tx, LOAD_BATCH, **source.params):
-            standings = []
-            for r in rows:
-                seen.add(r["user_id"])
-                standings.append((r["user_id"], int(r["score"]) - live.get(r["user_id"], 0),
-                                  r["last_at"], r["profile_version"], r["visibility"],
-                                  r["display_name"]))
-            loaded += await self.board.load_standings(season, version, standings)
-            expected += len(rows)
-        if loaded != expected:
-            raise RebuildFailed(f"{expected - loaded} learners missing from the new board")
-        # Learners whose only completions reached the version live but count
-        # nothing in the snapshot (voided since): take those points back.
-        back = [(u, -pts, None, 0, "public", "") for u, pts in live.items()
-                if u not in seen and pts]
-        for i in range(0, len(back), LOAD_BATCH):
-            await self.board.load_standings(season, version, back[i:i + LOAD_BATCH])
+                 built.version, built.events)
+        return RebuildResult(rebuild_id, season, built.events, built.version)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from laurels.board import BoardMissing
+from laurels.filling import RebuildFailed
 from laurels.kinds import Metric
-from laurels.rebuild import RebuildFailed
 from laurels.runtime import Runtime
 from laurels.seasons import Season, parse_season
 from laurels.validation import ProfileIn

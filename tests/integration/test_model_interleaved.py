@@ -47,7 +47,8 @@ from hypothesis.stateful import (
 
 from laurels import failpoints
 from laurels.errors import DomainError
-from laurels.rebuild import RebuildFailed, RebuildRunning
+from laurels.filling import RebuildFailed
+from laurels.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season, season_of
 from laurels.settings import Secrets, Settings

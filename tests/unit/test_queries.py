@@ -23,7 +23,7 @@ def test_every_named_query_is_run_by_the_service_and_exists() -> None:
     run = set(RUNS.findall(code))
     assert run, "the pattern finds the calls"
     assert sorted(set(QUERIES) - run) == [], "named queries nothing in src/ runs"
-    calls = set(re.findall(r'\b(?:fetch|fetch_one|run|stream|stream_column|q)\(\s*"([a-z_0-9]+)"',
+    calls = set(re.findall(r'\b(?:fetch|fetch_one|run|stream\w*|q)\(\s*"([a-z_0-9]+)"',
                            code))
     assert sorted(calls - set(QUERIES)) == [], "queries run that db/queries/ does not name"
 

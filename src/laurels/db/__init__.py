@@ -301,6 +301,17 @@ class Database:
                 while rows := await named.fetchmany(batch):
                     yield [row[0] for row in rows]
 
+    async def stream_tuples(self, name: str, tx: Tx, batch: int, **params: Any
+                            ) -> AsyncIterator[list[tuple[Any, ...]]]:
+        """Like `stream`, each row a tuple (for millions of narrow rows)."""
+        with _answering():
+            async with tx._conn.cursor(name=f"{name}_{next(_cursor_ids)}",
+                                      row_factory=tuple_row) as named:
+                named.itersize = batch
+                await named.execute(statement(name, params, self.zone), params)
+                while rows := await named.fetchmany(batch):
+                    yield rows
+
     async def try_session_lock(self, held: Tx, key: int) -> bool:
         """A session advisory lock on a held connection (until `session_unlock`
         or until the connection closes); False at once if another holds it."""
