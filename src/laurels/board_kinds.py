@@ -14,6 +14,7 @@ most `KINDS_MAX`) and a kind's immutability are read.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ from typing import Any, assert_never
 from laurels.board import Delta
 from laurels.board.roles import Dropper
 from laurels.db import Database, Row, Tx
-from laurels.errors import DomainError
+from laurels.errors import DomainError, StoreUnavailable
 from laurels.kinds import METRICS, Metric
 from laurels.seasons import (
     BOARD_RE,
@@ -40,6 +41,9 @@ from laurels.seasons import (
 )
 
 KINDS_MAX = 100
+DROPS_AT_ONCE = 1_000  # deleted boards whose keys go in one batch (drop_pending)
+
+log = logging.getLogger("laurels.board_kinds")
 TITLE_MAX = 100
 FRESH_SECONDS = 1.0  # how stale the reads' copy of the kinds may be
 KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -72,6 +76,11 @@ class BoardKind:
         """Whether `other` defines the same boards (all but the title)."""
         return (self.metric, self.periods, self.time_zone, self.notify) == (
             other.metric, other.periods, other.time_zone, other.notify)
+
+
+def kind_pattern(kind: str) -> str:
+    """The LIKE prefix of every season of a kind's boards."""
+    return kind.replace("_", "\\_") + ":%"
 
 
 def check_kind(kind: str) -> str:
@@ -250,12 +259,19 @@ class BoardKinds:
         of its boards; anything else is `kind_conflict`. A field left out
         keeps what the kind has."""
         check_kind(kind)
+        # An earlier deletion's keys Redis could not take go before the kind
+        # is defined again: a board of it found in Redis is served as built.
+        await self.drop_pending(kind)
         async with self.db.transaction() as tx:
             await self.db.fetch_one("lock_board_kinds", tx)
             row = await self.db.fetch_one("board_kind", tx, kind=kind)
             old = BoardKind.from_row(row) if row else None
             new = parse_definition(kind, body, old, self.default_zone, datetime.now(UTC))
             if old is None:
+                if await self.db.fetch("board_drops", tx, pattern=kind_pattern(kind), limit=1):
+                    # Deleted again since the drop above: its keys go first.
+                    raise StoreUnavailable("redis", RuntimeError(
+                        "an earlier deletion of this kind is still dropping its boards"))
                 return await self._create(tx, new), True
             if not old.same_board_as(new):
                 changed = [f for f in ("metric", "periods", "time_zone", "notify")
@@ -285,18 +301,44 @@ class BoardKinds:
     async def delete(self, kind: str) -> bool:
         """Delete a kind (False when there was none): its boards' seasons,
         archives and keys go with it; the tags stay on the completions, so
-        defining it again brings its boards back, built afresh."""
+        defining it again brings its boards back, built afresh. The keys go
+        after the transaction; those Redis cannot take then wait in
+        board_drops for `drop_pending`."""
         check_kind(kind)
         async with self.db.transaction() as tx:
             await self.db.fetch_one("lock_board_kinds", tx)
             if not await self.db.run("delete_board_kind", tx, kind=kind):
                 return False
-            rows = await self.db.fetch("delete_kind_seasons", tx,
-                                       pattern=kind.replace("_", "\\_") + ":%")
+            rows = await self.db.fetch("delete_kind_seasons", tx, pattern=kind_pattern(kind))
         await self.live()
-        if self.board is not None:
-            now = datetime.now(UTC)
-            for r in rows:  # every key at once (a built board has a row)
-                await self.board.expire(r["season"], now)
-                await self.board.publish_hint({"season": r["season"]})
+        try:
+            await self._drop([r["season"] for r in rows])
+        except StoreUnavailable as exc:
+            log.warning("board kind %s deleted; %d boards' keys wait for Redis (%s)", kind,
+                        len(rows), exc)
         return True
+
+    async def drop_pending(self, kind: str | None = None) -> int:
+        """Drop the keys of deleted kinds' boards that Redis could not take
+        at their deletion (of one kind, or of all); how many boards. Raises
+        StoreUnavailable while Redis does not answer."""
+        if self.board is None:
+            return 0
+        pattern = kind_pattern(kind) if kind is not None else "%"
+        done = 0
+        while rows := await self.db.fetch("board_drops", pattern=pattern, limit=DROPS_AT_ONCE):
+            await self._drop([r["season"] for r in rows])
+            done += len(rows)
+        return done
+
+    async def _drop(self, seasons: list[str]) -> None:
+        """Every key of these seasons at once (a built board has a row), a
+        hint to their readers, then their board_drops rows."""
+        if self.board is None or not seasons:
+            return
+        now = datetime.now(UTC)
+        for season in seasons:
+            await self.board.expire(season, now)
+            await self.board.publish_hint({"season": season})
+        await self.db.run("forget_board_drops", seasons=seasons)
+

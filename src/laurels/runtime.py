@@ -192,6 +192,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["projector"] = svc.projector.run
         loops["notifier"] = every(0.25, svc.notifier.consume)
         loops["erasures"] = every(10, svc.lifecycle.resume_erasures)
+        loops["kind-drops"] = every(10, svc.board_kinds.drop_pending)  # keys a deletion left
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from laurels.board import BoardMissing
+from laurels.errors import StoreUnavailable
 from laurels.filling import RebuildFailed
 from laurels.kinds import Metric
 from laurels.runtime import Runtime
@@ -302,3 +303,49 @@ async def test_the_notifier_reads_a_board_only_once_told_it_changed(rt: Runtime)
     shown = (await svc.notifications.newest(1))["notifications"]
     assert sorted((n["kind"], n["data"].get("board", "")) for n in shown) == [
         ("top10", ""), ("top10", "course:b")]
+
+
+async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_definition(
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys a deletion could not drop (Redis down after its commit) wait
+    in board_drops: a board of the kind defined again is never served from
+    them (they missed what happened meanwhile: here an erasure), and the
+    projector's loop (`drop_pending`) or the next definition drops them."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.board_kinds.define("course", {"time_zone": PARIS})
+    work = [it for it in items(120, seed=8) if it["completed_at"] >= "2026-11-30"]
+    work = await recorded_of(svc, work)
+    season = WEEK.on("course:sql", "points")
+    await svc.rebuilder.run(season.name)
+    down = StoreUnavailable("redis", ConnectionError("refused"))
+
+    async def refused(*_args: Any) -> int:
+        raise down
+
+    monkeypatch.setattr(svc.board_kinds.board, "expire", refused)
+    assert await svc.board_kinds.delete("course")  # deleted; its keys wait
+    assert await svc.board.present(season.name)
+    pending = await svc.db.fetch("board_drops", pattern="course:%", limit=100)
+    assert season.name in {r["season"] for r in pending}
+    victim = sorted({it["user_id"] for it in work if "course:sql" in it["tags"]})[0]
+    await svc.learners.erase(victim)  # no board of the kind hears of it now
+    with pytest.raises(StoreUnavailable):  # Redis still down: nothing recorded
+        await svc.board_kinds.define("course", {"time_zone": PARIS})
+    assert await svc.board_kinds.get("course") is None
+    monkeypatch.undo()
+    assert await svc.board_kinds.drop_pending() == len(pending)
+    assert not await svc.board.present(season.name)
+    assert await svc.db.fetch("board_drops", pattern="%", limit=100) == []
+    await svc.board_kinds.define("course", {"time_zone": PARIS})
+    assert await svc.healer.heal({season.name}, 30)
+    top = await svc.board.top(season, 1000)
+    kept = [it for it in work if it["user_id"] != victim]
+    assert {e.user_id: e.score for e in top.entries} == expected(kept, "course:sql", season,
+                                                                 "points")
+    await check_erased_everywhere(svc, {victim})
+
+
+async def recorded_of(svc: Any, work: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    outcomes = await svc.ingestor.record(work)
+    await svc.projector.drain(min_age_seconds=0)
+    return [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]

@@ -29,6 +29,13 @@ CREATE TABLE audit (
 CREATE TRIGGER audit_append_only BEFORE DELETE OR UPDATE ON public.audit FOR EACH ROW EXECUTE FUNCTION laurels_audit_is_append_only();
 CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON public.audit FOR EACH STATEMENT EXECUTE FUNCTION laurels_audit_is_append_only();
 
+-- board_drops
+CREATE TABLE board_drops (
+    season text NOT NULL,
+    deleted_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT board_drops_pkey PRIMARY KEY (season)
+);
+
 -- board_kinds
 CREATE TABLE board_kinds (
     kind text NOT NULL,

@@ -33,7 +33,21 @@ DELETE FROM board_kinds WHERE kind = %(kind)s;
 
 -- name: delete_kind_seasons
 -- A deleted kind's boards: their archives, their rebuilds' records and their
--- seasons' rows (`pattern`: the kind's LIKE prefix); the seasons they were.
+-- seasons' rows (`pattern`: the kind's LIKE prefix), each season recorded in
+-- board_drops until its keys are gone from Redis; the seasons they were.
 WITH standings AS (DELETE FROM season_standings WHERE season LIKE %(pattern)s),
-     rebuilt AS (DELETE FROM rebuilds WHERE season LIKE %(pattern)s)
-DELETE FROM seasons WHERE season LIKE %(pattern)s RETURNING season;
+     rebuilt AS (DELETE FROM rebuilds WHERE season LIKE %(pattern)s),
+     gone AS (DELETE FROM seasons WHERE season LIKE %(pattern)s RETURNING season),
+     pending AS (INSERT INTO board_drops (season) SELECT season FROM gone
+                 ON CONFLICT (season) DO NOTHING)
+SELECT season FROM gone;
+
+-- name: board_drops
+-- Seasons of deleted kinds whose keys are not known gone from Redis yet
+-- (`pattern`: one kind's LIKE prefix, or every one), a batch at a time.
+SELECT season FROM board_drops WHERE season LIKE %(pattern)s ORDER BY season
+LIMIT %(limit)s;
+
+-- name: forget_board_drops
+-- Seasons whose keys Redis has dropped.
+DELETE FROM board_drops WHERE season = ANY(%(seasons)s);
