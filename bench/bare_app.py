@@ -6,6 +6,9 @@
   client leaves, the least a held stream costs;
 - `GET /bytes/{n}`: a JSON body of n bytes (12 to 1 MiB), the least an
   answer of that size costs (a top-100 page is about 7 KB);
+- `GET /bodies/{i}`: the i-th of `BENCH_BARE_BODIES` distinct bodies of 7 KB
+  (made at start), the least a body drawn from many costs (bench/bodies.py:
+  what 10,000 cached boards cost a server with nothing else to do);
 - `POST /v1/completions`, when `BENCH_BARE_DATABASE_URL` names a database
   with the tables `bench_raw` and `bench_raw_outbox`: the body's completion
   inserted as one row and its outbox row, in a transaction of its own, from a
@@ -28,6 +31,8 @@ from psycopg_pool import AsyncConnectionPool
 HEALTH = b'{"status":"ok"}'
 ACCEPTED = b'{"status":"accepted"}'
 DATABASE_URL = os.environ.get("BENCH_BARE_DATABASE_URL")
+BODIES = [b'{"entries":"' + (b"%07d" % i) * 1000 + b'"}'
+          for i in range(int(os.environ.get("BENCH_BARE_BODIES") or 0))]
 pool: AsyncConnectionPool | None = None
 
 
@@ -90,6 +95,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     answer = HEALTH
     if scope["path"].startswith("/bytes/"):
         answer = padded(scope["path"][len("/bytes/"):])
+    elif scope["path"].startswith("/bodies/") and BODIES:
+        tail = scope["path"][len("/bodies/"):]
+        answer = BODIES[int(tail) % len(BODIES)] if tail.isdigit() else HEALTH
     if scope["method"] == "POST" and scope["path"] == "/v1/completions" and pool is not None:
         await insert(await read_body(receive))
         answer = ACCEPTED

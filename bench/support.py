@@ -168,12 +168,14 @@ def wait_ready(svc: Service, timeout: float = 60.0) -> None:
     raise BenchError(f"laurels serve not ready after {timeout:.0f} s:\n{svc.log_tail()}")
 
 
-def start_bare(workdir: Path, database_url: str | None = None
+def start_bare(workdir: Path, database_url: str | None = None, bodies: int = 0
                ) -> tuple[subprocess.Popen[bytes], str]:
     """bench/bare_app.py on the same uvicorn as laurels: the baseline server
-    (with `database_url`, its single-post baseline writes there)."""
+    (with `database_url`, its single-post baseline writes there; with
+    `bodies`, that many distinct bodies under /bodies/)."""
     port = free_port()
-    env = {**os.environ, "BENCH_BARE_DATABASE_URL": database_url or ""}
+    env = {**os.environ, "BENCH_BARE_DATABASE_URL": database_url or "",
+           "BENCH_BARE_BODIES": str(bodies)}
     with open(workdir / "bare.log", "wb") as out:
         proc = subprocess.Popen(
             [str(Path(sys.executable).with_name("uvicorn")), "bench.bare_app:app", "--host",

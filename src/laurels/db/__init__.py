@@ -293,13 +293,8 @@ class Database:
                             ) -> AsyncIterator[list[Any]]:
         """Like `stream`, for a query of one column: its values (no row dicts
         to build, for millions of rows)."""
-        with _answering():
-            async with tx._conn.cursor(name=f"{name}_{next(_cursor_ids)}",
-                                      row_factory=tuple_row) as named:
-                named.itersize = batch
-                await named.execute(statement(name, params, self.zone), params)
-                while rows := await named.fetchmany(batch):
-                    yield [row[0] for row in rows]
+        async for rows in self.stream_tuples(name, tx, batch, **params):
+            yield [row[0] for row in rows]
 
     async def stream_tuples(self, name: str, tx: Tx, batch: int, **params: Any
                             ) -> AsyncIterator[list[tuple[Any, ...]]]:
