@@ -248,7 +248,9 @@ def _season(period: Period, start: date, zone: str, board: str = GLOBAL,
     return _one(period, start, "UTC" if period == "all" else zone, board, metric)
 
 
-@lru_cache(maxsize=8192)
+# Seasons kept (10,000 courses' weeks, days and all time: 30,000); past this
+# the least recently used is made again, its boundaries computed again.
+@lru_cache(maxsize=32_768)
 def _one(period: Period, start: date, zone: str, board: str, metric: Metric) -> Season:
     return Season(period, start, zone, board, metric)
 

@@ -18,7 +18,7 @@ from laurels.api.state import ApiState
 from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
-from tests.helpers import INGEST
+from tests.helpers import INGEST, assert_problem, token_for
 
 TOP = "/v1/leaderboards/current?limit=3"
 
@@ -104,3 +104,39 @@ def test_known_pages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(pages.pages) == 3
     pages.keep("/p", b"limit=4", week, False, 4)  # full: the oldest is forgotten
     assert list(pages.pages) == [("/p", b"limit=2"), ("/p", b"limit=3"), ("/p", b"limit=4")]
+
+
+async def test_a_known_neighbourhood_is_sent_without_routing_once_its_token_may(
+        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: a learner's neighbourhood answered before is sent from the
+    neighbourhoods' cache without routing or parsing, but only after its
+    token is checked; any other answer is the route's."""
+    api = await serve()
+    await post_all(api.client(INGEST), {1: 10, 2: 20, 3: 30})
+    path, query = "/v1/leaderboards/current/users/2", b"radius=1"
+    mine = api.client(token_for(api.env, 2))
+    st = state(api)
+    async with asyncio.timeout(10):
+        while True:
+            first = await mine.get(f"{path}?radius=1")
+            assert first.status_code == 200, first.text
+            page = st.around_pages.get(path, query)
+            if page is not None and st.around_cache.get(*page) is not None:
+                break
+
+    def no_parsing(*_args: Any) -> Any:
+        raise AssertionError("a known neighbourhood was routed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fast, "query_int", no_parsing)
+        again = await mine.get(f"{path}?radius=1")
+        assert again.status_code == 200 and again.json() == first.json()
+        # Another learner's token, or none: refused (by the route, which
+        # checks the token before it parses the query), never the body.
+        assert_problem(await api.client(token_for(api.env, 3)).get(f"{path}?radius=1"), 403,
+                       "forbidden")
+        assert (await api.get(f"{path}?radius=1")).status_code == 401
+    # A change: its hint drops the body, the next read is current.
+    await post_all(api.client(INGEST), {1: 15})
+    now = (await mine.get(f"{path}?radius=1")).json()
+    assert [(e["user_id"], e["score"]) for e in now["neighbors"]] == [(1, 25), (2, 20)]

@@ -67,18 +67,20 @@ MAX_KNOWN_QUERY = 256  # bytes: longer query strings are parsed each time
 
 
 class KnownPages:
-    """Each (path, query string) the lane answered with a top page of
-    `BoardCache`, and the page it named: the season's name and the limit,
+    """Each (path, query string) the lane answered with a body of a
+    `BoardCache`, and the body it named: the season's name and its key in
+    the season (a top page's limit; a neighbourhood's learner and radius),
     kept for good for a season's name, for an alias (`current`) while its
-    season runs by the clock (as `path_season` keeps them). The lane looks a
-    request up here first, and a known page that the cache holds is sent
-    without routing or parsing (issue 30). Bounded: past `MAX_KNOWN_PAGES`
-    the oldest known page is forgotten."""
+    season runs by the clock (as `path_season` keeps them). The lane sends a
+    known body the cache holds without routing or parsing (issue 30; a
+    neighbourhood once its token is checked, issue 42). Past
+    `MAX_KNOWN_PAGES` the oldest known page is forgotten."""
 
     def __init__(self) -> None:
-        self.pages: dict[tuple[str, bytes], tuple[str, int, float, float]] = {}
+        self.pages: dict[tuple[str, bytes], tuple[str, Hashable, float, float]] = {}
 
-    def keep(self, path: str, query: bytes, season: Season, alias: bool, limit: int) -> None:
+    def keep(self, path: str, query: bytes, season: Season, alias: bool,
+             limit: Hashable) -> None:
         if len(query) > MAX_KNOWN_QUERY:
             return
         if len(self.pages) >= MAX_KNOWN_PAGES:
@@ -87,7 +89,7 @@ class KnownPages:
                         else (-math.inf, math.inf))
         self.pages[(path, query)] = (season.name, limit, since, until)
 
-    def get(self, path: str, query: bytes) -> tuple[str, int] | None:
+    def get(self, path: str, query: bytes) -> tuple[str, Hashable] | None:
         page = self.pages.get((path, query))
         if page is None:
             return None

@@ -123,8 +123,12 @@ def _query_fields(query: bytes) -> dict[str, str]:
 
 
 # Kept per query string (read only: the dict is shared): a page's readers
-# send the same few. At most 256 strings of at most KEPT_QUERY_BYTES.
-_kept_fields = functools.lru_cache(maxsize=256)(_query_fields)
+# send the same few; with boards of kinds, a query names one of thousands of
+# boards (issue 42: 2,000 neighbourhoods on 10,000 boards missed a cache of
+# 256 and parsed every string twice). At most KEPT_QUERIES strings of at
+# most KEPT_QUERY_BYTES: 4 MB.
+KEPT_QUERIES = 16_384
+_kept_fields = functools.lru_cache(maxsize=KEPT_QUERIES)(_query_fields)
 
 
 def query_int(query: bytes, name: str, default: int, low: int, high: int) -> int:

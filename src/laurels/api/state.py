@@ -69,6 +69,7 @@ class ApiState(State):
     limiter: RateLimiter
     board_cache: BoardCache
     top_pages: KnownPages  # (path, query) -> the top page it names, for the lane
+    around_pages: KnownPages  # (path, query) -> the neighbourhood it names
     around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
     group_commit: GroupCommit  # single posts of one moment, in one transaction
@@ -85,6 +86,7 @@ class ApiState(State):
             "limiter": RateLimiter(services.settings.write_rate_limit),
             "board_cache": BoardCache(services.subscription, cursors),
             "top_pages": KnownPages(),
+            "around_pages": KnownPages(),
             "around_cache": BoardCache(services.subscription, cursors,
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
