@@ -229,13 +229,17 @@ class Rebuilder:
             raise
         return outcome
 
-    async def _fill_and_switch(self, tx: Tx, batch: list[Building], many: bool
+    async def _fill_and_switch(self, tx: Tx, batch: list[Building], many: bool,
+                               progress: Progress | None = None
                                ) -> dict[str, RebuildResult | BaseException]:
+        """Fill the batch's new versions (together, or one alone), then
+        switch each: each board's result, or why it failed (recorded). An
+        interruption is the caller's to record."""
         try:
             if many:
                 await self.filler.fill_many(tx, batch)
             else:
-                await self.filler.fill_one(tx, batch[0], None)
+                await self.filler.fill_one(tx, batch[0], progress)
             await failpoints.pause("rebuild_before_switch")
         except Exception as exc:
             for b in batch:
@@ -350,17 +354,14 @@ class Rebuilder:
         built = None
         try:
             built = await self._begin(season, rebuild_id)
-            await self.filler.fill_one(tx, built, progress)
-            await failpoints.pause("rebuild_before_switch")
-            previous = await self.board.switch(season, built.version)
-            built.switched = True
-            await failpoints.pause("rebuild_after_switch")
-        except BaseException as exc:
+            result = (await self._fill_and_switch(tx, [built], many=False,
+                                                  progress=progress))[season]
+        except BaseException as exc:  # its beginning failed, or it was interrupted
             await self._failed(built, rebuild_id, season, exc)
-            if isinstance(exc, BuildGone):
-                raise RebuildFailed(str(exc)) from exc
             raise
-        return await self._switched(built, previous)
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     async def _failed(self, built: Building | None, rebuild_id: str, season: str,
                       exc: BaseException) -> None:
