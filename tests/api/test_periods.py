@@ -202,8 +202,12 @@ async def test_day_seasons_close_and_are_archived_without_season_final(
     await post(c, ITEMS[:2])
     lifecycle = api.runtime.lifecycle
     api.runtime.settings.close_seasons = True
+    seasons = ["2025-11-30", "2025-12-01", "2025-11", "2025-W48"]
     done = await lifecycle.finalize_due(datetime(2025, 12, 4, tzinfo=UTC))
-    assert set(done) == {"2025-11-30", "2025-12-01", "2025-11", "2025-W48"}
+    # The service's own seasons loop runs too, on a clock past them all: it
+    # may finalize one first (CI saw it once). What counts is that all are.
+    assert set(done) <= set(seasons)
+    assert set(await lifecycle.finalized(seasons)) == set(seasons)
     body = await read(api, "2025-11-30")
     assert body["status"] == "closed" and [(e["user_id"], e["score"]) for e in
                                            body["entries"]] == [(1, 5)]
