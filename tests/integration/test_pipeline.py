@@ -256,6 +256,42 @@ async def test_top10_comes_once_a_season_and_a_refreshed_notice_moves_up(rt: Run
     assert all(n["updated_at"] == n["created_at"] for n in again[1:])
 
 
+async def test_a_pass_of_rank_events_leaves_what_one_at_a_time_would(rt: Runtime) -> None:
+    """The notifier handles a pass's events of a season in one transaction:
+    each learner's last `overtaken` of the pass refreshes their unread one
+    (one row), an erased mover's events write nothing, and a replayed event
+    (handled, then delivered again: a crash before its acknowledgement)
+    changes nothing, even once its notice was read and another is unread."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.ingestor.record([item(f"u{u}", u, u) for u in range(1, 8)])
+
+    def passing(uid: int, seq: int, *passed: int) -> dict[str, str]:
+        return {"uid": str(uid), "seq": str(seq), "passed": ",".join(map(str, passed))}
+
+    async def unread_of(uid: int) -> list[tuple[int, str]]:
+        notes = (await svc.notifications.newest(uid))["notifications"]
+        return [(n["data"]["by_user_id"], n["id"]) for n in notes
+                if n["kind"] == "overtaken" and not n["read"]]
+
+    first = passing(2, 100, 1)
+    await svc.notifier._handle(W49, [first])
+    [(by, read_id)] = await unread_of(1)
+    assert by == 2
+    await svc.notifications.mark_read(1, [read_id])
+    await svc.notifier._handle(W49, [passing(3, 101, 1)])
+    assert [by for by, _ in await unread_of(1)] == [3]
+    await svc.notifier._handle(W49, [first])  # a replay: its notice exists (read)
+    assert [by for by, _ in await unread_of(1)] == [3]
+    await svc.learners.erase(6)
+    await svc.notifier._handle(W49, [passing(4, 102, 1, 2), passing(6, 103, 1, 2),
+                                     passing(5, 104, 1), passing(6, 105, 3)])
+    assert [by for by, _ in await unread_of(1)] == [5]  # the last of the pass
+    assert [by for by, _ in await unread_of(2)] == [4]  # not the erased mover's
+    assert await unread_of(3) == []
+    rows = await svc.db.fetch("list_notifications", user_id=1, limit=10)
+    assert sorted(r["data"]["by_user_id"] for r in rows) == [2, 5]  # one row refreshed
+
+
 def test_notification_times_are_utc_whatever_the_session_zone() -> None:
     tokyo = datetime(2026, 11, 30, 21, 0, tzinfo=timezone(timedelta(hours=9)))
     assert utc(tokyo) == "2026-11-30T12:00:00Z"
