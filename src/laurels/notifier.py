@@ -91,62 +91,55 @@ class Notifier:
                                                   create=season in known)
             if len(events) == count and is_board_season(season):
                 self._changed.add(season)  # more wait: read again next pass
-            if not events:
-                continue
-            await self._handle(season, [fields for _, fields in events if fields])
+            for _, fields in events:
+                if fields:
+                    await self._handle(season, fields)
+            # (a crash before this: the events come again; each is idempotent)
             await self.board.done_with(season, [entry_id for entry_id, _ in events])
             handled += len(events)
         return handled
 
-    async def _handle(self, season: str, events: list[dict[str, str]]) -> None:
-        """A pass's rank events of one season (in stream order), in one
-        transaction of three statements: what handling them one at a time
-        would leave (each learner's last `overtaken` of the pass, their
-        first `top10`), whatever their number."""
-        if not events:
-            return
+    async def _handle(self, season: str, f: dict[str, str]) -> None:
+        uid, seq = int(f["uid"]), f["seq"]
         shown = parse_season(season, zone=self.db.zone)
         board = {} if shown.board == GLOBAL else {"board": shown.board}
-        passed = [[int(p) for p in filter(None, f.get("passed", "").split(","))]
-                  for f in events]
-        involved = sorted({int(f["uid"]) for f in events}.union(*passed))
+        passed_ids = [int(p) for p in filter(None, f.get("passed", "").split(","))]
+        created: list[tuple[int, int]] = []
         async with self.db.transaction() as tx:
             # Share-lock everyone involved: an erasure (FOR UPDATE) either
             # committed before (we see it and write nothing about them) or
             # waits for us (and then deletes and scrubs what we wrote).
-            users = await self.db.fetch("lock_users", tx, user_ids=involved)
+            users = await self.db.fetch("lock_users", tx, user_ids=sorted({uid, *passed_ids}))
             erased = {r["user_id"] for r in users if r["erased"]}
-            top10: tuple[list[int], list[Jsonb]] = ([], [])
-            overtaken: tuple[list[int], list[Jsonb], list[str]] = ([], [], [])
-            for f, passed_ids in zip(events, passed, strict=True):
-                uid = int(f["uid"])
-                if uid in erased:
+            if uid in erased:
+                return
+            if f.get("top10") == "1":
+                row = await self.db.fetch_one(
+                    "insert_notification", tx, user_id=uid, kind="top10", season=season,
+                    data=Jsonb({"rank": int(f["rank"]), "score": int(f["score"]), **board}),
+                    # At most once per learner and season: leaving the top 10
+                    # and entering it again tells them nothing new.
+                    dedup_key=f"top10:{season}")
+                if row:
+                    created.append((uid, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("top10").inc()
+            for target in passed_ids:
+                if target in erased:
                     continue
-                if f.get("top10") == "1":  # at most once per learner and season
-                    top10[0].append(uid)
-                    top10[1].append(Jsonb({"rank": int(f["rank"]), "score": int(f["score"]),
-                                           **board}))
                 # Who passed them, by id only: the name is resolved when the
                 # notification is read or sent (notifications.py), as the
                 # mover is then (an anonymous one stays unnamed).
                 data = Jsonb({"by_user_id": uid, "season": shown.label, **board})
-                for target in passed_ids:
-                    if target not in erased:
-                        overtaken[0].append(target)
-                        overtaken[1].append(data)
-                        overtaken[2].append(f"overtaken:{season}:{f['seq']}")
-            created: list[tuple[int, int]] = []
-            if top10[0]:
-                rows = await self.db.fetch("insert_top10", tx, season=season,
-                                           user_ids=top10[0], datas=top10[1])
-                NOTIFICATIONS_WRITTEN.labels("top10").inc(len(rows))
-                created += [(r["user_id"], r["id"]) for r in rows]
-            if overtaken[0]:
-                rows = await self.db.fetch("upsert_overtaken", tx, season=season,
-                                           user_ids=overtaken[0], datas=overtaken[1],
-                                           dedup_keys=overtaken[2])
-                NOTIFICATIONS_WRITTEN.labels("overtaken").inc(len(rows))
-                created += [(r["user_id"], r["id"]) for r in rows]
+                key = f"overtaken:{season}:{seq}"
+                row = await self.db.fetch_one("refresh_overtaken", tx, user_id=target,
+                                              season=season, data=data, dedup_key=key)
+                if row is None:
+                    row = await self.db.fetch_one(
+                        "insert_notification", tx, user_id=target, kind="overtaken",
+                        season=season, data=data, dedup_key=key)
+                if row:
+                    created.append((target, row["id"]))
+                    NOTIFICATIONS_WRITTEN.labels("overtaken").inc()
         for target, nid in created:
             await self.board.publish_notification(target, nid)
 

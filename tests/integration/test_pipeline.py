@@ -256,12 +256,16 @@ async def test_top10_comes_once_a_season_and_a_refreshed_notice_moves_up(rt: Run
     assert all(n["updated_at"] == n["created_at"] for n in again[1:])
 
 
-async def test_a_pass_of_rank_events_leaves_what_one_at_a_time_would(rt: Runtime) -> None:
-    """The notifier handles a pass's events of a season in one transaction:
-    each learner's last `overtaken` of the pass refreshes their unread one
+async def test_the_last_notice_of_a_pass_stays_and_a_replay_changes_nothing(rt: Runtime) -> None:
+    """Each learner's last `overtaken` of a pass refreshes their unread one
     (one row), an erased mover's events write nothing, and a replayed event
-    (handled, then delivered again: a crash before its acknowledgement)
-    changes nothing, even once its notice was read and another is unread."""
+    (handled, then delivered again: a crash before the pass's
+    acknowledgement) changes nothing, even once its notice was read and
+    another is unread (it failed on the dedup key's unique index, forever)."""
+
+    async def handle(*events: dict[str, str]) -> None:
+        for fields in events:
+            await svc.notifier._handle(W49, fields)
     svc = rt.derive(clock=lambda: NOW)
     await svc.ingestor.record([item(f"u{u}", u, u) for u in range(1, 8)])
 
@@ -274,17 +278,17 @@ async def test_a_pass_of_rank_events_leaves_what_one_at_a_time_would(rt: Runtime
                 if n["kind"] == "overtaken" and not n["read"]]
 
     first = passing(2, 100, 1)
-    await svc.notifier._handle(W49, [first])
+    await handle(first)
     [(by, read_id)] = await unread_of(1)
     assert by == 2
     await svc.notifications.mark_read(1, [read_id])
-    await svc.notifier._handle(W49, [passing(3, 101, 1)])
+    await handle(passing(3, 101, 1))
     assert [by for by, _ in await unread_of(1)] == [3]
-    await svc.notifier._handle(W49, [first])  # a replay: its notice exists (read)
+    await handle(first)  # a replay: its notice exists (read)
     assert [by for by, _ in await unread_of(1)] == [3]
     await svc.learners.erase(6)
-    await svc.notifier._handle(W49, [passing(4, 102, 1, 2), passing(6, 103, 1, 2),
-                                     passing(5, 104, 1), passing(6, 105, 3)])
+    await handle(passing(4, 102, 1, 2), passing(6, 103, 1, 2), passing(5, 104, 1),
+                 passing(6, 105, 3))
     assert [by for by, _ in await unread_of(1)] == [5]  # the last of the pass
     assert [by for by, _ in await unread_of(2)] == [4]  # not the erased mover's
     assert await unread_of(3) == []
