@@ -37,7 +37,10 @@ Printed:
   old (the service's epoch watch then catches every board up, catchup.py):
   the seconds until every board is exact again, and a sample verified;
 - closing the week: `finalize_due` past its grace, every board archived,
-  in seconds; then a pass with nothing due (the idle tick).
+  in seconds; then a pass with nothing due (the idle tick);
+- retention: the week's month retired (`Partitions.retire`, two months
+  later, keeping no days), its boards' seasons archived first, in seconds;
+  then a pass with nothing to retire.
 
 Drops its database and stops its Valkey at the end.
 """
@@ -76,8 +79,8 @@ from bench.support import start_service, wrk  # noqa: E402
 from bench.tags import DEFAULT_DATABASE_URL, ingest_round, log, runtime  # noqa: E402
 from laurels.api.caches import BOARD_SECONDS  # noqa: E402
 from laurels.db import migrate  # noqa: E402
-from laurels.runtime import Runtime  # noqa: E402
-from laurels.seasons import season_of  # noqa: E402
+from laurels.runtime import Runtime, Services  # noqa: E402
+from laurels.seasons import Season, season_of  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 _PART = re.compile(r":v\d+:([a-z]+)(?::\d+)?$|:([a-z]+)$")
@@ -256,6 +259,31 @@ async def restarted(args: argparse.Namespace, rt: Runtime, svc: Any, week: Any,
         f"{svc.epoch.repairs} repair, {len(sample)} boards verified exact")
 
 
+async def closing(args: argparse.Namespace, svc: Services, week: Season) -> None:
+    """The week closed past its grace, then its month retired (the module's doc)."""
+    grace = timedelta(seconds=svc.settings.late_grace_seconds)
+    started = time.perf_counter()
+    done = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=1))
+    log(f"closing the week: {len(done):,} seasons finalized and archived in "
+        f"{time.perf_counter() - started:.1f} s (issue 42: within 60 s)")
+    started = time.perf_counter()
+    again = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=2))
+    log(f"a pass with nothing due: {len(again)} seasons, "
+        f"{(time.perf_counter() - started) * 1000:.1f} ms")
+    # Retention: the week's month retired once every season touching it
+    # is closed (its boards' archived quietly first: archive_boards_of),
+    # then a pass with nothing to retire.
+    later = week.ends_at + timedelta(days=62)
+    started = time.perf_counter()
+    months = await svc.partitions.retire(later, 0)
+    log(f"retention: {', '.join(m.isoformat()[:7] for m in months) or 'no month'} "
+        f"retired with its {args.boards:,} boards in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
+    months = await svc.partitions.retire(later, 0)
+    log(f"a retention pass with nothing to retire: {len(months)} months, "
+        f"{(time.perf_counter() - started) * 1000:.1f} ms")
+
+
 async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: Path,
                   restart: Callable[[], None] | None = None) -> None:
     now = datetime.now(UTC)
@@ -313,16 +341,8 @@ async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: P
             await svc.epoch.check()  # (so the service finds its Redis known: no repair)
             await asyncio.to_thread(reads, args, url, redis_url, prefix, week.name, work,
                                     workdir)
-        svc = rt.derive(clock=lambda: week.ends_at + timedelta(hours=1), close_seasons=True)
-        grace = timedelta(seconds=svc.settings.late_grace_seconds)
-        started = time.perf_counter()
-        done = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=1))
-        log(f"closing the week: {len(done):,} seasons finalized and archived in "
-            f"{time.perf_counter() - started:.1f} s (issue 42: within 60 s)")
-        started = time.perf_counter()
-        again = await svc.lifecycle.finalize_due(week.ends_at + grace + timedelta(seconds=2))
-        log(f"a pass with nothing due: {len(again)} seasons, "
-            f"{(time.perf_counter() - started) * 1000:.1f} ms")
+        await closing(args, rt.derive(clock=lambda: week.ends_at + timedelta(hours=1),
+                                      close_seasons=True), week)
     finally:
         await rt.close()
 
