@@ -91,12 +91,13 @@ class Notifier:
                                                   create=season in known)
             if len(events) == count and is_board_season(season):
                 self._changed.add(season)  # more wait: read again next pass
-            for _, fields in events:
+            for entry_id, fields in events:
                 if fields:
                     await self._handle(season, fields)
-            # (a crash before this: the events come again; each is idempotent)
-            await self.board.done_with(season, [entry_id for entry_id, _ in events])
-            handled += len(events)
+                # Each at once: a replay of an older event after a newer one
+                # refreshed the same notice would bring the older one back.
+                await self.board.done_with(season, [entry_id])
+                handled += 1
         return handled
 
     async def _handle(self, season: str, f: dict[str, str]) -> None:

@@ -259,8 +259,8 @@ async def test_top10_comes_once_a_season_and_a_refreshed_notice_moves_up(rt: Run
 async def test_the_last_notice_of_a_pass_stays_and_a_replay_changes_nothing(rt: Runtime) -> None:
     """Each learner's last `overtaken` of a pass refreshes their unread one
     (one row), an erased mover's events write nothing, and a replayed event
-    (handled, then delivered again: a crash before the pass's
-    acknowledgement) changes nothing, even once its notice was read and
+    (handled, then delivered again: a crash before its acknowledgement)
+    changes nothing, even once its notice was read and
     another is unread (it failed on the dedup key's unique index, forever)."""
 
     async def handle(*events: dict[str, str]) -> None:
