@@ -96,7 +96,7 @@ class Notifier:
                     await self._handle(season, fields)
                 # Each at once: a replay of an older event after a newer one
                 # refreshed the same notice would bring the older one back.
-                await self.board.done_with(season, [entry_id])
+                await self.board.done_with(season, entry_id)
                 handled += 1
         return handled
 

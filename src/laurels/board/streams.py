@@ -53,14 +53,12 @@ class RankStreams(BoardBase):
             entries += items
         return entries
 
-    async def done_with(self, season: str, entry_ids: list[str]) -> None:
-        """Acknowledge rank events and delete them: they are handled, and the
+    async def done_with(self, season: str, entry_id: str) -> None:
+        """Acknowledge a rank event and delete it: it is handled, and the
         stream keeps only what is not (an erasure scrubs that: erase.lua).
         One round trip (the stream's one key: one slot on a cluster)."""
-        if not entry_ids:
-            return
         stream = self.season_keys(season).notify_stream
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.xack(stream, GROUP, *entry_ids)
-            pipe.xdel(stream, *entry_ids)
+            pipe.xack(stream, GROUP, entry_id)
+            pipe.xdel(stream, entry_id)
             await pipe.execute()
