@@ -204,8 +204,15 @@ def test_a_stream_that_may_no_longer_be_read_ends(serve: Any) -> None:
         for uid in (1, 2, 3):
             assert c.post("/v1/completions", json=completion(f"l{uid}", uid, uid)).status_code \
                 == 201
-        league = wait_until(lambda: (r := server.client(token_for(server.env, 1)).get(
-            "/v1/users/1/league").json())["status"] == "placed" and r)
+        def placed(uid: int) -> Any:
+            r = server.client(token_for(server.env, uid)).get(f"/v1/users/{uid}/league").json()
+            return r["status"] == "placed" and r
+
+        # Both must be placed (a placement pass may run between their joins);
+        # three joins of one tier of size 5 fill one cohort.
+        league = wait_until(lambda: placed(1), 10, "learner 1's placement")
+        assert wait_until(lambda: placed(2), 10, "learner 2's placement")["cohort_id"] \
+            == league["cohort_id"]
         cohort = f"{server.url}/v1/leagues/{league['season']}/cohorts/{league['cohort_id']}/events"
         mine, other = Events(cohort, one), Events(cohort, two)
         assert mine.status == other.status == 200
