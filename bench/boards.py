@@ -192,13 +192,6 @@ def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week:
                 if name in scripts:
                     script = str(workdir / f"{name}.lua")
                     Path(script).write_text(scripts[name])
-                spy = None
-                if args.py_spy and round_ == 0 and name == "random_top":
-                    spy = subprocess.Popen(
-                        [shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
-                         "record", "-r", "200", "-f", "raw", "-o", args.py_spy,
-                         "-d", f"{args.random_seconds:.0f}", "-p", str(svc.proc.pid)],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 seconds = args.read_seconds
                 if name == "random_top":
                     if round_ > 0:
@@ -206,9 +199,16 @@ def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week:
                     # Once, longer than a cached body lives: every board's body
                     # is read again within it, as in a steady state.
                     seconds = args.random_seconds
+                spy = None
+                if args.py_spy and round_ == 0 and name == args.py_spy_line:
+                    spy = subprocess.Popen(
+                        [shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
+                         "record", "-r", "200", "-f", "raw", "-o", args.py_spy,
+                         "-d", f"{seconds:.0f}", "-p", str(svc.proc.pid)],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 load = wrk(f"{svc.base_url}{path}", svc.proc.pid, seconds, script=script)
                 if spy is not None:
-                    spy.wait(timeout=60)
+                    spy.wait(timeout=seconds + 30)
                 if load.errors:
                     raise RuntimeError(f"{load.errors} non-2xx answers on {name}")
                 if load.rps > best.get(name, 0.0):
@@ -363,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
                              "body lives (api/caches.py, BOARD_SECONDS)")
     parser.add_argument("--py-spy", metavar="FILE",
                         help="py-spy record (raw) of the served process during the "
-                             "random top-100 line")
+                             "random top-100 line (or --py-spy-line)")
+    parser.add_argument("--py-spy-line", default="random_top",
+                        choices=("healthz", "healthz_script", "one_top", "random_top", "around"),
+                        help="the line --py-spy records")
     parser.add_argument("--restart", action="store_true",
                         help="a Redis restart from a snapshot (the catch-up line)")
     parser.add_argument("--gap", type=int, default=1_000,
