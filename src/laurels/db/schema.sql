@@ -550,6 +550,12 @@ DECLARE
     known_seqs bigint[]; known_ats timestamptz[];  -- per item: its id's row, if recorded
     ch_n bigint[];
 BEGIN
+    -- A call of a few items (a group of single posts) runs each statement's
+    -- plan kept for the connection; a larger one plans each for its arrays
+    -- (migration 016). Local to the call: the SET clause restores it.
+    IF cardinality(p_ids) <= 64 THEN
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+    END IF;
     -- 1. learners, in id order: share-locked, their profiles read once
     INSERT INTO users (user_id) SELECT DISTINCT u FROM unnest(p_users) AS u ORDER BY 1
     ON CONFLICT DO NOTHING;
@@ -594,8 +600,10 @@ BEGIN
             FROM (SELECT u.cid, u.n, laurels_id_hash(u.cid) AS h
                   FROM unnest(p_ids) WITH ORDINALITY AS u(cid, n)) x
             CROSS JOIN completion_ids_filter_size fs
-            LEFT JOIN completion_ids_filter f
-                   ON f.block = laurels_id_block(x.h, greatest(fs.blocks, 1))) t
+            LEFT JOIN LATERAL (  -- the id's block, probed (LIMIT: see the header)
+                SELECT f.words FROM completion_ids_filter f
+                WHERE f.block = laurels_id_block(x.h, greatest(fs.blocks, 1)) LIMIT 1) f
+                   ON true) t
       LEFT JOIN LATERAL (
           SELECT o.seq, o.completed_at FROM completion_ids_open o WHERE o.completion_id = t.cid
           UNION ALL
@@ -653,8 +661,10 @@ BEGIN
     FROM items i
     LEFT JOIN unnest(ch_n) AS ch(n) ON ch.n = i.n
     LEFT JOIN fresh f ON f.completion_id = i.cid
-    LEFT JOIN LATERAL (  -- the row recorded already, by its key (one probe an item)
-        SELECT c.* FROM completions c WHERE c.seq = i.kseq AND c.completed_at = i.kat) s ON true
+    LEFT JOIN LATERAL (  -- the row recorded already, by its key (one probe an item;
+                         -- LIMIT keeps it a probe: see the header)
+        SELECT c.* FROM completions c WHERE c.seq = i.kseq AND c.completed_at = i.kat
+        LIMIT 1) s ON true
     LEFT JOIN profiles p ON p.uid = i.uid AND ch.n IS NOT NULL AND f.seq IS NOT NULL
     ORDER BY i.n;
 END
