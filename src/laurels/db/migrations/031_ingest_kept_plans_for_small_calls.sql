@@ -1,5 +1,5 @@
 -- Single posts paid for planning: every call of laurels_ingest planned its
--- ten statements afresh (016's force_custom_plan), about 1.5 ms of a call's
+-- eleven statements afresh (016's force_custom_plan), about 1.5 ms of a call's
 -- 2 ms with one item, where its statements ran in 0.5 ms (auto_explain;
 -- docs/performance.md, "The hot paths on 2026-12-05"). A group of single
 -- posts is a call of a few items, whose plans do not depend on the arrays'
@@ -8,16 +8,17 @@
 -- call is planned for its arrays as before (016).
 --
 -- A kept plan is made once, on the tables as they were (empty, in a new
--- deployment) and used while they grow. One statement's was not fit for
--- that: the lookup of the rows recorded already, a LATERAL subquery the
--- planner pulled up into a join, became a hash join over a sequential scan
--- of every completion (18 ms a call at 84,000 completions, growing with
--- them). Its LIMIT 1 keeps it a subquery, probed by the primary key per
--- item (the key is unique: the LIMIT changes no answer). So has the read
--- of each id's block of the sealed ids' filter (migration 020), made a hash
--- join over the whole filter (40 MB at 20,000,000 sealed ids) on an empty
--- one. The other statements probe unique indexes per item or read the
--- call's arrays (tests/integration/test_ingest_plans.py holds them to it).
+-- deployment) and used while they grow. Two statements' were not fit for
+-- that. First, the lookup of the rows recorded already, a LATERAL
+-- subquery the planner pulled up into a join, became a hash join over a
+-- sequential scan of every completion (18 ms a call at 84,000 completions,
+-- growing with them). Its LIMIT 1 keeps it a subquery, probed by the
+-- primary key per item (the key is unique: the LIMIT changes no answer).
+-- Second, the read of each id's block of the sealed ids' filter (migration
+-- 020), made on an empty filter a hash join over the whole of it (40 MB at
+-- 20,000,000 sealed ids); its LIMIT 1 does the same (the block is the key).
+-- The other statements probe unique indexes per item or read the call's
+-- arrays (tests/integration/test_ingest_plans.py holds them to it).
 -- The text is 025's otherwise.
 CREATE OR REPLACE FUNCTION laurels_ingest(p_ids text[], p_users bigint[], p_points integer[],
                                p_at timestamptz[], p_received timestamptz,
