@@ -2,7 +2,8 @@
 begins it and switches to it): its tombstones, its idempotency bits, each
 learner's aggregate less what reached it live, its corrections. One board
 from its own statements (`fill_one`), or many boards of kinds of one
-period, metric and zone from one scan of their completions (`fill_many`).
+metric, of any periods and zones, from one scan of their completions
+(`fill_many`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from laurels import failpoints
 from laurels.board.roles import Builder
+from laurels.board.values import Standing
 from laurels.board_kinds import score_of
 from laurels.db import Database, Row, Tx
 from laurels.history import History
@@ -29,15 +31,28 @@ LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
 FIELDS_PER_CALL = 2_000  # chunks of a board of a kind per merge_fields call
 
 BOARDS_AT_ONCE = 1_000  # boards of kinds built from one scan (fill_many)
+# fill_many reads its boards' seqs a window of seqs at a time (PostgreSQL
+# holds a window's seqs of every board at once: 8 bytes each and board),
+# a few boards' arrays a fetch.
+SEQ_WINDOW = 2_000_000
+BOARDS_A_FETCH = 8
 
 Progress = Callable[[int, int], None]
 
 
 def group_of(season: str) -> str | None:
     """What boards built together from one scan share (run_many): a board
-    of a kind's metric, zone and season label; None for the whole board's
-    seasons, built alone."""
-    return season.partition("/")[2] if is_board_season(season) else None
+    of a kind's metric (its season's range, in its zone, is the board's
+    own in the scan: every period of a kind at once, an all-time board
+    being named in UTC); None for the whole board's seasons, built alone."""
+    if not is_board_season(season):
+        return None
+    return season.split("/")[1]
+
+
+def board_of(season: str) -> str:
+    """A board of a kind's tag, from its season's name."""
+    return season.partition("/")[0]
 
 
 class RebuildFailed(Exception):
@@ -131,14 +146,16 @@ class Loader:
         self.seen: set[int] = set()
         self.expected = self.loaded = 0
 
-    async def add(self, rows: Sequence[Row]) -> None:
-        standings = []
+    async def add(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rows of (user id, score, tie time, profile version, visibility,
+        name): the tie time a datetime (season_aggregates), or microseconds
+        since the season began (boards_aggregates)."""
+        standings: list[Standing] = []
         live = self.live
-        for r in rows:
-            user_id = r["user_id"]
+        for user_id, score, tie, profile_version, visibility, name in rows:
             self.seen.add(user_id)
-            standings.append((user_id, int(r["score"]) - live.get(user_id, 0), r["last_at"],
-                              r["profile_version"], r["visibility"], r["display_name"]))
+            standings.append((user_id, score - live.get(user_id, 0), tie, profile_version,
+                              visibility, name))
         self.loaded += await self.board.load_standings(self.season, self.version, standings)
         self.expected += len(rows)
 
@@ -184,48 +201,65 @@ class Filler:
             live = await self._live(tx, built, await bits.finish())
             built.events = total
             loader = Loader(self.board, built, live)
-            async for rows in self.db.stream(source.aggregates, tx, LOAD_BATCH,
-                                             **source.params):
-                await loader.add(rows)
+            async for standings in self.db.stream_tuples(source.aggregates, tx, LOAD_BATCH,
+                                                         **source.params):
+                await loader.add(standings)
             await loader.finish()
             rows = await self.db.fetch("season_corrections", tx, season=built.season)
             await self._load_corrections(built, rows)
 
     async def fill_many(self, tx: Tx, builds: list[Building]) -> None:
-        """`_fill_one` of many boards of one `group_of` at once: one
-        snapshot, each statement reading their completions once for all
-        (`BOARDS_FILTER`, db/variants.py), its rows dealt to each board."""
-        first = parse_season(builds[0].season, zone=self.db.zone)
+        """`fill_one` of many boards of one `group_of` at once: one
+        snapshot, each statement (boards_*) reading their completions once
+        for all of them, whatever their periods, its rows dealt to each
+        board by its number (`i`: its place in `builds`, from 1)."""
+        seasons = [parse_season(b.season, zone=self.db.zone) for b in builds]
 
         def params() -> dict[str, Any]:
-            return {"season": first, "seasons": [b.season for b in builds],
-                    "boards": [parse_season(b.season, zone=self.db.zone).board
-                               for b in builds]}
+            return {"season": seasons[0], "boards": [s.board for s in seasons],
+                    "starts": [s.starts_at for s in seasons],
+                    "ends": [s.ends_at for s in seasons],
+                    "boards_from": min(s.starts_at for s in seasons),
+                    "boards_until": max(s.ends_at for s in seasons)}
 
-        by_season = {b.season: b for b in builds}
         async with self.db.snapshot(tx):
             await self.db.run("rebuild_without_jit", tx)
+            await self.db.run("rebuild_for_every_row", tx)
             await self._load_erased(tx, builds)  # its first statement takes the snapshot
             await failpoints.pause("rebuild_snapshot_taken")
-            bits = {b.season: Bits(self.board, b) for b in builds}
-            async for pairs in self.db.stream_tuples("boards_seqs", tx, SEQ_BATCH, **params()):
-                for season, same in groupby(pairs, key=itemgetter(0)):
-                    await bits[season].add([seq for _, seq in same])
-            loaders = {}
-            for b in builds:
-                b.events = bits[b.season].seen
-                live = await self._live(tx, b, await bits[b.season].finish())
-                loaders[b.season] = Loader(self.board, b, live)
-            async for rows in self.db.stream("boards_aggregates", tx, LOAD_BATCH, **params()):
-                for season, held in groupby(rows, key=itemgetter("season")):
-                    await loaders[season].add(list(held))
-            for loader in loaders.values():
+            bits = [Bits(self.board, b) for b in builds]
+            await self._bits_many(tx, bits, params)
+            loaders = []
+            for b, its_bits in zip(builds, bits, strict=True):
+                b.events = its_bits.seen
+                live = await self._live(tx, b, await its_bits.finish())
+                loaders.append(Loader(self.board, b, live))
+            async for standings in self.db.stream_tuples("boards_aggregates", tx, LOAD_BATCH,
+                                                         **params()):
+                for i, held in groupby(standings, key=itemgetter(0)):
+                    await loaders[i - 1].add([r[1:] for r in held])
+            for loader in loaders:
                 await loader.finish()
-            corrected: dict[str, list[Row]] = {}
+            corrected: dict[int, list[Row]] = {}
             for r in await self.db.fetch("boards_corrections", tx, **params()):
-                corrected.setdefault(r["season"], []).append(r)
-            for season, rows in corrected.items():
-                await self._load_corrections(by_season[season], rows)
+                corrected.setdefault(r["i"], []).append(r)
+            for i, rows in corrected.items():
+                await self._load_corrections(builds[i - 1], rows)
+
+    async def _bits_many(self, tx: Tx, bits: list[Bits],
+                         params: Callable[[], dict[str, Any]]) -> None:
+        """Each board's seqs into its bits (boards_seqs), a window of seqs
+        at a time, so each board's arrive in ascending order."""
+        span = await self.db.fetch_one("completions_seq_span", tx)
+        if span is None or span["first"] is None:
+            return
+        for seq_from in range(span["first"], span["last"] + 1, SEQ_WINDOW):
+            async for fetched in self.db.stream_tuples(
+                    "boards_seqs", tx, BOARDS_A_FETCH, seq_from=seq_from,
+                    seq_until=seq_from + SEQ_WINDOW, **params()):
+                for i, seqs in fetched:
+                    seqs.sort()
+                    await bits[i - 1].add(seqs)
 
     async def _live(self, tx: Tx, built: Building, already: list[int]) -> dict[int, int]:
         """The points, per learner, of the completions an apply reached live
@@ -257,9 +291,11 @@ class Filler:
         the erased set lives in Redis only and may have been lost with the
         board (or rolled back with it), while a fast path still holds an
         erased learner's completion in memory. (Boards built together start
-        together: one `since`.)"""
-        season = builds[0].season
-        since = self.lifecycle.erasures_since(season) if self.lifecycle else None
+        together: the earliest `since` of theirs.)"""
+        since = None
+        if self.lifecycle is not None:
+            starts = [self.lifecycle.erasures_since(b.season) for b in builds]
+            since = None if None in starts else min(s for s in starts if s is not None)
         async for ids in self.db.stream_column("erased_since", tx, LOAD_BATCH, since=since):
             for built in builds:
                 await self.board.load_erased(built.season, built.version, built.current, ids)

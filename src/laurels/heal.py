@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from typing import TYPE_CHECKING
 
 from laurels.board.roles import Presence
-from laurels.filling import BOARDS_AT_ONCE, group_of
+from laurels.filling import BOARDS_AT_ONCE, board_of, group_of
 from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
 from laurels.seasons import END_OF_TIME, Period, seasons_of
 
@@ -49,6 +48,7 @@ class Healer:
         self._slots = asyncio.Semaphore(HEALS_AT_ONCE)
         # Boards of kinds waiting for a slot, by group (rebuild.group_of).
         self._waiting: dict[str, dict[str, asyncio.Future[RebuildResult | None]]] = {}
+        self._group_builds = 0  # slots building boards of kinds now
 
     def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
         """Start (once per process) a rebuild of a season whose board is missing."""
@@ -122,17 +122,29 @@ class Healer:
                 break
             async with self._slots:
                 if self._waiting.get(group, {}).get(season) is mine:
-                    await self._build_group(group)
+                    self._group_builds += 1
+                    try:
+                        await self._build_group(group, HEALS_AT_ONCE - self._group_builds + 1)
+                    finally:
+                        self._group_builds -= 1
         return mine.result()
 
-    async def _build_group(self, group: str) -> None:
+    async def _build_group(self, group: str, free: int) -> None:
         """Build a share of the boards of `group` waiting for a slot (those
         heals started in the same turn have joined: one yield), split over
-        the slots (at most BOARDS_AT_ONCE), and settle each one's future."""
+        the `free` slots not building boards of kinds already, this one
+        included (at most BOARDS_AT_ONCE), and settle each one's future. (Split
+        over every slot, the second took half of what the first left, the
+        next half of that: a tail of ever smaller scans.)"""
         await asyncio.sleep(0)
         waiting = self._waiting.get(group, {})
-        share = min(BOARDS_AT_ONCE, -(-len(waiting) // HEALS_AT_ONCE))
-        batch = dict(islice(waiting.items(), share))
+        share = min(BOARDS_AT_ONCE, -(-len(waiting) // max(1, free)))
+        # By name, and never part of a board's periods (its week, its all
+        # time): one scan deals each of its completions to all of them.
+        names = sorted(waiting)
+        while share < len(names) and board_of(names[share]) == board_of(names[share - 1]):
+            share += 1
+        batch = {season: waiting[season] for season in names[:share]}
         for season in batch:
             del waiting[season]
         if not waiting:

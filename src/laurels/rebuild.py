@@ -145,7 +145,7 @@ class Rebuilder:
         would raise. A long board (history.py) is built alone meanwhile."""
         groups = {group_of(s) for s in seasons}
         if len(groups) != 1 or None in groups:
-            raise ValueError("run_many builds boards of kinds of one period, metric and zone")
+            raise ValueError("run_many builds boards of kinds of one metric")
         outcome: dict[str, RebuildResult | BaseException] = {}
         todo = []
         for season in dict.fromkeys(seasons):

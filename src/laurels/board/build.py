@@ -25,6 +25,7 @@ from laurels.board.lua_args import (
     VersionArgs,
     flat,
 )
+from laurels.board.values import Standing
 from laurels.ranking import pad_uid
 from laurels.seasons import parse_season
 
@@ -125,19 +126,22 @@ class Building(BoardBase):
                 raise BuildGone("the building board vanished from Redis")
 
     async def load_standings(self, season: str, version: str,
-                             standings: Sequence[tuple[int, int, datetime | None, int, str,
-                                                       str]]) -> int:
-        """Add learners' points (user id, points, latest completion, profile
+                             standings: Sequence[Standing]) -> int:
+        """Add learners' points (user id, points, tie time, profile
         version, visibility, name) to the version being built
-        (load_board.lua); how many it holds afterwards or kept off (erased)."""
+        (load_board.lua); how many it holds afterwards or kept off (erased).
+        A tie time is a datetime, or microseconds since the season began."""
         sk = self.season_keys(season)
         vk = sk.version(version)
         start = parse_season(season, zone=self.zone)
         # Built positionally (LoadRow's order): a rebuild loads every learner
         # of its board, and by keyword a row cost three times as much.
         rows: list[Any] = []
-        for uid, points, last_at, profile_version, visibility, name in standings:
-            rows += LoadRow(pad_uid(uid), points, start.pad_ts(last_at) if last_at else "",
+        width = start.ts_width
+        for uid, points, tie, profile_version, visibility, name in standings:
+            rows += LoadRow(pad_uid(uid), points,
+                            "" if tie is None else start.pad_ts(tie) if isinstance(
+                                tie, datetime) else f"{tie:0{width}d}",
                             profile_version, visibility, name)
         args = [*LoadBoardArgs(version=version, policy=self.policy, metric=start.metric), *rows]
         reply = await self.scripts["load_board"](

@@ -17,7 +17,7 @@ from typing import Protocol
 from laurels.board.hints import Hint
 from laurels.board.inspection import BoardState
 from laurels.board.streams import RankEvent
-from laurels.board.values import Around, Delta, Profile, Scored, Top
+from laurels.board.values import Around, Delta, Profile, Scored, Standing, Top
 from laurels.keys import Keys
 from laurels.ranking import Position, TiePolicy
 from laurels.seasons import Season
@@ -92,8 +92,7 @@ class Builder(Hinting, Protocol):
                                corrected: Iterable[tuple[int, int, bool]]) -> None: ...
 
     async def load_standings(self, season: str, version: str,
-                             standings: Sequence[tuple[int, int, datetime | None, int, str,
-                                                       str]]) -> int: ...
+                             standings: Sequence[Standing]) -> int: ...
 
 
 class Announcer(Protocol):

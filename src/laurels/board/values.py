@@ -19,6 +19,12 @@ class BoardMissing(Exception):
         self.season = season
 
 
+# A learner's row a build loads (Builder.load_standings): user id, points,
+# tie time (a datetime, or microseconds since the season began; None: no
+# completion counts), profile version, visibility, name.
+Standing = tuple[int, int, datetime | int | None, int, str, str]
+
+
 @dataclass(frozen=True)
 class Profile:
     version: int

@@ -8,11 +8,6 @@ season's board, and what each of them adds to a learner's score there.
   everything for `all`. On a board of a kind (seasons.Season, `board`),
   the completions tagged with it, in the range of its season in its kind's
   zone (the week column is the deployment zone's week).
-- `BOARDS_FILTER(c)` selects the completions of several boards of kinds
-  at once, of one period, metric and zone (the `boards` parameter: their
-  tags; the season's range, as above): a build of many boards from one
-  scan (rebuild.py `run_many`). A completion counts on each board it is
-  joined to by `unnest(c.tags)`.
 - `METRIC(x)` is what the scores `x` of a learner's completions (or of
   archived standings) add up to on the season's board (kinds.Metric):
   their sum (`points`, and `completions`, whose `SCORE(c)` is 1), or
@@ -36,7 +31,6 @@ from laurels.kinds import Metric
 from laurels.seasons import GLOBAL, Season, parse_season
 
 _SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
-_BOARDS_FILTER = re.compile(r"BOARDS_FILTER\((\w+)\)")
 _METRIC = re.compile(r"METRIC\(")
 _SCORE = re.compile(r"SCORE\((\w+)\)")
 _TIE_AT = re.compile(r"TIE_AT\(([^,()]+), ([^,()]+)\)")
@@ -52,14 +46,6 @@ def _filter(season: Season, alias: str) -> str:
         return f"{col}season = %(season)s"
     in_range = f"{col}completed_at >= %(season_starts)s AND {col}completed_at < %(season_ends)s"
     return f"{in_range} AND {on_board}" if on_board else in_range
-
-
-def _boards_filter(season: Season, alias: str) -> str:
-    on_boards = f"{alias}.tags && %(boards)s::text[]"
-    if season.period == "all":
-        return on_boards
-    return (f"{alias}.completed_at >= %(season_starts)s AND {alias}.completed_at < "
-            f"%(season_ends)s AND {on_boards}")
 
 
 def _metric(metric: Metric) -> tuple[str, str]:
@@ -84,7 +70,6 @@ def _tie_at(metric: Metric, score: str, at: str) -> str:
 def _build(text: str, season: Season) -> str:
     total, score = _metric(season.metric)
     text = _SEASON_FILTER.sub(lambda m: _filter(season, m.group(1)), text)
-    text = _BOARDS_FILTER.sub(lambda m: _boards_filter(season, m.group(1)), text)
     text = _METRIC.sub(total, text)
     text = _SCORE.sub(lambda m: score.format(c=m.group(1)), text)
     return _TIE_AT.sub(lambda m: _tie_at(season.metric, m.group(1), m.group(2)), text)
@@ -103,8 +88,7 @@ def variant(text: LiteralString, name: str, params: dict[str, Any], zone: str
     if isinstance(params.get("season"), Season):
         season = params["season"]
         params["season"] = season.name
-    if not any(macro in text for macro in ("SEASON_FILTER(", "BOARDS_FILTER(", "METRIC(",
-                                           "SCORE(", "TIE_AT(")):
+    if not any(macro in text for macro in ("SEASON_FILTER(", "METRIC(", "SCORE(", "TIE_AT(")):
         return text
     if season is None:
         season = parse_season(str(params["season"]), zone=zone)

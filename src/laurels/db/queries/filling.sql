@@ -23,41 +23,74 @@ GROUP BY c.user_id, u.profile_version, u.visibility, u.display_name;
 -- each (a kind's boards of a week, 1,000,000 completions: docs/performance.md).
 SET LOCAL jit = off;
 
+-- name: rebuild_for_every_row
+-- Many boards' statements (fill_many) planned for every row they give (a
+-- build reads them all): planned for a cursor's first tenth, the boards'
+-- seqs were found board by board, each an index scan of every completion in
+-- its range (100 boards: 100 scans of the table).
+SET LOCAL cursor_tuple_fraction = 1;
+
+-- name: completions_seq_span
+-- The lowest and highest seq of every completion kept (fill_many's windows).
+SELECT min(seq) AS first, max(seq) AS last FROM completions;
+
 -- name: boards_seqs
--- The idempotency bits of many boards of kinds of one period, metric and zone
--- (rebuild.py `run_many`): the completions of each, read in one scan, in
--- (season, seq) order. `seasons` and `boards` pair each season with its tag.
--- (Ordered by seq alone, PostgreSQL 15 walked the primary key: 7.5 s of its
--- CPU where this took 4.2.)
-SELECT b.season, c.seq
+-- The idempotency bits of many boards of kinds of one metric, of any periods
+-- and zones (rebuild.py `run_many`), a window of seqs at a time: the
+-- completions of each board, read in one scan (a completion dealt to every
+-- board it counts on: its tag's week and all time at once), one row a board,
+-- its seqs unordered (Python sorts each board's: nearly sorted already, the
+-- table's order). `boards`, `starts` and `ends` give each board (numbered
+-- from 1 in that order: `i`) its tag and the range of its season;
+-- `boards_from` and `boards_until` span them all. (Sorting every (board, seq)
+-- pair here cost PostgreSQL twice the scan; ordered within array_agg, ten
+-- times; ordered by seq alone, PostgreSQL 15 walked the primary key.)
+SELECT b.i, array_agg(c.seq) AS seqs
 FROM completions c
 CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(seasons)s::text[], %(boards)s::text[]) AS b(season, board) ON b.board = t.tag
-WHERE BOARDS_FILTER(c)
-ORDER BY b.season, c.seq;
+JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
+     WITH ORDINALITY AS b(board, starts, ends, i)
+  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
+WHERE c.tags && %(boards)s::text[]
+  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+  AND c.seq >= %(seq_from)s AND c.seq < %(seq_until)s
+GROUP BY b.i
+ORDER BY b.i;
 
 -- name: boards_aggregates
--- season_aggregates of many boards at once (as boards_seqs), in season order.
-SELECT b.season, c.user_id, METRIC(SCORE(c))::bigint AS score,
-       TIE_AT(SCORE(c), c.completed_at) AS last_at,
+-- season_aggregates of many boards at once (as boards_seqs), in board order:
+-- each (board, learner) aggregated first, its profile joined after (sorting
+-- the completions with their profiles' text cost twice as much); the tie
+-- time as microseconds since the board's season began (what the board
+-- stores: Season.pad_ts, exact: an interval's epoch is numeric).
+SELECT a.i, a.user_id, a.score,
+       (extract(epoch FROM a.last_at - a.starts) * 1000000)::bigint AS tie_us,
        coalesce(u.profile_version, 0) AS profile_version,
        coalesce(u.visibility, 'public') AS visibility,
        coalesce(u.display_name, '') AS display_name
-FROM completions c
-CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(seasons)s::text[], %(boards)s::text[]) AS b(season, board) ON b.board = t.tag
-LEFT JOIN users u ON u.user_id = c.user_id
-WHERE BOARDS_FILTER(c) AND c.voided_at IS NULL
-GROUP BY b.season, c.user_id, u.profile_version, u.visibility, u.display_name
-ORDER BY b.season;
+FROM (SELECT b.i, b.starts, c.user_id, METRIC(SCORE(c))::bigint AS score,
+             TIE_AT(SCORE(c), c.completed_at) AS last_at
+      FROM completions c
+      CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+      JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
+           WITH ORDINALITY AS b(board, starts, ends, i)
+        ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
+      WHERE c.tags && %(boards)s::text[] AND c.voided_at IS NULL
+        AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+      GROUP BY b.i, b.starts, c.user_id) a
+LEFT JOIN users u ON u.user_id = a.user_id
+ORDER BY a.i;
 
 -- name: boards_corrections
 -- season_corrections of many boards at once (as boards_seqs).
-SELECT b.season, c.seq, c.correction, c.voided_at IS NULL AS counted
+SELECT b.i, c.seq, c.correction, c.voided_at IS NULL AS counted
 FROM completions c
 CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(seasons)s::text[], %(boards)s::text[]) AS b(season, board) ON b.board = t.tag
-WHERE BOARDS_FILTER(c) AND c.correction > 0;
+JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
+     WITH ORDINALITY AS b(board, starts, ends, i)
+  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
+WHERE c.tags && %(boards)s::text[] AND c.correction > 0
+  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s;
 
 -- name: completions_by_seq
 -- Some completions by seq: those a rebuild found applied live before its
