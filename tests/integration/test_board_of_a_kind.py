@@ -349,3 +349,35 @@ async def recorded_of(svc: Any, work: list[dict[str, Any]]) -> list[dict[str, An
     outcomes = await svc.ingestor.record(work)
     await svc.projector.drain(min_age_seconds=0)
     return [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
+
+
+async def test_a_deleted_kind_takes_the_tombstones_of_its_boards_never_built(
+        rt: Runtime) -> None:
+    """An erasure tombstones every board of a kind the learner counts on,
+    built or not; the kind's deletion drops the keys of those never built
+    too (recorded in board_tombstones), not only its built boards'."""
+    svc = rt.derive(clock=lambda: NOW)
+    work = await recorded_of(svc, items(200, seed=10))
+    # Defined late: its boards are built as they are read (none here).
+    await svc.board_kinds.define("course", {"time_zone": PARIS,
+                                            "periods": ["week", "day", "all"]})
+    victim = sorted({it["user_id"] for it in work if "course:sql" in it["tags"]})[0]
+    await svc.learners.erase(victim)
+
+    async def unbuilt() -> list[str]:
+        async with svc.db.connection() as conn:
+            cur = await conn.execute("SELECT season FROM board_tombstones ORDER BY season")
+            return [r["season"] for r in await cur.fetchall()]
+
+    never = await unbuilt()
+    assert len(never) > 3  # their days, week and all time: no board, a tombstone each
+    built = {r["season"] for r in await svc.db.fetch("part_seasons", pattern="course:%",
+                                                          first="a", last="z")}
+    assert not set(never) & built
+    for season in never:
+        assert await svc.redis.exists(svc.board.season_keys(season).erased), season
+    assert await svc.board_kinds.delete("course")
+    assert await unbuilt() == []
+    left = [key async for key in svc.redis.scan_iter(match=f"{svc.keys.prefix}:*course:*")]
+    assert left == []
+    await check_erased_everywhere(svc, {victim})

@@ -53,6 +53,12 @@ CREATE TABLE board_kinds (
     CONSTRAINT board_kinds_title_check CHECK (((char_length(title) >= 1) AND (char_length(title) <= 100)))
 );
 
+-- board_tombstones
+CREATE TABLE board_tombstones (
+    season text NOT NULL,
+    CONSTRAINT board_tombstones_pkey PRIMARY KEY (season)
+);
+
 -- completion_ids
 CREATE TABLE completion_ids (
     completion_id text NOT NULL,

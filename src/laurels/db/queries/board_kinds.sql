@@ -32,15 +32,19 @@ RETURNING kind, title, metric, periods, time_zone, notify, created_at;
 DELETE FROM board_kinds WHERE kind = %(kind)s;
 
 -- name: delete_kind_seasons
--- A deleted kind's boards: their archives, their rebuilds' records and their
--- seasons' rows (`pattern`: the kind's LIKE prefix), each season recorded in
--- board_drops until its keys are gone from Redis; the seasons they were.
+-- A deleted kind's boards: their archives, their rebuilds' records, their
+-- seasons' rows and those of its seasons never built that hold tombstones
+-- (`pattern`: the kind's LIKE prefix), each season recorded in board_drops
+-- until its keys are gone from Redis; the seasons they were.
 WITH standings AS (DELETE FROM season_standings WHERE season LIKE %(pattern)s),
      rebuilt AS (DELETE FROM rebuilds WHERE season LIKE %(pattern)s),
      gone AS (DELETE FROM seasons WHERE season LIKE %(pattern)s RETURNING season),
-     pending AS (INSERT INTO board_drops (season) SELECT season FROM gone
+     tombs AS (DELETE FROM board_tombstones WHERE season LIKE %(pattern)s
+               RETURNING season),
+     dropped AS (SELECT season FROM gone UNION SELECT season FROM tombs),
+     pending AS (INSERT INTO board_drops (season) SELECT season FROM dropped
                  ON CONFLICT (season) DO NOTHING)
-SELECT season FROM gone;
+SELECT season FROM dropped;
 
 -- name: board_drops
 -- Seasons of deleted kinds whose keys are not known gone from Redis yet

@@ -126,8 +126,17 @@ SELECT season FROM gone;
 
 -- name: user_board_seasons
 -- An erasure: the seasons of the boards of kinds the learner's completions
--- count on, built or not (each gets a tombstone), before they are deleted.
-SELECT laurels_board_seasons(%(user_id)s) AS season;
+-- count on, built or not (each gets a tombstone), before they are deleted;
+-- those with no `seasons` row (never built) recorded in board_tombstones, so
+-- that their kind's deletion drops their keys (delete_kind_seasons), in name
+-- order (two erasures wait on each other's rows in one order: no deadlock).
+WITH boards AS (SELECT laurels_board_seasons(%(user_id)s) AS season),
+     unbuilt AS (INSERT INTO board_tombstones (season)
+                 SELECT b.season FROM boards b
+                 WHERE NOT EXISTS (SELECT 1 FROM seasons s WHERE s.season = b.season)
+                 ORDER BY b.season
+                 ON CONFLICT (season) DO NOTHING)
+SELECT season FROM boards;
 
 -- name: delete_user_standings
 -- An erasure: the learner's archived standings (the archives are re-ranked
