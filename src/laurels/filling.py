@@ -31,10 +31,10 @@ LOAD_BATCH = 1_000  # learners per load_board.lua call (a few ms of Redis)
 FIELDS_PER_CALL = 2_000  # chunks of a board of a kind per merge_fields call
 
 BOARDS_AT_ONCE = 1_000  # boards of kinds built from one scan (fill_many)
-# fill_many reads its boards' seqs a window of seqs at a time (PostgreSQL
-# holds a window's seqs of every board at once: 8 bytes each and board),
-# a few boards' arrays a fetch.
-SEQ_WINDOW = 2_000_000
+# fill_many reads its boards' seqs as one array a board (a few boards a
+# fetch) while every seq lies within SEQ_WINDOW (PostgreSQL holds them all
+# at once: 8 bytes a seq and board), else as pairs PostgreSQL sorts.
+SEQ_WINDOW = 4_000_000
 BOARDS_A_FETCH = 8
 
 Progress = Callable[[int, int], None]
@@ -248,18 +248,25 @@ class Filler:
 
     async def _bits_many(self, tx: Tx, bits: list[Bits],
                          params: Callable[[], dict[str, Any]]) -> None:
-        """Each board's seqs into its bits (boards_seqs), a window of seqs
-        at a time, so each board's arrive in ascending order."""
+        """Each board's seqs into its bits, in ascending order: one array a
+        board (boards_seqs, sorted here) while every completion's seq lies
+        within one window (SEQ_WINDOW: what PostgreSQL holds at once, 8
+        bytes a seq and board, is bounded); beyond, (board, seq) pairs
+        sorted by PostgreSQL (boards_seq_pairs), streamed."""
         span = await self.db.fetch_one("completions_seq_span", tx)
         if span is None or span["first"] is None:
             return
-        for seq_from in range(span["first"], span["last"] + 1, SEQ_WINDOW):
-            async for fetched in self.db.stream_tuples(
-                    "boards_seqs", tx, BOARDS_A_FETCH, seq_from=seq_from,
-                    seq_until=seq_from + SEQ_WINDOW, **params()):
+        if span["last"] - span["first"] < SEQ_WINDOW:
+            async for fetched in self.db.stream_tuples("boards_seqs", tx, BOARDS_A_FETCH,
+                                                       **params()):
                 for i, seqs in fetched:
                     seqs.sort()
                     await bits[i - 1].add(seqs)
+            return
+        async for pairs in self.db.stream_tuples("boards_seq_pairs", tx, SEQ_BATCH,
+                                                 **params()):
+            for i, same in groupby(pairs, key=itemgetter(0)):
+                await bits[i - 1].add([seq for _, seq in same])
 
     async def _live(self, tx: Tx, built: Building, already: list[int]) -> dict[int, int]:
         """The points, per learner, of the completions an apply reached live

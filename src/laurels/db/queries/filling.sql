@@ -31,20 +31,22 @@ SET LOCAL jit = off;
 SET LOCAL cursor_tuple_fraction = 1;
 
 -- name: completions_seq_span
--- The lowest and highest seq of every completion kept (fill_many's windows).
+-- The lowest and highest seq of every completion kept (fill_many: whether
+-- its boards' seqs fit one window).
 SELECT min(seq) AS first, max(seq) AS last FROM completions;
 
 -- name: boards_seqs
 -- The idempotency bits of many boards of kinds of one metric, of any periods
--- and zones (rebuild.py `run_many`), a window of seqs at a time: the
--- completions of each board, read in one scan (a completion dealt to every
--- board it counts on: its tag's week and all time at once), one row a board,
--- its seqs unordered (Python sorts each board's: nearly sorted already, the
--- table's order). `boards`, `starts` and `ends` give each board (numbered
--- from 1 in that order: `i`) its tag and the range of its season;
--- `boards_from` and `boards_until` span them all. (Sorting every (board, seq)
--- pair here cost PostgreSQL twice the scan; ordered within array_agg, ten
--- times; ordered by seq alone, PostgreSQL 15 walked the primary key.)
+-- and zones (rebuild.py `run_many`): the completions of each, read in one
+-- scan (a completion dealt to every board it counts on: its tag's week and
+-- all time at once), one row a board, its seqs unordered (Python sorts each
+-- board's: nearly sorted already, the table's order). `boards`, `starts` and
+-- `ends` give each board (numbered from 1 in that order: `i`) its tag and the
+-- range of its season; `boards_from` and `boards_until` span them all.
+-- PostgreSQL holds every array at once: filling.py reads it only while the
+-- completions' seqs span at most SEQ_WINDOW, else boards_seq_pairs. (Sorting
+-- every (board, seq) pair here cost PostgreSQL twice the scan; ordered within
+-- array_agg, ten times.)
 SELECT b.i, array_agg(c.seq) AS seqs
 FROM completions c
 CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
@@ -53,9 +55,23 @@ JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz
   ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
 WHERE c.tags && %(boards)s::text[]
   AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
-  AND c.seq >= %(seq_from)s AND c.seq < %(seq_until)s
 GROUP BY b.i
 ORDER BY b.i;
+
+-- name: boards_seq_pairs
+-- boards_seqs as (board, seq) pairs in that order, streamed: what PostgreSQL
+-- holds at once is bounded whatever the boards hold. (Ordered by seq alone,
+-- PostgreSQL 15 walked the primary key: 7.5 s of its CPU where the sort took
+-- 4.2.)
+SELECT b.i, c.seq
+FROM completions c
+CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
+     WITH ORDINALITY AS b(board, starts, ends, i)
+  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
+WHERE c.tags && %(boards)s::text[]
+  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+ORDER BY b.i, c.seq;
 
 -- name: boards_aggregates
 -- season_aggregates of many boards at once (as boards_seqs), in board order:
