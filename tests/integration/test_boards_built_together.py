@@ -158,6 +158,21 @@ async def test_boards_of_several_periods_and_zones_from_one_scan(
     await check_all(svc, [s.name for s in seasons])
 
 
+async def test_the_slots_share_the_boards_waiting_evenly(
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two slots, eight boards waiting: four each (split over every slot,
+    the second took half of what the first left: 4, 2, 1, 1)."""
+    svc = rt.derive(clock=lambda: NOW)
+    courses = [f"course:c{n}" for n in range(8)]
+    await recorded(svc, [{"completion_id": f"e{i}", "user_id": 1 + i % 5, "points": 3,
+                          "completed_at": "2026-12-01T10:00:00Z", "tags": [courses[i % 8]]}
+                         for i in range(40)])
+    calls = counted(monkeypatch, svc.rebuilder)
+    await svc.board_kinds.define("course", {"time_zone": PARIS})
+    assert await svc.healer.heal({WEEK.on(c, "points").name for c in courses}, 60)
+    assert sorted(len(c) for c in calls) == [4, 4], calls
+
+
 async def test_completions_and_an_erasure_during_the_scan_count_once(rt: Runtime) -> None:
     """Held after the snapshot: completions applied live reach every board
     being built (and the snapshot lacks them), an erasure reaches them too."""

@@ -8,6 +8,11 @@ season's board, and what each of them adds to a learner's score there.
   everything for `all`. On a board of a kind (seasons.Season, `board`),
   the completions tagged with it, in the range of its season in its kind's
   zone (the week column is the deployment zone's week).
+- `ON_BOARDS(c)` deals each completion `c` to the boards of kinds it counts
+  on among several (fill_many: the `boards`, `starts` and `ends` arrays,
+  each board's tag and the range of its season, numbered from 1 as `b.i`),
+  and `IN_BOARDS(c)` keeps the completions of any of them (their tags,
+  within `boards_from` and `boards_until`): many boards from one scan.
 - `METRIC(x)` is what the scores `x` of a learner's completions (or of
   archived standings) add up to on the season's board (kinds.Metric):
   their sum (`points`, and `completions`, whose `SCORE(c)` is 1), or
@@ -31,6 +36,8 @@ from laurels.kinds import Metric
 from laurels.seasons import GLOBAL, Season, parse_season
 
 _SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
+_ON_BOARDS = re.compile(r"ON_BOARDS\((\w+)\)")
+_IN_BOARDS = re.compile(r"IN_BOARDS\((\w+)\)")
 _METRIC = re.compile(r"METRIC\(")
 _SCORE = re.compile(r"SCORE\((\w+)\)")
 _TIE_AT = re.compile(r"TIE_AT\(([^,()]+), ([^,()]+)\)")
@@ -46,6 +53,18 @@ def _filter(season: Season, alias: str) -> str:
         return f"{col}season = %(season)s"
     in_range = f"{col}completed_at >= %(season_starts)s AND {col}completed_at < %(season_ends)s"
     return f"{in_range} AND {on_board}" if on_board else in_range
+
+
+def _on_boards(c: str) -> str:
+    return (f"CROSS JOIN LATERAL unnest({c}.tags) AS t(tag) "
+            "JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], "
+            "%(ends)s::timestamptz[]) WITH ORDINALITY AS b(board, starts, ends, i) "
+            f"ON b.board = t.tag AND {c}.completed_at >= b.starts AND {c}.completed_at < b.ends")
+
+
+def _in_boards(c: str) -> str:
+    return (f"{c}.tags && %(boards)s::text[] AND {c}.completed_at >= %(boards_from)s "
+            f"AND {c}.completed_at < %(boards_until)s")
 
 
 def _metric(metric: Metric) -> tuple[str, str]:
@@ -70,6 +89,8 @@ def _tie_at(metric: Metric, score: str, at: str) -> str:
 def _build(text: str, season: Season) -> str:
     total, score = _metric(season.metric)
     text = _SEASON_FILTER.sub(lambda m: _filter(season, m.group(1)), text)
+    text = _ON_BOARDS.sub(lambda m: _on_boards(m.group(1)), text)
+    text = _IN_BOARDS.sub(lambda m: _in_boards(m.group(1)), text)
     text = _METRIC.sub(total, text)
     text = _SCORE.sub(lambda m: score.format(c=m.group(1)), text)
     return _TIE_AT.sub(lambda m: _tie_at(season.metric, m.group(1), m.group(2)), text)
@@ -88,7 +109,8 @@ def variant(text: LiteralString, name: str, params: dict[str, Any], zone: str
     if isinstance(params.get("season"), Season):
         season = params["season"]
         params["season"] = season.name
-    if not any(macro in text for macro in ("SEASON_FILTER(", "METRIC(", "SCORE(", "TIE_AT(")):
+    if not any(macro in text for macro in ("SEASON_FILTER(", "ON_BOARDS(", "IN_BOARDS(",
+                                           "METRIC(", "SCORE(", "TIE_AT(")):
         return text
     if season is None:
         season = parse_season(str(params["season"]), zone=zone)

@@ -42,19 +42,16 @@ SELECT min(seq) AS first, max(seq) AS last FROM completions;
 -- all time at once), one row a board, its seqs unordered (Python sorts each
 -- board's: nearly sorted already, the table's order). `boards`, `starts` and
 -- `ends` give each board (numbered from 1 in that order: `i`) its tag and the
--- range of its season; `boards_from` and `boards_until` span them all.
+-- range of its season; `boards_from` and `boards_until` span them all
+-- (ON_BOARDS, IN_BOARDS: db/variants.py).
 -- PostgreSQL holds every array at once: filling.py reads it only while the
 -- completions' seqs span at most SEQ_WINDOW, else boards_seq_pairs. (Sorting
 -- every (board, seq) pair here cost PostgreSQL twice the scan; ordered within
 -- array_agg, ten times.)
 SELECT b.i, array_agg(c.seq) AS seqs
 FROM completions c
-CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
-     WITH ORDINALITY AS b(board, starts, ends, i)
-  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
-WHERE c.tags && %(boards)s::text[]
-  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+ON_BOARDS(c)
+WHERE IN_BOARDS(c)
 GROUP BY b.i
 ORDER BY b.i;
 
@@ -65,12 +62,8 @@ ORDER BY b.i;
 -- 4.2.)
 SELECT b.i, c.seq
 FROM completions c
-CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
-     WITH ORDINALITY AS b(board, starts, ends, i)
-  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
-WHERE c.tags && %(boards)s::text[]
-  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+ON_BOARDS(c)
+WHERE IN_BOARDS(c)
 ORDER BY b.i, c.seq;
 
 -- name: boards_aggregates
@@ -87,12 +80,8 @@ SELECT a.i, a.user_id, a.score,
 FROM (SELECT b.i, b.starts, c.user_id, METRIC(SCORE(c))::bigint AS score,
              TIE_AT(SCORE(c), c.completed_at) AS last_at
       FROM completions c
-      CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-      JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
-           WITH ORDINALITY AS b(board, starts, ends, i)
-        ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
-      WHERE c.tags && %(boards)s::text[] AND c.voided_at IS NULL
-        AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s
+      ON_BOARDS(c)
+      WHERE IN_BOARDS(c) AND c.voided_at IS NULL
       GROUP BY b.i, b.starts, c.user_id) a
 LEFT JOIN users u ON u.user_id = a.user_id
 ORDER BY a.i;
@@ -101,12 +90,8 @@ ORDER BY a.i;
 -- season_corrections of many boards at once (as boards_seqs).
 SELECT b.i, c.seq, c.correction, c.voided_at IS NULL AS counted
 FROM completions c
-CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
-JOIN unnest(%(boards)s::text[], %(starts)s::timestamptz[], %(ends)s::timestamptz[])
-     WITH ORDINALITY AS b(board, starts, ends, i)
-  ON b.board = t.tag AND c.completed_at >= b.starts AND c.completed_at < b.ends
-WHERE c.tags && %(boards)s::text[] AND c.correction > 0
-  AND c.completed_at >= %(boards_from)s AND c.completed_at < %(boards_until)s;
+ON_BOARDS(c)
+WHERE IN_BOARDS(c) AND c.correction > 0;
 
 -- name: completions_by_seq
 -- Some completions by seq: those a rebuild found applied live before its
