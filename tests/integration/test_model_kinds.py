@@ -241,6 +241,11 @@ class KindsMachine(RuleBasedStateMachine):
         for name in sorted(self.model.gone):
             with pytest.raises(BoardMissing):
                 await self.svc.board.top(parse_season(name, zone="UTC"), 1)
+        for kind in ("course", "track"):  # a deleted kind leaves no key, tombstones included
+            if kind not in self.model.kinds:
+                left = [key async for key in self.svc.redis.scan_iter(
+                    match=f"{self.svc.keys.prefix}:{{{kind}:*")]
+                assert not left, left
         await check_erased_everywhere(self.svc, self.model.erased)
         await check_hidden_nowhere(self.svc, self.model.hidden | self.model.erased)
 
