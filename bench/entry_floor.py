@@ -42,7 +42,8 @@ return 1
 
 
 def entry(rnd: random.Random) -> list[object]:
-    """One entry's 16 values, as apply.lua's ApplyDelta sends them."""
+    """One entry's 16 values, as apply.lua took them before a completion was
+    sent once for all its boards (an ApplyItem and an ApplyEntry a board)."""
     return [rnd.randrange(10**7), 0, 5, f"{rnd.randrange(LEARNERS):019d}", 3, "000000123456",
             0, "public", "", 0, "1", "", 0, "", "", ""]
 

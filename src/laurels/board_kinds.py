@@ -160,17 +160,20 @@ def board_seasons(at: datetime, tags: Iterable[str], kinds: Mapping[str, BoardKi
     return out
 
 
-def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[Delta]:
-    """Each tagged completion once per board of a defined kind it counts on:
-    for each tag whose kind is defined, the season of each of the kind's
-    periods that holds its `completed_at` in the kind's zone, scored by the
-    kind's metric; on its week, with rank events when the kind notifies."""
-    out = []
+def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[list[Delta]]:
+    """Each tagged completion once per board of a defined kind it counts on
+    (a list for each of `deltas`): for each tag whose kind is defined, the
+    season of each of the kind's periods that holds its `completed_at` in
+    the kind's zone, scored by the kind's metric; on its week, with rank
+    events when the kind notifies."""
+    out: list[list[Delta]] = []
     # A batch's completions mostly share their seasons: the last one found
     # per (period, zone), and each board's season name, are kept for the call.
     found: dict[tuple[str, str], Season] = {}
     names: dict[tuple[str, str, str], str] = {}
     for d in deltas:
+        on: list[Delta] = []
+        out.append(on)
         for tag in d.tags:
             kind = kinds.get(tag.partition(":")[0])
             if kind is None:
@@ -188,8 +191,8 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[D
                         tag, kind.metric).name
                 # On the all-time board, its week: a part once its month
                 # was retired (history.history_of).
-                out.append(d.on_board(name, points, kind.notify and period == "week",
-                                      week if period == "all" else ""))
+                on.append(d.on_board(name, points, kind.notify and period == "week",
+                                     week if period == "all" else ""))
                 if period == "week":
                     week = name
     return out

@@ -36,22 +36,28 @@ FLUSH_MAX = 100_000
 MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
 
 
-def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str) -> list[Delta]:
+def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str,
+              tagged: list[list[Delta]] | None = None) -> list[Delta]:
     """Each completion once per board it counts on: its week's (the row's
-    season), then the season of each other configured period. Each board
-    keeps its own idempotency record, so a completion is applied to each
-    exactly once; its outbox row goes only when every board has it."""
-    if len(periods) == 1:
+    season), then the season of each other configured period, then the
+    boards of its tags (`tagged`, one list for each delta: tagged_boards).
+    Each board keeps its own idempotency record, so a completion is applied
+    to each exactly once; its outbox row goes only when every board has it.
+    A completion's boards come together, so that one apply.lua call sends it
+    once for all of them."""
+    if len(periods) == 1 and tagged is None:
         return deltas
     parts = {p: part_period(p, periods) for p in periods}
     out = []
-    for d in deltas:
+    for i, d in enumerate(deltas):
         out.append(d)
         for p in periods[1:]:
             part = parts[p]
             out.append(replace(d, season=season_of(d.completed_at, p, zone=zone).name,
                                part=(season_of(d.completed_at, part, zone=zone).name
                                      if part else "")))
+        if tagged is not None:
+            out += tagged[i]
     return out
 
 
@@ -112,7 +118,8 @@ class Projector:
 
     async def apply_now(self, deltas: list[Delta], heal_wait_seconds: float) -> None:
         """The fast path: apply the deltas an ingest just committed, from memory,
-        in one script call per season, then let their outbox rows go in bulk.
+        in one script call (per APPLY_BATCH boards), then let their outbox rows
+        go in bulk.
 
         An erasure that committed meanwhile needs no lock here: its tombstone
         (written whether or not the season has a board) makes the apply skip
@@ -147,10 +154,10 @@ class Projector:
         board's of each configured period, then each board of a kind its
         tags name, by the kinds as they are now (read after the commit: a
         kind defined before it is among them)."""
-        boards = boards_of(deltas, self.periods, self.db.zone)
+        tagged = None
         if self.kinds is not None and any(d.tags for d in deltas):
-            boards += tagged_boards(deltas, await self.kinds.live(tx))
-        return boards
+            tagged = tagged_boards(deltas, await self.kinds.live(tx))
+        return boards_of(deltas, self.periods, self.db.zone, tagged)
 
     async def apply(self, boards: list[Delta], tx: Tx | None = None) -> list[ApplyResult]:
         """Apply deltas to their boards. A void carries its fallback tie time,

@@ -213,8 +213,9 @@ async def test_day_seasons_close_and_are_archived_without_season_final(
                                            body["entries"]] == [(1, 5)]
     mine = await api.client(token_for(api.env, 1)).get("/v1/users/1/notifications")
     assert mine.status_code == 200
-    assert {n["season"] for n in mine.json()["notifications"]
-            if n["kind"] == "season_final"} == {"2025-W48"}  # weeks only
+    finals = {n["season"] for n in mine.json()["notifications"] if n["kind"] == "season_final"}
+    # Weeks only (the service's loop may have closed 2025-W49, a week, too).
+    assert "2025-W48" in finals and all("-W" in s for s in finals), finals
 
 
 async def test_a_neighbourhood_on_every_period_and_keep_seasons_per_period(

@@ -74,9 +74,9 @@ async def test_stale_versions_write_nothing(rt: Runtime) -> None:
     board = await fresh_board(rt, "shared")
     current = await rt.redis.get(board.season_keys(SEASON).current)
     e = ev(8, 3)
-    keys, args = board._apply_call(SEASON, [e], ("999", ""), ["999"])
+    _, keys, args = board._apply_call([e], [0], believed={SEASON: ("999", "")})
     reply = await board.scripts["apply"](keys=keys, args=args)
-    assert reply[0] == "STALE" and reply[1] == current
+    assert reply[1] == "STALE" and reply[2] == current
     vk = board.season_keys(SEASON).version("999")
     assert await rt.redis.exists(vk.public, vk.users, vk.applied(chunk_of(e.seq)[0])) == 0
 

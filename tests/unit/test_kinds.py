@@ -58,7 +58,7 @@ def test_the_scripts_write_the_rank_events_the_notifier_reads() -> None:
     lua = SRC / "board" / "lua"
     for script in ("apply.lua", "erase.lua"):
         text = lua.joinpath(script).read_text()
-        call = re.search(r"redis\.call\('XADD', stream_key,(.*?)\)\n", text, re.S)
+        call = re.search(r"redis\.call\('XADD', [\w.]+,(.*?)\)\n", text, re.S)
         assert call, script
         fields = re.findall(r"'([a-z0-9_]+)', [^,]+", call.group(1).split("'*',", 1)[1])
         assert tuple(fields) == kinds.RANK_EVENT_FIELDS, script

@@ -4,7 +4,7 @@ profiles and erasures."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -12,8 +12,8 @@ import orjson
 from laurels.board.base import APPLY_BATCH, MAX_STALE_RETRIES, BoardBase
 from laurels.board.hints import Hint, hint_of
 from laurels.board.lua_args import (
-    ApplyDelta,
     ApplyHead,
+    ApplySeason,
     EraseArgs,
     Learner,
     MarkTiesArgs,
@@ -27,89 +27,137 @@ from laurels.seasons import parse_season, whole_week
 from laurels.states import ApplyResult
 
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _season_batches(deltas: list[Delta]) -> list[list[int]]:
-    """Indexes of `deltas`, in batches of at most APPLY_BATCH of one season
-    each, in the order they came."""
-    by_season: dict[str, list[int]] = {}
-    for i, d in enumerate(deltas):
-        by_season.setdefault(d.season, []).append(i)
-    return [idxs[k:k + APPLY_BATCH] for idxs in by_season.values()
-            for k in range(0, len(idxs), APPLY_BATCH)]
+class _Call:
+    """One apply.lua call being built: its seasons (each with the versions
+    this process believes, its chunks), its items (a completion once,
+    whatever the boards it counts on) and its entries (an item on a
+    season's board), in the order of the deltas."""
+
+    def __init__(self) -> None:
+        self.seasons: dict[str, _SeasonCall] = {}
+        self.items: dict[tuple[Any, ...], int] = {}
+        self.item_args: list[Any] = []
+        self.entry_args: list[Any] = []
+        self.deltas: list[int] = []  # the index of each entry's delta
+        self.entry_seasons: list[_SeasonCall] = []
+
+
+class _SeasonCall:
+    def __init__(self, index: int, season: str, versions: tuple[str, str], targets: list[str],
+                 zone: str) -> None:
+        self.index = index
+        self.season = season
+        self.versions = versions
+        self.targets = targets
+        self.start = parse_season(season, zone=zone)
+        self.bits = chunk_bits(season)
+        self.hashed = hashed_bits(season)
+        self.chunks: dict[int, None] = {}  # in order of first use
+        self.ranked = whole_week(season)
 
 
 class Applying(BoardBase):
-    def _apply_call(self, season: str, deltas: list[Delta], versions: tuple[str, str],
-                    targets: list[str], hint: bool = True) -> tuple[list[str], list[Any]]:
-        """One apply.lua call: a batch of one season's deltas, in order; the
-        script publishes the refresh hint itself when `hint`."""
-        sk = self.season_keys(season)
-        start = parse_season(season, zone=self.zone)
-        bits, hashed = chunk_bits(season), hashed_bits(season)
-        chunks: list[int] = []
-        index: dict[int, int] = {}
-        per_event: list[Any] = []
+    def _apply_call(self, deltas: list[Delta], batch: list[int], only_version: str | None = None,
+                    believed: dict[str, tuple[str, str]] | None = None
+                    ) -> tuple[_Call, list[str], list[Any]]:
+        """One apply.lua call: the deltas `batch` names, in order, of one or
+        more seasons, on the versions this process believes current and
+        building (or `believed`), or on `only_version` alone (a builder feeds
+        only its own version, and only while it still holds the building
+        marker; no hint then). The script publishes the refresh hints."""
+        call = _Call()
+        items, item_args, entry_args = call.items, call.item_args, call.entry_args
+        seasons = call.seasons
         # The loop below is a tagged batch's hottest Python (a completion
-        # with three tags is five entries): fields positional (ApplyDelta's
-        # order; by keyword it cost three times as much), chunk_of inlined.
-        mask = (1 << bits) - 1
-        for d in deltas:
-            chunk = d.seq >> bits
-            if chunk not in index:
-                index[chunk] = len(chunks)
-                chunks.append(chunk)
+        # with three tags is five entries): an item's values once, an
+        # entry's positional (ApplyItem's, ApplyEntry's order).
+        for i in batch:
+            d = deltas[i]
+            sc = seasons.get(d.season)
+            if sc is None:
+                versions = (believed or {}).get(d.season) or self.versions(d.season)
+                targets = [v for v in versions if v]
+                if only_version is not None:
+                    versions, targets = (versions[0], only_version), [only_version]
+                sc = seasons[d.season] = _SeasonCall(len(seasons), d.season, versions, targets,
+                                                     self.zone)
+            sc.chunks[d.seq >> sc.bits] = None
+            if d.notify:  # the weeks of a kind that notifies make rank events too
+                sc.ranked = True
             p = d.profile
-            per_event += ApplyDelta(
-                d.seq, index[chunk], d.seq & mask, pad_uid(d.user_id), d.points,
-                start.pad_ts(d.completed_at), p.version, p.visibility, p.display_name, d.correction,
-                "1" if d.counted else "0", start.pad_ts(d.reset_at) if d.reset_at else "",
-                d.reset_score or 0, d.tie_token, d.part)
-        keys = [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
-        for v in targets:
-            vk = sk.version(v)
-            keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
-        for v in targets:  # (one hash holds every chunk of a board of a kind)
-            vk = sk.version(v)
-            keys += [vk.bits if hashed else vk.applied(chunk) for chunk in chunks]
-        if not hint:
-            command, channel = "", ""
-        elif self.cluster:  # the season's shard channel: in this script's slot
-            command, channel = "SPUBLISH", self.keys.shard_hint_channel(season)
-        else:
-            command, channel = "PUBLISH", self.keys.hint_channel()
-        on_current = bool(targets) and targets[0] == versions[0]
-        # Rank events: the whole board's weeks, and the weeks of a kind that notifies.
-        ranked = whole_week(season) or any(d.notify for d in deltas)
+            key = (d.seq, d.correction, d.counted, d.user_id, d.completed_at, p)
+            item = items.get(key)
+            if item is None:
+                item = items[key] = len(items)
+                at = d.completed_at - UNIX_EPOCH
+                item_args += (d.seq, pad_uid(d.user_id), at.days * 86400 + at.seconds,
+                              at.microseconds, p.version, p.visibility, p.display_name,
+                              d.correction, "1" if d.counted else "0")
+            entry_args += (item, sc.index, d.points, d.part,
+                           sc.start.pad_ts(d.reset_at) if d.reset_at else "",
+                           d.reset_score or 0, d.tie_token)
+            call.deltas.append(i)
+            call.entry_seasons.append(sc)
+        keys: list[str] = []
+        head: list[Any] = []
+        chunk_ids: list[int] = []
+        for sc in seasons.values():
+            sk = self.season_keys(sc.season)
+            keys += [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
+            for v in sc.targets:
+                vk = sk.version(v)
+                keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
+            for v in sc.targets:  # (one hash holds every chunk of a board of a kind)
+                vk = sk.version(v)
+                keys += [vk.bits] if sc.hashed else [vk.applied(chunk) for chunk in sc.chunks]
+            on_current = bool(sc.targets) and sc.targets[0] == sc.versions[0]
+            origin = sc.start.starts_at - UNIX_EPOCH
+            head += ApplySeason(
+                expected_current=sc.versions[0], expected_building=sc.versions[1],
+                on_current=("1" if sc.ranked else "h") if on_current else "0",
+                targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season,
+                hint_channel=(self.keys.shard_hint_channel(sc.season) if self.cluster
+                              else self.keys.hint_channel()),
+                metric=sc.start.metric, bits="h" if sc.hashed else "s", chunk_bits=sc.bits,
+                origin=origin.days * 86400 + origin.seconds, width=sc.start.ts_width)
+            chunk_ids += sc.chunks
+        # On a cluster the shard channel is in the season's slot: one season a call.
+        command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
         args: list[Any] = [*ApplyHead(
-            expected_current=versions[0], expected_building=versions[1], policy=self.policy,
-            on_current=("1" if ranked else "h") if on_current else "0",
-            targets=len(targets), chunks=len(chunks), hint_command=command,
-            hint_channel=channel, season=season, metric=start.metric,
-            bits="h" if hashed else "s"), *chunks, *per_event]
-        return keys, args
+            policy=self.policy, hint_command=command, seasons=len(seasons),
+            items=len(items), entries=len(call.deltas)),
+            *head, *item_args, *entry_args, *chunk_ids]
+        return call, keys, args
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None
                     ) -> list[ApplyResult]:
         """Apply deltas; per delta 'applied', 'duplicate' or 'missing'.
 
-        One script call per season and batch of at most APPLY_BATCH deltas,
-        in order (pipelined on one node; on a cluster each season's calls run
-        in order, seasons side by side). With `only_version`, apply to that
-        building version alone (the rebuild's own stream); otherwise to the
-        current and building versions, and then publish refresh hints for
-        the seasons that changed.
+        One script call per batch of at most APPLY_BATCH deltas, in order
+        (pipelined), on one node whatever their seasons; on a cluster one
+        season a call, each season's calls in order, seasons side by side.
+        With `only_version`, apply to that building version alone (the
+        rebuild's own stream); otherwise to the current and building
+        versions, and then publish refresh hints for the seasons that
+        changed.
         """
         results: list[ApplyResult | None] = [None] * len(deltas)
         hints: list[Hint] = []
-        pending = _season_batches(deltas)
+        pending = list(range(len(deltas)))
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
-            calls = [self._apply_batch_call(deltas, batch, only_version) for batch in pending]
-            replies = await self._run_in_order("apply", calls)
-            pending = [batch for batch, reply in zip(pending, replies, strict=True)
-                       if self._settle(deltas, batch, reply, only_version, results, hints)]
+            calls = [(group, self._apply_call(deltas, batch, only_version))
+                     for group, batch in self._batches(deltas, pending)]
+            replies = await self._run_in_order(
+                "apply", [(group, (keys, args)) for group, (_, keys, args) in calls])
+            again: list[int] = []
+            for (_, (call, _, _)), reply in zip(calls, replies, strict=True):
+                again += self._settle(call, reply, only_version, results, hints)
+            pending = sorted(again)
         if pending:
             raise RuntimeError("board versions kept changing during apply")
         if only_version is None:
@@ -119,42 +167,55 @@ class Applying(BoardBase):
                 self.signals.hint_caches(hint)
         return [r or "missing" for r in results]
 
-    def _apply_batch_call(self, deltas: list[Delta], batch: list[int], only_version: str | None
-                          ) -> tuple[str, tuple[list[str], list[Any]]]:
-        """The apply.lua call of one batch (one season), on the versions this
-        process believes current and building, or on `only_version` alone."""
-        season = deltas[batch[0]].season
-        versions = self.versions(season)
-        targets = [v for v in versions if v]
-        if only_version is not None:
-            # A builder feeds only its own version, and only while that
-            # version still holds the building marker.
-            versions, targets = (versions[0], only_version), [only_version]
-        return season, self._apply_call(season, [deltas[i] for i in batch], versions, targets,
-                                        hint=only_version is None)
+    def _batches(self, deltas: list[Delta], pending: list[int]) -> list[tuple[str, list[int]]]:
+        """`pending`'s deltas in calls of at most APPLY_BATCH, each season's in
+        order: on one node, whole seasons together (a call's seasons each
+        cost it a few commands, and a completion's boards in one call send it
+        once), a season larger than a call in calls of its own; on a
+        cluster, one season a call (its keys are one slot's), each with its
+        season to keep its calls in order."""
+        by_season: dict[str, list[int]] = {}
+        for i in pending:
+            by_season.setdefault(deltas[i].season, []).append(i)
+        parts = [(season, idxs[k:k + APPLY_BATCH]) for season, idxs in by_season.items()
+                 for k in range(0, len(idxs), APPLY_BATCH)]
+        if self.cluster:
+            return parts
+        calls: list[list[int]] = [[]]
+        for _, part in parts:
+            if len(calls[-1]) + len(part) > APPLY_BATCH:
+                calls.append([])
+            calls[-1] += part
+        return [("", sorted(call)) for call in calls if call]
 
-    def _settle(self, deltas: list[Delta], batch: list[int], reply: Any,
-                only_version: str | None, results: list[ApplyResult | None],
-                hints: list[Hint]) -> bool:
-        """Record one batch's reply in `results` (and the hint it published in
-        `hints`); True when the batch must be sent again (STALE versions)."""
-        status = reply[0]
-        if status == "STALE":
-            self._versions[deltas[batch[0]].season] = (reply[1], reply[2])
-            if only_version is None or reply[2] == only_version:
-                return True
-            status = "MISSING"  # the version being built is gone
-        if status == "MISSING":
-            for i in batch:
+    def _settle(self, call: _Call, reply: Any, only_version: str | None,
+                results: list[ApplyResult | None], hints: list[Hint]) -> list[int]:
+        """Record one call's reply in `results` (and the hints it published in
+        `hints`); the deltas to send again (a season's versions were STALE)."""
+        refused: dict[str, str] = {}
+        for sc in call.seasons.values():
+            status, current, building, hint = reply[1 + 4 * sc.index: 5 + 4 * sc.index]
+            if status == "STALE":
+                self._versions[sc.season] = (current, building)
+                if only_version is not None and building != only_version:
+                    status = "MISSING"  # the version being built is gone
+            if status != "OK":
+                refused[sc.season] = status
+            elif hint and (parsed := hint_of(orjson.loads(hint))) is not None:
+                hints.append(parsed)
+        again: list[int] = []
+        at = 1 + 4 * len(call.seasons)
+        for k, (i, sc) in enumerate(zip(call.deltas, call.entry_seasons, strict=True)):
+            status = refused.get(sc.season)
+            if status == "STALE":
+                again.append(i)
+            elif status == "MISSING":
                 results[i] = "missing"
-            return False
-        if reply[1] and (hint := hint_of(orjson.loads(reply[1]))) is not None:
-            hints.append(hint)
-        for k, i in enumerate(batch):
-            applied = int(reply[2 + 2 * k])
-            results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
-                          else "applied" if applied else "duplicate")
-        return False
+            else:
+                applied = int(reply[at + 2 * k])
+                results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
+                              else "applied" if applied else "duplicate")
+        return again
 
     async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
         """Mark learners a void is about to be applied for, before their

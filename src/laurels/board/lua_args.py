@@ -3,14 +3,15 @@
 A script's ARGV is a row of positional strings; here each script's are
 named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
 a script that takes a list, one item of the list (repeated after the head;
-apply.lua puts its chunk ids in between). Python builds every call's
-arguments from these tuples, by name; `Scripts` (base.py) puts above each
-script the positions of the same names, generated from the same tuples:
+apply.lua takes three lists, named SEASON, ITEM and ENTRY instead of EACH).
+Python builds every call's arguments from these tuples, by name; `Scripts`
+(base.py) puts above each script the positions of the same names,
+generated from the same tuples:
 
-    local ARG = {expected_current = 1, expected_building = 2, ...}
-    local HEAD = 9                           -- values before the list
-    local EACH = {seq = 0, chunk = 1, ...}   -- offsets within one item
-    local EACH_WIDTH = 14
+    local ARG = {version = 1, policy = 2, metric = 3}
+    local HEAD = 3                           -- values before the list
+    local EACH = {uid = 0, points = 1, ...}  -- offsets within one item
+    local EACH_WIDTH = 6
 
 so a script reads `ARGV[ARG.policy]` and `ARGV[i + EACH.points]`, never a
 number that Python and Lua must agree on by hand. The constants both sides
@@ -34,35 +35,58 @@ Arg = str | int
 
 
 class ApplyHead(NamedTuple):
+    """apply.lua's head: then the seasons, the items, the entries, and last
+    the seasons' chunk ids (each season's C of them in turn)."""
+
+    policy: str
+    hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
+    seasons: int  # S, ApplySeason values after the head
+    items: int  # N, ApplyItem values after the seasons
+    entries: int  # E, ApplyEntry values after the items
+
+
+class ApplySeason(NamedTuple):
+    """One season a call applies to, as this process believes it."""
+
     expected_current: str
     expected_building: str
-    policy: str
     on_current: str  # '1' rank events on target 0, 'h' current without them, '0' not current
     targets: int  # T, the number of target versions
-    chunks: int  # C, the number of chunk ids after the head
-    hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
-    hint_channel: str
+    chunks: int  # C, the number of its chunk ids
     season: str
+    hint_channel: str
     metric: str  # the board's (kinds.Metric): 'best' keeps a learner's highest
     bits: str  # 'h': the version's bits in one hash (keys.hashed_bits), 's': a bitmap a chunk
+    chunk_bits: int  # the low bits of a seq that are its offset in its chunk (keys.chunk_bits)
+    origin: int  # the season's start, seconds since 1970 (its tie times count from it)
+    width: int  # a tie time's digits (seasons.TS_WIDTHS)
 
 
-class ApplyDelta(NamedTuple):
+class ApplyItem(NamedTuple):
+    """A completion as recorded or corrected, once per call whatever the
+    number of boards it counts on."""
+
     seq: int
-    chunk: int  # index among the call's chunk ids (0-based)
-    offset: int  # bit offset in the chunk
     uid: str  # padded user id
-    points: int
-    ts: str  # padded completed_at offset (microseconds into the season)
+    ts_s: int  # completed_at: seconds since 1970
+    ts_us: int  # and microseconds
     profile_version: int
     visibility: str
     name: str  # display name ('' = none)
     correction: int  # 0: as recorded
     counts: str  # '1' counts, '0' voided
+
+
+class ApplyEntry(NamedTuple):
+    """An item on one season's board."""
+
+    item: int  # its index among the call's items (0-based)
+    season: int  # its season's index among the call's seasons (0-based)
+    points: int  # what it scores there (1 on a `completions` board)
+    part: str  # a long board's closed-able part (week, day) of it, else ''
     reset_ts: str  # a correction's fallback tie time ('' when none counts)
     reset_score: int  # a void's fallback score on a `best` board (0: none counts)
     tie_token: str  # a void's ties token under `first` or on `best` ('' for none)
-    part: str  # a long board's closed-able part (week, day) of it, else ''
 
 
 class SetProfileArgs(NamedTuple):
@@ -175,9 +199,10 @@ class Part(NamedTuple):
     season: str
 
 
-# Each script: its head, and one item of its list (None: it takes none).
-SCRIPTS: dict[str, tuple[type[Any], type[Any] | None]] = {
-    "apply": (ApplyHead, ApplyDelta),
+# Each script: its head, and one item of its list (None: it takes none), or
+# the items of its lists by name (apply.lua's three).
+SCRIPTS: dict[str, tuple[type[Any], type[Any] | dict[str, type[Any]] | None]] = {
+    "apply": (ApplyHead, {"SEASON": ApplySeason, "ITEM": ApplyItem, "ENTRY": ApplyEntry}),
     "set_profile": (SetProfileArgs, None),
     "erase": (EraseArgs, None),
     "read_top": (ReadTopArgs, None),
@@ -200,15 +225,16 @@ def preamble(script: str) -> str:
     """The Lua lines that bind a script's argument names (and the shared
     constants), generated from its tuples above."""
     head, each = SCRIPTS[script]
-    lines = [f"-- ARGV by name: board/lua_args.py ({head.__name__}"
-             f"{', ' + each.__name__ if each else ''}); generated, never by hand",
+    lists = {"EACH": each} if isinstance(each, type) else dict(each or {})
+    named = ", ".join(t.__name__ for t in (head, *lists.values()))
+    lines = [f"-- ARGV by name: board/lua_args.py ({named}); generated, never by hand",
              "local ARG = {" + ", ".join(f"{n} = {i}" for i, n in
                                          enumerate(head._fields, 1)) + "}",
              f"local HEAD = {len(head._fields)}"]
-    if each is not None:
-        lines += ["local EACH = {" + ", ".join(f"{n} = {i}" for i, n in
-                                               enumerate(each._fields)) + "}",
-                  f"local EACH_WIDTH = {len(each._fields)}"]
+    for name, item in lists.items():
+        lines += [f"local {name} = {{" + ", ".join(f"{n} = {i}" for i, n in
+                                                   enumerate(item._fields)) + "}",
+                  f"local {name}_WIDTH = {len(item._fields)}"]
     lines += [f"local {name} = {value}" for name, value in CONSTANTS.items()]
     return "\n".join(lines) + "\n"
 

@@ -137,16 +137,11 @@ local function append_entries(out, items, users, erased_key)
   return out
 end
 
--- The learners of a call's items (ARGV from `first` on, one item every
--- `width` values, its padded uid at `offset`) that the season's erased set
--- holds, as a set: asked in one call, not one an item (most seasons have
--- none: one EXISTS).
-local function erased_among(erased_key, first, width, offset)
+-- The learners among `uids` that the season's erased set holds, as a set:
+-- asked in one call, not one a learner (most seasons have none: one EXISTS).
+local function erased_of(erased_key, uids)
   local erased = {}
-  if redis.call('EXISTS', erased_key) == 0 then return erased end
-  local uids = {}
-  for i = first, #ARGV, width do uids[#uids + 1] = ARGV[i + offset] end
-  if #uids == 0 then return erased end
+  if #uids == 0 or redis.call('EXISTS', erased_key) == 0 then return erased end
   local gone = redis.call('SMISMEMBER', erased_key, unpack(uids))
   for k = 1, #uids do
     if gone[k] == 1 then erased[uids[k]] = true end
@@ -154,13 +149,22 @@ local function erased_among(erased_key, first, width, offset)
   return erased
 end
 
+-- The same, for a call's items (ARGV from `first` on, one item every
+-- `width` values, its padded uid at `offset`).
+local function erased_among(erased_key, first, width, offset)
+  local uids = {}
+  for i = first, #ARGV, width do uids[#uids + 1] = ARGV[i + offset] end
+  return erased_of(erased_key, uids)
+end
+
 -- A finalized season's keys expire together (lifecycle.expire). A key that a
 -- script creates afterwards (a new bitmap chunk, a first hidden learner, an
--- erased set) takes the same expiry, so nothing outlives its season.
-local function inherit_expiry(current_key, keys, from)
+-- erased set) takes the same expiry, so nothing outlives its season (keys
+-- `from` to `to`, the last one when not given).
+local function inherit_expiry(current_key, keys, from, to)
   local ttl = redis.call('PTTL', current_key)
   if ttl <= 0 then return end
-  for i = from, #keys do
+  for i = from, to or #keys do
     if redis.call('PTTL', keys[i]) == -1 then redis.call('PEXPIRE', keys[i], ttl) end
   end
 end

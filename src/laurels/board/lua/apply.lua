@@ -1,47 +1,53 @@
--- apply.lua: apply a batch of completions of one season to every target
--- version of its board, in order. For each completion the idempotency bit and
--- the score change happen in this one script, so a crash can never mark a
--- completion without scoring it (docs/design.md, invariant 3); one call carries a
--- whole batch, so a batch costs one round trip whatever its size.
+-- apply.lua: apply a batch of completions to every target version of the
+-- boards of one or more seasons, in order. For each completion the
+-- idempotency bit and the score change happen in this one script, so a crash
+-- can never mark a completion without scoring it (docs/design.md, invariant
+-- 3); one call carries a whole batch, so a batch costs one round trip
+-- whatever its size. A completion counting on several boards (its week and
+-- all time, the boards of its tags) is sent once, as an item, with an entry
+-- for each board: its values are built and packed once, not once a board.
 --
--- KEYS[1]  current marker of the season (version readers use)
--- KEYS[2]  building marker (version being rebuilt, if any)
--- KEYS[3]  the season's set of erased learners (never scored again)
--- KEYS[4]  the season's notification stream (rank events for the projector)
--- KEYS[5]  the season's ties hash (learners a void is in flight for; see below)
--- KEYS[6+6t .. 11+6t], for each target version t (T of them):
---          public zset, hidden zset, users hash, chunks set, corrections hash,
---          parts set
--- KEYS[6+6T + t*C + c], for target t and chunk c (C of them): applied bitmap
---          (bits 's'), or the version's bits hash, the same key for every
---          chunk (bits 'h': a board of a kind, keys.py BOARD_CHUNK_BITS)
--- ARGV, by name (board/lua_args.py: ApplyHead, then the C chunk ids, then
--- an ApplyDelta per completion; bound above this script as ARG, HEAD, EACH):
+-- ARGV, by name (board/lua_args.py, bound above this script as ARG, HEAD,
+-- SEASON, ITEM, ENTRY): ApplyHead (policy, hint_command: 'PUBLISH' on one
+-- node, 'SPUBLISH' on a cluster (a call then holds one season: the shard
+-- channel is in its slot), '' for no hint; S, N, E), then S ApplySeason, N
+-- ApplyItem, E ApplyEntry, and last each season's C chunk ids in turn.
+-- A season:
 --   expected_current, expected_building: the versions the caller believes
---   policy: the tie policy
 --   on_current: '1' when target 0 is the current version (then rank events
 --     are computed on it: entering the top 10, passing learners in the top
 --     100); 'h' when it is, on a board without rank events (periods other
 --     than the week: contract, Domain); '0' when it is not
 --   targets (T), chunks (C): the numbers of target versions and chunk ids
---   hint_command: how to hint the change: 'PUBLISH' (one node), 'SPUBLISH'
---     (a cluster: the season's shard channel, in this script's slot) or ''
---   hint_channel, season
+--   season, hint_channel
 --   metric: the board's; 'best' keeps each learner's highest points (see
 --     Best below), any other adds the points given (1 a completion on a
 --     `completions` board: the caller says)
 --   bits: 's' a bitmap key per chunk, listed in the version's chunks set;
 --     'h' one hash per version, a field per chunk holding its bitmap
---   then the chunk (bitmap) ids, in the order of their KEYS, and per
---   completion: seq, chunk (its index among them), offset (its bit), uid
---   (padded), points, ts (padded completed_at offset, microseconds),
---   profile_version, visibility, name ('' = none), correction (0: the
---   completion as recorded), counts ('1'; '0': voided), reset_ts (for a
---   correction the learner's latest counted completion time in this season,
---   '' when none counts), reset_score (a void's fallback on `best`: the
---   learner's next best, 0 when none counts), tie_token (a void's under the
---   `first` policy or on `best`, '' for none) and part (on a long board, all time or a month, the shorter
---   closed-able season it belongs to, its week or its day; else '')
+--   chunk_bits: a seq's chunk is seq >> chunk_bits, its bit the rest
+--   origin, width: the season's start (seconds since 1970) and its tie
+--     times' digits: a completion's tie time is its microseconds since the
+--     start, padded (seasons.Season.pad_ts)
+-- An item: seq, uid (padded), ts_s and ts_us (completed_at: seconds since
+-- 1970, microseconds), profile_version, visibility, name ('' = none),
+-- correction (0: the completion as recorded), counts ('1'; '0': voided).
+-- An entry (an item on one season's board): item and season (0-based
+-- indexes), points, part (on a long board, all time or a month, the
+-- shorter closed-able season it belongs to, its week or its day; else ''),
+-- reset_ts (for a correction the learner's latest counted completion time
+-- in this season, '' when none counts), reset_score (a void's fallback on
+-- `best`: the learner's next best, 0 when none counts), tie_token (a
+-- void's under the `first` policy or on `best`, '' for none).
+--
+-- KEYS, each season's in turn: its current marker (the version readers
+-- use), building marker (the version being rebuilt, if any), set of erased
+-- learners (never scored again), notification stream (rank events for the
+-- projector) and ties hash (learners a void is in flight for; see below);
+-- for each target version t: public zset, hidden zset, users hash, chunks
+-- set, corrections hash, parts set; then the bits: for each target t, its
+-- C applied bitmaps (bits 's'), or its one bits hash (bits 'h': a board of
+-- a kind, keys.py BOARD_CHUNK_BITS).
 --
 -- Parts: a version may be built from archived standings (history.py)
 -- instead of completions, whose bits it then never had set: a long board
@@ -80,31 +86,69 @@
 -- version and answers -1, "deferred", and its outbox row stays until the
 -- new version is current, which then takes it (a rebuild never has to tell
 -- a correction that reached it live from one its snapshot holds).
--- Returns {'STALE', current, building} when the caller's versions are out of
--- date, {'MISSING'} when the season has no board (never write a partial one),
--- else {'OK', hint, applied_1, visibility_1, applied_2, ...}: the hint it
--- published ('' for none), then per completion the number of targets it was
--- newly applied to and its visibility on the current version ('' when not
--- applied there). When the current version changed, the refresh hint is
+-- Returns {'OK', then for each season: its status ('OK'; 'STALE' when the
+-- caller's versions are out of date; 'MISSING' when it has no board: never
+-- write a partial one), current, building (as they are, when STALE) and the
+-- hint it published ('' for none); then for each entry the number of targets
+-- it was newly applied to and its visibility on the current version (''
+-- when not applied there; 0 and '' for a season not OK)}. Every season is
+-- checked before the first write, so a refused season has nothing written.
+-- When a season's current version changed, its refresh hint is
 -- built here, the one place it is, and goes out in the same round trip
 -- (the caller hands the same text to its own process): {"season": S},
 -- with "user_id" when a single learner changed (null unless public), and,
 -- when several learners changed and all of them are public, "routes": their
 -- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
 -- of those learners only (group_index.py). No other learner is ever named.
-local current_key, building_key, erased_key, stream_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local ties_key = KEYS[5]
-local expected_current, expected_building = ARGV[ARG.expected_current], ARGV[ARG.expected_building]
-local policy = ARGV[ARG.policy]
-local first_is_current, rank_events = ARGV[ARG.on_current] ~= '0', ARGV[ARG.on_current] == '1'
-local T, C = tonumber(ARGV[ARG.targets]), tonumber(ARGV[ARG.chunks])
-local hint_command, hint_channel = ARGV[ARG.hint_command], ARGV[ARG.hint_channel]
-local season = ARGV[ARG.season]
-local best = ARGV[ARG.metric] == 'best'
-local hashed = ARGV[ARG.bits] == 'h'
+local policy, hint_command = ARGV[ARG.policy], ARGV[ARG.hint_command]
+local S, N, E = tonumber(ARGV[ARG.seasons]), tonumber(ARGV[ARG.items]), tonumber(ARGV[ARG.entries])
+local ITEMS_AT = HEAD + S * SEASON_WIDTH
+local ENTRIES_AT = ITEMS_AT + N * ITEM_WIDTH
 
--- Set a completion's idempotency bit (chunk c, bit `offset`) on a version
--- whose chunks set is `chunks`; true if it was set already. A field of the
+-- Each season's context: its keys' places, its head's values, what its
+-- entries changed (for its hint).
+local seasons, ts_shared = {}, {}
+do
+  local key_at, chunk_at = 0, ENTRIES_AT + E * ENTRY_WIDTH
+  for s = 1, S do
+    local a = HEAD + 1 + (s - 1) * SEASON_WIDTH
+    local T, C = tonumber(ARGV[a + SEASON.targets]), tonumber(ARGV[a + SEASON.chunks])
+    local on_current, width = ARGV[a + SEASON.on_current], tonumber(ARGV[a + SEASON.width])
+    local ctx = {
+      name = ARGV[a + SEASON.season], channel = ARGV[a + SEASON.hint_channel],
+      expected_current = ARGV[a + SEASON.expected_current],
+      expected_building = ARGV[a + SEASON.expected_building],
+      current = KEYS[key_at + 1], building = KEYS[key_at + 2], erased = KEYS[key_at + 3],
+      stream = KEYS[key_at + 4], ties = KEYS[key_at + 5],
+      first = key_at + 1, versions_at = key_at + 5, bits_at = key_at + 5 + 6 * T,
+      T = T, C = C, hashed = ARGV[a + SEASON.bits] == 'h',
+      first_is_current = on_current ~= '0', rank_events = on_current == '1',
+      best = ARGV[a + SEASON.metric] == 'best',
+      shift = 2 ^ tonumber(ARGV[a + SEASON.chunk_bits]),
+      origin = tonumber(ARGV[a + SEASON.origin]),
+      ts_format = '%0' .. (width - 6) .. 'd%06d',
+      chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {},
+      changed = 0, shown = 0, routes = {}, routed = {}, routable = true,
+    }
+    for c = 0, C - 1 do ctx.chunk_index[tonumber(ARGV[chunk_at + 1 + c])] = c end
+    -- Seasons of one start and width share their tie times (an item's, by its place).
+    local shared = ts_shared[ctx.ts_format .. ctx.origin]
+    if not shared then
+      shared = {}
+      ts_shared[ctx.ts_format .. ctx.origin] = shared
+    end
+    ctx.tie_times = shared
+    -- Ties are tracked (the ties hash) where a void's fallback is read first.
+    ctx.guarded = policy == 'first' or ctx.best
+    key_at = ctx.bits_at + (ctx.hashed and T or T * C)
+    ctx.last = key_at
+    chunk_at = chunk_at + C
+    seasons[s] = ctx
+  end
+end
+
+-- Set a completion's idempotency bit (chunk c, bit `offset`) on target t of
+-- a season; true if it was set already. A field of the
 -- bits hash is the bitmap SETBIT would make (a byte's bits from its high
 -- end), so both forms read the same (board/inspection.py). A hash's fields
 -- are read once a call and written back once at its end (write_bits): a
@@ -113,13 +157,16 @@ local hashed = ARGV[ARG.bits] == 'h'
 -- whole or, on a write refused at its start, not at all: no reply sees a
 -- bit that is not written.)
 local bitmaps, dirty = {}, {}
-local function set_bit(key, chunks, c, offset)
-  local chunk = ARGV[HEAD + 1 + c]
-  if not hashed then
-    if redis.call('SETBIT', key, offset, 1) == 1 then return true end
-    redis.call('SADD', chunks, chunk)
+local function set_bit(ctx, t, c, offset)
+  local chunk = ARGV[ctx.chunk_ids_at + 1 + c]
+  if not ctx.hashed then
+    if redis.call('SETBIT', KEYS[ctx.bits_at + 1 + t * ctx.C + c], offset, 1) == 1 then
+      return true
+    end
+    redis.call('SADD', KEYS[ctx.versions_at + 6 * t + 4], chunk)
     return false
   end
+  local key = KEYS[ctx.bits_at + 1 + t]
   local fields = bitmaps[key]
   if not fields then
     fields = {}
@@ -150,8 +197,6 @@ local function write_bits()
     redis.call('HSET', key, unpack(args))
   end
 end
--- Ties are tracked (the ties hash) where a void's fallback is read first.
-local guarded = policy == 'first' or best
 
 -- On a `best` board, a learner at `score` (stored: minus the total; 0 when
 -- off the board) with tie time p.ts gains a counted completion of `points`
@@ -165,37 +210,45 @@ local function raise_best(p, score, on_board, points, ts)
   return score
 end
 
-local refused = check_versions(current_key, building_key, expected_current, expected_building)
-if refused then return refused end
+-- Every season is checked before the first write; a refused one (STALE,
+-- MISSING) is left untouched and its entries answer nothing.
+for _, ctx in ipairs(seasons) do
+  ctx.refused = check_versions(ctx.current, ctx.building, ctx.expected_current,
+                               ctx.expected_building)
+  if not ctx.refused then
+    -- Whether a completion of a part counts on target t from an archive
+    -- (see Parts above); most versions have no parts at all.
+    for t = 0, ctx.T - 1 do
+      ctx.has_parts[t] = redis.call('EXISTS', KEYS[ctx.versions_at + 6 * t + 6]) == 1
+    end
+  end
+end
 
 -- Whether a completion of `part` (or of this season) counts on target t
--- from an archive (see Parts above); most versions have no parts at all.
-local has_parts = {}
-for t = 0, T - 1 do has_parts[t] = redis.call('EXISTS', KEYS[11 + 6 * t]) == 1 end
-local function from_archive(t, part)
-  if not has_parts[t] then return false end
-  local parts = KEYS[11 + 6 * t]
-  return redis.call('SISMEMBER', parts, season) == 1
+-- from an archive (see Parts above).
+local function from_archive(ctx, t, part)
+  if not ctx.has_parts[t] then return false end
+  local parts = KEYS[ctx.versions_at + 6 * t + 6]
+  return redis.call('SISMEMBER', parts, ctx.name) == 1
       or (part ~= '' and redis.call('SISMEMBER', parts, part) == 1)
 end
 
 -- Apply a correction to target t (see above); returns 1 if its state is newly
 -- recorded there, and (on the current version, when the score changed) the
 -- learner's visibility after it.
-local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
+local function correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_version, visibility,
                            name, erased, correction, counts, reset_ts, reset_score, part)
-  local base = 6 + 6 * t
-  local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
+  local base = ctx.versions_at + 6 * t + 1
+  local public, hidden, users = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local corrections = KEYS[base + 4]
-  local bitmap = KEYS[6 + 6 * T + t * C + c]
-  local archived = from_archive(t, part)
+  local archived = from_archive(ctx, t, part)
   local stored = redis.call('HGET', corrections, seq)
   local stored_n, stored_counts = nil, false
   if stored then
     stored_n, stored_counts = parse_correction(stored)
     if stored_n >= correction then return 0, '' end
   end
-  local was_applied = set_bit(bitmap, chunks, c, offset)
+  local was_applied = set_bit(ctx, t, c, offset)
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
@@ -206,13 +259,13 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
     score = tonumber(stored_score or '0')
     redis.call('ZREM', old_zset, old_member)
   end
-  if counts and best then  -- restored: it may be the best again
+  if counts and ctx.best then  -- restored: it may be the best again
     p = merge_profile(p, profile_version, visibility, name, '')
     score = raise_best(p, score, on_board, points, ts)
   elseif counts then  -- restored: it counts again, and may be the latest again
     p = merge_profile(p, profile_version, visibility, name, ts)
     score = score - points
-  elseif best then  -- voided: the next best, as PostgreSQL has it (see Best)
+  elseif ctx.best then  -- voided: the next best, as PostgreSQL has it (see Best)
     p = merge_profile(p, profile_version, visibility, name, '')
     score, p.ts = -reset_score, reset_ts
   else  -- voided: the tie time falls back when it was this completion's
@@ -229,32 +282,32 @@ local function correct_one(t, seq, c, offset, uid, points, ts, profile_version, 
     redis.call('ZADD', zset_of(p.vis, public, hidden), score, member_of(policy, p.ts, uid))
   end
   store_profile(users, policy, uid, p)
-  if first_is_current and t == 0 then return 1, p.vis end
+  if ctx.first_is_current and t == 0 then return 1, p.vis end
   return 1, ''
 end
 
 -- Apply one completion to target t; returns 1 if newly applied there, and
 -- (on the current version) the learner's visibility after it.
-local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility, name,
-                         erased, part)
-  local base = 6 + 6 * t
-  local public, hidden, users, chunks = KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
-  local bitmap = KEYS[6 + 6 * T + t * C + c]
-  local ranked = first_is_current and t == 0
+local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version, visibility,
+                         name, erased, part)
+  local base = ctx.versions_at + 6 * t + 1
+  local public, hidden, users = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local ranked = ctx.first_is_current and t == 0
   -- The chunk is tracked whenever its bit is set (an erased learner's too),
   -- so dropping or expiring the version finds every bitmap.
-  if set_bit(bitmap, chunks, c, offset) then return 0, '' end
+  if set_bit(ctx, t, c, offset) then return 0, '' end
   if erased then return 0, '' end
-  if from_archive(t, part) then
+  if from_archive(ctx, t, part) then
     return 0, ''  -- counted in its archived standing (see Parts above)
   end
   local old_index, old_rank, removed = nil, nil, nil
   local p = load_profile(users, public, policy, uid)
   local score, on_board = 0, p ~= nil and p.ts ~= ''
+  local rank_events = ranked and ctx.rank_events
   if on_board then
     local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
     score = tonumber(stored_score or '0')
-    if ranked and rank_events and old_zset == public then
+    if rank_events and old_zset == public then
       old_index = redis.call('ZRANK', public, old_member)
       old_rank = old_index + 1
       if policy == 'shared' then  -- the board's rank: ties share it
@@ -264,7 +317,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
     removed = {old_zset, old_member}
   end
   local new_score
-  if best then
+  if ctx.best then
     p = merge_profile(p, profile_version, visibility, name, '')
     new_score = raise_best(p, score, on_board, points, ts)
   else
@@ -303,7 +356,7 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
       end
     end
     if entered or #passed > 0 then
-      redis.call('XADD', stream_key, 'MAXLEN', '~', 100000, '*', 'seq', seq, 'uid', uid,
+      redis.call('XADD', ctx.stream, 'MAXLEN', '~', 100000, '*', 'seq', seq, 'uid', uid,
                  'vis', p.vis, 'rank', new_rank,
                  'score', -new_score, 'top10', entered and '1' or '0',
                  'passed', table.concat(passed, ','))
@@ -312,81 +365,137 @@ local function apply_one(t, seq, c, offset, uid, points, ts, profile_version, vi
   return 1, p.vis
 end
 
-local out = {'OK'}
-local changed_uid, changed_vis, changed, shown = nil, nil, 0, 0
-local routes, routed, routable = {}, {}, true
--- Note what one item changed on the current version, for the hint.
-local function note_change(uid, current_vis)
-  if current_vis == '' or changed_uid == uid then return end
-  changed = changed + 1
-  if current_vis ~= 'hidden' then shown = shown + 1 end
-  changed_uid, changed_vis = uid, current_vis
+-- Note what one entry changed on its season's current version, for the hint.
+local function note_change(ctx, uid, current_vis)
+  if current_vis == '' or ctx.changed_uid == uid then return end
+  ctx.changed = ctx.changed + 1
+  if current_vis ~= 'hidden' then ctx.shown = ctx.shown + 1 end
+  ctx.changed_uid, ctx.changed_vis = uid, current_vis
   if current_vis ~= 'public' then
-    routable = false
-  elseif routable and not routed[uid] then
-    routed[uid] = true
-    routes[#routes + 1] = string.gsub(uid, '^0+', '')
-    if #routes > ROUTES_MAX then routable = false end
+    ctx.routable = false
+  elseif ctx.routable and not ctx.routed[uid] then
+    ctx.routed[uid] = true
+    ctx.routes[#ctx.routes + 1] = string.gsub(uid, '^0+', '')
+    if #ctx.routes > ROUTES_MAX then ctx.routable = false end
   end
 end
 
-local erased_uids = erased_among(erased_key, HEAD + 1 + C, EACH_WIDTH, EACH.uid)
+-- Each season's entries, in order, and the erased learners among them: one
+-- question a season that has any (erased_of). The entries are applied a
+-- season at a time, so that a season's sets and hashes stay in the CPU's
+-- caches while its entries are applied (in the order given, a batch's
+-- entries of many seasons cost Valkey about a third more).
+do
+  local uids = {}
+  for s, ctx in ipairs(seasons) do
+    ctx.entries = {}
+    -- (most seasons have no erased set: their learners are not gathered)
+    if not ctx.refused and redis.call('EXISTS', ctx.erased) == 1 then uids[s] = {} end
+  end
+  for k = 0, E - 1 do
+    local e = ENTRIES_AT + 1 + k * ENTRY_WIDTH
+    local s = tonumber(ARGV[e + ENTRY.season]) + 1
+    local list = seasons[s].entries
+    list[#list + 1] = k
+    list = uids[s]
+    if list then
+      list[#list + 1] = ARGV[ITEMS_AT + 1 + tonumber(ARGV[e + ENTRY.item]) * ITEM_WIDTH
+                             + ITEM.uid]
+    end
+  end
+  for s, ctx in ipairs(seasons) do
+    ctx.gone = uids[s] and erased_of(ctx.erased, uids[s]) or {}
+  end
+end
 
-for i = HEAD + 1 + C, #ARGV, EACH_WIDTH do
-  local seq, c = ARGV[i + EACH.seq], tonumber(ARGV[i + EACH.chunk])
-  local offset, uid = tonumber(ARGV[i + EACH.offset]), ARGV[i + EACH.uid]
-  local points, ts = tonumber(ARGV[i + EACH.points]), ARGV[i + EACH.ts]
-  local correction = tonumber(ARGV[i + EACH.correction])
-  local counts, token = ARGV[i + EACH.counts] == '1', ARGV[i + EACH.tie_token]
-  local part = ARGV[i + EACH.part]
-  local profile_version, visibility = ARGV[i + EACH.profile_version], ARGV[i + EACH.visibility]
-  local name = ARGV[i + EACH.name]
-  if token ~= '' and redis.call('HGET', ties_key, uid) ~= token then
-    out[#out + 1] = -2  -- retry: the void's tie time may be stale (see Ties above)
-    out[#out + 1] = ''
-  else
-    local erased = erased_uids[uid] == true
-    local applied, current_vis, deferred = 0, '', false
-    for t = 0, T - 1 do
-      local n, vis = 0, ''
-      if correction > 0 and not (first_is_current and t == 0) then
-        deferred = true  -- a version being built takes corrections once it is current
-      elseif correction > 0 then
-        n, vis = correct_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
-                             name, erased, correction, counts, ARGV[i + EACH.reset_ts],
-                             tonumber(ARGV[i + EACH.reset_score]), part)
-      else
-        n, vis = apply_one(t, seq, c, offset, uid, points, ts, profile_version, visibility,
-                           name, erased, part)
+local out = {'OK'}
+for _, ctx in ipairs(seasons) do
+  -- (status, current, building, hint: filled in below)
+  local refused = ctx.refused or {'OK', '', ''}
+  out[#out + 1] = refused[1]
+  out[#out + 1] = refused[2] or ''
+  out[#out + 1] = refused[3] or ''
+  out[#out + 1] = ''
+end
+local ANSWERS_AT = #out
+for _ = 1, E do  -- (each entry's answer: filled in below)
+  out[#out + 1] = 0
+  out[#out + 1] = ''
+end
+
+for _, ctx in ipairs(seasons) do
+  for _, k in ipairs(ctx.refused and {} or ctx.entries) do
+    local e = ENTRIES_AT + 1 + k * ENTRY_WIDTH
+    local i = ITEMS_AT + 1 + tonumber(ARGV[e + ENTRY.item]) * ITEM_WIDTH
+    local uid, token = ARGV[i + ITEM.uid], ARGV[e + ENTRY.tie_token]
+    local answer = ANSWERS_AT + 1 + 2 * k
+    if token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
+      out[answer] = -2  -- retry: the void's tie time may be stale (see Ties above)
+    else
+      local seq = ARGV[i + ITEM.seq]
+      local n = tonumber(seq)
+      local chunk = math.floor(n / ctx.shift)
+      local c, offset = ctx.chunk_index[chunk], n - chunk * ctx.shift
+      -- (a completion's boards mostly share their start: weeks of one zone)
+      local ts = ctx.tie_times[i]
+      if not ts then
+        ts = string.format(ctx.ts_format, tonumber(ARGV[i + ITEM.ts_s]) - ctx.origin,
+                           tonumber(ARGV[i + ITEM.ts_us]))
+        ctx.tie_times[i] = ts
       end
-      applied = applied + n
-      if vis ~= '' then current_vis = vis end
+      local points, part = tonumber(ARGV[e + ENTRY.points]), ARGV[e + ENTRY.part]
+      local correction = tonumber(ARGV[i + ITEM.correction])
+      local counts = ARGV[i + ITEM.counts] == '1'
+      local profile_version = ARGV[i + ITEM.profile_version]
+      local visibility, name = ARGV[i + ITEM.visibility], ARGV[i + ITEM.name]
+      local erased = ctx.gone[uid] == true
+      local applied, current_vis, deferred = 0, '', false
+      for t = 0, ctx.T - 1 do
+        local got, vis = 0, ''
+        if correction > 0 and not (ctx.first_is_current and t == 0) then
+          deferred = true  -- a version being built takes corrections once it is current
+        elseif correction > 0 then
+          got, vis = correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
+                                 visibility, name, erased, correction, counts,
+                                 ARGV[e + ENTRY.reset_ts],
+                                 tonumber(ARGV[e + ENTRY.reset_score]), part)
+        else
+          got, vis = apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
+                               visibility, name, erased, part)
+        end
+        applied = applied + got
+        if vis ~= '' then current_vis = vis end
+      end
+      if applied > 0 and ctx.guarded and redis.call('HEXISTS', ctx.ties, uid) == 1 then
+        redis.call('HINCRBY', ctx.ties, uid, 1)  -- a void in flight for them must read again
+      end
+      out[answer] = deferred and -1 or applied
+      out[answer + 1] = current_vis
+      note_change(ctx, uid, current_vis)
     end
-    if applied > 0 and guarded and redis.call('HEXISTS', ties_key, uid) == 1 then
-      redis.call('HINCRBY', ties_key, uid, 1)  -- a void in flight for them must read again
-    end
-    out[#out + 1] = deferred and -1 or applied
-    out[#out + 1] = current_vis
-    note_change(uid, current_vis)
   end
 end
 write_bits()
-inherit_expiry(current_key, KEYS, 3)  -- (the ties hash has an expiry of its own)
-local hint = ''
-if changed > 0 and hint_command ~= '' then
-  hint = '{"season":"' .. season .. '"'
-  if changed == 1 then
-    local id = 'null'
-    if changed_vis == 'public' then id = string.gsub(changed_uid, '^0+', '') end
-    hint = hint .. ',"user_id":' .. id
-  elseif routable then
-    hint = hint .. ',"routes":[' .. table.concat(routes, ',') .. ']'
+for s, ctx in ipairs(seasons) do
+  if not ctx.refused then
+    -- (the ties hash has an expiry of its own)
+    inherit_expiry(ctx.current, KEYS, ctx.first + 2, ctx.last)
+    if ctx.changed > 0 and hint_command ~= '' then
+      local hint = '{"season":"' .. ctx.name .. '"'
+      if ctx.changed == 1 then
+        local id = 'null'
+        if ctx.changed_vis == 'public' then id = string.gsub(ctx.changed_uid, '^0+', '') end
+        hint = hint .. ',"user_id":' .. id
+      elseif ctx.routable then
+        hint = hint .. ',"routes":[' .. table.concat(ctx.routes, ',') .. ']'
+      end
+      -- Only hidden learners changed: no public board shows anything new (the
+      -- caches still drop the season: the learners' own views did change).
+      if ctx.shown == 0 then hint = hint .. ',"quiet":true' end
+      hint = hint .. '}'
+      redis.call(hint_command, ctx.channel, hint)
+      out[1 + 4 * s] = hint  -- as published: this process's caches hear it too
+    end
   end
-  -- Only hidden learners changed: no public board shows anything new (the
-  -- caches still drop the season: the learners' own views did change).
-  if shown == 0 then hint = hint .. ',"quiet":true' end
-  hint = hint .. '}'
-  redis.call(hint_command, hint_channel, hint)
 end
-table.insert(out, 2, hint)  -- the hint as published: this process's caches hear it too
 return out

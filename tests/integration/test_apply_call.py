@@ -1,0 +1,127 @@
+"""apply.lua takes a batch of several seasons' boards in one call (issue 42:
+a completion with three tags is five board entries, sent once as an item):
+each season is checked on its own before the first write, and each entry's
+tie time is computed in the script from its season's start exactly as
+Season.pad_ts computes it."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from laurels.board import Board, Delta, Profile
+from laurels.keys import Keys
+from laurels.projector import boards_of
+from laurels.ranking import pad_uid
+from laurels.rebuild import Rebuilder
+from laurels.runtime import Runtime
+from laurels.seasons import PERIODS, parse_season, season_of
+
+PUBLIC = Profile(0, "public", "")
+_seq = itertools.count(1)
+
+
+async def built(rt: Runtime, board: Board, seasons: list[str]) -> None:
+    for name in seasons:
+        await Rebuilder(rt.db, board).run(name)  # empty: nothing in PostgreSQL
+
+
+async def current_of(rt: Runtime, board: Board, season: str) -> str:
+    return str(await rt.redis.get(board.season_keys(season).current))
+
+
+async def test_a_completion_s_boards_go_in_one_call_as_one_item(rt: Runtime) -> None:
+    board = Board(rt.redis, Keys(rt.keys.prefix, "first"), "first", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 30, 15, 250_000, tzinfo=UTC)
+    evs = [Delta(next(_seq), uid, 3, at + timedelta(minutes=uid),
+                 season_of(at, "week", zone="UTC").name, PUBLIC) for uid in (1, 2, 3)]
+    boards = boards_of(evs, PERIODS, "UTC")
+    seasons = sorted({b.season for b in boards})
+    assert len(seasons) == 4 and len(boards) == 12
+    await built(rt, board, seasons)
+    pending = list(range(len(boards)))
+    batches = board._batches(boards, pending)
+    assert len(batches) == (4 if board.cluster else 1)  # a cluster: one season a call
+    call, _, _ = board._apply_call(boards, batches[0][1])
+    assert len(call.items) == len(batches[0][1]) // (1 if board.cluster else 4)
+    assert await board.apply(boards) == ["applied"] * 12
+    assert await board.apply(boards) == ["duplicate"] * 12
+    for name in seasons:
+        top = await board.top(name, 10)
+        # `first`: who reached the score first ranks first
+        assert [(e.user_id, e.score) for e in top.entries] == [(1, 3), (2, 3), (3, 3)], name
+
+
+async def test_a_stale_season_is_refused_alone(rt: Runtime) -> None:
+    """One call, three seasons, the process's belief about the middle one
+    wrong: that season answers STALE with its versions and is not written;
+    the other two are applied. apply() then sends the refused entries
+    again, and only those."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC").name, PUBLIC)
+           for uid in (1, 2)]
+    boards = boards_of(evs, ("week", "day", "all"), "UTC")
+    week, day, every = (season_of(at, p, zone="UTC").name for p in ("week", "day", "all"))
+    await built(rt, board, [week, day, every])
+    believed = {s: (await current_of(rt, board, s), "") for s in (week, every)}
+    believed[day] = ("999", "")
+    _, keys, args = board._apply_call(boards, list(range(len(boards))), believed=believed)
+    if board.cluster:
+        pytest.skip("a cluster sends one season a call (the test above)")
+    reply = await board.scripts["apply"](keys=keys, args=args)
+    statuses = [reply[1 + 4 * s] for s in range(3)]
+    assert statuses == ["OK", "STALE", "OK"]
+    assert reply[6] == await current_of(rt, board, day)
+    entries = reply[13:]
+    assert [int(entries[2 * k]) for k in range(6)] == [1, 0, 1, 1, 0, 1]
+    assert (await board.top(day, 10)).entries == []
+    for name in (week, every):
+        assert [(e.user_id, e.score) for e in (await board.top(name, 10)).entries] == [
+            (2, 2), (1, 1)]
+    # apply() sends again what a STALE season refused: the day's, once.
+    board._versions.update(believed)
+    assert await board.apply(boards) == ["duplicate", "applied", "duplicate"] * 2
+    assert [(e.user_id, e.score) for e in (await board.top(day, 10)).entries] == [
+        (2, 2), (1, 1)]
+
+
+async def test_a_missing_season_is_missing_alone(rt: Runtime) -> None:
+    board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+    evs = [Delta(next(_seq), 5, 4, at, season_of(at, "week", zone="UTC").name, PUBLIC)]
+    boards = boards_of(evs, ("week", "day"), "UTC")
+    await built(rt, board, [boards[0].season])  # the day has no board
+    assert await board.apply(boards) == ["applied", "missing"]
+    assert await rt.redis.exists(board.season_keys(boards[1].season).current) == 0
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/New_York"])
+async def test_tie_times_are_the_season_s_own(rt: Runtime, zone: str) -> None:
+    """The script computes each entry's tie time from the item's instant and
+    its season's start: the same digits as Season.pad_ts, on a week, a day,
+    a month and all time (counted from year 1), on a 25-hour day."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, "first"), "first", zone=zone)
+    # 2026-10-25: Europe's clocks go back (a 25-hour day); late in it, and
+    # on the 1st of a month.
+    instants = [datetime(2026, 10, 25, 22, 59, 59, 999_999, tzinfo=ZoneInfo(zone)),
+                datetime(2026, 11, 1, 0, 0, 0, 1, tzinfo=ZoneInfo(zone)),
+                datetime(2026, 12, 2, 9, 8, 7, 654_321, tzinfo=UTC)]
+    evs = [Delta(next(_seq), 10 + k, 1, at, season_of(at, "week", zone=zone).name, PUBLIC)
+           for k, at in enumerate(instants)]
+    boards = boards_of(evs, PERIODS, zone)
+    seasons = sorted({b.season for b in boards})
+    await built(rt, board, seasons)
+    assert set(await board.apply(boards)) == {"applied"}
+    checked = 0
+    for b in boards:
+        season = parse_season(b.season, zone=zone)
+        users = board.season_keys(b.season).version(await current_of(rt, board, b.season)).users
+        stored = await rt.redis.hget(users, pad_uid(b.user_id))
+        assert stored is not None
+        assert stored.split("\t")[2] == season.pad_ts(b.completed_at), b.season
+        checked += 1
+    assert checked == 12
