@@ -19,6 +19,11 @@ outbox flush loop running, as in `laurels serve`), in alternating rounds
 second on each side, and the ratio tagged / plain (the issue asks at least
 0.6). Then `verify` of one board of each kind and of the whole board.
 
+With `--probe`, another process sends Valkey a `PING` every millisecond
+throughout, and the wait of each is printed for each side's rounds (p50,
+p99, max): how long a read arriving meanwhile waits behind the apply's
+script calls.
+
 Uses the PostgreSQL at $LAURELS_BENCH_DATABASE_URL (default the machine's,
 loopback only); drops its databases and stops its Valkey at the end.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import secrets
 import sys
@@ -110,6 +116,32 @@ async def ingest_round(rt: Services, batch_items: list[dict[str, Any]], batch: i
     return seconds
 
 
+def probe(redis_url: str, stop: Any, out: Any) -> None:
+    """In its own process: PING every millisecond until `stop` is set; puts
+    the (wall time, seconds waited) of each in `out`."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    waits = []
+    while not stop.is_set():
+        started = time.perf_counter()
+        client.ping()
+        waits.append((time.time(), time.perf_counter() - started))
+        time.sleep(0.001)
+    out.put(waits)
+
+
+def waits_report(waits: list[tuple[float, float]], windows: dict[str, list[tuple[float, float]]]
+                 ) -> None:
+    for name, spans in windows.items():
+        got = sorted(w for at, w in waits if any(a <= at <= b for a, b in spans))
+        if not got:
+            continue
+        p50, p99 = got[len(got) // 2], got[min(len(got) - 1, len(got) * 99 // 100)]
+        log(f"a PING's wait during {name} rounds: p50 {1e3 * p50:.2f} ms, "
+            f"p99 {1e3 * p99:.2f} ms, max {1e3 * got[-1]:.1f} ms ({len(got)} pings)")
+
+
 @dataclass
 class Side:
     """What one side's rounds took: seconds, completions, CPU seconds by
@@ -149,6 +181,31 @@ class Side:
                     log(f"  {cmd:<14} {calls / self.count:7.2f} {usec / self.count:8.1f}")
 
 
+async def rounds(args: argparse.Namespace, sides: dict[str, Any], tally: dict[str, Side],
+                 week_start: datetime, redis_url: str) -> None:
+    """The alternating rounds (plain, tagged, tagged, plain, ...), probed
+    with `--probe`."""
+    windows: dict[str, list[tuple[float, float]]] = {"plain": [], "tagged": []}
+    if args.probe:
+        stop = multiprocessing.Event()
+        out: multiprocessing.Queue[list[tuple[float, float]]] = multiprocessing.Queue()
+        prober = multiprocessing.Process(target=probe, args=(redis_url, stop, out))
+        prober.start()
+    for r in range(args.rounds):
+        for name in ["plain", "tagged"] if r % 2 == 0 else ["tagged", "plain"]:
+            work = items(r * args.ingest, args.ingest, args.learners, week_start,
+                         name == "tagged")
+            began = time.time()
+            s = await tally[name].round(sides[name], work, args)
+            windows[name].append((began, time.time()))
+            log(f"  round {r + 1} {name}: {len(work) / s:,.0f}/s ({s:.1f} s)")
+    if args.probe:
+        stop.set()
+        waits = out.get()
+        prober.join()
+        waits_report(waits, windows)
+
+
 async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str,
                   workdir: Path) -> None:
     now = datetime.now(UTC)
@@ -170,12 +227,7 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
         for name, rt in sides.items():
             await ingest_round(rt, items(10**8, args.batch, args.learners, week.starts_at,
                                          name == "tagged"), args.batch, args.clients)
-        for r in range(args.rounds):
-            for name in ["plain", "tagged"] if r % 2 == 0 else ["tagged", "plain"]:
-                work = items(r * args.ingest, args.ingest, args.learners, week.starts_at,
-                             name == "tagged")
-                s = await tally[name].round(sides[name], work, args)
-                log(f"  round {r + 1} {name}: {len(work) / s:,.0f}/s ({s:.1f} s)")
+        await rounds(args, sides, tally, week.starts_at, redis_url)
         rate = {n: side.count / side.seconds for n, side in tally.items()}
         log(f"batch ingest, no tags:        {rate['plain']:>10,.0f} completions/s")
         log(f"batch ingest, 3 tags on 3 kinds: {rate['tagged']:>7,.0f} completions/s")
@@ -208,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learners", type=int, default=20_000)
     parser.add_argument("--commandstats", action="store_true",
                         help="print Valkey's calls and time per completion, each side")
+    parser.add_argument("--probe", action="store_true",
+                        help="print how long a PING waited during each side's rounds")
     args = parser.parse_args(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     run_id = secrets.token_hex(4)

@@ -34,7 +34,7 @@ MAX_STALE_RETRIES = 8
 # batch), so one caller never takes every connection of the client.
 CLUSTER_IN_FLIGHT = 32
 MEMBERS_PER_CALL = 2_000  # ids per scores/ranks call: a few ms of Redis
-APPLY_BATCH = 2000  # entries (a delta on a board) per apply.lua call: 20-50 ms of Redis
+APPLY_BATCH = 500  # entries (a delta on a board) per apply.lua call: 10-15 ms of Redis
 
 
 async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
