@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 TiePolicy = Literal["shared", "first"]
@@ -25,6 +26,7 @@ Position = tuple[int, int, int]
 USER_ID_MAX = 2**63 - 1
 UID_WIDTH = 19
 TS_WIDTH = 12  # a week's and a day's tie times (seasons.py: each period's width)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # an instant's seconds count from here
 
 
 def pad_uid(user_id: int) -> str:

@@ -24,7 +24,7 @@ from laurels.heal import REQUEST_HEAL_WAIT_SECONDS, Healer
 from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
-from laurels.ranking import Position, TiePolicy
+from laurels.ranking import UNIX_EPOCH, Position, TiePolicy
 from laurels.seasons import GLOBAL, Season, configured_season
 from laurels.settings import Settings
 from laurels.shapes import tie_policy, visibility
@@ -259,7 +259,7 @@ class Reads:
             ends=season.ends_at)
         if retired and retired["retired"]:
             return await self._retired(season, user_id), None
-        after_at = EPOCH + timedelta(microseconds=after[0]) if after else None
+        after_at = UNIX_EPOCH + timedelta(microseconds=after[0]) if after else None
         rows = await self.db.fetch("user_completions", season=season, user_id=user_id,
                                    limit=limit + 1, after_at=after_at,
                                    after_seq=after[1] if after else None)
@@ -305,10 +305,9 @@ def _archived_entry(row: Any) -> Entry:
                  int(row["score"]))
 
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 EPOCH_OF_BOARDS = datetime(1, 1, 1, tzinfo=UTC)  # `all` starts with the first completion
 
 
 def micros(at: datetime) -> int:
-    delta = at - EPOCH
+    delta = at - UNIX_EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds

@@ -16,8 +16,8 @@ from laurels.api.dependencies import admin_token
 from laurels.api.params import Cursor, Limit, path_uuid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
-from laurels.ranking import Position
-from laurels.reads import EPOCH, micros
+from laurels.ranking import UNIX_EPOCH, Position
+from laurels.reads import micros
 from laurels.validation import UUID_RE
 
 DeliveryIdPath = Annotated[str, Path(description="a webhook delivery's id (UUID)",
@@ -37,7 +37,7 @@ def _delivery_position(created_at: datetime, delivery_id: str) -> Position:
 
 
 def _delivery_after(position: Position) -> tuple[datetime, str]:
-    at = EPOCH + timedelta(microseconds=position[0])
+    at = UNIX_EPOCH + timedelta(microseconds=position[0])
     n = ((position[1] + HALF) << 64) | (position[2] + HALF)
     return at, str(uuid.UUID(int=n))
 

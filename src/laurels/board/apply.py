@@ -4,7 +4,7 @@ profiles and erasures."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -22,12 +22,11 @@ from laurels.board.lua_args import (
 )
 from laurels.board.values import Delta, Profile
 from laurels.keys import chunk_bits, hashed_bits
-from laurels.ranking import pad_uid
+from laurels.ranking import UNIX_EPOCH, pad_uid
 from laurels.seasons import parse_season, whole_week
 from laurels.states import ApplyResult
 
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
-UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class _Call:
