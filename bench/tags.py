@@ -19,6 +19,9 @@ outbox flush loop running, as in `laurels serve`), in alternating rounds
 second on each side, and the ratio tagged / plain (the issue asks at least
 0.6). Then `verify` of one board of each kind and of the whole board.
 
+With `--py-spy FILE`, a raw py-spy record of this process during one
+side's rounds (`--py-spy-side`, tagged by default), each round's appended.
+
 With `--probe`, another process sends Valkey a `PING` every millisecond
 throughout, and the wait of each is printed for each side's rounds (p50,
 p99, max): how long a read arriving meanwhile waits behind the apply's
@@ -35,6 +38,9 @@ import asyncio
 import multiprocessing
 import os
 import secrets
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -151,13 +157,28 @@ class Side:
     count: int = 0
     cpu: dict[str, float] = field(default_factory=dict)
     stats: dict[str, list[int]] = field(default_factory=dict)
+    spied: list[str] = field(default_factory=list)  # py-spy's records of its rounds
 
-    async def round(self, rt: Services, work: list[dict[str, Any]],
+    async def round(self, name: str, rt: Services, work: list[dict[str, Any]],
                     args: argparse.Namespace) -> float:
         if args.commandstats:
             await rt.redis.config_resetstat()
         cpu0 = cpu_by_process()
-        s = await ingest_round(rt, work, args.batch, args.clients)
+        spy = None
+        if args.py_spy and name == args.py_spy_side:
+            # (appended to, round after round: one record of this side's rounds)
+            spy = subprocess.Popen(
+                [shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
+                 "record", "-r", "200", "-f", "raw", "-o", f"{args.py_spy}.{len(self.spied)}",
+                 "-p", str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            await asyncio.sleep(0.5)  # (py-spy attaches)
+        try:
+            s = await ingest_round(rt, work, args.batch, args.clients)
+        finally:
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(timeout=30)
+                self.spied.append(f"{args.py_spy}.{len(self.spied)}")
         for key, used in cpu_by_process().items():
             self.cpu[key] = self.cpu.get(key, 0.0) + used - cpu0[key]
         if args.commandstats:
@@ -196,7 +217,7 @@ async def rounds(args: argparse.Namespace, sides: dict[str, Any], tally: dict[st
             work = items(r * args.ingest, args.ingest, args.learners, week_start,
                          name == "tagged")
             began = time.time()
-            s = await tally[name].round(sides[name], work, args)
+            s = await tally[name].round(name, sides[name], work, args)
             windows[name].append((began, time.time()))
             log(f"  round {r + 1} {name}: {len(work) / s:,.0f}/s ({s:.1f} s)")
     if args.probe:
@@ -234,6 +255,12 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
         log(f"ratio tagged / untagged: {rate['tagged'] / rate['plain']:.2f} (issue 42: >= 0.6)")
         for name, side in tally.items():
             side.report(name)
+        if args.py_spy:
+            with open(args.py_spy, "w") as out:  # the rounds' records, as one
+                for part in tally[args.py_spy_side].spied:
+                    out.write(Path(part).read_text())
+                    Path(part).unlink()
+            log(f"py-spy record (raw) of the {args.py_spy_side} rounds: {args.py_spy}")
         tagged = sides["tagged"]
         await tagged.projector.drain(min_age_seconds=0)
         for board in ("course:c7", "track:t3", "skill:s42"):
@@ -262,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="print Valkey's calls and time per completion, each side")
     parser.add_argument("--probe", action="store_true",
                         help="print how long a PING waited during each side's rounds")
+    parser.add_argument("--py-spy", metavar="FILE",
+                        help="py-spy record (raw) of this process during one side's rounds")
+    parser.add_argument("--py-spy-side", choices=["plain", "tagged"], default="tagged")
     args = parser.parse_args(argv)
     admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     run_id = secrets.token_hex(4)

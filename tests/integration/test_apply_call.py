@@ -125,3 +125,33 @@ async def test_tie_times_are_the_season_s_own(rt: Runtime, zone: str) -> None:
         assert stored.split("\t")[2] == season.pad_ts(b.completed_at), b.season
         checked += 1
     assert checked == 12
+
+
+@pytest.mark.parametrize("policy", ["first", "shared"])
+async def test_items_and_entries_cross_as_json_exactly(rt: Runtime, policy: str) -> None:
+    """apply.lua takes a call's items and entries as JSON arrays (cjson):
+    names with quotes, backslashes, tabs' neighbours in Unicode, astral
+    characters and what looks like JSON; the largest ids and seqs a Lua
+    number holds exactly; profile versions and points as stored."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy, zone="UTC")  # type: ignore[arg-type]
+    at = datetime(2026, 12, 2, 10, 30, 15, 999_999, tzinfo=UTC)
+    season = season_of(at, "week", zone="UTC").name
+    names = ['say "hi" \\o/', "Zoë Ångström", "🏆 top", '{"a": [1, 2]}', "",
+             "\u200b".join("ab"), "ünï\u00a0cödé"]
+    big = 2**53 - 1  # the largest integer a Lua number (a double) holds exactly
+    uids = [1, 2, 3, 4, 5, 9_007_199_254_740_000, big]
+    await built(rt, board, [season])
+    deltas = [Delta(big - 1 if k == len(names) - 1 else next(_seq), uid, 7 + k,
+                    at - timedelta(hours=k), season,
+                    Profile(10**12 + k, "public", name))
+              for k, (uid, name) in enumerate(zip(uids, names, strict=True))]
+    assert await board.apply(deltas) == ["applied"] * len(deltas)
+    assert await board.apply(deltas) == ["duplicate"] * len(deltas)
+    top = await board.top(season, 10)
+    got = {e.user_id: (e.display_name, e.score) for e in top.entries}
+    for k, (uid, name) in enumerate(zip(uids, names, strict=True)):
+        assert got[uid] == (name or f"Learner {uid}", 7 + k), (uid, name)
+    stored = await rt.redis.hget(board.season_keys(season).version(
+        await current_of(rt, board, season)).users, pad_uid(big))
+    version, _, _, name = stored.split("\t", 3)
+    assert (int(version), name) == (10**12 + len(names) - 1, names[-1])

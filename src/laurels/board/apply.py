@@ -19,6 +19,7 @@ from laurels.board.lua_args import (
     MarkTiesArgs,
     SetProfileArgs,
     flat,
+    json_list,
 )
 from laurels.board.values import Delta, Profile
 from laurels.keys import chunk_bits, hashed_bits
@@ -127,8 +128,7 @@ class Applying(BoardBase):
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
         args: list[Any] = [*ApplyHead(
             policy=self.policy, hint_command=command, seasons=len(seasons),
-            items=len(items), entries=len(call.deltas)),
-            *head, *item_args, *entry_args, *chunk_ids]
+            items=json_list(item_args), entries=json_list(entry_args)), *head, *chunk_ids]
         return call, keys, args
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None

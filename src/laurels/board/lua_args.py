@@ -3,7 +3,8 @@
 A script's ARGV is a row of positional strings; here each script's are
 named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
 a script that takes a list, one item of the list (repeated after the head;
-apply.lua takes three lists, named SEASON, ITEM and ENTRY instead of EACH).
+apply.lua takes three lists, named SEASON, ITEM and ENTRY instead of EACH,
+the last two as JSON arrays read by the same offsets: `ITEMS[i + ITEM.uid]`).
 Python builds every call's arguments from these tuples, by name; `Scripts`
 (base.py) puts above each script the positions of the same names,
 generated from the same tuples:
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import orjson
+
 from laurels.keys import BOARD_CHUNK_BITS
 
 ROUTES_MAX = 100  # learners a hint may route by (hints.py, apply.lua)
@@ -35,14 +38,17 @@ Arg = str | int
 
 
 class ApplyHead(NamedTuple):
-    """apply.lua's head: then the seasons, the items, the entries, and last
-    the seasons' chunk ids (each season's C of them in turn)."""
+    """apply.lua's head: then the seasons, and last the seasons' chunk ids
+    (each season's C of them in turn). The items and the entries are each
+    one JSON array of their values in turn (`json_list`): one argument
+    each, where a value an argument cost about 0.15 us to pack and take in
+    (apply.lua)."""
 
     policy: str
     hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
     seasons: int  # S, ApplySeason values after the head
-    items: int  # N, ApplyItem values after the seasons
-    entries: int  # E, ApplyEntry values after the items
+    items: bytes  # N ApplyItem's values, a JSON array (json_list)
+    entries: bytes  # E ApplyEntry's values, a JSON array (json_list)
 
 
 class ApplySeason(NamedTuple):
@@ -237,6 +243,12 @@ def preamble(script: str) -> str:
                   f"local {name}_WIDTH = {len(item._fields)}"]
     lines += [f"local {name} = {value}" for name, value in CONSTANTS.items()]
     return "\n".join(lines) + "\n"
+
+
+def json_list(values: list[Any]) -> bytes:
+    """A list's values in turn, as one JSON array: a script decodes it with
+    cjson, whose numbers are Lua's (exact below 2^53)."""
+    return orjson.dumps(values)
 
 
 def flat(head: tuple[Any, ...], items: list[Any] | tuple[Any, ...] = ()) -> list[Any]:

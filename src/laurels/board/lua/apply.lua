@@ -10,8 +10,15 @@
 -- ARGV, by name (board/lua_args.py, bound above this script as ARG, HEAD,
 -- SEASON, ITEM, ENTRY): ApplyHead (policy, hint_command: 'PUBLISH' on one
 -- node, 'SPUBLISH' on a cluster (a call then holds one season: the shard
--- channel is in its slot), '' for no hint; S, N, E), then S ApplySeason, N
--- ApplyItem, E ApplyEntry, and last each season's C chunk ids in turn.
+-- channel is in its slot), '' for no hint; S; then the items and the
+-- entries, each list as one JSON array of its values in turn: N ApplyItem,
+-- E ApplyEntry), then S ApplySeason, and last each season's C chunk ids in
+-- turn. (A value an argument of its own cost the caller about 0.1 us to
+-- pack and Valkey about 0.05 to take in, more than all else a value costs:
+-- a completion with three tags is about 50 values; cjson decodes each list
+-- in one pass.) In the JSON, the counts and numbers are numbers (seq,
+-- ts_s, ts_us, profile_version, correction; item, season, points,
+-- reset_score: each below 2^53, as Lua's numbers need), the rest strings.
 -- A season:
 --   expected_current, expected_building: the versions the caller believes
 --   on_current: '1' when target 0 is the current version (then rank events
@@ -101,15 +108,15 @@
 -- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
 -- of those learners only (group_index.py). No other learner is ever named.
 local policy, hint_command = ARGV[ARG.policy], ARGV[ARG.hint_command]
-local S, N, E = tonumber(ARGV[ARG.seasons]), tonumber(ARGV[ARG.items]), tonumber(ARGV[ARG.entries])
-local ITEMS_AT = HEAD + S * SEASON_WIDTH
-local ENTRIES_AT = ITEMS_AT + N * ITEM_WIDTH
+local S = tonumber(ARGV[ARG.seasons])
+local ITEMS, ENTRIES = cjson.decode(ARGV[ARG.items]), cjson.decode(ARGV[ARG.entries])
+local E = #ENTRIES / ENTRY_WIDTH
 
 -- Each season's context: its keys' places, its head's values, what its
 -- entries changed (for its hint).
 local seasons, ts_shared = {}, {}
 do
-  local key_at, chunk_at = 0, ENTRIES_AT + E * ENTRY_WIDTH
+  local key_at, chunk_at = 0, HEAD + S * SEASON_WIDTH
   for s = 1, S do
     local a = HEAD + 1 + (s - 1) * SEASON_WIDTH
     local T, C = tonumber(ARGV[a + SEASON.targets]), tonumber(ARGV[a + SEASON.chunks])
@@ -393,14 +400,13 @@ do
     if not ctx.refused and redis.call('EXISTS', ctx.erased) == 1 then uids[s] = {} end
   end
   for k = 0, E - 1 do
-    local e = ENTRIES_AT + 1 + k * ENTRY_WIDTH
-    local s = tonumber(ARGV[e + ENTRY.season]) + 1
+    local e = 1 + k * ENTRY_WIDTH
+    local s = ENTRIES[e + ENTRY.season] + 1
     local list = seasons[s].entries
     list[#list + 1] = k
     list = uids[s]
     if list then
-      list[#list + 1] = ARGV[ITEMS_AT + 1 + tonumber(ARGV[e + ENTRY.item]) * ITEM_WIDTH
-                             + ITEM.uid]
+      list[#list + 1] = ITEMS[1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH + ITEM.uid]
     end
   end
   for s, ctx in ipairs(seasons) do
@@ -425,29 +431,28 @@ end
 
 for _, ctx in ipairs(seasons) do
   for _, k in ipairs(ctx.refused and {} or ctx.entries) do
-    local e = ENTRIES_AT + 1 + k * ENTRY_WIDTH
-    local i = ITEMS_AT + 1 + tonumber(ARGV[e + ENTRY.item]) * ITEM_WIDTH
-    local uid, token = ARGV[i + ITEM.uid], ARGV[e + ENTRY.tie_token]
+    local e = 1 + k * ENTRY_WIDTH
+    local i = 1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH
+    local uid, token = ITEMS[i + ITEM.uid], ENTRIES[e + ENTRY.tie_token]
     local answer = ANSWERS_AT + 1 + 2 * k
     if token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
       out[answer] = -2  -- retry: the void's tie time may be stale (see Ties above)
     else
-      local seq = ARGV[i + ITEM.seq]
-      local n = tonumber(seq)
-      local chunk = math.floor(n / ctx.shift)
-      local c, offset = ctx.chunk_index[chunk], n - chunk * ctx.shift
+      local seq = ITEMS[i + ITEM.seq]
+      local chunk = math.floor(seq / ctx.shift)
+      local c, offset = ctx.chunk_index[chunk], seq - chunk * ctx.shift
       -- (a completion's boards mostly share their start: weeks of one zone)
       local ts = ctx.tie_times[i]
       if not ts then
-        ts = string.format(ctx.ts_format, tonumber(ARGV[i + ITEM.ts_s]) - ctx.origin,
-                           tonumber(ARGV[i + ITEM.ts_us]))
+        ts = string.format(ctx.ts_format, ITEMS[i + ITEM.ts_s] - ctx.origin,
+                           ITEMS[i + ITEM.ts_us])
         ctx.tie_times[i] = ts
       end
-      local points, part = tonumber(ARGV[e + ENTRY.points]), ARGV[e + ENTRY.part]
-      local correction = tonumber(ARGV[i + ITEM.correction])
-      local counts = ARGV[i + ITEM.counts] == '1'
-      local profile_version = ARGV[i + ITEM.profile_version]
-      local visibility, name = ARGV[i + ITEM.visibility], ARGV[i + ITEM.name]
+      local points, part = ENTRIES[e + ENTRY.points], ENTRIES[e + ENTRY.part]
+      local correction = ITEMS[i + ITEM.correction]
+      local counts = ITEMS[i + ITEM.counts] == '1'
+      local profile_version = ITEMS[i + ITEM.profile_version]
+      local visibility, name = ITEMS[i + ITEM.visibility], ITEMS[i + ITEM.name]
       local erased = ctx.gone[uid] == true
       local applied, current_vis, deferred = 0, '', false
       for t = 0, ctx.T - 1 do
@@ -457,8 +462,8 @@ for _, ctx in ipairs(seasons) do
         elseif correction > 0 then
           got, vis = correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
                                  visibility, name, erased, correction, counts,
-                                 ARGV[e + ENTRY.reset_ts],
-                                 tonumber(ARGV[e + ENTRY.reset_score]), part)
+                                 ENTRIES[e + ENTRY.reset_ts], ENTRIES[e + ENTRY.reset_score],
+                                 part)
         else
           got, vis = apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
                                visibility, name, erased, part)
