@@ -163,10 +163,11 @@ class Ingestor:
                 outcomes[it.index] = _closed(it)
             elif status == "recorded":
                 outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season)
-                deltas.append(Delta(row["seq"], it.data.user_id, it.data.points,
-                                    it.completed_at, it.season,
-                                    Profile(row["profile_version"], row["visibility"],
-                                            row["display_name"]), tags=it.data.tags))
+                deltas.append(Delta.recorded(row["seq"], it.data.user_id, it.data.points,
+                                             it.completed_at, it.season,
+                                             Profile(row["profile_version"],
+                                                     row["visibility"], row["display_name"]),
+                                             it.data.tags))
             elif _same(it, row):  # a replay, or a later copy of an item of this batch
                 outcomes[it.index] = Outcome(cid, "duplicate", row["seq"], row["season"])
             else:

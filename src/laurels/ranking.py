@@ -29,8 +29,11 @@ TS_WIDTH = 12  # a week's and a day's tie times (seasons.py: each period's width
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # an instant's seconds count from here
 
 
+_UID_FORMAT = f"%0{UID_WIDTH}d"  # (half the cost of an f-string's nested width)
+
+
 def pad_uid(user_id: int) -> str:
-    return f"{user_id:0{UID_WIDTH}d}"
+    return _UID_FORMAT % user_id
 
 
 def pad_ts(offset_us: int, width: int = TS_WIDTH) -> str:

@@ -4,7 +4,7 @@ a learner's stored profile. Pure: no Redis here."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -69,6 +69,19 @@ class Delta:
     # rank events, as the whole board's weeks do (seasons.whole_week).
     notify: bool = False
 
+    @classmethod
+    def recorded(cls, seq: int, user_id: int, points: int, completed_at: datetime, season: str,
+                 profile: Profile, tags: tuple[str, ...] = ()) -> Delta:
+        """A completion as recorded, built the way `on_board` copies one:
+        the frozen class's own constructor costs 1.6 us, this 0.55, and
+        ingest builds one per completion."""
+        values = _DELTA_DEFAULTS.copy()
+        values.update(seq=seq, user_id=user_id, points=points, completed_at=completed_at,
+                      season=season, profile=profile, tags=tags)
+        delta = object.__new__(cls)
+        object.__setattr__(delta, "__dict__", values)
+        return delta
+
     def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
         """This completion on a board of a kind (board_kinds.tagged_boards):
         `dataclasses.replace` costs 17 us on this frozen class, a copy of its
@@ -87,6 +100,11 @@ class Delta:
                    Profile(row["profile_version"], row["visibility"], row["display_name"]),
                    int(row.get("correction") or 0), bool(row.get("counted", True)),
                    tags=tuple(row.get("tags") or ()))
+
+
+# Every field's default (Delta.recorded).
+_DELTA_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Delta)
+                                   if f.default is not MISSING}
 
 
 class Scored(NamedTuple):
