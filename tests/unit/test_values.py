@@ -1,13 +1,18 @@
-"""Delta's fast constructors build what its own constructor builds."""
+"""Delta's fast constructors and copies build what its own constructor and
+`dataclasses.replace` build."""
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, fields
-from datetime import UTC, datetime
+from dataclasses import FrozenInstanceError, fields, replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from laurels.board.values import Delta, Profile
+from laurels.projector import boards_of
+from laurels.seasons import PERIODS, Period, part_period, season_of
 
 
 def test_recorded_is_the_constructor_s_delta() -> None:
@@ -25,3 +30,31 @@ def test_recorded_is_the_constructor_s_delta() -> None:
     board = fast.on_board("course:python-101/points/UTC/2026-W49", 5, True)
     assert (board.season, board.notify) == ("course:python-101/points/UTC/2026-W49", True)
     assert fast.season == "2026-W49" and not fast.notify
+
+
+@settings(max_examples=200, deadline=None)
+@given(offsets=st.lists(st.integers(0, 3 * 366 * 86_400), min_size=1, max_size=30),
+       zone=st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Asia/Kathmandu"]),
+       periods=st.sampled_from([("week", "day"), ("week", "month"), ("week", "all"),
+                                PERIODS]))
+def test_boards_of_is_each_period_s_season_and_part(offsets: list[int], zone: str,
+                                                    periods: tuple[Period, ...]) -> None:
+    """boards_of keeps the last season of each period for the batch: each
+    completion still gets the season (and the part) that holds it, as
+    season_of finds them one by one, across daylight saving's days."""
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    profile = Profile(0, "public", "")
+    deltas = []
+    for k, off in enumerate(sorted(offsets) if len(offsets) % 2 else offsets):
+        at = start + timedelta(seconds=off, microseconds=k)
+        deltas.append(Delta.recorded(k + 1, k + 1, 3, at,
+                                     season_of(at, "week", zone=zone).name, profile))
+    expected = []
+    for d in deltas:
+        expected.append(d)
+        for p in periods[1:]:
+            part = part_period(p, periods)
+            expected.append(replace(d, season=season_of(d.completed_at, p, zone=zone).name,
+                                    part=season_of(d.completed_at, part, zone=zone).name
+                                    if part else ""))
+    assert boards_of(deltas, periods, zone) == expected
