@@ -31,14 +31,14 @@ from laurels.seasons import (
     BOARD_RE,
     GLOBAL,
     PERIODS,
-    BadZone,
+    Found,
     Period,
     Season,
     is_board_season,
     parse_season,
     season_of,
-    zone_info,
 )
+from laurels.zones import BadZone, zone_info
 
 KINDS_MAX = 100
 DROPS_AT_ONCE = 1_000  # deleted boards whose keys go in one batch (drop_pending)
@@ -169,7 +169,7 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
     out: list[list[Delta]] = []
     # A batch's completions mostly share their seasons: the last one found
     # per (period, zone), and each board's season name, are kept for the call.
-    found: dict[tuple[str, str], Season] = {}
+    found = Found()
     names: dict[tuple[str, str, str], str] = {}
     for d in deltas:
         on: list[Delta] = []
@@ -181,10 +181,7 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
             points = score_of(kind.metric, d.points)
             week = ""
             for period in kind.periods:  # `week` first
-                season = found.get((period, kind.time_zone))
-                if season is None or not season.contains(d.completed_at):
-                    season = found[period, kind.time_zone] = season_of(
-                        d.completed_at, period, zone=kind.time_zone)
+                season = found.season(d.completed_at, period, kind.time_zone)
                 name = names.get((season.name, tag, kind.metric))
                 if name is None:
                     name = names[season.name, tag, kind.metric] = season.on(

@@ -22,7 +22,7 @@ from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.history import Partitions, month_of
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
-from laurels.seasons import END_OF_TIME, seasons_of, shifted
+from laurels.seasons import END_OF_TIME, Found, shifted
 from laurels.settings import Settings
 from laurels.shapes import Recorded, Rejected
 from laurels.states import OutcomeStatus
@@ -110,7 +110,7 @@ class Ingestor:
                   outcomes: list[Outcome | None]) -> list[_Item]:
         """Items that may be recorded; the others get their outcome here."""
         latest = shifted(now, timedelta(seconds=self.settings.max_future_skew_seconds))
-        items = []
+        items, found = [], Found()
         for i, raw in enumerate(raw_items):
             cid = raw.get("completion_id") if isinstance(raw, dict) else None
             cid = cid if isinstance(cid, str) else None
@@ -133,8 +133,8 @@ class Ingestor:
             completed_at = at or now
             # Every configured period's season (the week first); the item is
             # recorded only while all of them are open.
-            seasons = seasons_of(completed_at, self.settings.periods,
-                                 zone=self.settings.time_zone)
+            seasons = found.seasons(completed_at, self.settings.periods,
+                                    self.settings.time_zone)
             closed = [s for s in seasons if s.is_closed(
                 now, self.settings.late_grace_seconds, self.settings.close_seasons)]
             items.append(_Item(i, data, completed_at, at is not None, seasons[0].name,

@@ -30,13 +30,13 @@ members of one board always compare in time order (a month holds at most
 from __future__ import annotations
 
 import re
-import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
 from typing import Literal, get_args
 
 from laurels.kinds import METRICS, Metric
+from laurels.zones import BadZone, local_date, local_midnight, zone_info
 
 Period = Literal["week", "day", "month", "all"]
 PERIODS: tuple[Period, ...] = get_args(Period)
@@ -80,44 +80,6 @@ def shifted(at: datetime, delta: timedelta) -> datetime:
 def _add_months(d: date, n: int) -> date:
     months = d.year * 12 + d.month - 1 + n
     return date(months // 12, months % 12 + 1, 1)
-
-
-class BadZone(ValueError):
-    pass
-
-
-@lru_cache(maxsize=256)
-def zone_info(name: str) -> zoneinfo.ZoneInfo:
-    """An IANA time zone by name; BadZone for anything else (a path, a
-    POSIX TZ string, an unknown name)."""
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}", name or "") \
-            or name.lower() in {"localtime", "posixrules"}:
-        raise BadZone(f"{name!r} is not an IANA time zone name (such as Europe/Paris)")
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise BadZone(f"unknown time zone {name!r} (an IANA name such as Europe/Paris)"
-                      ) from None
-
-
-def local_midnight(day: date, zone: str) -> datetime:
-    """The first instant of a local date, in UTC: local midnight read with
-    the offset before (fold 0) and after (fold 1) a change, the earlier of
-    the readings that fall on that date. A skipped midnight gives the gap's
-    end; a repeated one its first occurrence."""
-    if zone == "UTC":
-        return datetime(day.year, day.month, day.day, tzinfo=UTC)
-    tz = zone_info(zone)
-    readings = [datetime(day.year, day.month, day.day, fold=f, tzinfo=tz).astimezone(UTC)
-                for f in (0, 1)]
-    on_day = [r for r in readings if r.astimezone(tz).date() == day]
-    # A date the zone skipped altogether (Pacific/Apia, 2011-12-30) has no
-    # instant: it starts where the next one does, and is empty.
-    return min(on_day) if on_day else max(readings)
-
-
-def local_date(at: datetime, zone: str) -> date:
-    return at.astimezone(UTC if zone == "UTC" else zone_info(zone)).date()
 
 
 @dataclass(frozen=True, order=True)
@@ -283,6 +245,24 @@ def season_of(at: datetime, period: Period, *, zone: str) -> Season:
 def seasons_of(at: datetime, periods: tuple[Period, ...], *, zone: str) -> list[Season]:
     """The season of each period in `periods` that holds `at`."""
     return [season_of(at, p, zone=zone) for p in periods]
+
+
+class Found:
+    """season_of for the many instants of a batch, which mostly share their
+    seasons: the last season found of each (period, zone) is tried first
+    (season_of costs 0.5-1.3 us, a look here 0.2)."""
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[Period, str], Season] = {}
+
+    def season(self, at: datetime, period: Period, zone: str) -> Season:
+        season = self.last.get((period, zone))
+        if season is None or not season.contains(at):
+            season = self.last[period, zone] = season_of(at, period, zone=zone)
+        return season
+
+    def seasons(self, at: datetime, periods: tuple[Period, ...], zone: str) -> list[Season]:
+        return [self.season(at, p, zone) for p in periods]
 
 
 def part_period(period: Period, periods: tuple[Period, ...]) -> Period | None:

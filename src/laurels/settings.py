@@ -18,7 +18,8 @@ from redis.connection import parse_url
 
 from laurels.kinds import WEBHOOK_EVENTS
 from laurels.ranking import TiePolicy
-from laurels.seasons import BadZone, Period, parse_periods, zone_info
+from laurels.seasons import Period, parse_periods
+from laurels.zones import BadZone, zone_info
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 

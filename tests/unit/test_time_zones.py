@@ -11,14 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels.seasons import (
-    PERIODS,
-    BadZone,
-    parse_season,
-    season_of,
-    zone_info,
-)
+from laurels.seasons import PERIODS, parse_season, season_of
 from laurels.settings import Settings
+from laurels.zones import BadZone, zone_info
 
 pytestmark = pytest.mark.once
 
