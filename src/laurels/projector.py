@@ -133,8 +133,8 @@ class Projector:
         started = time.perf_counter()
         boards = await self.boards_of(deltas)
         results = await self.apply(boards)
-        missing = {d.season for d, res in zip(boards, results, strict=True)
-                   if res == "missing"}
+        missing = ({d.season for d, res in zip(boards, results, strict=True)
+                    if res == "missing"} if "missing" in results else set())
         if missing:
             archived = set(await self.lifecycle.finalized(sorted(missing)))
             for season in sorted(archived):  # a correction re-ranked its archive
@@ -146,8 +146,9 @@ class Projector:
                 for season in sorted(missing):  # the board changed; name nobody
                     await self.board.publish_hint({"season": season})
                 missing = set()
-        blocked = {d.seq for d, res in zip(boards, results, strict=True)
-                   if d.season in missing or res == "deferred"}  # the projector retries
+        blocked = ({d.seq for d, res in zip(boards, results, strict=True)
+                    if d.season in missing or res == "deferred"}  # the projector retries
+                   if missing or "deferred" in results else set())
         APPLY_LAG.labels("fast").observe(time.perf_counter() - started)
         await self.forget([d.seq for d in deltas if d.seq not in blocked])
 

@@ -88,7 +88,10 @@ class Applying(BoardBase):
             if d.notify:  # the weeks of a kind that notifies make rank events too
                 sc.ranked = True
             p = d.profile
-            key = (d.seq, d.correction, d.counted, d.user_id, d.completed_at, p)
+            # (a completion's boards are copies sharing its profile and
+            # instant: by identity, the key hashes cheaply; equal objects not
+            # shared would only make two items)
+            key = (d.seq, d.correction, d.counted, d.user_id, id(d.completed_at), id(p))
             item = items.get(key)
             if item is None:
                 item = items[key] = len(items)
