@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from redis.client import NEVER_DECODE
 
 from laurels.board import Board, Delta, Profile
 from laurels.keys import Keys
@@ -155,3 +156,39 @@ async def test_items_and_entries_cross_as_json_exactly(rt: Runtime, policy: str)
         await current_of(rt, board, season)).users, pad_uid(big))
     version, _, _, name = stored.split("\t", 3)
     assert (int(version), name) == (10**12 + len(names) - 1, names[-1])
+
+
+async def test_a_board_of_a_kind_s_bits_are_setbit_s_bitmaps(rt: Runtime) -> None:
+    """A board of a kind keeps its idempotency bits in one hash, a field
+    per chunk of 256 seqs that apply.lua holds as bytes while a call sets
+    bits: out of order, past the field's end, across calls, each field is
+    the bitmap SETBIT would make, and a seq applied in an earlier call is a
+    duplicate in a later one."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
+    name = season_of(at, "week", zone="UTC").on("course:python-101", "points").name
+    await built(rt, board, [name])
+
+    def deltas(seqs: list[int]) -> list[Delta]:
+        return [Delta(s, 1 + s % 7, 2, at, name, PUBLIC) for s in seqs]
+
+    first, second = [1024 + 200, 1024 + 3, 255, 17, 1024 + 255], [1024 + 3, 100, 17, 0, 2048]
+    assert await board.apply(deltas(first)) == ["applied"] * 5
+    assert await board.apply(deltas(second)) == [
+        "duplicate", "applied", "duplicate", "applied", "applied"]
+    expected: dict[int, bytearray] = {}
+    for seq in {*first, *second}:
+        chunk, offset = seq >> 8, seq & 255
+        bitmap = expected.setdefault(chunk, bytearray())
+        if len(bitmap) <= offset // 8:
+            bitmap.extend(bytes(offset // 8 + 1 - len(bitmap)))
+        bitmap[offset // 8] |= 0x80 >> (offset % 8)
+    bits_key = board.season_keys(name).version(await current_of(rt, board, name)).bits
+    raw = await rt.redis.execute_command(  # type: ignore[no-untyped-call]
+        "HGETALL", bits_key, **{NEVER_DECODE: []})
+    got = dict(zip(raw[::2], raw[1::2], strict=True)) if isinstance(raw, list) else raw
+    assert {int(k): v for k, v in got.items()} == {c: bytes(b) for c, b in expected.items()}
+    # and the applied seqs are the ones the board says it holds (inspection)
+    current = await current_of(rt, board, name)
+    everything = sorted({*first, *second, 1, 2, 99, 1500, 2047})
+    assert await board.missing(name, current, everything) == [1, 2, 99, 1500, 2047]
