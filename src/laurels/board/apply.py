@@ -97,7 +97,7 @@ class Applying(BoardBase):
                 item = items[key] = len(items)
                 at = d.completed_at - UNIX_EPOCH
                 item_args += (d.seq, pad_uid(d.user_id), at.days * 86400 + at.seconds,
-                              at.microseconds, p.version, p.visibility, p.display_name,
+                              at.microseconds, str(p.version), p.visibility, p.display_name,
                               d.correction, "1" if d.counted else "0")
             entry_args += (item, sc.index, d.points, d.part,
                            sc.start.pad_ts(d.reset_at) if d.reset_at else "",

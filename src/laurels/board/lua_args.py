@@ -76,7 +76,7 @@ class ApplyItem(NamedTuple):
     uid: str  # padded user id
     ts_s: int  # completed_at: seconds since 1970
     ts_us: int  # and microseconds
-    profile_version: int
+    profile_version: str  # (a string in the JSON: apply.lua concatenates it)
     visibility: str
     name: str  # display name ('' = none)
     correction: int  # 0: as recorded

@@ -17,8 +17,10 @@
 -- pack and Valkey about 0.05 to take in, more than all else a value costs:
 -- a completion with three tags is about 50 values; cjson decodes each list
 -- in one pass.) In the JSON, the counts and numbers are numbers (seq,
--- ts_s, ts_us, profile_version, correction; item, season, points,
--- reset_score: each below 2^53, as Lua's numbers need), the rest strings.
+-- ts_s, ts_us, correction; item, season, points, reset_score: each below
+-- 2^53, as Lua's numbers need; redis.call writes them exactly, where `..`
+-- would not past 14 digits), the rest strings (profile_version too: it is
+-- stored in the profile by concatenation).
 -- A season:
 --   expected_current, expected_building: the versions the caller believes
 --   on_current: '1' when target 0 is the current version (then rank events
