@@ -21,7 +21,9 @@ CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
 # a bitmap key per 65,536 seqs cost 1,600 B per (learner, board) entry with
 # 10,000 boards (bench/boards.py). Its bits live in one hash per version
 # instead (VersionKeys.bits), a field per 256 seqs holding at most 32 bytes:
-# a small board's hash stays in Redis's compact encoding.
+# a small board's hash stays in Redis's compact encoding. (apply.lua holds a
+# field as a table of its bytes, through string.byte and unpack: past about
+# 8,000 bytes a field, 16 bits here, Lua's stack would not take it.)
 BOARD_CHUNK_BITS = 8
 
 # What each kind of key holds of learners, declared beside its name: the

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import FrozenInstanceError, fields, replace
 from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from laurels.board.lua_args import json_list
 from laurels.board.values import Delta, Profile
 from laurels.projector import boards_of
 from laurels.seasons import PERIODS, Period, part_period, season_of
@@ -58,3 +60,14 @@ def test_boards_of_is_each_period_s_season_and_part(offsets: list[int], zone: st
                                     part=season_of(d.completed_at, part, zone=zone).name
                                     if part else ""))
     assert boards_of(deltas, periods, zone) == expected
+
+
+def test_a_script_s_json_list_refuses_none_and_keeps_null_in_names() -> None:
+    """apply.lua's items and entries cross as JSON: None is refused before
+    the call (as redis-py refuses it as an argument), a name that reads
+    `null` is a name."""
+    assert orjson.loads(json_list([1, "null", ",null,", "a null b"])) == \
+        [1, "null", ",null,", "a null b"]
+    for values in ([1, None, "x"], [None], ["null", None]):
+        with pytest.raises(ValueError, match="None"):
+            json_list(values)

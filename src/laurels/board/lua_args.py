@@ -247,8 +247,13 @@ def preamble(script: str) -> str:
 
 def json_list(values: list[Any]) -> bytes:
     """A list's values in turn, as one JSON array: a script decodes it with
-    cjson, whose numbers are Lua's (exact below 2^53)."""
-    return orjson.dumps(values)
+    cjson, whose numbers are Lua's (exact below 2^53). None is refused here,
+    as redis-py refuses it as an argument: a script failing half-way keeps
+    what it wrote before (the text `null` is looked for first, in C)."""
+    blob = orjson.dumps(values)
+    if b"null" in blob and any(v is None for v in values):
+        raise ValueError("a script's argument list holds None")
+    return blob
 
 
 def flat(head: tuple[Any, ...], items: list[Any] | tuple[Any, ...] = ()) -> list[Any]:

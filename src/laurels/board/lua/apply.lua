@@ -16,7 +16,7 @@
 -- turn. (A value an argument of its own cost the caller about 0.1 us to
 -- pack and Valkey about 0.05 to take in, more than all else a value costs:
 -- a completion with three tags is about 50 values; cjson decodes each list
--- in one pass.) In the JSON, the counts and numbers are numbers (seq,
+-- in one pass.) In the JSON, the indexes and numbers are numbers (seq,
 -- ts_s, ts_us, correction; item, season, points, reset_score: each below
 -- 2^53, as Lua's numbers need; redis.call writes them exactly, where `..`
 -- would not past 14 digits), the rest strings (profile_version too: it is
