@@ -20,7 +20,9 @@ second on each side, and the ratio tagged / plain (the issue asks at least
 0.6). Then `verify` of one board of each kind and of the whole board.
 
 With `--py-spy FILE`, a raw py-spy record of this process during one
-side's rounds (`--py-spy-side`, tagged by default), each round's appended.
+side's rounds (`--py-spy-side`, tagged by default), each round's appended
+(the sampling slows that side: read a recorded run's profile, not its
+ratio).
 
 With `--probe`, another process sends Valkey a `PING` every millisecond
 throughout, and the wait of each is printed for each side's rounds (p50,
