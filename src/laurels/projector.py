@@ -54,7 +54,6 @@ def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str,
         out.append(d)
         for p in periods[1:]:
             part = parts[p]
-            # (a copy with its season and part: `replace` costs 3.5 us, this 0.5)
             out.append(d.on_board(found.season(d.completed_at, p, zone).name, d.points,
                                   d.notify, found.season(d.completed_at, part, zone).name
                                   if part else ""))
