@@ -6,6 +6,7 @@ both alike.
     .venv/bin/python bench/stack.py                 # 8 rounds of 3 s each side
     .venv/bin/python bench/stack.py --rounds 12 --py-spy /tmp/healthz.raw
     .venv/bin/python bench/stack.py --posts         # single POSTs against pgbench
+    .venv/bin/python bench/stack.py --batches       # batch ingest against a raw insert
 
 With --posts, the line is single `POST /v1/completions` (wrk, 32
 connections, a new completion each) against pgbench's transactions of one
@@ -19,6 +20,14 @@ wrk with one thread and 32 connections. Printed, per round and as the
 median over rounds: requests a second on each side and their ratio, and
 the server's CPU a request on each side (the steadier figure on a shared
 machine: it does not move with the load generator's share of the cores).
+With --batches, the line is durable batch ingest (`POST
+/v1/completions/batch`, 1,000 new completions a batch from 4 clients,
+each answered after its apply) against the same rows inserted raw (one
+batched INSERT into a table and one into an outbox, a transaction a
+batch, 4 connections): the rates, their ratio (issue 45 asks 0.3), and
+each process's CPU a completion (laurels, PostgreSQL, Redis, this
+client), whose sum is what two cores divide.
+
 With --py-spy, a raw py-spy record of the laurels process during one more
 run. Drops its database and deletes its keys at the end.
 """
@@ -26,6 +35,7 @@ run. Drops its database and deletes its keys at the end.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import secrets
@@ -34,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +59,7 @@ import psycopg  # noqa: E402
 import redis  # noqa: E402
 from psycopg import sql  # noqa: E402
 
+from bench.phases import api_batches, batch_bodies, raw_insert  # noqa: E402
 from bench.support import (  # noqa: E402
     DEFAULT_DATABASE_URL,
     DEFAULT_REDIS_URL,
@@ -154,6 +166,58 @@ def posts(args: argparse.Namespace, svc: Any, url: str, workdir: Path) -> None:
         "rounds; issue 45: >= 0.5)")
 
 
+BATCH, CLIENTS, LEARNERS = 1000, 4, 50_000
+
+
+def batches(args: argparse.Namespace, svc: Any, url: str) -> None:
+    """Batch ingest through laurels against the raw batched insert, alternating."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
+                     "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
+    count = BATCH * args.batches
+    server = psutil.Process(svc.proc.pid)
+    ours: list[float] = []
+    raw: list[float] = []
+    spent: dict[str, list[float]] = {"laurels": [], "postgres": [], "redis": [], "client": []}
+    for r in range(-1, args.rounds):  # round -1 warms both sides up
+        now, wave = datetime.now(UTC), secrets.token_hex(4)
+        items = [(f"b{wave}-{i}", 1 + (i * 104729 + r) % LEARNERS, 1 + i % 10, now)
+                 for i in range(count)]
+        chunks = [items[i:i + BATCH] for i in range(0, count, BATCH)]
+        bodies = batch_bodies(chunks)
+        sides = ["laurels", "raw"] if r % 2 == 0 else ["raw", "laurels"]
+        for side in sides:
+            if side == "raw":
+                seconds = asyncio.run(raw_insert(url, chunks, CLIENTS))
+                raw.append(count / seconds)
+                continue
+            before, served = cpu_by_process(), sum(server.cpu_times()[:2])
+            started = time.perf_counter()
+            asyncio.run(api_batches(svc, bodies, CLIENTS))
+            seconds = time.perf_counter() - started
+            after, served = cpu_by_process(), sum(server.cpu_times()[:2]) - served
+            ours.append(count / seconds)
+            for key, used in (("laurels", served), ("client", after["python"] - before["python"]),
+                              ("postgres", after["postgres"] - before["postgres"]),
+                              ("redis", after["redis"] - before["redis"])):
+                spent[key].append(1e6 * used / count)
+        if r < 0:
+            ours.clear()
+            raw.clear()
+            for v in spent.values():
+                v.clear()
+            continue
+        log(f"round {r + 1}: laurels {ours[-1]:,.0f}/s, raw {raw[-1]:,.0f}/s: "
+            f"{ours[-1] / raw[-1]:.2f}; CPU a completion, us: "
+            + ", ".join(f"{k} {v[-1]:.1f}" for k, v in spent.items())
+            + f" (sum {sum(v[-1] for v in spent.values()):.1f})")
+    ratio = statistics.median(a / b for a, b in zip(ours, raw, strict=True))
+    log(f"batch ingest / the raw batched INSERT + outbox: {ratio:.2f} (median of {args.rounds} "
+        "rounds; issue 45: >= 0.3); CPU a completion, us (median): "
+        + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in spent.items()))
+
+
 def spied(args: argparse.Namespace, pid: int, load: Callable[[], object]) -> None:
     """A raw py-spy record of `pid` while `load` runs once more."""
     spy = subprocess.Popen(
@@ -165,15 +229,48 @@ def spied(args: argparse.Namespace, pid: int, load: Callable[[], object]) -> Non
     log(f"py-spy record: {args.py_spy}")
 
 
+def healthz(args: argparse.Namespace, svc: Any, procs: list[subprocess.Popen[bytes]],
+            workdir: Path) -> None:
+    """/healthz through laurels against the bare app, alternating."""
+    bare, bare_url = start_bare(workdir)
+    procs.append(bare)
+    sides = {"bare": (f"{bare_url}/healthz", bare.pid),
+             "laurels": (f"{svc.base_url}/healthz", svc.proc.pid)}
+    for target, pid in sides.values():  # warm-up
+        run_wrk(target, pid, 1)
+    rates: dict[str, list[float]] = {side: [] for side in sides}
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
+    for r in range(args.rounds):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for side in order:
+            rate, us = run_wrk(*sides[side], args.seconds)
+            rates[side].append(rate)
+            cpu[side].append(us)
+        log(f"round {r + 1}: bare {rates['bare'][-1]:,.0f}/s ({cpu['bare'][-1]:.1f} us), "
+            f"laurels {rates['laurels'][-1]:,.0f}/s ({cpu['laurels'][-1]:.1f} us): "
+            f"{rates['laurels'][-1] / rates['bare'][-1]:.2f}")
+    ratio = statistics.median(a / b for a, b in zip(rates["laurels"], rates["bare"],
+                                                    strict=True))
+    log(f"/healthz through laurels / the bare app: {ratio:.2f} (median of {args.rounds} "
+        "rounds; issue 45: >= 0.9)")
+    log(f"the server's CPU a request (median): bare {statistics.median(cpu['bare']):.1f} us, "
+        f"laurels {statistics.median(cpu['laurels']):.1f} us")
+    if args.py_spy:
+        spied(args, svc.proc.pid, lambda: run_wrk(*sides["laurels"], args.seconds))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--posts", action="store_true",
                         help="single POSTs against pgbench instead of /healthz")
+    parser.add_argument("--batches", type=int, nargs="?", const=40, metavar="N",
+                        help="batch ingest (N batches of 1,000 a round, each side) against "
+                             "a raw batched insert instead of /healthz")
     parser.add_argument("--py-spy", metavar="FILE", help="py-spy record (raw) of laurels")
     args = parser.parse_args(argv)
-    if shutil.which("wrk") is None:
+    if not args.batches and shutil.which("wrk") is None:
         raise BenchError("wrk is not installed (Debian: apt install wrk)")
     admin = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("LAURELS_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
@@ -189,37 +286,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         svc = start_service(url, redis_url, prefix, workdir)
         procs.append(svc.proc)
+        if args.batches:
+            batches(args, svc, url)
+            if args.py_spy:
+                args.seconds = 10
+                spied(args, svc.proc.pid, lambda: batches(
+                    argparse.Namespace(rounds=1, batches=args.batches), svc, url))
+            return 0
         if args.posts:
             posts(args, svc, url, workdir)
             if args.py_spy:
                 spied(args, svc.proc.pid,
                       lambda: run_posts(svc, url, workdir, args.seconds, args.rounds))
             return 0
-        bare, bare_url = start_bare(workdir)
-        procs.append(bare)
-        sides = {"bare": (f"{bare_url}/healthz", bare.pid),
-                 "laurels": (f"{svc.base_url}/healthz", svc.proc.pid)}
-        for target, pid in sides.values():  # warm-up
-            run_wrk(target, pid, 1)
-        rates: dict[str, list[float]] = {side: [] for side in sides}
-        cpu: dict[str, list[float]] = {side: [] for side in sides}
-        for r in range(args.rounds):
-            order = list(sides) if r % 2 == 0 else list(reversed(sides))
-            for side in order:
-                rate, us = run_wrk(*sides[side], args.seconds)
-                rates[side].append(rate)
-                cpu[side].append(us)
-            log(f"round {r + 1}: bare {rates['bare'][-1]:,.0f}/s ({cpu['bare'][-1]:.1f} us), "
-                f"laurels {rates['laurels'][-1]:,.0f}/s ({cpu['laurels'][-1]:.1f} us): "
-                f"{rates['laurels'][-1] / rates['bare'][-1]:.2f}")
-        ratio = statistics.median(a / b for a, b in zip(rates["laurels"], rates["bare"],
-                                                        strict=True))
-        log(f"/healthz through laurels / the bare app: {ratio:.2f} (median of {args.rounds} "
-            "rounds; issue 45: >= 0.9)")
-        log(f"the server's CPU a request (median): bare {statistics.median(cpu['bare']):.1f} us, "
-            f"laurels {statistics.median(cpu['laurels']):.1f} us")
-        if args.py_spy:
-            spied(args, svc.proc.pid, lambda: run_wrk(*sides["laurels"], args.seconds))
+        healthz(args, svc, procs, workdir)
         return 0
     finally:
         for proc in procs:
