@@ -288,7 +288,6 @@ CREATE TABLE outbox (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT outbox_pkey PRIMARY KEY (seq)
 );
-CREATE INDEX outbox_created ON public.outbox USING btree (created_at);
 CREATE TRIGGER outbox_notify AFTER INSERT ON public.outbox FOR EACH STATEMENT EXECUTE FUNCTION laurels_outbox_notify();
 
 -- rebuilds
@@ -655,23 +654,29 @@ BEGIN
         SELECT * FROM unnest(pr_users, pr_versions, pr_vis, pr_names) AS p(uid, v, vis, name))
     SELECT i.n,
            CASE WHEN i.gone THEN 'erased'
-                WHEN ch.n IS NOT NULL AND f.seq IS NOT NULL THEN 'recorded'
+                WHEN r.recorded THEN 'recorded'
                 WHEN s.seq IS NOT NULL OR f.seq IS NOT NULL THEN 'exists'
                 WHEN i.closed THEN 'closed'
                 WHEN i.done THEN 'finalized'
                 ELSE 'raced' END,
-           coalesce(s.seq, f.seq), coalesce(s.user_id, f.user_id), coalesce(s.points, f.points),
-           coalesce(s.completed_at, f.completed_at), coalesce(s.received_at, p_received),
-           coalesce(s.season, f.season), p.v, p.vis, p.name,
-           CASE WHEN s.seq IS NOT NULL THEN s.tags ELSE f.tags END
+           coalesce(s.seq, f.seq),
+           -- what was stored, for an item that was not recorded now (ingest.py
+           -- compares a replay with it); a recorded one's caller has it
+           CASE WHEN NOT r.recorded THEN coalesce(s.user_id, f.user_id) END,
+           CASE WHEN NOT r.recorded THEN coalesce(s.points, f.points) END,
+           CASE WHEN NOT r.recorded THEN coalesce(s.completed_at, f.completed_at) END,
+           CASE WHEN NOT r.recorded THEN coalesce(s.received_at, p_received) END,
+           CASE WHEN NOT r.recorded THEN coalesce(s.season, f.season) END, p.v, p.vis, p.name,
+           CASE WHEN r.recorded THEN NULL WHEN s.seq IS NOT NULL THEN s.tags ELSE f.tags END
     FROM items i
     LEFT JOIN unnest(ch_n) AS ch(n) ON ch.n = i.n
     LEFT JOIN fresh f ON f.completion_id = i.cid
+    CROSS JOIN LATERAL (SELECT ch.n IS NOT NULL AND f.seq IS NOT NULL AS recorded) r
     LEFT JOIN LATERAL (  -- the row recorded already, by its key (one probe an item;
                          -- LIMIT keeps it a probe: see the header)
         SELECT c.* FROM completions c WHERE c.seq = i.kseq AND c.completed_at = i.kat
         LIMIT 1) s ON true
-    LEFT JOIN profiles p ON p.uid = i.uid AND ch.n IS NOT NULL AND f.seq IS NOT NULL
+    LEFT JOIN profiles p ON p.uid = i.uid AND r.recorded
     ORDER BY i.n;
 END
 $$;
