@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -444,3 +445,54 @@ def test_what_orjson_refuses_stays_refused(raw: bytes) -> None:
     assert exc.value.code == "validation_error"
     assert exc.value.detail == ("the body nests arrays and objects deeper than 32 levels"
                                 if deep(raw) else "the body is not valid JSON")
+
+
+def _parse_instant_before(text: str) -> datetime:
+    """parse_instant as it was before its fast path for the common forms
+    (2026-12-05): every text normalized, every instant checked in UTC."""
+    if not re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$",
+                    text):
+        raise Invalid("completed_at must be an RFC 3339 date-time with an offset, "
+                      "e.g. 2026-11-30T10:00:00Z")
+    norm = text.replace("z", "Z").replace("t", "T").replace(" ", "T")
+    if "." in norm:
+        head, _, tail = norm.partition(".")
+        digits = re.match(r"[0-9]+", tail)
+        assert digits is not None
+        norm = f"{head}.{digits.group(0)[:6]:0<6}{tail[digits.end():]}"
+    try:
+        at = datetime.fromisoformat(norm)
+    except ValueError:
+        raise Invalid("completed_at is not a valid date-time") from None
+    try:
+        at.astimezone(UTC)
+    except OverflowError:
+        raise Invalid("completed_at is out of range") from None
+    return at
+
+
+def _outcome(parse: Any, text: str) -> tuple[str, Any]:
+    try:
+        at = parse(text)
+    except Invalid as exc:
+        return "invalid", str(exc)
+    return "instant", (at, at.utcoffset())
+
+
+@pytest.mark.parametrize("date", ["2026-12-05", "0001-01-01", "9999-12-31", "2026-02-30",
+                                  "\uff12\uff10\uff12\uff16-12-05"])
+def test_parse_instant_answers_as_before_its_fast_path(date: str) -> None:
+    """The fast path for the common forms (a `T`, a `Z` or an offset, no
+    fraction or 3 or 6 digits of one) and the range check kept for the
+    years at the edges answer every text exactly as the full path did."""
+    seen = 0
+    for sep in "Tt ":
+        for clock in ("19:00:00", "00:30:00", "23:59:59", "24:00:00", "19:60:00"):
+            for fraction in ("", ".1", ".123", ".1234", ".123456", ".1234567", ".123456789"):
+                for offset in ("Z", "z", "+00:00", "+01:00", "-01:00", "+23:59", "-23:59",
+                               "+24:00", "", "\n"):
+                    text = f"{date}{sep}{clock}{fraction}{offset}"
+                    before = _outcome(_parse_instant_before, text)
+                    assert _outcome(parse_instant, text) == before, text
+                    seen += before[0] == "instant"
+    assert seen > 0 or date in ("2026-02-30", "\uff12\uff10\uff12\uff16-12-05")
