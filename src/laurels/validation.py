@@ -57,15 +57,14 @@ def parse_instant(text: str) -> datetime:
     if not form:
         raise Invalid("completed_at must be an RFC 3339 date-time with an offset, "
                       "e.g. 2026-11-30T10:00:00Z")
-    fraction, norm = form.group(1), text  # the common forms go as they are (a batch of 1,000)
-    if text[10] != "T" or form.group(2) == "z" or (fraction and len(fraction) not in (4, 7)):
+    fraction, norm = form.group(1), text  # the common forms go as they are (batches of 1,000)
+    if (not text.isascii() or text[10] != "T" or form.group(2) == "z"
+            or (fraction and len(fraction) not in (4, 7))):
         norm = text.replace("z", "Z").replace("t", "T").replace(" ", "T")
         if fraction:  # Python keeps microseconds: cut nanoseconds off
             head, _, tail = norm.partition(".")
-            digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]
-            if not digits:  # digits of another script
-                raise Invalid("completed_at is not a valid date-time")
-            norm = f"{head}.{digits[:6]:0<6}{tail[len(digits):]}"
+            digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]  # (none: refused below)
+            norm = f"{head}.{digits[:6]:0<6}{tail[len(digits):]}" if digits else text
     try:
         at = datetime.fromisoformat(norm)
     except ValueError:

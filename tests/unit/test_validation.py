@@ -490,7 +490,8 @@ def test_parse_instant_answers_as_before_its_fast_path(date: str) -> None:
     for sep in "Tt ":
         for clock in ("19:00:00", "00:30:00", "23:59:59", "24:00:00", "19:60:00"):
             for fraction in ("", ".1", ".123", ".1234", ".123456", ".1234567", ".123456789",
-                             ".\uff11\uff12\uff13"):
+                             ".\uff11\uff12\uff13", ".1\u0661\u0662", ".52\u0661",
+                             ".12345\u0661"):
                 for offset in ("Z", "z", "+00:00", "+01:00", "-01:00", "+23:59", "-23:59",
                                "+24:00", "", "\n", "Z\n"):
                     text = f"{date}{sep}{clock}{fraction}{offset}"

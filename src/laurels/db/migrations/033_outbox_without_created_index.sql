@@ -3,9 +3,10 @@
 -- (issue 45, "fewer indexes written per completion"): the projector's claim
 -- (claim_outbox) walks the key in seq order and stops at its LIMIT, and the
 -- rows in seq order are nearly in created order (a row's `created_at` is
--- its transaction's start, its seq taken in that transaction), so a backlog's
--- old rows come first and a queue of young ones is a few thousand at most
--- (the fast path deletes them within 0.25 s); the depth and the oldest age
--- (outbox_depth) count every row anyway. The batch ingest's statement ran
+-- its transaction's start, its seq taken in that transaction; a correction's
+-- row, its completion's old seq made anew, is walked past while it is
+-- young), so a backlog's old rows come first and a queue of young ones is a
+-- few thousand at most (the fast path deletes them within 0.25 s); the depth
+-- and the oldest age (outbox_depth) count every row anyway. The batch ingest's statement ran
 -- 3% faster without it (bench/ingest_floor.py).
 DROP INDEX outbox_created;
