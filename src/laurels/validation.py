@@ -63,7 +63,8 @@ def parse_instant(text: str) -> datetime:
         norm = text.replace("z", "Z").replace("t", "T").replace(" ", "T")
         if fraction:  # Python keeps microseconds: cut nanoseconds off
             head, _, tail = norm.partition(".")
-            digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]  # (none: refused below)
+            digits = tail[:len(tail) - len(tail.lstrip("0123456789"))]
+            # (no ASCII digit first: the text as it is, which fromisoformat refuses)
             norm = f"{head}.{digits[:6]:0<6}{tail[len(digits):]}" if digits else text
     try:
         at = datetime.fromisoformat(norm)
