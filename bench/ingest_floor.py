@@ -56,7 +56,14 @@ if str(ROOT) not in sys.path:
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-from bench.support import DEFAULT_DATABASE_URL, cpu_by_process, log, loopback_only  # noqa: E402
+from bench.support import (  # noqa: E402
+    DEFAULT_DATABASE_URL,
+    RAW_TABLES,
+    cpu_by_process,
+    log,
+    loopback_only,
+    raw_batch,
+)
 from laurels.db import migrate  # noqa: E402
 from laurels.db.arrays import bool_array, int_array, text_array, timestamp_array  # noqa: E402
 from laurels.db.schema import SCHEMA_FILE  # noqa: E402
@@ -65,9 +72,6 @@ from laurels.seasons import season_of  # noqa: E402
 BATCH, CLIENTS, LEARNERS = 1000, 4, 50_000
 CALL = ("SELECT seq FROM laurels_ingest(%s::text[], %s::bigint[], %s::int[], "
         "%s::timestamptz[], %s, %s::text[], %s::boolean[], %s::text[], %s::text[])")
-RAW = ("INSERT INTO bench_raw (completion_id, user_id, points, completed_at) "
-       "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::timestamptz[]) "
-       "RETURNING seq")
 
 
 def shipped_function() -> str:
@@ -117,9 +121,8 @@ async def prepared(admin: str, name: str, changes: list[str], now: datetime) -> 
             await conn.execute(change)  # our own text, above
         await conn.execute("INSERT INTO users (user_id) SELECT g FROM generate_series(1, %s) g",
                            (LEARNERS,))
-        await conn.execute("CREATE TABLE bench_raw (completion_id text UNIQUE, user_id bigint, "
-                           "points int, completed_at timestamptz, seq bigserial)")
-        await conn.execute("CREATE TABLE bench_raw_outbox (seq bigint PRIMARY KEY)")
+        for ddl in RAW_TABLES:
+            await conn.execute(ddl)
         await conn.execute("ANALYZE")
     return url
 
@@ -135,11 +138,7 @@ async def post(url: str, variant: str, batches: int, now: datetime) -> tuple[flo
             users = [1 + (k * 7919 + b * 104729 + i * 31) % LEARNERS for i in range(BATCH)]
             ats = [now - timedelta(seconds=(b * BATCH + i) % 3000) for i in range(BATCH)]
             if variant == "raw":
-                async with conn.transaction():
-                    cur = await conn.execute(RAW, (ids, users, [5] * BATCH, ats))
-                    seqs = [r[0] for r in await cur.fetchall()]
-                    await conn.execute("INSERT INTO bench_raw_outbox (seq) "
-                                       "SELECT unnest(%s::bigint[])", (seqs,))
+                await raw_batch(conn, list(zip(ids, users, [5] * BATCH, ats, strict=True)))
                 continue
             cur = await conn.execute(CALL, (
                 text_array(ids), int_array(users), int_array([5] * BATCH),

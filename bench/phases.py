@@ -20,7 +20,17 @@ import psutil
 import psycopg
 import redis.asyncio as aioredis
 
-from bench.support import BenchError, Load, Service, every_learner_lua, log, percentile, wrk
+from bench.support import (
+    RAW_TABLES,
+    BenchError,
+    Load,
+    Service,
+    every_learner_lua,
+    log,
+    percentile,
+    raw_batch,
+    wrk,
+)
 from laurels.seasons import parse_season
 
 
@@ -402,9 +412,8 @@ async def ingest(s: Setup, count: int, clients: int = 4, batch: int = 1000) -> N
     table and an outbox, one transaction per batch), then single POSTs."""
     chunks = _ingest_chunks(s, "i", count, batch)
     async with await psycopg.AsyncConnection.connect(s.database_url, autocommit=True) as c:
-        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
-                        "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
-        await c.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
+        for ddl in RAW_TABLES:
+            await c.execute(ddl)
     raw_seconds = await raw_insert(s.database_url, chunks, clients)
     seconds, cores = await timed_batches(s.svc, batch_bodies(chunks), clients)
     s.figures.append(Figure(
@@ -588,16 +597,7 @@ async def raw_insert(database_url: str, chunks: list[list[tuple[str, int, int, d
 
     async def work(conn: psycopg.AsyncConnection[Any]) -> None:
         for rows in pending:
-            async with conn.transaction():
-                cur = await conn.execute(
-                    "INSERT INTO bench_raw (completion_id, user_id, points, completed_at) "
-                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], "
-                    "%s::timestamptz[]) RETURNING seq",
-                    ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                     [r[3] for r in rows]))
-                seqs = [r[0] for r in await cur.fetchall()]
-                await conn.execute("INSERT INTO bench_raw_outbox (seq) SELECT unnest(%s::bigint[])",
-                                   (seqs,))
+            await raw_batch(conn, rows)
 
     started = time.perf_counter()
     await asyncio.gather(*(work(c) for c in conns))

@@ -63,6 +63,7 @@ from bench.phases import api_batches, batch_bodies, raw_insert  # noqa: E402
 from bench.support import (  # noqa: E402
     DEFAULT_DATABASE_URL,
     DEFAULT_REDIS_URL,
+    RAW_TABLES,
     BenchError,
     cpu_by_process,
     log,
@@ -142,9 +143,8 @@ def posts(args: argparse.Namespace, svc: Any, url: str, workdir: Path) -> None:
     if shutil.which("pgbench") is None:
         raise BenchError("pgbench is not installed (Debian: apt install postgresql-client)")
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE bench_raw (completion_id text UNIQUE, user_id bigint, "
-                     "points int, completed_at timestamptz, seq bigserial)")
-        conn.execute("CREATE TABLE bench_raw_outbox (seq bigint PRIMARY KEY)")
+        for ddl in RAW_TABLES:
+            conn.execute(ddl)
     ours: list[float] = []
     raw: list[float] = []
     server = psutil.Process(svc.proc.pid)
@@ -172,9 +172,8 @@ BATCH, CLIENTS, LEARNERS = 1000, 4, 50_000
 def batches(args: argparse.Namespace, svc: Any, url: str) -> None:
     """Batch ingest through laurels against the raw batched insert, alternating."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, "
-                     "user_id bigint, points int, completed_at timestamptz, seq bigserial)")
-        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
+        for ddl in RAW_TABLES:
+            conn.execute(ddl)
     count = BATCH * args.batches
     server = psutil.Process(svc.proc.pid)
     ours: list[float] = []

@@ -12,12 +12,14 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import psutil
+import psycopg
 
 from tests.helpers import free_port, laurels_bin
 
@@ -102,6 +104,31 @@ def cpu_by_process() -> dict[str, float]:
 # or key prefix, there): $LAURELS_BENCH_DATABASE_URL / $LAURELS_BENCH_REDIS_URL.
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+# -- the raw insert (the ingest lines' baseline) ---------------------------------------
+
+# Its tables, made in the bench's own database (each run's), once.
+RAW_TABLES = (
+    "CREATE TABLE IF NOT EXISTS bench_raw (completion_id text UNIQUE, user_id bigint, "
+    "points int, completed_at timestamptz, seq bigserial)",
+    "CREATE TABLE IF NOT EXISTS bench_raw_outbox (seq bigint PRIMARY KEY)")
+
+
+async def raw_batch(conn: psycopg.AsyncConnection[Any],
+                    rows: list[tuple[str, int, int, datetime]]) -> None:
+    """One batch inserted raw: the rows and an outbox row each, one
+    statement each, in one transaction."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            "INSERT INTO bench_raw (completion_id, user_id, points, completed_at) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::timestamptz[]) "
+            "RETURNING seq",
+            ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+             [r[3] for r in rows]))
+        seqs = [r[0] for r in await cur.fetchall()]
+        await conn.execute("INSERT INTO bench_raw_outbox (seq) SELECT unnest(%s::bigint[])",
+                           (seqs,))
 
 
 # -- servers ------------------------------------------------------------------------
