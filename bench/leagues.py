@@ -34,7 +34,7 @@ import psycopg
 from psycopg import sql
 
 from bench.phases import Figure, batch_bodies, raw_insert, timed_batches
-from bench.support import BenchError, Service, log, start_service
+from bench.support import RAW_TABLES, BenchError, Service, log, start_service
 from laurels.db import migrate, q, statement
 from laurels.history import month_of
 from laurels.leagues import PLACE_BATCH, Leagues
@@ -214,9 +214,8 @@ async def joins(run: LeagueRun, learners: int, clients: int = 4, batch: int = 10
                 off_url, "SELECT laurels_leagues_on()"):
             raise BenchError("the league switch is not on for one service and off for the other")
         async with await psycopg.AsyncConnection.connect(off_url, autocommit=True) as c:
-            await c.execute("CREATE TABLE bench_raw (completion_id text UNIQUE, user_id bigint, "
-                            "points int, completed_at timestamptz, seq bigserial)")
-            await c.execute("CREATE TABLE bench_raw_outbox (seq bigint PRIMARY KEY)")
+            for ddl in RAW_TABLES:
+                await c.execute(ddl)
         for url in (off_url, on_url):  # the learners exist: this is their week's first
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as c:
                 await c.execute("INSERT INTO users (user_id) "
@@ -363,10 +362,10 @@ async def explain_decision(rt: Runtime, url: str) -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of decide_league_week, rolled back (and
     the tables it wrote vacuumed), so the timed decision finds them as they were."""
     rules = rt.leagues.rules
-    params = {"season": DECIDE_WEEK, "policy": rt.settings.tie_policy, "top": rules.top,
-              "promote": list(rules.promote), "demote": list(rules.demote),
-              "names": list(rules.tiers)}
-    text = "EXPLAIN (ANALYZE, BUFFERS) " + statement("decide_league_week", params)
+    params = {"season": DECIDE_WEEK, "policy": rt.settings.tie_policy,
+              "names": list(rules.tiers), **rules.cutoff_table()}  # as Leagues.decide
+    text = "EXPLAIN (ANALYZE, BUFFERS) " + statement("decide_league_week", params,
+                                                    rt.settings.time_zone)
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cur = await conn.execute(text, params)
         plan = "\n".join(row[0] for row in await cur.fetchall())
