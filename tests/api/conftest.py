@@ -10,6 +10,8 @@ connection guard in front of the app, several workers) stays in
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ class Api:
 
     transport: httpx.ASGITransport
     runtime: Runtime
+    app: Any = None
     env: dict[str, str] = field(default_factory=lambda: {"LAURELS_USER_TOKEN_SECRET":
                                                             USER_SECRET})
     clients: list[httpx.AsyncClient] = field(default_factory=list)
@@ -45,6 +48,17 @@ class Api:
                                    headers=headers, timeout=30)
         self.clients.append(client)
         return client
+
+    async def close_seasons(self) -> None:
+        """Let seasons close from now on, with the background "seasons" loop
+        stopped first: the test's own `finalize_due(when)` is then the only
+        one to close a past season (the loop, on the real clock, finalized
+        it first now and then, and the test's call found nothing to do)."""
+        task = self.app.state.supervisor.tasks.pop("seasons")
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self.runtime.settings.close_seasons = True
 
     async def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return await self.client().get(path, **kwargs)
@@ -70,7 +84,7 @@ async def serve(tmp_path: Path, database_url: str, redis_url: str,
                               redis_url)
             app = create_app(runtime, migrate=False)
             await stack.enter_async_context(app.router.lifespan_context(app))
-            api = Api(httpx.ASGITransport(app=serving_app(app)), runtime)
+            api = Api(httpx.ASGITransport(app=serving_app(app)), runtime, app=app)
 
             async def close_clients() -> None:
                 for client in api.clients:

@@ -30,7 +30,7 @@ async def test_an_archived_board_s_cached_page_drops_a_learner_who_turns_hidden(
     assert (await c.put("/v1/users/2", json={"display_name": "Bea"})).status_code == 200
     assert (await c.put("/v1/groups/g", json={"access": "public"})).status_code == 200
     assert (await c.post("/v1/groups/g/members", json={"add": [1, 2, 3]})).status_code == 200
-    api.runtime.settings.close_seasons = True
+    await api.close_seasons()
     assert SEASON in await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
     assert not await api.runtime.board.present(SEASON)  # read from the archive
     paths = [f"/v1/leaderboards/{SEASON}", f"/v1/groups/g/leaderboards/{SEASON}"]

@@ -353,7 +353,7 @@ async def test_every_result_has_the_documented_keys(serve: ApiFactory) -> None:
         ended = await eventually(finished, 30, "the rebuild to end")
         assert shaped(ended, Rebuild)["status"] == "succeeded"
 
-        api.runtime.settings.close_seasons = True
+        await api.close_seasons()
         await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
         mine = shaped(await learner.notifications(1), Notifications)
         [final] = [shaped(n, Notification) for n in mine["notifications"]

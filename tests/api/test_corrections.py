@@ -148,7 +148,7 @@ async def test_rebuild_counts_what_is_not_voided_and_is_audited(serve: ApiFactor
 async def test_a_void_in_a_finalized_season_reranks_its_archive(serve: ApiFactory) -> None:
     api = await serve(close_seasons=False)
     await post(api.client(INGEST), ITEMS)
-    api.runtime.settings.close_seasons = True
+    await api.close_seasons()
     assert "2025-W49" in await api.runtime.lifecycle.finalize_due(
         datetime(2025, 12, 20, tzinfo=UTC))
     mine = api.client(token_for(api.env, 1))

@@ -41,7 +41,7 @@ async def test_a_hidden_learner_s_neighbourhood_ranks_them_all_consistently(
     assert await view() == WANT[policy]  # the live board
     public = (await api.get(f"/v1/leaderboards/{SEASON}")).json()["entries"]
     assert [e["user_id"] for e in public] == [1, 5, 3, 4]  # nobody pushed down there
-    api.runtime.settings.close_seasons = True
+    await api.close_seasons()
     # (The app's own lifecycle loop may close it first, now that it may.)
     await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
     assert SEASON in await api.runtime.lifecycle.finalized([SEASON])

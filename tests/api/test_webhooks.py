@@ -139,7 +139,7 @@ async def test_every_event_arrives_signed_after_failures(
     await void(api, "h1")
     await restore(api, "h1")
     assert (await admin.delete("/v1/users/2")).status_code == 204
-    api.runtime.settings.close_seasons = True
+    await api.close_seasons()
     assert "2025-W49" in await api.runtime.lifecycle.finalize_due(
         datetime(2025, 12, 20, tzinfo=UTC))
     await api.runtime.notifier.consume()
@@ -238,7 +238,7 @@ async def test_only_the_events_asked_for_are_sent(serve: ApiFactory) -> None:
         await void(api, "h1")
         await restore(api, "h1")
         assert (await api.client(ADMIN).delete("/v1/users/2")).status_code == 204
-        api.runtime.settings.close_seasons = True
+        await api.close_seasons()
         await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
         await api.runtime.notifier.consume()  # learner 1's season_final: not asked for
         done = await settled(api)
