@@ -17,6 +17,8 @@ import re
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from laurels.api.early import Answer, Headers
+
 READS = re.compile(
     r"/v1/leaderboards/[^/]+(/events|/ranks|/users/[^/]+(/completions)?)?"
     r"|/v1/groups/[^/]+/leaderboards/[^/]+(/events|/users/[^/]+)?"
@@ -31,6 +33,16 @@ class ReadCors:
                                    allow_methods=["GET", "POST"],
                                    allow_headers=["Authorization", "Content-Type"],
                                    expose_headers=["ETag"], max_age=600)
+
+    def answer_early(self, path: str, query: bytes, headers: Headers) -> Answer | None:
+        """The app's early answer (api/early.py) to a request that names no
+        `Origin`, which CORS leaves as it is; one that does goes the usual
+        way, for its CORS headers."""
+        early = getattr(self.app, "answer_early", None)
+        if early is None or any(name == b"origin" for name, _ in headers):
+            return None
+        answer: Answer | None = early(path, query, headers)
+        return answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

@@ -13,7 +13,8 @@ FastAPI's per-request machinery; each is written once, here:
   matching `If-None-Match` gets `304`; later pages (`after`) are read (and
   etagged alike). A
   (path, query string) answered before is looked up first (`KnownPages`),
-  and sent from the cache without routing or parsing while it holds it;
+  and sent from the cache without routing or parsing while it holds it
+  (by the connection itself, before any ASGI, when it may: api/early.py);
 - `GET /v1/leaderboards/{season}/users/{user_id}`, a learner's
   neighbourhood: the token checked (its check remembered), then the body
   from `around_cache` (per learner and radius, dropped by the same hints as
@@ -42,6 +43,7 @@ import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import orjson
@@ -63,6 +65,7 @@ from laurels.api.caches import (
     seal_next,
 )
 from laurels.api.clients import client_of
+from laurels.api.early import JSON_HEADERS, Early, known_top
 from laurels.api.params import (
     Cursor,
     Limit,
@@ -81,7 +84,6 @@ from laurels.validation import CompletionIn
 
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
 HEALTH_BODY = b'{"status":"ok"}'
-JSON_HEADERS = [(b"content-type", b"application/json")]
 
 Handler = Callable[[ApiState, Scope, Receive, Send], Awaitable[None]]
 
@@ -225,6 +227,7 @@ class FastLane:
         """`app`: the FastAPI app (create_app in api/__init__.py); `state`: its state."""
         self.app = app
         self.state = state
+        self.answer_early: Early = partial(known_top, state)  # api/early.py
         self.exact = {(op.method, op.path): op for op in operations if "{" not in op.path}
         self.patterns: dict[str, list[tuple[re.Pattern[str], Operation]]] = {}
         for op in operations:
@@ -259,16 +262,12 @@ class FastLane:
             await problems.response_for(exc)(scope, receive, send)
 
     async def _known_page(self, scope: Scope, send: Send, path: str) -> bool:
-        """A top page this process answered before, for the same path and
-        query string, straight from the cache when it holds the page."""
-        page = self.state.top_pages.get(path, scope.get("query_string", b""))
-        if page is None:
-            return False
-        hit = self.state.board_cache.get(*page)
-        if hit is None:
-            return False
-        await _cached(scope, send, hit)
-        return True
+        """A top page this process answered before (path, query string), from
+        the cache while it holds it (as the connection answers it earlier)."""
+        answer = known_top(self.state, path, scope.get("query_string", b""), scope["headers"])
+        if answer is not None:
+            await _answer(send, answer[0], answer[2], answer[1])
+        return answer is not None
 
     async def _known_around(self, scope: Scope, send: Send, path: str) -> bool:
         """A neighbourhood answered before (path, query string), from the

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from laurels.api.early import answer_early
 from laurels.metrics import CONNECTIONS_CLOSED
 from laurels.settings import Settings
 
@@ -73,7 +74,7 @@ def raise_fd_limit(wanted: int) -> int:
 class _Guard:
     """Per-connection state of the limits (slots: a few dozen bytes)."""
 
-    __slots__ = ("body_seen", "body_timer", "body_window_start", "has_body",
+    __slots__ = ("answered", "body_seen", "body_timer", "body_window_start", "has_body",
                  "header_bytes", "header_count", "in_body", "on_close", "url_bytes")
 
     def __init__(self) -> None:
@@ -82,6 +83,7 @@ class _Guard:
         self.header_count = self.header_bytes = self.url_bytes = 0
         self.body_seen = self.body_window_start = 0
         self.in_body = False
+        self.answered = False  # this request was answered early (api/early.py)
         # Callbacks to run when the connection goes or the server shuts down
         # (the ASGI extension "laurels.on_close"): a stream learns of either
         # without a task of its own, and ends.
@@ -207,6 +209,11 @@ class Corked:
             return
         self._transport.write(data)
 
+    def write_whole(self, data: bytes) -> None:
+        """A whole response (head and body), after what is held."""
+        self.release()
+        self._transport.write(data)
+
     def release(self) -> None:
         if self._held is not None:
             data, self._held = self._held, None
@@ -329,6 +336,9 @@ class GuardedProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         self.served.disarm(self)
+        if answer_early(self):  # a known top page: no ASGI cycle at all
+            self.guard.answered = True
+            return
         super().on_headers_complete()
         if self.guard.has_body and self.cycle is not None and self.cycle.more_body:
             self.guard.in_body = True
@@ -351,6 +361,9 @@ class GuardedProtocol(HttpToolsProtocol):
         self.guard.body_timer = self.loop.call_later(BODY_WINDOW_SECONDS, self._check_body)
 
     def on_message_complete(self) -> None:
+        if self.guard.answered:  # it has no cycle of its own to tell
+            self.guard.answered = False
+            return
         self.guard.in_body = False
         if self.guard.body_timer is not None:
             self.guard.body_timer.cancel()

@@ -1,0 +1,146 @@
+"""A request answered by the connection itself (api/early.py): the app's
+early answer in one write, with no ASGI call, only when nothing asks for
+the usual way; and the usual way, in order, for everything else. The
+lane's own early answers against a real server: tests/acceptance/
+test_early_answers.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from uvicorn.config import Config
+from uvicorn.server import ServerState
+
+from laurels.api.early import Answer, Headers
+from laurels.api.server import GuardedProtocol
+
+DEFAULTS = [(b"date", b"Sat, 05 Dec 2026 22:00:00 GMT"), (b"server", b"uvicorn")]
+KNOWN = (b"HTTP/1.1 200 OK\r\ndate: Sat, 05 Dec 2026 22:00:00 GMT\r\nserver: uvicorn\r\n"
+         b"content-type: application/json\r\netag: \"e\"\r\ncontent-length: 9\r\n\r\n"
+         b'{"top":1}')
+
+
+class Transport:
+    """What reaches the socket, one entry a write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class App:
+    """Knows `/known?a=1` early; answers everything else the usual way, after
+    `release` is set for `/slow`."""
+
+    def __init__(self) -> None:
+        self.called: list[str] = []
+        self.asked: list[tuple[str, bytes]] = []
+        self.release = asyncio.Event()
+
+    def answer_early(self, path: str, query: bytes, headers: Headers) -> Answer | None:
+        self.asked.append((path, query))
+        if (path, query) == ("/known", b"a=1"):
+            return 200, [(b"content-type", b"application/json"), (b"etag", b'"e"')], b'{"top":1}'
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.called.append(scope["path"])
+        if scope["path"] == "/slow":
+            await self.release.wait()
+        body = f"usual {scope['path']}".encode()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def connect(app: App, **options: Any) -> tuple[GuardedProtocol, Transport]:
+    config = Config(app=app, http=GuardedProtocol, proxy_headers=False, access_log=False,
+                    **options)
+    config.load()
+    state = ServerState()
+    state.default_headers = DEFAULTS
+    protocol = GuardedProtocol(config=config, server_state=state, app_state={})
+    transport = Transport()
+    protocol.connection_made(transport)  # type: ignore[arg-type]
+    return protocol, transport
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def test_a_known_page_is_one_write_and_no_asgi_call() -> None:
+    app = App()
+    protocol, transport = connect(app)
+    request = b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+    protocol.data_received(request)
+    assert transport.writes == [KNOWN] and app.called == []
+    protocol.data_received(request + request)  # kept alive; two in one read
+    assert transport.writes == [KNOWN] * 3 and app.called == []
+    assert protocol.server_state.total_requests == 3
+    assert protocol.timeout_keep_alive_task is not None  # as after any response
+    protocol.data_received(b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n")  # not known
+    await settle()
+    assert app.called == ["/other"] and transport.writes[-1].endswith(b"usual /other")
+    assert not transport.closed
+
+
+async def test_behind_a_request_still_answered_it_waits_its_turn() -> None:
+    app = App()
+    protocol, transport = connect(app)
+    protocol.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    await settle()
+    assert transport.writes == []  # nothing overtakes /slow
+    app.release.set()
+    await settle()
+    assert b"".join(transport.writes).index(b"usual /slow") \
+        < b"".join(transport.writes).index(b"usual /known")
+    assert app.called == ["/slow", "/known"]
+
+
+@pytest.mark.parametrize("request_", [
+    b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    b"GET /known?a=1 HTTP/1.0\r\nHost: x\r\n\r\n",
+    b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    b"HEAD /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /known?a=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    b"GET /%6Bnown?a=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+], ids=["close", "http-1.0", "body", "head", "post", "percent"])
+async def test_anything_unusual_goes_the_usual_way(request_: bytes) -> None:
+    app = App()
+    protocol, transport = connect(app)
+    protocol.data_received(request_)
+    await settle()
+    assert app.called == ["/known"], transport.writes
+    assert KNOWN not in transport.writes
+
+
+async def test_with_an_access_log_every_request_goes_the_usual_way() -> None:
+    app = App()
+    protocol, transport = connect(app)
+    protocol.access_log = True  # (uvicorn's --access-log: each request logged)
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    await settle()
+    assert app.called == ["/known"] and app.asked == []
