@@ -106,6 +106,29 @@ async def test_a_known_page_is_one_write_and_no_asgi_call() -> None:
     assert not transport.closed
 
 
+async def test_one_keep_alive_timer_however_many_answered_in_one_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each answer arms the keep-alive timer, as after any response
+    (uvicorn's on_response_complete); one armed before in the same read must
+    not stay armed (it would close the connection 5 s later, in use or not)."""
+    app = App()
+    protocol, transport = connect(app)
+    loop, armed = asyncio.get_running_loop(), []  # (handle, its callback)
+
+    def call_later(delay: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+        handle = asyncio.BaseEventLoop.call_later(loop, delay, callback, *args)
+        armed.append((handle, callback))
+        return handle
+
+    monkeypatch.setattr(loop, "call_later", call_later)
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n" * 3)
+    assert transport.writes == [KNOWN] * 3
+    keep_alive = [h for h, c in armed if c == protocol.timeout_keep_alive_handler]
+    assert len(keep_alive) == 3
+    assert [h.cancelled() for h in keep_alive] == [True, True, False]
+    assert protocol.timeout_keep_alive_task is keep_alive[-1]
+
+
 async def test_behind_a_request_still_answered_it_waits_its_turn() -> None:
     app = App()
     protocol, transport = connect(app)
@@ -139,7 +162,7 @@ async def test_anything_unusual_goes_the_usual_way(request_: bytes) -> None:
 
 async def test_with_an_access_log_every_request_goes_the_usual_way() -> None:
     app = App()
-    protocol, transport = connect(app)
+    protocol, _ = connect(app)
     protocol.access_log = True  # (uvicorn's --access-log: each request logged)
     protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
     await settle()
