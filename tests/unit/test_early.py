@@ -129,6 +129,46 @@ async def test_one_keep_alive_timer_however_many_answered_in_one_read(
     assert protocol.timeout_keep_alive_task is keep_alive[-1]
 
 
+async def test_no_keep_alive_timer_while_the_next_request_is_answered() -> None:
+    """A known page then a slow request in one read: the timer the early
+    answer armed must not close the connection under the slow one."""
+    app = App()
+    protocol, transport = connect(app)
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                           b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    await settle()
+    assert transport.writes == [KNOWN] and app.called == ["/slow"]
+    assert protocol.timeout_keep_alive_task is None  # none while /slow runs
+    app.release.set()
+    await settle()
+    assert transport.writes[-1].endswith(b"usual /slow")
+    assert protocol.timeout_keep_alive_task is not None  # idle again: armed
+
+
+async def test_a_client_that_does_not_read_meets_back_pressure() -> None:
+    """While the connection's writes are paused (its buffer past the high
+    mark), a known page goes the usual way, which waits for the drain."""
+    app = App()
+    protocol, transport = connect(app)
+    protocol.pause_writing()  # what the transport calls past its high mark
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    await settle()
+    assert transport.writes == [] and app.called == ["/known"]  # waiting for the drain
+    protocol.resume_writing()
+    await settle()
+    assert transport.writes[-1].endswith(b"usual /known")
+
+
+async def test_a_refused_head_after_early_answers_is_refused_once() -> None:
+    app = App()
+    protocol, transport = connect(app)
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\n"
+                           + b"".join(b"X-%d: y\r\n" % i for i in range(101)) + b"\r\n")
+    assert len(transport.writes) == 2 and transport.writes[0] == KNOWN
+    assert transport.writes[1].startswith(b"HTTP/1.1 431 ") and transport.closed
+
+
 async def test_behind_a_request_still_answered_it_waits_its_turn() -> None:
     app = App()
     protocol, transport = connect(app)

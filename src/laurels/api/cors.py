@@ -36,12 +36,16 @@ class ReadCors:
 
     def answer_early(self, path: str, query: bytes, headers: Headers) -> Answer | None:
         """The app's early answer (api/early.py) to a request that names no
-        `Origin`, which CORS leaves as it is; one that does goes the usual
-        way, for its CORS headers."""
+        `Origin`, with the `Vary: Origin` CORS gives a read path's answer
+        (a shared cache must not send it to a request that names one); a
+        request that does goes the usual way, for its CORS headers."""
         early = getattr(self.app, "answer_early", None)
         if early is None or any(name == b"origin" for name, _ in headers):
             return None
         answer: Answer | None = early(path, query, headers)
+        if answer is not None and READS.fullmatch(path):
+            status, head, body = answer
+            return status, [*head, (b"vary", b"Origin")], body
         return answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -11,7 +11,10 @@ its rate: docs/performance.md, "A known top page, answered early").
 So, when the request head is complete, `GuardedProtocol` asks the app
 (`answer_early`): a `GET` with no body, HTTP/1.1 kept alive, nothing before
 it still being answered on the connection (no pipelining to keep in
-order), no access log to write, and a (path, query string) whose top page
+order), the connection's writes not paused (a client that pipelines
+without reading meets uvicorn's back-pressure, as on the usual way: the
+usual way waits for the socket to drain and stops reading meanwhile),
+no access log to write, and a (path, query string) whose top page
 the cache holds now gets the lane's own answer (the same status, headers
 and body: `known_top`) written in one piece, and the connection goes on as
 after any response (uvicorn's `on_response_complete`: the keep-alive timer,
@@ -21,7 +24,8 @@ exact are the cache's (api/caches.py): this is only a shorter way to send
 it.
 
 With cross-origin reads configured (`ReadCors`), a request that names an
-`Origin` goes the usual way, so it gets its CORS headers.
+`Origin` goes the usual way, so it gets its CORS headers; one that does not
+gets `Vary: Origin`, as CORS gives it on the usual way.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ def answer_early(protocol: GuardedProtocol) -> bool:
     early: Early | None = getattr(protocol.app, "answer_early", None)
     parser = protocol.parser
     if early is None or protocol.guard.has_body or protocol.pipeline or protocol.access_log \
+            or protocol.flow.write_paused \
             or (protocol.cycle is not None and not protocol.cycle.response_complete) \
             or parser.get_method() != b"GET" or parser.get_http_version() != "1.1" \
             or not parser.should_keep_alive() or parser.should_upgrade():

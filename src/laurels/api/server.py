@@ -339,6 +339,10 @@ class GuardedProtocol(HttpToolsProtocol):
         if answer_early(self):  # a known top page: no ASGI cycle at all
             self.guard.answered = True
             return
+        # No keep-alive timer while a request is answered: one an early
+        # answer armed in this same read would close the connection under
+        # it (uvicorn cancels its own when data arrives, before parsing).
+        self._unset_keepalive_if_required()
         super().on_headers_complete()
         if self.guard.has_body and self.cycle is not None and self.cycle.more_body:
             self.guard.in_body = True
@@ -363,6 +367,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         if self.guard.answered:  # it has no cycle of its own to tell
             self.guard.answered = False
+            return
+        if self.cycle is None:  # a refused head (431, 414): no cycle to tell
             return
         self.guard.in_body = False
         if self.guard.body_timer is not None:
