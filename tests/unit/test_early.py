@@ -15,6 +15,7 @@ from uvicorn.server import ServerState
 
 from laurels.api.early import Answer, Headers
 from laurels.api.server import GuardedProtocol
+from tests.unit.test_served import Transport as Written
 
 DEFAULTS = [(b"date", b"Sat, 05 Dec 2026 22:00:00 GMT"), (b"server", b"uvicorn")]
 KNOWN = (b"HTTP/1.1 200 OK\r\ndate: Sat, 05 Dec 2026 22:00:00 GMT\r\nserver: uvicorn\r\n"
@@ -22,21 +23,8 @@ KNOWN = (b"HTTP/1.1 200 OK\r\ndate: Sat, 05 Dec 2026 22:00:00 GMT\r\nserver: uvi
          b'{"top":1}')
 
 
-class Transport:
-    """What reaches the socket, one entry a write."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
+class Transport(Written):
+    """What reaches the socket, and what uvicorn asks of a transport."""
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default
