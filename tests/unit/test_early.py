@@ -7,6 +7,7 @@ test_early_answers.py."""
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -38,12 +39,20 @@ class Transport(Written):
 
 class App:
     """Knows `/known?a=1` early; answers everything else the usual way, after
-    `release` is set for `/slow`."""
+    `release` is set for `/slow`. `started(path)` and `finished(path)` wait
+    for its usual answer to a path to begin and to be sent."""
 
     def __init__(self) -> None:
         self.called: list[str] = []
         self.asked: list[tuple[str, bytes]] = []
         self.release = asyncio.Event()
+        self.events: defaultdict[tuple[str, str], asyncio.Event] = defaultdict(asyncio.Event)
+
+    async def started(self, path: str) -> None:
+        await asyncio.wait_for(self.events["started", path].wait(), 5)
+
+    async def finished(self, path: str) -> None:
+        await asyncio.wait_for(self.events["finished", path].wait(), 5)
 
     def answer_early(self, path: str, query: bytes, headers: Headers) -> Answer | None:
         self.asked.append((path, query))
@@ -52,13 +61,16 @@ class App:
         return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        self.called.append(scope["path"])
-        if scope["path"] == "/slow":
+        path = scope["path"]
+        self.called.append(path)
+        self.events["started", path].set()
+        if path == "/slow":
             await self.release.wait()
-        body = f"usual {scope['path']}".encode()
+        body = f"usual {path}".encode()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+        self.events["finished", path].set()
 
 
 def connect(app: App, **options: Any) -> tuple[GuardedProtocol, Transport]:
@@ -73,11 +85,6 @@ def connect(app: App, **options: Any) -> tuple[GuardedProtocol, Transport]:
     return protocol, transport
 
 
-async def settle() -> None:
-    for _ in range(10):
-        await asyncio.sleep(0)
-
-
 async def test_a_known_page_is_one_write_and_no_asgi_call() -> None:
     app = App()
     protocol, transport = connect(app)
@@ -89,7 +96,7 @@ async def test_a_known_page_is_one_write_and_no_asgi_call() -> None:
     assert protocol.server_state.total_requests == 3
     assert protocol.timeout_keep_alive_task is not None  # as after any response
     protocol.data_received(b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n")  # not known
-    await settle()
+    await app.finished("/other")
     assert app.called == ["/other"] and transport.writes[-1].endswith(b"usual /other")
     assert not transport.closed
 
@@ -124,11 +131,11 @@ async def test_no_keep_alive_timer_while_the_next_request_is_answered() -> None:
     protocol, transport = connect(app)
     protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n"
                            b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-    await settle()
+    await app.started("/slow")
     assert transport.writes == [KNOWN] and app.called == ["/slow"]
     assert protocol.timeout_keep_alive_task is None  # none while /slow runs
     app.release.set()
-    await settle()
+    await app.finished("/slow")
     assert transport.writes[-1].endswith(b"usual /slow")
     assert protocol.timeout_keep_alive_task is not None  # idle again: armed
 
@@ -140,10 +147,10 @@ async def test_a_client_that_does_not_read_meets_back_pressure() -> None:
     protocol, transport = connect(app)
     protocol.pause_writing()  # what the transport calls past its high mark
     protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-    await settle()
-    assert transport.writes == [] and app.called == ["/known"]  # waiting for the drain
+    await app.started("/known")  # (its send then waits for the drain)
+    assert transport.writes == [] and app.called == ["/known"]
     protocol.resume_writing()
-    await settle()
+    await app.finished("/known")
     assert transport.writes[-1].endswith(b"usual /known")
 
 
@@ -162,10 +169,10 @@ async def test_behind_a_request_still_answered_it_waits_its_turn() -> None:
     protocol, transport = connect(app)
     protocol.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
                            b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-    await settle()
-    assert transport.writes == []  # nothing overtakes /slow
+    await app.started("/slow")
+    assert transport.writes == []  # nothing overtakes /slow (decided as it was read)
     app.release.set()
-    await settle()
+    await app.finished("/known")
     assert b"".join(transport.writes).index(b"usual /slow") \
         < b"".join(transport.writes).index(b"usual /known")
     assert app.called == ["/slow", "/known"]
@@ -183,7 +190,7 @@ async def test_anything_unusual_goes_the_usual_way(request_: bytes) -> None:
     app = App()
     protocol, transport = connect(app)
     protocol.data_received(request_)
-    await settle()
+    await app.finished("/known")
     assert app.called == ["/known"], transport.writes
     assert KNOWN not in transport.writes
 
@@ -193,5 +200,5 @@ async def test_with_an_access_log_every_request_goes_the_usual_way() -> None:
     protocol, _ = connect(app)
     protocol.access_log = True  # (uvicorn's --access-log: each request logged)
     protocol.data_received(b"GET /known?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-    await settle()
+    await app.finished("/known")
     assert app.called == ["/known"] and app.asked == []
