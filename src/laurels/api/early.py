@@ -79,8 +79,8 @@ def answer_early(protocol: GuardedProtocol) -> bool:
     url = httptools.parse_url(protocol.url)
     if b"%" in url.path:
         return False  # as uvicorn would decode it: the usual way
-    answer = early(protocol.root_path + url.path.decode("ascii"),
-                              url.query or b"", protocol.headers)
+    answer = early(protocol.root_path + url.path.decode("ascii"), url.query or b"",
+                   protocol.headers)
     if answer is None:
         return False
     status, headers, body = answer
