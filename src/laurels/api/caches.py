@@ -20,7 +20,7 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -348,9 +348,9 @@ def etag_of(body: bytes) -> bytes:
     return b'"' + hashlib.blake2b(body, digest_size=12).hexdigest().encode() + b'"'
 
 
-def not_modified(scope: Any, etag: bytes) -> bool:
-    """Whether the request's `If-None-Match` names `etag` (or is `*`)."""
-    for name, value in scope["headers"]:
+def not_modified(headers: Iterable[tuple[bytes, bytes]], etag: bytes) -> bool:
+    """Whether the request's `If-None-Match` (in `headers`) names `etag` (or is `*`)."""
+    for name, value in headers:
         if name == b"if-none-match":
             return etag in [v.strip() for v in value.split(b",")] or value.strip() == b"*"
     return False

@@ -59,7 +59,7 @@ def known_top(state: ApiState, path: str, query: bytes, headers: Headers) -> Ans
     hit = state.board_cache.get(*page)
     if hit is None:
         return None
-    if not_modified({"headers": headers}, hit.etag):
+    if not_modified(headers, hit.etag):
         return 304, [(b"etag", hit.etag)], b""
     return 200, [*JSON_HEADERS, (b"etag", hit.etag)], hit.body
 

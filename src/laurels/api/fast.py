@@ -368,7 +368,7 @@ def _paging(query: bytes) -> tuple[int, str | None]:
 
 
 async def _cached(scope: Scope, send: Send, cached: Cached) -> None:
-    if not_modified(scope, cached.etag):
+    if not_modified(scope["headers"], cached.etag):
         await _answer(send, 304, b"", [(b"etag", cached.etag)])
     else:
         await _answer(send, 200, cached.body, [*JSON_HEADERS, (b"etag", cached.etag)])

@@ -176,7 +176,7 @@ def _etagged(request: Request, page: Cached) -> Response:
     """A page with its ETag, or `304` when `If-None-Match` names it (as the
     fast lane answers a cached one)."""
     headers = {"etag": page.etag.decode()}
-    if not_modified(request.scope, page.etag):
+    if not_modified(request.scope["headers"], page.etag):
         return Response(status_code=304, headers=headers)
     return Response(page.body, media_type="application/json", headers=headers)
 
