@@ -53,8 +53,14 @@ class Api:
         """Let seasons close from now on, with the background "seasons" loop
         stopped first: the test's own `finalize_due(when)` is then the only
         one to close a past season (the loop, on the real clock, finalized
-        it first now and then, and the test's call found nothing to do)."""
+        it first now and then, and the test's call found nothing to do).
+        It is stopped between two passes, never inside one (a pass cut off
+        in a query would hand the pool a connection mid-statement)."""
         task = self.app.state.supervisor.tasks.pop("seasons")
+        deadline = asyncio.get_running_loop().time() + 30
+        while "seasons" in awaiting(task):
+            assert asyncio.get_running_loop().time() < deadline, "the seasons pass hangs"
+            await asyncio.sleep(0.01)  # its pass ends; then it waits for the next tick
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -65,6 +71,15 @@ class Api:
 
     async def delete(self, path: str, **kwargs: Any) -> httpx.Response:
         return await self.client().delete(path, **kwargs)
+
+
+def awaiting(task: asyncio.Task[Any]) -> list[str]:
+    """The names of the coroutines `task` is inside now, outermost first."""
+    names, coro = [], task.get_coro()
+    while coro is not None and hasattr(coro, "cr_code"):
+        names.append(coro.cr_code.co_name)
+        coro = coro.cr_await
+    return names
 
 
 ApiFactory = Callable[..., Awaitable[Api]]
