@@ -133,6 +133,7 @@ do
       T = T, C = C, hashed = ARGV[a + SEASON.bits] == 'h',
       first_is_current = on_current ~= '0', rank_events = on_current == '1',
       best = ARGV[a + SEASON.metric] == 'best',
+      lean = policy == 'shared' and ARGV[a + SEASON.metric] ~= 'best',
       shift = 2 ^ tonumber(ARGV[a + SEASON.chunk_bits]),
       origin = tonumber(ARGV[a + SEASON.origin]),
       ts_format = '%0' .. (width - 6) .. 'd%06d',
@@ -263,6 +264,7 @@ local function correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_vers
   end
   local was_applied = set_bit(ctx, t, c, offset)
   redis.call('HSET', corrections, seq, format_correction(correction, counts))
+  ctx.bar = nil  -- (a void may lower the top's last place: see top_bar)
   local counted = stored_counts or (not stored and (was_applied or archived))
   if erased or counted == counts then return 1, '' end
   local p = load_profile(users, public, policy, uid)
@@ -299,6 +301,22 @@ local function correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_vers
   return 1, ''
 end
 
+-- The score of the TOP-th learner of a season's current public set
+-- (math.huge while it holds fewer). A learner scoring worse than it after
+-- an entry makes no rank event: they enter no top 10 and pass nobody in
+-- the top TOP (TOP learners score strictly better), so their ranks are not
+-- read. Read once a call: an apply only raises standings, so the TOP-th
+-- place only improves and a bar read earlier stays at or below the true
+-- one; what can lower it (a public learner turning hidden, a correction)
+-- drops it, to be read again.
+local function top_bar(ctx, public)
+  if not ctx.bar then
+    local at = redis.call('ZRANGE', public, TOP - 1, TOP - 1, 'WITHSCORES')
+    ctx.bar = at[2] and tonumber(at[2]) or math.huge
+  end
+  return ctx.bar
+end
+
 -- Apply one completion to target t; returns 1 if newly applied there, and
 -- (on the current version) the learner's visibility after it.
 local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version, visibility,
@@ -313,21 +331,46 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_versio
   if from_archive(ctx, t, part) then
     return 0, ''  -- counted in its archived standing (see Parts above)
   end
+  local rank_events = ranked and ctx.rank_events
+  if ctx.lean and profile_version == '0' and visibility == 'public' and name == ''
+      and redis.call('HEXISTS', users, uid) == 0 then
+    -- The common entry, lean: under `shared`, on a sum board, a learner
+    -- with no users entry (the default profile: on the public set, or on
+    -- no set) gaining a completion that carries the default profile too.
+    -- Only their score moves (ZINCRBY adds to an absent member as to 0:
+    -- what the general path below would ZADD), and their profile stays the
+    -- absent default. Where rank events are made, only below the top (see
+    -- top_bar); a learner reaching it takes the general path.
+    if not rank_events then
+      redis.call('ZINCRBY', public, -points, uid)
+      return 1, ranked and 'public' or ''
+    end
+    local after = tonumber(redis.call('ZSCORE', public, uid) or '0') - points
+    if after > top_bar(ctx, public) then
+      redis.call('ZADD', public, after, uid)
+      return 1, 'public'
+    end
+  end
   local old_index, old_rank, removed = nil, nil, nil
   local p = load_profile(users, public, policy, uid)
   local score, on_board = 0, p ~= nil and p.ts ~= ''
-  local rank_events = ranked and ctx.rank_events
   if on_board then
     local old_zset, old_member, stored_score = score_of(p, public, hidden, policy, uid)
     score = tonumber(stored_score or '0')
-    if rank_events and old_zset == public then
-      old_index = redis.call('ZRANK', public, old_member)
-      old_rank = old_index + 1
-      if policy == 'shared' then  -- the board's rank: ties share it
-        old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
-      end
-    end
     removed = {old_zset, old_member}
+  end
+  if rank_events then
+    -- (the score after it: raise_best's, or the sum's)
+    local after = score - points
+    if ctx.best then after = on_board and math.min(score, -points) or -points end
+    if after > top_bar(ctx, public) then rank_events = false end
+  end
+  if rank_events and on_board and removed[1] == public then
+    old_index = redis.call('ZRANK', public, removed[2])
+    old_rank = old_index + 1
+    if policy == 'shared' then  -- the board's rank: ties share it
+      old_rank = redis.call('ZCOUNT', public, '-inf', '(' .. score) + 1
+    end
   end
   local new_score
   if ctx.best then
@@ -341,6 +384,7 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_versio
   -- (ZADD of the same member in the same set only moves it)
   if removed and (removed[1] ~= new_zset or removed[2] ~= new_member) then
     redis.call('ZREM', removed[1], removed[2])
+    if removed[1] == public and new_zset ~= public then ctx.bar = nil end
   end
   redis.call('ZADD', new_zset, new_score, new_member)
   store_profile(users, policy, uid, p)
