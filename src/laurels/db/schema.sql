@@ -120,7 +120,7 @@ CREATE TABLE completions (
 CREATE INDEX completions_completed_at_p ON ONLY public.completions USING btree (completed_at);
 CREATE INDEX completions_corrected ON ONLY public.completions USING btree (seq) WHERE (correction > 0);
 CREATE INDEX completions_season_user_p ON ONLY public.completions USING btree (season, user_id);
-CREATE INDEX completions_tags ON ONLY public.completions USING gin (tags) WITH (fastupdate=off) WHERE (tags IS NOT NULL);
+CREATE INDEX completions_tags ON ONLY public.completions USING gin (tags) WITH (fastupdate='on', gin_pending_list_limit='64') WHERE (tags IS NOT NULL);
 CREATE INDEX completions_user_p ON ONLY public.completions USING btree (user_id);
 CREATE TRIGGER league_join AFTER INSERT ON public.completions REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION laurels_league_join();
 CREATE TRIGGER league_join_on_restore AFTER UPDATE ON public.completions REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION laurels_league_join();
