@@ -137,7 +137,7 @@ do
       shift = 2 ^ tonumber(ARGV[a + SEASON.chunk_bits]),
       origin = tonumber(ARGV[a + SEASON.origin]),
       ts_format = '%0' .. (width - 6) .. 'd%06d',
-      chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {},
+      chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {}, users_empty = {},
       changed = 0, shown = 0, routes = {}, routed = {}, routable = true,
     }
     for c = 0, C - 1 do ctx.chunk_index[tonumber(ARGV[chunk_at + 1 + c])] = c end
@@ -247,11 +247,24 @@ local function from_archive(ctx, t, part)
       or (part ~= '' and redis.call('SISMEMBER', parts, part) == 1)
 end
 
+-- Item i's tie time on a season's board, made when an entry first needs it
+-- (a lean entry does not); a completion's boards mostly share their start
+-- (weeks of one zone), and then the one string.
+local function tie_time(ctx, i)
+  local ts = ctx.tie_times[i]
+  if not ts then
+    ts = string.format(ctx.ts_format, ITEMS[i + ITEM.ts_s] - ctx.origin, ITEMS[i + ITEM.ts_us])
+    ctx.tie_times[i] = ts
+  end
+  return ts
+end
+
 -- Apply a correction to target t (see above); returns 1 if its state is newly
 -- recorded there, and (on the current version, when the score changed) the
 -- learner's visibility after it.
-local function correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_version, visibility,
+local function correct_one(ctx, t, seq, c, offset, uid, points, i, profile_version, visibility,
                            name, erased, correction, counts, reset_ts, reset_score, part)
+  local ts = tie_time(ctx, i)
   local base = ctx.versions_at + 6 * t + 1
   local public, hidden, users = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local corrections = KEYS[base + 4]
@@ -297,8 +310,22 @@ local function correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_vers
     redis.call('ZADD', zset_of(p.vis, public, hidden), score, member_of(policy, p.ts, uid))
   end
   store_profile(users, policy, uid, p)
+  ctx.users_empty[t] = nil  -- (see users_empty)
   if ctx.first_is_current and t == 0 then return 1, p.vis end
   return 1, ''
+end
+
+-- Whether target t's users hash holds nobody (a board none of whose
+-- learners has a profile set, as most boards of a kind): a lean entry then
+-- needs no HEXISTS. Read once a call; a profile stored or removed in the
+-- call drops it, to be read again.
+local function users_empty(ctx, t, users)
+  local empty = ctx.users_empty[t]
+  if empty == nil then
+    empty = redis.call('EXISTS', users) == 0
+    ctx.users_empty[t] = empty
+  end
+  return empty
 end
 
 -- The score of the TOP-th learner of a season's current public set
@@ -319,7 +346,7 @@ end
 
 -- Apply one completion to target t; returns 1 if newly applied there, and
 -- (on the current version) the learner's visibility after it.
-local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version, visibility,
+local function apply_one(ctx, t, seq, c, offset, uid, points, i, profile_version, visibility,
                          name, erased, part)
   local base = ctx.versions_at + 6 * t + 1
   local public, hidden, users = KEYS[base], KEYS[base + 1], KEYS[base + 2]
@@ -333,7 +360,7 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_versio
   end
   local rank_events = ranked and ctx.rank_events
   if ctx.lean and profile_version == '0' and visibility == 'public' and name == ''
-      and redis.call('HEXISTS', users, uid) == 0 then
+      and (users_empty(ctx, t, users) or redis.call('HEXISTS', users, uid) == 0) then
     -- The common entry, lean: under `shared`, on a sum board, a learner
     -- with no users entry (the default profile: on the public set, or on
     -- no set) gaining a completion that carries the default profile too.
@@ -351,6 +378,7 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_versio
       return 1, 'public'
     end
   end
+  local ts = tie_time(ctx, i)
   local old_index, old_rank, removed = nil, nil, nil
   local p = load_profile(users, public, policy, uid)
   local score, on_board = 0, p ~= nil and p.ts ~= ''
@@ -388,6 +416,7 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_versio
   end
   redis.call('ZADD', new_zset, new_score, new_member)
   store_profile(users, policy, uid, p)
+  ctx.users_empty[t] = nil  -- (see users_empty)
   if not ranked then return 1, '' end
   if not rank_events then return 1, p.vis end
   if p.vis ~= 'hidden' then
@@ -491,13 +520,6 @@ for _, ctx in ipairs(seasons) do
       local seq = ITEMS[i + ITEM.seq]
       local chunk = math.floor(seq / ctx.shift)
       local c, offset = ctx.chunk_index[chunk], seq - chunk * ctx.shift
-      -- (a completion's boards mostly share their start: weeks of one zone)
-      local ts = ctx.tie_times[i]
-      if not ts then
-        ts = string.format(ctx.ts_format, ITEMS[i + ITEM.ts_s] - ctx.origin,
-                           ITEMS[i + ITEM.ts_us])
-        ctx.tie_times[i] = ts
-      end
       local points, part = ENTRIES[e + ENTRY.points], ENTRIES[e + ENTRY.part]
       local correction = ITEMS[i + ITEM.correction]
       local counts = ITEMS[i + ITEM.counts] == '1'
@@ -510,12 +532,12 @@ for _, ctx in ipairs(seasons) do
         if correction > 0 and not (ctx.first_is_current and t == 0) then
           deferred = true  -- a version being built takes corrections once it is current
         elseif correction > 0 then
-          got, vis = correct_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
+          got, vis = correct_one(ctx, t, seq, c, offset, uid, points, i, profile_version,
                                  visibility, name, erased, correction, counts,
                                  ENTRIES[e + ENTRY.reset_ts], ENTRIES[e + ENTRY.reset_score],
                                  part)
         else
-          got, vis = apply_one(ctx, t, seq, c, offset, uid, points, ts, profile_version,
+          got, vis = apply_one(ctx, t, seq, c, offset, uid, points, i, profile_version,
                                visibility, name, erased, part)
         end
         applied = applied + got
