@@ -1,13 +1,16 @@
 """apply.lua's short cuts (`top_bar`: no rank read below the top; the lean
 entry of a default profile, `users_empty`, a tie time made only when
 needed) change nothing: whatever a batch holds (gains, ties, learners
-turning hidden, anonymous or named, voids), the rank events, the sets and
-the profiles it leaves are those of the same script with every entry on
+turning hidden, anonymous or named, voids), on the whole board's week (rank
+events), a kind's board that makes none, or a notifying kind's `best`
+board, the rank events, the sets, the stored profiles, each delta's answer
+and the hints it leaves are those of the same script with every entry on
 its general path, reading every rank."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from datetime import timedelta
 from importlib import resources
 from typing import Any
@@ -17,14 +20,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Board, Delta, Profile
+from laurels.board.hints import Hint
 from laurels.board.lua_args import preamble
 from laurels.keys import Keys
-from laurels.rebuild import Rebuilder
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 
 SEASON = "2026-W49"
-START = parse_season(SEASON, zone="UTC").starts_at
+WEEK = parse_season(SEASON, zone="UTC")
+START = WEEK.starts_at
+# Where each board's deltas go: (its season's name, points of a delta's, notify).
+BOARDS = {
+    "whole": (SEASON, False),  # the whole board's week: rank events
+    "kind": (WEEK.on("course:c1", "points").name, False),  # no rank events: ZINCRBY
+    "best": (WEEK.on("course:c2", "best").name, True),  # a notifying kind, by best
+}
 # (each short cut's switch, as the script has it, and turned off)
 OFF = {"ctx.bar = at[2] and tonumber(at[2]) or math.huge": "ctx.bar = math.huge",
        "  if ctx.lean and profile_version == '0'": "  if false and profile_version == '0'"}
@@ -42,43 +52,63 @@ def general_path_script() -> str:
     return "\n".join((lua.joinpath("_common.lua").read_text(), preamble("apply"), text))
 
 
-async def two_boards(rt: Runtime, policy: str) -> tuple[Board, Board]:
+@dataclass
+class Side:
+    board: Board
+    season: str
+    notify: bool
+    answers: list[Any] = field(default_factory=list)
+    hints: list[Hint] = field(default_factory=list)
+
+    async def apply(self, deltas: list[Delta]) -> None:
+        if self.season != SEASON:
+            deltas = [d.on_board(self.season, d.points, self.notify) for d in deltas]
+        self.answers.append(await self.board.apply(deltas))
+
+
+async def two_boards(rt: Runtime, policy: str, where: str = "whole") -> tuple[Side, Side]:
     """The shipped script's board and the general path's, both built empty."""
     n = next(_boards)
-    boards = []
-    for side in ("short", "general"):
-        board = Board(rt.redis, Keys(f"{rt.keys.prefix}:{side}{n}", policy),
+    season, notify = BOARDS[where]
+    sides = []
+    for name in ("short", "general"):
+        board = Board(rt.redis, Keys(f"{rt.keys.prefix}:{name}{n}", policy),
                       policy, zone="UTC")  # type: ignore[arg-type]
-        if side == "general":
+        if name == "general":
             board.scripts.by_name["apply"] = rt.redis.register_script(general_path_script())
-        await Rebuilder(rt.db, board).run(SEASON)
-        boards.append(board)
-    return boards[0], boards[1]
+        version, _, _ = await board.begin_build(season)
+        await board.switch(season, version)
+        side = Side(board, season, notify)
+        board.signals.changes.append(side.hints.append)
+        sides.append(side)
+    return sides[0], sides[1]
 
 
-async def events(rt: Runtime, board: Board) -> list[dict[str, Any]]:
-    entries = await rt.redis.xrange(board.season_keys(SEASON).notify_stream)
+async def events(rt: Runtime, side: Side) -> list[dict[str, Any]]:
+    entries = await rt.redis.xrange(side.board.season_keys(side.season).notify_stream)
     return [fields for _, fields in entries]
 
 
-async def standings(board: Board) -> list[tuple[int, int | None, int]]:
-    top = await board.top(SEASON, 200)
+async def standings(side: Side) -> list[tuple[int, int | None, int]]:
+    top = await side.board.top(side.season, 200)
     return [(e.rank, e.user_id, e.score) for e in top.entries]
 
 
-async def stored(rt: Runtime, board: Board) -> tuple[Any, ...]:
+async def stored(rt: Runtime, side: Side) -> tuple[Any, ...]:
     """The current version's sets and profiles, as stored."""
-    sk = board.season_keys(SEASON)
+    sk = side.board.season_keys(side.season)
     vk = sk.version(await rt.redis.get(sk.current))
     return (await rt.redis.zrange(vk.public, 0, -1, withscores=True),
             await rt.redis.zrange(vk.hidden, 0, -1, withscores=True),
             await rt.redis.hgetall(vk.users))
 
 
-async def same(rt: Runtime, short: Board, general: Board) -> None:
+async def same(rt: Runtime, short: Side, general: Side) -> None:
     assert await events(rt, short) == await events(rt, general)
     assert await standings(short) == await standings(general)
     assert await stored(rt, short) == await stored(rt, general)
+    assert short.answers == general.answers
+    assert short.hints == general.hints
 
 
 # An operation on learner `uid`: ("gain", points), ("profile", visibility)
@@ -99,6 +129,14 @@ class Feed:
         self.versions: dict[int, Profile] = {}
         self.counting: list[Delta] = []
 
+    def profile(self, uid: int, visibility: str) -> Profile:
+        """The learner's next profile (`named`: public, with a name)."""
+        version = self.versions.get(uid, Profile(0, "public", "")).version + 1
+        profile = (Profile(version, "public", f"learner {uid}") if visibility == "named"
+                   else Profile(version, visibility, ""))
+        self.versions[uid] = profile
+        return profile
+
     def completion(self, uid: int, points: int, profile: Profile | None = None) -> Delta:
         self.seq += 1
         if profile is not None:
@@ -108,38 +146,39 @@ class Feed:
         self.counting.append(d)
         return d
 
-    def op(self, kind: str, a: int, b: Any) -> Delta | None:
-        if kind == "gain":
-            return self.completion(a, b)
-        if kind == "profile":
-            version = self.versions.get(a, Profile(0, "public", "")).version + 1
-            profile = (Profile(version, "public", f"learner {a}") if b == "named"
-                       else Profile(version, b, ""))
-            return self.completion(a, 1, profile)
+    def void(self, k: int) -> Delta | None:
         if not self.counting:
             return None
-        d = self.counting.pop(a % len(self.counting))
+        d = self.counting.pop(k % len(self.counting))
         return Delta(d.seq, d.user_id, d.points, d.completed_at, SEASON,
                      self.versions.get(d.user_id, d.profile), correction=1, counted=False,
                      reset_at=d.completed_at - timedelta(days=1))
 
+    def op(self, kind: str, a: int, b: Any) -> Delta | None:
+        if kind == "gain":
+            return self.completion(a, b)
+        if kind == "profile":
+            return self.completion(a, 1, self.profile(a, b))
+        return self.void(a)
+
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(policy=st.sampled_from(["shared", "first"]),
+@given(policy=st.sampled_from(["shared", "first"]), where=st.sampled_from(sorted(BOARDS)),
        start=st.lists(st.integers(1, 300), min_size=90, max_size=130),
        batches=st.lists(st.lists(OPS, min_size=1, max_size=40), min_size=1, max_size=4))
 async def test_short_cuts_leave_what_the_general_path_leaves(
-        rt: Runtime, policy: str, start: list[int], batches: list[list[Any]]) -> None:
-    short, general = await two_boards(rt, policy)
+        rt: Runtime, policy: str, where: str, start: list[int],
+        batches: list[list[Any]]) -> None:
+    short, general = await two_boards(rt, policy, where)
     feed = Feed()
     first = [feed.completion(uid, points) for uid, points in enumerate(start, 1)]
-    for board in (short, general):
-        await board.apply(first)
+    for side in (short, general):
+        await side.apply(first)
     for ops in batches:
         deltas = [d for op in ops if (d := feed.op(*op)) is not None]
-        for board in (short, general):
-            await board.apply(deltas)
+        for side in (short, general):
+            await side.apply(deltas)
     await same(rt, short, general)
 
 
@@ -158,35 +197,63 @@ async def test_two_leaving_the_top_let_a_climber_pass_within_one_call(
     # 1 and 2 leave, then 105 (950) gains 45: 995, between 100 (1,000) and
     # 101 (990), the 99th of the public board once 1 and 2 are gone
     leaving = ([feed.op("profile", 1, "hidden"), feed.op("profile", 2, "hidden")]
-               if leave == "hidden" else [feed.op("void", 0, 0), feed.op("void", 0, 0)])
+               if leave == "hidden" else [feed.void(0), feed.void(0)])
     # (110's gain first: the call reads its bar before they leave)
     call = [feed.completion(110, 1), *(d for d in leaving if d is not None),
             feed.completion(105, 45)]
-    for board in (short, general):
-        await board.apply(setup)
-        await board.apply(call)
+    for side in (short, general):
+        await side.apply(setup)
+        await side.apply(call)
     assert [e for e in await standings(short) if e[1] in (1, 2)] == []
     climbed = [e for e in await events(rt, short) if e["uid"].lstrip("0") == "105"]
     assert [e["passed"].lstrip("0") for e in climbed] == ["101"]
     await same(rt, short, general)
 
 
-async def test_a_profile_stored_in_a_call_ends_its_lean_entries(rt: Runtime) -> None:
-    """A board with no profile stored takes a default learner's entry below
-    the top without asking the users hash (users_empty); once the call
-    stores one, an entry carrying an older, default profile of that learner
-    takes the general path, which moves the stored profile's last
+@pytest.mark.parametrize("where", ["whole", "kind"])
+@pytest.mark.parametrize("by", ["completion", "void"])
+async def test_a_profile_stored_in_a_call_ends_its_lean_entries(
+        rt: Runtime, where: str, by: str) -> None:
+    """A board with no profile stored takes a default learner's entry (below
+    the top, where rank events are made) without asking the users hash
+    (users_empty); once the call stores a profile, by a completion or by a
+    void that carries it, an entry carrying that learner's older, default
+    profile takes the general path, which moves the stored profile's last
     completion time."""
-    short, general = await two_boards(rt, "shared")
+    short, general = await two_boards(rt, "shared", where)
     feed = Feed()
     top = [feed.completion(uid, 1_000) for uid in range(101, 201)]  # (a bar to be below)
-    first = feed.completion(8, 2)
-    named = feed.completion(7, 5, Profile(1, "public", "Ann"))
-    older = Delta(feed.seq + 1, 7, 3, named.completed_at + timedelta(seconds=5), SEASON,
+    earlier = feed.completion(7, 4)
+    first = feed.completion(8, 2)  # (lean: the board's users hash is read empty)
+    if by == "completion":
+        named = feed.completion(7, 5, feed.profile(7, "named"))
+    else:
+        feed.counting.remove(top[0])
+        named = Delta(top[0].seq, top[0].user_id, top[0].points, top[0].completed_at, SEASON,
+                      feed.profile(top[0].user_id, "named"), correction=1, counted=False)
+    uid = named.user_id
+    older = Delta(feed.seq + 1, uid, 3, START + timedelta(days=1), SEASON,
                   Profile(0, "public", ""))
-    for board in (short, general):
-        await board.apply(top)
-        await board.apply([first, named, older])
+    for side in (short, general):
+        await side.apply([*top, earlier])
+        await side.apply([first, named, older])
     await same(rt, short, general)
     profiles = (await stored(rt, short))[2]
-    assert [v.split("\t")[3] for v in profiles.values()] == ["Ann"]  # (Ann's alone)
+    assert [v.split("\t")[3] for v in profiles.values()] == [f"learner {uid}"]
+
+
+@pytest.mark.parametrize("policy", ["shared", "first"])
+async def test_a_best_learner_leaping_into_the_top_is_read(rt: Runtime, policy: str) -> None:
+    """On a `best` board the bar is tested against the learner's score after
+    the entry (their best, if this completion beats it), not before: one far
+    below the top whose completion beats everybody's enters the top 10."""
+    short, general = await two_boards(rt, policy, "best")
+    feed = Feed()
+    setup = [feed.completion(i, 10 * (200 - i)) for i in range(1, 111)]
+    leap = feed.completion(105, 5_000)
+    for side in (short, general):
+        await side.apply(setup)
+        await side.apply([leap])
+    assert [e["top10"] for e in await events(rt, short) if e["seq"] == str(leap.seq)] == ["1"]
+    assert (await standings(short))[0][1:] == (105, 5_000)
+    await same(rt, short, general)
