@@ -28,7 +28,7 @@ from pathlib import Path
 import psycopg
 
 from bench.restart import NOW, SEASON, SPAN_SECONDS, redis_server
-from bench.support import BenchError, cpu_by_process, log, loopback_only
+from bench.support import BenchError, cpu_by_process, cpu_since, log, loopback_only
 from laurels.api.server import tune_collector
 from laurels.db import migrate
 from laurels.runtime import Runtime
@@ -57,9 +57,9 @@ async def fill(url: str, completions: int, boards: int) -> None:
         await conn.execute("ANALYZE completions")
 
 
-def log_cpu(what: str, before: dict[str, float]) -> None:
+def log_cpu(what: str, before: dict[tuple[str, int], float]) -> None:
     log(f"CPU of {what}: " + ", ".join(
-        f"{key} {used - before[key]:.1f} s" for key, used in cpu_by_process().items()))
+        f"{key} {used:.1f} s" for key, used in cpu_since(before).items()))
 
 
 async def measure(args: argparse.Namespace) -> None:

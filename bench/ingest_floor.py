@@ -60,6 +60,7 @@ from bench.support import (  # noqa: E402
     DEFAULT_DATABASE_URL,
     RAW_TABLES,
     cpu_by_process,
+    cpu_since,
     log,
     loopback_only,
     raw_batch,
@@ -153,11 +154,11 @@ async def post(url: str, variant: str, batches: int, now: datetime) -> tuple[flo
     conns = [await psycopg.AsyncConnection.connect(url, autocommit=True)
              for _ in range(CLIENTS)]
     try:
-        before = cpu_by_process()["postgres"]
+        before = cpu_by_process()
         started = time.perf_counter()
         await asyncio.gather(*(client(c, k) for k, c in enumerate(conns)))
         seconds = time.perf_counter() - started
-        used = cpu_by_process()["postgres"] - before
+        used = cpu_since(before)["postgres"]
     finally:
         for c in conns:
             await c.close()

@@ -66,6 +66,7 @@ from bench.support import (  # noqa: E402
     RAW_TABLES,
     BenchError,
     cpu_by_process,
+    cpu_since,
     log,
     loopback_only,
     start_bare,
@@ -151,15 +152,15 @@ def posts(args: argparse.Namespace, svc: Any, url: str, workdir: Path) -> None:
     for r in range(args.rounds):
         before, served = cpu_by_process(), sum(server.cpu_times()[:2])
         rate, p99 = run_posts(svc, url, workdir, args.seconds, r)
-        after, served = cpu_by_process(), sum(server.cpu_times()[:2]) - served
+        used, served = cpu_since(before), sum(server.cpu_times()[:2]) - served
         tps, mean = run_pgbench(url, workdir, args.seconds)
         ours.append(rate)
         raw.append(tps)
         posted = rate * args.seconds
         log(f"round {r + 1}: laurels {rate:,.0f} posts/s (p99 {p99:.1f} ms; CPU a post: "
             f"laurels {1e6 * served / posted:.0f} us, PostgreSQL "
-            f"{1e6 * (after['postgres'] - before['postgres']) / posted:.0f} us, Redis "
-            f"{1e6 * (after['redis'] - before['redis']) / posted:.0f} us), pgbench "
+            f"{1e6 * used['postgres'] / posted:.0f} us, Redis "
+            f"{1e6 * used['redis'] / posted:.0f} us), pgbench "
             f"{tps:,.0f} transactions/s (mean {mean:.1f} ms): {rate / tps:.2f}")
     ratio = statistics.median(a / b for a, b in zip(ours, raw, strict=True))
     log(f"single POST / pgbench's INSERT + outbox row: {ratio:.2f} (median of {args.rounds} "
@@ -195,12 +196,11 @@ def batches(args: argparse.Namespace, svc: Any, url: str) -> None:
             started = time.perf_counter()
             asyncio.run(api_batches(svc, bodies, CLIENTS))
             seconds = time.perf_counter() - started
-            after, served = cpu_by_process(), sum(server.cpu_times()[:2]) - served
+            used, served = cpu_since(before), sum(server.cpu_times()[:2]) - served
             ours.append(count / seconds)
-            for key, used in (("laurels", served), ("client", after["python"] - before["python"]),
-                              ("postgres", after["postgres"] - before["postgres"]),
-                              ("redis", after["redis"] - before["redis"])):
-                spent[key].append(1e6 * used / count)
+            for key, seconds_used in (("laurels", served), ("client", used["python"]),
+                                      ("postgres", used["postgres"]), ("redis", used["redis"])):
+                spent[key].append(1e6 * seconds_used / count)
         if r < 0:
             ours.clear()
             raw.clear()

@@ -85,19 +85,33 @@ class CpuMeter:
         self.cpu.server = (self._used(self.server) - self.server0) / wall
 
 
-def cpu_by_process() -> dict[str, float]:
-    """CPU seconds used so far by this process, every Redis or Valkey server
-    and every PostgreSQL process of the machine (a bench's own among them)."""
-    out = {"python": time.process_time(), "redis": 0.0, "postgres": 0.0}
+def cpu_by_process() -> dict[tuple[str, int], float]:
+    """CPU seconds used so far by this process ("python"), every Redis or
+    Valkey server ("redis") and every PostgreSQL process ("postgres") of the
+    machine (a bench's own among them), each by its pid: `cpu_since` takes
+    the difference to a later sample."""
+    out = {("python", os.getpid()): time.process_time()}
     for proc in psutil.process_iter(["name", "cpu_times"]):
         name, t = proc.info["name"] or "", proc.info["cpu_times"]
         if t is None:
             continue
         if name.startswith(("valkey", "redis-server")):
-            out["redis"] += t.user + t.system
+            out["redis", proc.pid] = t.user + t.system
         elif name.startswith("postgres"):
-            out["postgres"] += t.user + t.system
+            out["postgres", proc.pid] = t.user + t.system
     return out
+
+
+def cpu_since(before: dict[tuple[str, int], float]) -> dict[str, float]:
+    """CPU seconds used by each group of `cpu_by_process` since `before`, a
+    process at a time: one that exited since (a PostgreSQL backend of a
+    closed connection) counts for nothing rather than taking its whole past
+    off the sum (a round once read -70 us a post), one started since for
+    all it used."""
+    used = {"python": 0.0, "redis": 0.0, "postgres": 0.0}
+    for (group, pid), seconds in cpu_by_process().items():
+        used[group] += seconds - before.get((group, pid), 0.0)
+    return used
 
 
 # The machine's stores, loopback only (each bench makes its own database,

@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
-from bench.support import cpu_by_process  # noqa: E402
+from bench.support import cpu_by_process, cpu_since  # noqa: E402
 from laurels.api.server import tune_collector  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
@@ -181,8 +181,8 @@ class Side:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(timeout=30)
                 self.spied.append(f"{args.py_spy}.{len(self.spied)}")
-        for key, used in cpu_by_process().items():
-            self.cpu[key] = self.cpu.get(key, 0.0) + used - cpu0[key]
+        for key, used in cpu_since(cpu0).items():
+            self.cpu[key] = self.cpu.get(key, 0.0) + used
         if args.commandstats:
             # A command a script calls counts under its own name (and its
             # time in the script's too).
