@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from laurels.api import create_app, serving_app
+from laurels.board.hints import Hint
 from laurels.runtime import Runtime
 from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, make_settings
@@ -41,6 +43,7 @@ class Api:
     env: dict[str, str] = field(default_factory=lambda: {"LAURELS_USER_TOKEN_SECRET":
                                                             USER_SECRET})
     clients: list[httpx.AsyncClient] = field(default_factory=list)
+    echoes: Echoes | None = None
 
     def client(self, token: str | None = None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -66,11 +69,63 @@ class Api:
             await task
         self.runtime.settings.close_seasons = True
 
+    async def echoed(self, season: str) -> None:
+        """Return once this process's subscription has heard every hint of
+        `season` published so far (Echoes): a test that asserts what a
+        cache holds after a write waits for it first."""
+        if self.echoes is None:
+            self.echoes = Echoes(self.runtime)
+        await self.echoes.heard(season)
+
     async def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return await self.client().get(path, **kwargs)
 
     async def delete(self, path: str, **kwargs: Any) -> httpx.Response:
         return await self.client().delete(path, **kwargs)
+
+
+class Echoes:
+    """A write's hint reaches this process's caches twice: at once, and
+    again when its subscription hears the hint come back from Redis; a body
+    read between the two is dropped by the second. `heard(season)` returns
+    once the subscription has heard every hint of the season published
+    before the call: a marker published after them on the same channel
+    (Pub/Sub keeps a channel's order) comes back after them, once the
+    subscription carries the season's hints (on a cluster its shard
+    channel, which a cache's read follows). The marker names a learner in
+    no group and on no board, so it drops no group's body; it does drop the
+    season's cached top pages and neighbourhoods (a hint naming a learner
+    drops those whoever it names)."""
+
+    MARKER = 999_999_999
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.board, self.subscription = runtime.board, runtime.subscription
+        self.sent = self.back = 0
+        self.wake = asyncio.Event()
+        inner = self.subscription._hint
+
+        def hear(hint: Hint) -> None:
+            inner(hint)
+            if hint.get("user_id") == self.MARKER:
+                self.back += 1
+                self.wake.set()
+
+        self.subscription._hint = hear  # type: ignore[method-assign]
+
+    async def heard(self, season: str) -> None:
+        board = self.board
+        marker = orjson.dumps({"season": season, "user_id": self.MARKER})
+        async with asyncio.timeout(10):
+            await self.subscription.hinted(season)
+            self.sent += 1
+            if board.cluster:  # (a season's hints go on its shard channel)
+                await board.redis.spublish(board.keys.shard_hint_channel(season), marker)
+            else:
+                await board.redis.publish(board.keys.hint_channel(), marker)
+            while self.back < self.sent:
+                self.wake.clear()
+                await self.wake.wait()
 
 
 def awaiting(task: asyncio.Task[Any]) -> list[str]:

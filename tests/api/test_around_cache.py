@@ -64,7 +64,9 @@ async def read(api: Api, user_id: int, radius: int = 1, token: str | None = None
 
 async def fill(api: Api, user_id: int, radius: int = 1) -> dict[str, Any]:
     """Read until this process keeps the body (on a cluster once the
-    season's shard channel is subscribed)."""
+    season's shard channel is subscribed), once every write's hint came
+    back (Api.echoed: a late one would drop the body just kept)."""
+    await api.echoed((await read(api, user_id, radius))["season"])
     async with asyncio.timeout(10):
         while True:
             body = await read(api, user_id, radius)

@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
 import pytest
 
 from laurels.api.caches import GroupCache
-from laurels.board.hints import Hint
 from laurels.hub import SeasonListener
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import board, post_all
@@ -42,50 +40,6 @@ async def fill(api: Api, *groups: str, token: str = INGEST) -> None:
                 await board(api, BOARD.format(gid), token)
 
 
-class Echoes:
-    """A write's hint reaches this process's caches twice: at once, and
-    again when its subscription hears the hint come back from Redis; a body
-    read between the two is dropped by the second. `heard()` returns once
-    the subscription has heard every hint published before the call: a
-    marker published after them on the same channel (Pub/Sub keeps a
-    channel's order) comes back after them, once the subscription carries
-    the season's hints (on a cluster, its shard channel: the group boards'
-    reads follow it). It names a learner in no group, so it drops no
-    group's body."""
-
-    MARKER = 999_999
-
-    def __init__(self, api: Api, season: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.board, self.season = api.runtime.board, season
-        self.subscription = api.runtime.subscription
-        self.sent = self.back = 0
-        self.wake = asyncio.Event()
-        subscription = api.runtime.subscription
-        inner = subscription._hint
-
-        def hear(hint: Hint) -> None:
-            inner(hint)
-            if hint.get("user_id") == self.MARKER:
-                self.back += 1
-                self.wake.set()
-
-        monkeypatch.setattr(subscription, "_hint", hear)
-
-    async def heard(self) -> None:
-        board, marker = self.board, orjson.dumps({"season": self.season,
-                                                  "user_id": self.MARKER})
-        async with asyncio.timeout(10):
-            await self.subscription.hinted(self.season)
-            self.sent += 1
-            if board.cluster:  # (a season's hints go on its shard channel)
-                await board.redis.spublish(board.keys.shard_hint_channel(self.season), marker)
-            else:
-                await board.redis.publish(board.keys.hint_channel(), marker)
-            while self.back < self.sent:
-                self.wake.clear()
-                await self.wake.wait()
-
-
 async def two_groups(api: Api) -> None:
     c = api.client(INGEST)
     await c.put("/v1/users/5", json={"visibility": "anonymous"})
@@ -96,31 +50,31 @@ async def two_groups(api: Api) -> None:
 
 
 async def test_a_hint_drops_only_the_groups_of_the_learners_it_names(
-        serve: ApiFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+        serve: ApiFactory) -> None:
     api = await serve()
     await two_groups(api)
     c = api.client(INGEST)
-    echoes = Echoes(api, (await board(api, BOARD.format("a")))["season"], monkeypatch)
-    await echoes.heard()
+    season = (await board(api, BOARD.format("a")))["season"]
+    await api.echoed(season)
     await fill(api, "a", "b")
     # Learner 3 (in b only) scores: a's body stays, b's is dropped and fresh.
     assert (await c.post("/v1/completions", json=completion("x3", 3, 5))).status_code == 201
-    await echoes.heard()
+    await api.echoed(season)
     assert cached_groups(api) == {"a"}
     body = await board(api, BOARD.format("b"))
     assert [(e["user_id"], e["score"]) for e in body["entries"]] == [(4, 40), (3, 35)]
     # A learner in no group: nothing dropped.
     assert (await c.post("/v1/completions", json=completion("x9", 9, 5))).status_code == 201
-    await echoes.heard()
+    await api.echoed(season)
     assert cached_groups(api) == {"a", "b"}
     # Several public learners in one batch: the groups of any of them.
     await post_all(c, {1: 1, 9: 1})
-    await echoes.heard()
+    await api.echoed(season)
     assert cached_groups(api) == {"b"}
     await fill(api, "a")
     # An anonymous learner is never named, not even to route: every group drops.
     assert (await c.post("/v1/completions", json=completion("x5", 5, 5))).status_code == 201
-    await echoes.heard()
+    await api.echoed(season)
     assert cached_groups(api) == set()
     body = await board(api, BOARD.format("a"))
     assert [(e["user_id"], e["score"]) for e in body["entries"]] == [
@@ -133,7 +87,7 @@ async def test_a_cached_body_is_served_without_a_query_to_its_members(
     await two_groups(api)
     member, outsider = token_for(api.env, 1), token_for(api.env, 3)
     season = (await board(api, BOARD.format("a")))["season"]
-    await Echoes(api, season, monkeypatch).heard()  # (the writes' echoes, before the fill)
+    await api.echoed(season)  # (the writes' echoes, before the fill)
     await fill(api, "a", token=member)
     first = await api.client(member).get(BOARD.format("a"))
     assert first.status_code == 200 and first.headers["etag"]
