@@ -4,8 +4,9 @@ Every loop of a process (projector, notifier, hints, erasure jobs, season
 housekeeping, the Redis epoch watch) runs under `Supervisor.run`: an
 exception is logged with its traceback, the loop is marked down (in /metrics
 and /readyz, by name) and restarted after an exponential backoff with jitter.
-A loop that returns is done (it saw `stop`). Shutdown sets `stop`, waits a
-moment, then cancels what is left; nothing is re-raised into it.
+A loop that returns is done (it saw its stop event). Shutdown sets every
+loop's, waits a moment, then cancels what is left; nothing is re-raised into
+it. `stop_loop` stops one loop the same way: after the pass it is in.
 """
 
 from __future__ import annotations
@@ -38,19 +39,30 @@ class Supervisor:
         self.backoff_first_seconds = backoff_first_seconds
         self.down: dict[str, str] = {}  # loop -> why, while it is down
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.stops: dict[str, asyncio.Event] = {}  # each loop's own, set by shutdown too
 
     def start(self, name: str, loop: Loop) -> None:
-        self.tasks[name] = asyncio.create_task(self._run(name, loop), name=f"laurels:{name}")
+        stop = self.stops[name] = asyncio.Event()
+        if self.stop.is_set():
+            stop.set()
+        self.tasks[name] = asyncio.create_task(self._run(name, loop, stop),
+                                               name=f"laurels:{name}")
 
-    async def _run(self, name: str, loop: Loop) -> None:
+    async def stop_loop(self, name: str) -> None:
+        """Stop one loop as shutdown would, between two of its passes (a pass
+        under way ends first), and forget it: it is not a loop down."""
+        self.stops.pop(name).set()
+        await asyncio.gather(self.tasks.pop(name), return_exceptions=True)
+
+    async def _run(self, name: str, loop: Loop, stop: asyncio.Event) -> None:
         failures = 0
         clock = asyncio.get_running_loop()
-        while not self.stop.is_set():
+        while not stop.is_set():
             started = clock.time()
             LOOP_UP.labels(name).set(1)
             self.down.pop(name, None)
             try:
-                await loop(self.stop)
+                await loop(stop)
                 return
             except asyncio.CancelledError:
                 raise
@@ -72,9 +84,9 @@ class Supervisor:
                     log.exception("background loop %r crashed; restarting in %.1f s", name,
                                   delay)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stop.wait(), delay)
+                    await asyncio.wait_for(stop.wait(), delay)
             finally:
-                if self.stop.is_set():
+                if stop.is_set():
                     LOOP_UP.labels(name).set(0)
 
     def problems(self) -> dict[str, str]:
@@ -85,6 +97,8 @@ class Supervisor:
 
     async def shutdown(self, grace_seconds: float = 5.0) -> None:
         self.stop.set()
+        for stop in self.stops.values():
+            stop.set()
         tasks = list(self.tasks.values())
         if not tasks:
             return

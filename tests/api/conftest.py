@@ -11,7 +11,6 @@ connection guard in front of the app, several workers) stays in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -59,14 +58,7 @@ class Api:
         it first now and then, and the test's call found nothing to do).
         It is stopped between two passes, never inside one (a pass cut off
         in a query would hand the pool a connection mid-statement)."""
-        task = self.app.state.supervisor.tasks.pop("seasons")
-        deadline = asyncio.get_running_loop().time() + 30
-        while "seasons" in awaiting(task):
-            assert asyncio.get_running_loop().time() < deadline, "the seasons pass hangs"
-            await asyncio.sleep(0.01)  # its pass ends; then it waits for the next tick
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await self.app.state.supervisor.stop_loop("seasons")
         self.runtime.settings.close_seasons = True
 
     async def echoed(self, season: str) -> None:
@@ -126,15 +118,6 @@ class Echoes:
             while self.back < self.sent:
                 self.wake.clear()
                 await self.wake.wait()
-
-
-def awaiting(task: asyncio.Task[Any]) -> list[str]:
-    """The names of the coroutines `task` is inside now, outermost first."""
-    names, coro = [], task.get_coro()
-    while coro is not None and hasattr(coro, "cr_code"):
-        names.append(coro.cr_code.co_name)
-        coro = coro.cr_await
-    return names
 
 
 ApiFactory = Callable[..., Awaitable[Api]]

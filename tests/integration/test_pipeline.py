@@ -23,7 +23,7 @@ from laurels.notifications import utc
 from laurels.rebuild import lock_key
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
-from laurels.supervisor import Supervisor
+from laurels.supervisor import Supervisor, every
 from tests.helpers import ADMIN_AUTH, eventually
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -339,6 +339,31 @@ async def test_a_crashed_loop_is_restarted_and_shown_meanwhile() -> None:
     await eventually(restarted, what="the crashed loop to be restarted twice")
     await sup.shutdown()
     assert sup.tasks["flaky"].done() and sup.tasks["flaky"].exception() is None
+
+
+async def test_one_loop_stops_after_its_pass_and_is_not_a_loop_down() -> None:
+    """`stop_loop` lets the pass under way end (nothing cancelled inside it),
+    the loop then returns, and it is neither listed nor down; the others
+    run on."""
+    sup = Supervisor()
+    entered, release, passes = asyncio.Event(), asyncio.Event(), []
+
+    async def slow_pass() -> None:
+        entered.set()
+        await release.wait()
+        passes.append("done")
+
+    sup.start("seasons", every(10, slow_pass))
+    sup.start("other", every(10, release.wait))
+    await entered.wait()  # inside its first pass
+    stopping = asyncio.create_task(sup.stop_loop("seasons"))
+    release.set()
+    await stopping
+    # (the pass ran to its end: a cancel inside it would have left none done)
+    assert passes == ["done"] and "seasons" not in sup.tasks and sup.problems() == {}
+    assert not sup.tasks["other"].done()
+    await sup.shutdown()
+    assert sup.tasks["other"].done() and sup.tasks["other"].exception() is None
 
 
 async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch: Any) -> None:
