@@ -29,7 +29,6 @@ import random
 import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from laurels.board import Board, Delta, Profile  # noqa: E402
-from laurels.board.lua_args import preamble  # noqa: E402
+from laurels.board.base import script_source  # noqa: E402
 from laurels.keys import Keys  # noqa: E402
 from laurels.ranking import TiePolicy  # noqa: E402
 from laurels.seasons import season_of  # noqa: E402
@@ -58,9 +57,8 @@ async def side(script: Path, policy: TiePolicy) -> tuple[Any, aredis.Redis, Boar
     server.start()
     client = aredis.Redis(port=port, decode_responses=True)
     board = Board(client, Keys("ab", policy), policy, zone="UTC")
-    common = resources.files("laurels.board").joinpath("lua", "_common.lua").read_text()
     board.scripts.by_name["apply"] = client.register_script(
-        "\n".join((common, preamble("apply"), script.read_text())))
+        script_source("apply", script.read_text()))
     return server, client, board
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from datetime import timedelta
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -20,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Board, Delta, Profile
+from laurels.board.base import lua_text, script_source
 from laurels.board.hints import Hint
-from laurels.board.lua_args import preamble
 from laurels.keys import Keys
 from laurels.runtime import Runtime
 from laurels.seasons import parse_season
@@ -44,12 +43,11 @@ _boards = itertools.count()
 def general_path_script() -> str:
     """apply.lua as `Scripts` loads it, with no lean entry and a bar no
     score is below: every entry takes the general path and its rank reads."""
-    lua = resources.files("laurels.board").joinpath("lua")
-    text = lua.joinpath("apply.lua").read_text()
+    text = lua_text("apply")
     for switch, off in OFF.items():
         assert text.count(switch) == 1  # (what this test turns off is where it was)
         text = text.replace(switch, off)
-    return "\n".join((lua.joinpath("_common.lua").read_text(), preamble("apply"), text))
+    return script_source("apply", text)
 
 
 @dataclass

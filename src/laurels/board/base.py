@@ -53,19 +53,27 @@ async def gather_bounded(calls: list[Awaitable[T]], limit: int) -> list[T]:
     return results  # type: ignore[return-value]
 
 
+def lua_text(name: str) -> str:
+    """A file of lua/ as shipped (`apply`: apply.lua)."""
+    return resources.files(__package__).joinpath("lua", f"{name}.lua").read_text()
+
+
+def script_source(name: str, body: str | None = None) -> str:
+    """A script as Scripts registers it: the shared helpers, its arguments'
+    names, then its body (the shipped one, or a variant a bench or a test
+    compares with it)."""
+    return "\n".join((lua_text("_common"), preamble(name),
+                      lua_text(name) if body is None else body))
+
+
 class Scripts:
     """Every Lua script, registered once per client; NOSCRIPT is reloaded by redis-py."""
 
     NAMES = tuple(SCRIPTS)  # each with its arguments' names (lua_args.py)
 
     def __init__(self, redis: Redis) -> None:
-        folder = resources.files(__package__).joinpath("lua")
-        common = folder.joinpath("_common.lua").read_text()
         self.by_name: dict[str, AsyncScript] = {
-            name: redis.register_script("\n".join((
-                common, preamble(name), folder.joinpath(f"{name}.lua").read_text())))
-            for name in self.NAMES
-        }
+            name: redis.register_script(script_source(name)) for name in self.NAMES}
 
     def __getitem__(self, name: str) -> AsyncScript:
         return self.by_name[name]
