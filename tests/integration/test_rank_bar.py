@@ -36,7 +36,8 @@ BOARDS = {
 }
 # (each short cut's switch, as the script has it, and turned off)
 OFF = {"ctx.bar = at[2] and tonumber(at[2]) or math.huge": "ctx.bar = math.huge",
-       "  if ctx.lean and profile_version == '0'": "  if false and profile_version == '0'"}
+       "  if ctx.lean and profile_version == '0'": "  if false and profile_version == '0'",
+       "  local plain = ctx.lean and not ctx.refused": "  local plain = false and not ctx.refused"}
 _boards = itertools.count()
 
 
@@ -96,9 +97,15 @@ async def stored(rt: Runtime, side: Side) -> tuple[Any, ...]:
     """The current version's sets and profiles, as stored."""
     sk = side.board.season_keys(side.season)
     vk = sk.version(await rt.redis.get(sk.current))
+    chunks = sorted(await rt.redis.smembers(vk.chunks))
     return (await rt.redis.zrange(vk.public, 0, -1, withscores=True),
             await rt.redis.zrange(vk.hidden, 0, -1, withscores=True),
-            await rt.redis.hgetall(vk.users))
+            await rt.redis.hgetall(vk.users),
+            # (the idempotency bits: bytes, not text)
+            await rt.redis.execute_command("HGETALL", vk.bits, NEVER_DECODE=True),
+            chunks, [await rt.redis.execute_command("GET", vk.applied(int(c)), NEVER_DECODE=True)
+                     for c in chunks],
+            sorted(await rt.redis.smembers(sk.erased)))
 
 
 async def same(rt: Runtime, short: Side, general: Side) -> None:
@@ -110,13 +117,17 @@ async def same(rt: Runtime, short: Side, general: Side) -> None:
 
 
 # An operation on learner `uid`: ("gain", points), ("profile", visibility)
-# (a completion carrying a newer profile), or ("void", k) (void the k-th
-# completion recorded so far, if it counts).
+# (a completion carrying a newer profile), ("void", k) (void the k-th
+# completion recorded so far, if it counts), ("again", k) (the k-th delta
+# sent so far, sent again: a duplicate) or ("erase", uid) (between two
+# calls: the learner erased from both boards).
 OPS = st.one_of(
     st.tuples(st.just("gain"), st.integers(1, 130), st.integers(1, 60)),
     st.tuples(st.just("profile"), st.integers(1, 130), st.sampled_from(
         ["hidden", "anonymous", "public", "named"])),
-    st.tuples(st.just("void"), st.integers(0, 10_000), st.just(0)))
+    st.tuples(st.just("void"), st.integers(0, 10_000), st.just(0)),
+    st.tuples(st.just("again"), st.integers(0, 10_000), st.just(0)),
+    st.tuples(st.just("erase"), st.integers(1, 130), st.just(0)))
 
 
 class Feed:
@@ -126,6 +137,7 @@ class Feed:
         self.seq = 0
         self.versions: dict[int, Profile] = {}
         self.counting: list[Delta] = []
+        self.sent: list[Delta] = []
 
     def profile(self, uid: int, visibility: str) -> Profile:
         """The learner's next profile (`named`: public, with a name)."""
@@ -153,11 +165,17 @@ class Feed:
                      reset_at=d.completed_at - timedelta(days=1))
 
     def op(self, kind: str, a: int, b: Any) -> Delta | None:
+        if kind == "again":
+            return self.sent[a % len(self.sent)] if self.sent else None
         if kind == "gain":
-            return self.completion(a, b)
-        if kind == "profile":
-            return self.completion(a, 1, self.profile(a, b))
-        return self.void(a)
+            d: Delta | None = self.completion(a, b)
+        elif kind == "profile":
+            d = self.completion(a, 1, self.profile(a, b))
+        else:
+            d = self.void(a)
+        if d is not None:
+            self.sent.append(d)
+        return d
 
 
 @settings(max_examples=25, deadline=None,
@@ -174,9 +192,17 @@ async def test_short_cuts_leave_what_the_general_path_leaves(
     for side in (short, general):
         await side.apply(first)
     for ops in batches:
-        deltas = [d for op in ops if (d := feed.op(*op)) is not None]
-        for side in (short, general):
-            await side.apply(deltas)
+        deltas: list[Delta] = []
+        for op in [*ops, ("erase", 0, 0)]:  # (the last only sends the rest)
+            if op[0] != "erase":
+                if (d := feed.op(*op)) is not None:
+                    deltas.append(d)
+                continue
+            for side in (short, general):
+                await side.apply(deltas)
+                if op[1]:
+                    await side.board.erase(side.season, op[1], START + timedelta(days=30))
+            deltas = []
     await same(rt, short, general)
 
 

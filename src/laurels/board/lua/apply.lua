@@ -138,7 +138,7 @@ do
       origin = tonumber(ARGV[a + SEASON.origin]),
       ts_format = '%0' .. (width - 6) .. 'd%06d',
       chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {}, users_empty = {},
-      changed = 0, shown = 0, routes = {}, routed = {}, routable = true,
+      changed = 0, shown = 0, routes = {}, n_routes = 0, routed = {}, routable = true,
     }
     for c = 0, C - 1 do ctx.chunk_index[tonumber(ARGV[chunk_at + 1 + c])] = c end
     -- Seasons of one start and width share their tie times (an item's, by its place).
@@ -461,8 +461,9 @@ local function note_change(ctx, uid, current_vis)
     ctx.routable = false
   elseif ctx.routable and not ctx.routed[uid] then
     ctx.routed[uid] = true
-    ctx.routes[#ctx.routes + 1] = string.gsub(uid, '^0+', '')
-    if #ctx.routes > ROUTES_MAX then ctx.routable = false end
+    local n = ctx.n_routes + 1
+    ctx.routes[n], ctx.n_routes = uid, n
+    if n > ROUTES_MAX then ctx.routable = false end
   end
 end
 
@@ -509,12 +510,32 @@ for _ = 1, E do  -- (each entry's answer: filled in below)
 end
 
 for _, ctx in ipairs(seasons) do
+  -- The plain lane: on a board of a kind with only its current version, no
+  -- rank events and no parts (most boards of a kind, most of the time), a
+  -- completion as recorded that carries the default profile, of a learner
+  -- with none stored, is apply_one's lean entry, taken here without the
+  -- general path's per-entry calls and reads (with the routes' stripping
+  -- below, a tenth of an entry's time in Valkey: bench/script_ab.py).
+  local plain = ctx.lean and not ctx.refused and ctx.T == 1 and ctx.hashed
+      and ctx.first_is_current and not ctx.rank_events and not ctx.has_parts[0]
+  local public, users = KEYS[ctx.versions_at + 1], KEYS[ctx.versions_at + 3]
   for _, k in ipairs(ctx.refused and {} or ctx.entries) do
     local e = 1 + k * ENTRY_WIDTH
     local i = 1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH
     local uid, token = ITEMS[i + ITEM.uid], ENTRIES[e + ENTRY.tie_token]
     local answer = ANSWERS_AT + 1 + 2 * k
-    if token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
+    if plain and ITEMS[i + ITEM.correction] == 0 and ITEMS[i + ITEM.profile_version] == '0'
+        and ITEMS[i + ITEM.visibility] == 'public' and ITEMS[i + ITEM.name] == ''
+        and not ctx.gone[uid]
+        and (users_empty(ctx, 0, users) or redis.call('HEXISTS', users, uid) == 0) then
+      local seq = ITEMS[i + ITEM.seq]
+      local chunk = math.floor(seq / ctx.shift)
+      if not set_bit(ctx, 0, ctx.chunk_index[chunk], seq - chunk * ctx.shift) then
+        redis.call('ZINCRBY', public, -ENTRIES[e + ENTRY.points], uid)
+        out[answer], out[answer + 1] = 1, 'public'
+        note_change(ctx, uid, 'public')
+      end  -- (else a duplicate: its answer stays 0, '')
+    elseif token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
       out[answer] = -2  -- retry: the void's tie time may be stale (see Ties above)
     else
       local seq = ITEMS[i + ITEM.seq]
@@ -564,7 +585,10 @@ for s, ctx in ipairs(seasons) do
         if ctx.changed_vis == 'public' then id = string.gsub(ctx.changed_uid, '^0+', '') end
         hint = hint .. ',"user_id":' .. id
       elseif ctx.routable then
-        hint = hint .. ',"routes":[' .. table.concat(ctx.routes, ',') .. ']'
+        -- (the padded ids, their zeros stripped at once, not an id at a time:
+        -- user ids are 1 or more)
+        local routes = string.gsub(',' .. table.concat(ctx.routes, ','), ',0+', ',')
+        hint = hint .. ',"routes":[' .. string.sub(routes, 2) .. ']'
       end
       -- Only hidden learners changed: no public board shows anything new (the
       -- caches still drop the season: the learners' own views did change).
