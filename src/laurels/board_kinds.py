@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import Any, NamedTuple, assert_never
 
 from laurels.board import Delta
 from laurels.board.roles import Dropper
@@ -167,32 +167,58 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
     the kind's zone, scored by the kind's metric; on its week, with rank
     events when the kind notifies."""
     out: list[list[Delta]] = []
-    # A batch's completions mostly share their seasons: the last one found
-    # per (period, zone), and each board's season name, are kept for the call.
+    # A batch's completions mostly share their seasons: each tag's boards
+    # (their seasons, names, parts) are kept for the call, made again only
+    # for a completion outside one of those seasons.
     found = Found()
-    names: dict[tuple[str, str, str], str] = {}
+    known: dict[str, _TagBoards | None] = {}
     for d in deltas:
         on: list[Delta] = []
         out.append(on)
+        at = d.completed_at
         for tag in d.tags:
-            kind = kinds.get(tag.partition(":")[0])
-            if kind is None:
+            boards = known.get(tag, _UNSEEN)
+            if boards is _UNSEEN or (boards is not None and not all(
+                    s.contains(at) for s in boards.seasons)):
+                boards = known[tag] = _tag_boards(tag, at, kinds, found)
+            if boards is None:
                 continue  # kept: it counts once the kind is defined
-            points = score_of(kind.metric, d.points)
-            week = ""
-            for period in kind.periods:  # `week` first
-                season = found.season(d.completed_at, period, kind.time_zone)
-                name = names.get((season.name, tag, kind.metric))
-                if name is None:
-                    name = names[season.name, tag, kind.metric] = season.on(
-                        tag, kind.metric).name
-                # On the all-time board, its week: a part once its month
-                # was retired (history.history_of).
-                on.append(d.on_board(name, points, kind.notify and period == "week",
-                                     week if period == "all" else ""))
-                if period == "week":
-                    week = name
+            points = score_of(boards.metric, d.points)
+            for name, notify, part in boards.boards:
+                on.append(d.on_board(name, points, notify, part))
     return out
+
+
+class _TagBoards(NamedTuple):
+    """A tag's boards at one instant: the seasons that hold it (each of the
+    kind's periods', `all` left out), and each board's season name, whether
+    it makes rank events, and its part (Delta.on_board's arguments)."""
+
+    metric: Metric
+    seasons: tuple[Season, ...]
+    boards: tuple[tuple[str, bool, str], ...]
+
+
+_UNSEEN = _TagBoards("points", (), ())  # (a tag not yet looked up in a call)
+
+
+def _tag_boards(tag: str, at: datetime, kinds: Mapping[str, BoardKind], found: Found
+                ) -> _TagBoards | None:
+    kind = kinds.get(tag.partition(":")[0])
+    if kind is None:
+        return None
+    seasons, boards, week = [], [], ""
+    for period in kind.periods:  # `week` first
+        season = found.season(at, period, kind.time_zone)
+        if period != "all":
+            seasons.append(season)
+        name = season.on(tag, kind.metric).name
+        # On the all-time board, its week: a part once its month was
+        # retired (history.history_of).
+        boards.append((name, kind.notify and period == "week", week if period == "all" else ""))
+        if period == "week":
+            week = name
+    return _TagBoards(kind.metric, tuple(seasons), tuple(boards))
 
 
 class BoardKinds:

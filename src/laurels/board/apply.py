@@ -5,7 +5,8 @@ profiles and erasures."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -22,11 +23,14 @@ from laurels.board.lua_args import (
     json_list,
 )
 from laurels.board.values import Delta, Profile
-from laurels.keys import chunk_bits, hashed_bits
+from laurels.keys import Keys, VersionKeys, chunk_bits, hashed_bits
 from laurels.ranking import UNIX_EPOCH, pad_uid
-from laurels.seasons import parse_season, whole_week
+from laurels.seasons import Season, parse_season, whole_week
 from laurels.states import ApplyResult
 
+# Seasons whose parsed name and keys a process keeps (a few a period and
+# board: 10,000 boards of a kind are 20,000 a week with their all time).
+SEASONS_KNOWN = 65_536
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
 
 
@@ -45,32 +49,65 @@ class _Call:
         self.entry_seasons: list[_SeasonCall] = []
 
 
+class _Season(NamedTuple):
+    """What a call needs of a season that its name alone decides: parsed
+    once a process (`Applying._season`), not once a call."""
+
+    start: Season
+    bits: int
+    hashed: bool
+    ranked: bool
+    origin: int  # the season's start, seconds since 1970
+    fixed_keys: tuple[str, ...]  # current, building, erased, notify stream, ties
+
+
 class _SeasonCall:
     def __init__(self, index: int, season: str, versions: tuple[str, str], targets: list[str],
-                 zone: str) -> None:
+                 known: _Season) -> None:
         self.index = index
         self.season = season
         self.versions = versions
         self.targets = targets
-        self.start = parse_season(season, zone=zone)
-        self.bits = chunk_bits(season)
-        self.hashed = hashed_bits(season)
+        self.known = known
+        self.start = known.start
+        self.bits = known.bits
         self.chunks: dict[int, None] = {}  # in order of first use
-        self.ranked = whole_week(season)
+        self.ranked = known.ranked
+
+
+@lru_cache(maxsize=SEASONS_KNOWN)
+def _known(keys: Keys, season: str, zone: str) -> _Season:
+    start = parse_season(season, zone=zone)
+    sk = keys.season(season)
+    origin = start.starts_at - UNIX_EPOCH
+    return _Season(start, chunk_bits(season), hashed_bits(season), whole_week(season),
+                   origin.days * 86400 + origin.seconds,
+                   (sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties))
+
+
+@lru_cache(maxsize=SEASONS_KNOWN)
+def _version_keys(keys: Keys, season: str, version: str) -> tuple[VersionKeys, list[str]]:
+    """A version's keys, and the six a call names (apply.lua, KEYS)."""
+    vk = keys.season(season).version(version)
+    return vk, [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
 
 
 class Applying(BoardBase):
     def _apply_call(self, deltas: list[Delta], batch: list[int], only_version: str | None = None,
-                    believed: dict[str, tuple[str, str]] | None = None
+                    believed: dict[str, tuple[str, str]] | None = None,
+                    encoded: dict[tuple[Any, ...], tuple[Any, ...]] | None = None
                     ) -> tuple[_Call, list[str], list[Any]]:
         """One apply.lua call: the deltas `batch` names, in order, of one or
         more seasons, on the versions this process believes current and
         building (or `believed`), or on `only_version` alone (a builder feeds
         only its own version, and only while it still holds the building
-        marker; no hint then). The script publishes the refresh hints."""
+        marker; no hint then). The script publishes the refresh hints.
+        `encoded` keeps each completion's item values for the next call
+        (a completion's boards are mostly in several calls)."""
         call = _Call()
         items, item_args, entry_args = call.items, call.item_args, call.entry_args
         seasons = call.seasons
+        encoded = {} if encoded is None else encoded
         # The loop below is a tagged batch's hottest Python (a completion
         # with three tags is five entries): an item's values once, an
         # entry's positional (ApplyItem's, ApplyEntry's order).
@@ -83,7 +120,7 @@ class Applying(BoardBase):
                 if only_version is not None:
                     versions, targets = (versions[0], only_version), [only_version]
                 sc = seasons[d.season] = _SeasonCall(len(seasons), d.season, versions, targets,
-                                                     self.zone)
+                                                     _known(self.keys, d.season, self.zone))
             sc.chunks[d.seq >> sc.bits] = None
             if d.notify:  # the weeks of a kind that notifies make rank events too
                 sc.ranked = True
@@ -95,10 +132,14 @@ class Applying(BoardBase):
             item = items.get(key)
             if item is None:
                 item = items[key] = len(items)
-                at = d.completed_at - UNIX_EPOCH
-                item_args += (d.seq, pad_uid(d.user_id), at.days * 86400 + at.seconds,
-                              at.microseconds, str(p.version), p.visibility, p.display_name,
-                              d.correction, "1" if d.counted else "0")
+                values = encoded.get(key)
+                if values is None:
+                    at = d.completed_at - UNIX_EPOCH
+                    values = encoded[key] = (
+                        d.seq, pad_uid(d.user_id), at.days * 86400 + at.seconds,
+                        at.microseconds, str(p.version), p.visibility, p.display_name,
+                        d.correction, "1" if d.counted else "0")
+                item_args += values
             entry_args += (item, sc.index, d.points, d.part,
                            sc.start.pad_ts(d.reset_at) if d.reset_at else "",
                            d.reset_score or 0, d.tie_token)
@@ -107,25 +148,26 @@ class Applying(BoardBase):
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[int] = []
+        hint_channel = "" if self.cluster else self.keys.hint_channel()
         for sc in seasons.values():
-            sk = self.season_keys(sc.season)
-            keys += [sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties]
+            known = sc.known
+            keys += known.fixed_keys
             for v in sc.targets:
-                vk = sk.version(v)
-                keys += [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
+                keys += _version_keys(self.keys, sc.season, v)[1]
             for v in sc.targets:  # (one hash holds every chunk of a board of a kind)
-                vk = sk.version(v)
-                keys += [vk.bits] if sc.hashed else [vk.applied(chunk) for chunk in sc.chunks]
+                vk = _version_keys(self.keys, sc.season, v)[0]
+                if known.hashed:
+                    keys.append(vk.bits)
+                else:
+                    keys += [vk.applied(chunk) for chunk in sc.chunks]
             on_current = bool(sc.targets) and sc.targets[0] == sc.versions[0]
-            origin = sc.start.starts_at - UNIX_EPOCH
             head += ApplySeason(
                 expected_current=sc.versions[0], expected_building=sc.versions[1],
                 on_current=("1" if sc.ranked else "h") if on_current else "0",
                 targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season,
-                hint_channel=(self.keys.shard_hint_channel(sc.season) if self.cluster
-                              else self.keys.hint_channel()),
-                metric=sc.start.metric, bits="h" if sc.hashed else "s", chunk_bits=sc.bits,
-                origin=origin.days * 86400 + origin.seconds, width=sc.start.ts_width)
+                hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
+                metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
+                origin=known.origin, width=sc.start.ts_width)
             chunk_ids += sc.chunks
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
@@ -152,7 +194,8 @@ class Applying(BoardBase):
         for _ in range(MAX_STALE_RETRIES):
             if not pending:
                 break
-            calls = [(group, self._apply_call(deltas, batch, only_version))
+            encoded: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+            calls = [(group, self._apply_call(deltas, batch, only_version, encoded=encoded))
                      for group, batch in self._batches(deltas, pending)]
             replies = await self._run_in_order(
                 "apply", [(group, (keys, args)) for group, (_, keys, args) in calls])
