@@ -178,8 +178,12 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
         at = d.completed_at
         for tag in d.tags:
             boards = known.get(tag, _UNSEEN)
-            if boards is _UNSEEN or (boards is not None and not all(
-                    s.contains(at) for s in boards.seasons)):
+            if boards is not None and boards is not _UNSEEN:
+                for season in boards.seasons:  # (a loop: all() of a generator cost 3x)
+                    if not season.starts_at <= at < season.ends_at:
+                        boards = _UNSEEN
+                        break
+            if boards is _UNSEEN:
                 boards = known[tag] = _tag_boards(tag, at, kinds, found)
             if boards is None:
                 continue  # kept: it counts once the kind is defined

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from laurels import failpoints
@@ -34,6 +35,9 @@ log = logging.getLogger("laurels.projector")
 FLUSH_SECONDS = 0.05  # well under min_age_seconds: the projector rarely re-applies
 FLUSH_MAX = 100_000
 MAX_TIE_ROUNDS = 8  # a void read again this often in one pass is left to the next
+
+
+_CORRECTION = attrgetter("correction")
 
 
 def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str,
@@ -191,6 +195,8 @@ class Projector:
         marked in the season's ties hash (under `first`, and on `best`), so
         that an apply coming between the read and the void's own apply makes
         the void read again instead of writing a stale fallback."""
+        if not any(map(_CORRECTION, boards)):  # (most batches: no correction, asked in C)
+            return boards
         voids = [i for i, d in enumerate(boards) if d.correction and not d.counted]
         if not voids:
             return boards

@@ -1,7 +1,6 @@
 """Strict validation of the contract's domain values (pure).
 
-A JSON `true`, `1.5` or `"42"` is not an integer; `completed_at` needs an offset.
-"""
+A JSON `true`, `1.5` or `"42"` is not an integer; `completed_at` needs an offset."""
 
 from __future__ import annotations
 
@@ -246,7 +245,8 @@ def describe(exc: ValidationError) -> str:
 
 
 _CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # COMPLETION_ID_RE, for fullmatch
-_TAG = re.compile(TAG_RE[1:-1])  # for fullmatch
+# TAG_RE's fullmatch, each tag matched once (a platform's few tags repeat)
+_TAG = functools.lru_cache(maxsize=100_000)(re.compile(TAG_RE[1:-1]).fullmatch)
 
 
 def validate_tags(raw: Any) -> tuple[str, ...]:
@@ -258,7 +258,7 @@ def validate_tags(raw: Any) -> tuple[str, ...]:
     if len(raw) > TAGS_MAX:
         raise Invalid(f"tags: at most {TAGS_MAX} tags")
     for tag in raw:
-        if type(tag) is not str or not _TAG.fullmatch(tag):
+        if type(tag) is not str or not _TAG(tag):
             raise Invalid(f"tags: each tag must match {TAG_RE}")
     if len(set(raw)) != len(raw):
         raise Invalid("tags: must be distinct")

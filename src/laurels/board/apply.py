@@ -32,6 +32,8 @@ from laurels.states import ApplyResult
 # board: 10,000 boards of a kind are 20,000 a week with their all time).
 SEASONS_KNOWN = 65_536
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
+# An entry's answer (apply.lua): how many targets took it, -1 deferred, -2 retry.
+_ANSWERS: dict[int, ApplyResult] = {0: "duplicate", -1: "deferred", -2: "retry"}
 
 
 class _Call:
@@ -249,17 +251,20 @@ class Applying(BoardBase):
             elif hint and (parsed := hint_of(orjson.loads(hint))) is not None:
                 hints.append(parsed)
         again: list[int] = []
-        at = 1 + 4 * len(call.seasons)
-        for k, (i, sc) in enumerate(zip(call.deltas, call.entry_seasons, strict=True)):
+        # (each entry's number of targets it was applied to, or -1, -2)
+        answers = reply[1 + 4 * len(call.seasons)::2]
+        if not refused:  # (most calls: an entry's answer alone says it)
+            for i, applied in zip(call.deltas, answers, strict=True):
+                results[i] = _ANSWERS.get(int(applied), "applied")
+            return again
+        for i, sc, applied in zip(call.deltas, call.entry_seasons, answers, strict=True):
             status = refused.get(sc.season)
             if status == "STALE":
                 again.append(i)
             elif status == "MISSING":
                 results[i] = "missing"
             else:
-                applied = int(reply[at + 2 * k])
-                results[i] = ("retry" if applied == -2 else "deferred" if applied < 0
-                              else "applied" if applied else "duplicate")
+                results[i] = _ANSWERS.get(int(applied), "applied")
         return again
 
     async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
