@@ -27,11 +27,11 @@ from laurels.states import Visibility
 
 COMPLETION_ID_RE = r"^[A-Za-z0-9._:-]{1,128}$"
 GROUP_ID_RE = r"^[A-Za-z0-9._:-]{1,64}$"
-# A board kind's name, and a tag: `kind:value` (CONTRACT.md, "Boards of a
-# course, a track or a skill"). Neither holds a comma: ingest joins a
-# completion's tags with one.
+# A board kind's name, and a tag: `kind:value` (CONTRACT.md, "Boards of a course,
+# a track or a skill"). Neither holds a comma: ingest joins a completion's tags with one.
 KIND_RE = r"^[a-z][a-z0-9_-]{0,31}$"
 TAG_RE = r"^[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9._-]{1,64}$"
+TAG_LEN_MAX = 32 + 1 + 64  # the longest tag TAG_RE takes
 TAGS_MAX = 16
 MEMBER_IDS_MAX = 10_000  # ids in one membership change
 GROUP_MEMBERS_MAX = 100_000
@@ -245,7 +245,7 @@ def describe(exc: ValidationError) -> str:
 
 
 _CID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # COMPLETION_ID_RE, for fullmatch
-# TAG_RE's fullmatch, each tag matched once (a platform's few tags repeat)
+# TAG_RE's fullmatch, a tag matched once (tags repeat; longer ones are not kept)
 _TAG = functools.lru_cache(maxsize=100_000)(re.compile(TAG_RE[1:-1]).fullmatch)
 
 
@@ -258,7 +258,7 @@ def validate_tags(raw: Any) -> tuple[str, ...]:
     if len(raw) > TAGS_MAX:
         raise Invalid(f"tags: at most {TAGS_MAX} tags")
     for tag in raw:
-        if type(tag) is not str or not _TAG(tag):
+        if type(tag) is not str or len(tag) > TAG_LEN_MAX or not _TAG(tag):
             raise Invalid(f"tags: each tag must match {TAG_RE}")
     if len(set(raw)) != len(raw):
         raise Invalid("tags: must be distinct")

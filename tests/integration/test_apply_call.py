@@ -56,6 +56,35 @@ async def test_a_completion_s_boards_go_in_one_call_as_one_item(rt: Runtime) -> 
         assert [(e.user_id, e.score) for e in top.entries] == [(1, 3), (2, 3), (3, 3)], name
 
 
+async def test_a_completion_s_boards_in_several_calls_share_its_item(
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A completion's boards in several calls (more entries than a call
+    takes, or a cluster's one season a call) carry its item as one encoding
+    made once an apply: each call's items are each completion's own, and
+    every board gets each learner's points and tie time."""
+    monkeypatch.setattr("laurels.board.apply.APPLY_BATCH", 5)
+    board = Board(rt.redis, Keys(rt.keys.prefix, "first"), "first", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
+    evs = [Delta(next(_seq), uid, uid, at + timedelta(minutes=10 - uid),
+                 season_of(at, "week", zone="UTC").name, PUBLIC) for uid in range(1, 7)]
+    boards = boards_of(evs, PERIODS, "UTC")
+    seasons = sorted({b.season for b in boards})
+    await built(rt, board, seasons)
+    batches = board._batches(boards, list(range(len(boards))))
+    assert len(batches) > 4
+    encoded: dict[tuple[object, ...], tuple[object, ...]] = {}
+    for _, batch in batches:
+        call, _, args = board._apply_call(boards, batch, encoded=encoded)
+        _, _, fresh_args = board._apply_call(boards, batch)
+        assert args == fresh_args
+        assert sorted(call.items.values()) == list(range(len({boards[i].seq for i in batch})))
+    assert len(encoded) == len(evs)
+    assert await board.apply(boards) == ["applied"] * len(boards)
+    for name in seasons:
+        top = await board.top(name, 10)
+        assert [(e.user_id, e.score) for e in top.entries] == [(u, u) for u in range(6, 0, -1)]
+
+
 async def test_a_stale_season_is_refused_alone(rt: Runtime) -> None:
     """One call, three seasons, the process's belief about the middle one
     wrong: that season answers STALE with its versions and is not written;

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from laurels import validation
 from laurels.api.bodies import _duplicate_key_slowly, duplicate_key, parse_json
 from laurels.api.params import int_in
 from laurels.api.problems import Problem
 from laurels.validation import (
+    TAG_LEN_MAX,
     Invalid,
     display_name_problem,
     parse_completion_id,
@@ -62,6 +64,21 @@ def test_tags_are_sorted_and_optional() -> None:
     [3], [None], 0, "", {}])
 def test_malformed_tags(tags: Any) -> None:
     rejected(body(tags=tags), "tags")
+
+
+def test_a_tag_longer_than_any_valid_one_is_not_kept() -> None:
+    """Tags are matched once each and kept (a platform's few repeat); a
+    string longer than any tag TAG_RE takes is refused without being kept,
+    so a flood of long ones holds no memory and evicts nothing."""
+    longest = "k" * 32 + ":" + "v" * 64
+    assert len(longest) == TAG_LEN_MAX
+    validate_tags([longest])
+    kept = validation._TAG.cache_info().currsize
+    for i in range(100):
+        rejected(body(tags=[f"{i}" + "x" * 10_000]), "tags")
+        rejected(body(tags=[longest + str(i)]), "tags")
+    assert validation._TAG.cache_info().currsize == kept
+    assert validate_tags([longest]) == (longest,)
 
 
 def test_valid_completion() -> None:

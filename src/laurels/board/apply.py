@@ -28,9 +28,11 @@ from laurels.ranking import UNIX_EPOCH, pad_uid
 from laurels.seasons import Season, parse_season, whole_week
 from laurels.states import ApplyResult
 
-# Seasons whose parsed name and keys a process keeps (a few a period and
-# board: 10,000 boards of a kind are 20,000 a week with their all time).
-SEASONS_KNOWN = 65_536
+# Seasons whose parsed name and keys a process keeps, the last used (about
+# 1.5 kB each, and as much a version's keys: 6 MB each cache at most). A
+# batch's seasons are a few hundred; with more boards in use than this,
+# the rest are made as before, a call at a time.
+SEASONS_KNOWN = 4_096
 TIES_TTL_MS = 3_600_000  # a void's mark outlives any apply it precedes (or it reads again)
 # An entry's answer (apply.lua): how many targets took it, -1 deferred, -2 retry.
 _ANSWERS: dict[int, ApplyResult] = {0: "duplicate", -1: "deferred", -2: "retry"}
