@@ -54,8 +54,8 @@ class _Call:
 
 
 class _Season(NamedTuple):
-    """What a call needs of a season that its name alone decides: parsed
-    once a process (`Applying._season`), not once a call."""
+    """What a call needs of a season that its name alone decides: made once
+    a process (`_known`), not once a call."""
 
     start: Season
     bits: int
@@ -90,10 +90,11 @@ def _known(keys: Keys, season: str, zone: str) -> _Season:
 
 
 @lru_cache(maxsize=SEASONS_KNOWN)
-def _version_keys(keys: Keys, season: str, version: str) -> tuple[VersionKeys, list[str]]:
+def _version_keys(keys: Keys, season: str, version: str
+                  ) -> tuple[VersionKeys, tuple[str, ...]]:
     """A version's keys, and the six a call names (apply.lua, KEYS)."""
     vk = keys.season(season).version(version)
-    return vk, [vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts]
+    return vk, (vk.public, vk.hidden, vk.users, vk.chunks, vk.corrections, vk.parts)
 
 
 class Applying(BoardBase):
@@ -156,10 +157,10 @@ class Applying(BoardBase):
         for sc in seasons.values():
             known = sc.known
             keys += known.fixed_keys
-            for v in sc.targets:
-                keys += _version_keys(self.keys, sc.season, v)[1]
-            for v in sc.targets:  # (one hash holds every chunk of a board of a kind)
-                vk = _version_keys(self.keys, sc.season, v)[0]
+            per_version = [_version_keys(self.keys, sc.season, v) for v in sc.targets]
+            for _, named in per_version:
+                keys += named
+            for vk, _ in per_version:  # (one hash holds every chunk of a board of a kind)
                 if known.hashed:
                     keys.append(vk.bits)
                 else:
