@@ -36,7 +36,6 @@ from laurels.seasons import (
     Season,
     is_board_season,
     parse_season,
-    season_of,
 )
 from laurels.zones import BadZone, zone_info
 
@@ -151,13 +150,9 @@ def board_seasons(at: datetime, tags: Iterable[str], kinds: Mapping[str, BoardKi
                   ) -> list[str]:
     """The seasons of the boards of defined kinds a completion at `at` with
     these tags counts on (as tagged_boards puts it there)."""
-    out = []
-    for tag in tags:
-        kind = kinds.get(tag.partition(":")[0])
-        if kind is not None:
-            out += [season_of(at, period, zone=kind.time_zone).on(tag, kind.metric).name
-                    for period in kind.periods]
-    return out
+    found = Found()
+    return [name for tag in tags if (boards := _tag_boards(tag, at, kinds, found)) is not None
+            for name, _, _ in boards.boards]
 
 
 def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[list[Delta]]:

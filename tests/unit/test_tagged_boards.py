@@ -2,7 +2,7 @@
 the order of a batch's instants (across days, weeks and months, across
 daylight saving in several zones), it puts each completion on exactly the
 boards a season_of of each of its tags' periods names, as it did when it
-looked every one up."""
+looked every one up; board_seasons names the same seasons."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Delta, Profile
-from laurels.board_kinds import BoardKind, score_of, tagged_boards
+from laurels.board_kinds import BoardKind, board_seasons, score_of, tagged_boards
 from laurels.seasons import season_of
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -65,3 +65,5 @@ def test_each_completion_is_on_the_boards_its_tags_name(
     assert [[(b.season, b.points, b.notify, b.part) for b in on] for on in got] == [
         looked_up(d) for d in deltas]
     assert all(b.seq == d.seq for d, on in zip(deltas, got, strict=True) for b in on)
+    assert [board_seasons(d.completed_at, d.tags, KINDS) for d in deltas] == [
+        [name for name, _, _, _ in looked_up(d)] for d in deltas]

@@ -328,6 +328,14 @@ local function users_empty(ctx, t, users)
   return empty
 end
 
+-- Whether an entry is a default learner's (the lean entry below, the plain
+-- lane): the completion carries the default profile (version 0, public, no
+-- name), and target t stores no profile for the learner.
+local function default_entry(ctx, t, users, uid, profile_version, visibility, name)
+  return profile_version == '0' and visibility == 'public' and name == ''
+      and (users_empty(ctx, t, users) or redis.call('HEXISTS', users, uid) == 0)
+end
+
 -- The score of the TOP-th learner of a season's current public set
 -- (math.huge while it holds fewer). A learner scoring worse than it after
 -- an entry makes no rank event: they enter no top 10 and pass nobody in
@@ -359,8 +367,7 @@ local function apply_one(ctx, t, seq, c, offset, uid, points, i, profile_version
     return 0, ''  -- counted in its archived standing (see Parts above)
   end
   local rank_events = ranked and ctx.rank_events
-  if ctx.lean and profile_version == '0' and visibility == 'public' and name == ''
-      and (users_empty(ctx, t, users) or redis.call('HEXISTS', users, uid) == 0) then
+  if ctx.lean and default_entry(ctx, t, users, uid, profile_version, visibility, name) then
     -- The common entry, lean: under `shared`, on a sum board, a learner
     -- with no users entry (the default profile: on the public set, or on
     -- no set) gaining a completion that carries the default profile too.
@@ -524,10 +531,9 @@ for _, ctx in ipairs(seasons) do
     local i = 1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH
     local uid, token = ITEMS[i + ITEM.uid], ENTRIES[e + ENTRY.tie_token]
     local answer = ANSWERS_AT + 1 + 2 * k
-    if plain and ITEMS[i + ITEM.correction] == 0 and ITEMS[i + ITEM.profile_version] == '0'
-        and ITEMS[i + ITEM.visibility] == 'public' and ITEMS[i + ITEM.name] == ''
-        and not ctx.gone[uid]
-        and (users_empty(ctx, 0, users) or redis.call('HEXISTS', users, uid) == 0) then
+    if plain and ITEMS[i + ITEM.correction] == 0 and not ctx.gone[uid]
+        and default_entry(ctx, 0, users, uid, ITEMS[i + ITEM.profile_version],
+                          ITEMS[i + ITEM.visibility], ITEMS[i + ITEM.name]) then
       local seq = ITEMS[i + ITEM.seq]
       local chunk = math.floor(seq / ctx.shift)
       if not set_bit(ctx, 0, ctx.chunk_index[chunk], seq - chunk * ctx.shift) then
