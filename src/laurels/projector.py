@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
@@ -212,7 +211,7 @@ class Projector:
         for i in voids:
             d = boards[i]
             row = await self._fallback(d, tx)
-            out[i] = replace(d, reset_at=row["last_at"] if row else None,
+            out[i] = d._replace(reset_at=row["last_at"] if row else None,
                              reset_score=row["score"] if row and self._best(d.season) else None,
                              tie_token=tokens.get(i, ""))
         await failpoints.pause("void_tie_read")

@@ -1,9 +1,8 @@
 """Delta's fast constructors and copies build what its own constructor and
-`dataclasses.replace` build."""
+`_replace` build."""
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, fields, replace
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -23,15 +22,31 @@ def test_recorded_is_the_constructor_s_delta() -> None:
     fast = Delta.recorded(41, 7, 5, at, "2026-W49", profile, ("course:python-101",))
     slow = Delta(41, 7, 5, at, "2026-W49", profile, tags=("course:python-101",))
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
-    assert [getattr(fast, f.name) for f in fields(Delta)] == \
-        [getattr(slow, f.name) for f in fields(Delta)]
-    assert Delta.recorded(1, 2, 3, at, "2026-W49", profile).tags == ()
-    with pytest.raises(FrozenInstanceError):
+    assert [getattr(fast, name) for name in Delta._fields] == \
+        [getattr(slow, name) for name in Delta._fields]
+    assert type(fast) is Delta and Delta.recorded(1, 2, 3, at, "2026-W49", profile).tags == ()
+    with pytest.raises(AttributeError):
         fast.points = 6  # type: ignore[misc]
     # on a board of a kind: the copy differs only where it says
     board = fast.on_board("course:python-101/points/UTC/2026-W49", 5, True)
     assert (board.season, board.notify) == ("course:python-101/points/UTC/2026-W49", True)
     assert fast.season == "2026-W49" and not fast.notify
+
+
+def test_on_board_is_replace_for_every_field() -> None:
+    """A copy on another board keeps every field of a correction (its
+    number, whether it counts, its fallbacks, its token, its tags) and
+    changes the four it is given: field by field, as `_replace` does."""
+    at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
+    void = Delta(9, 4, 7, at, "2026-W49", Profile(2, "hidden", "Ana"), correction=3,
+                 counted=False, reset_at=at - timedelta(hours=1), reset_score=4,
+                 tie_token="t-1", part="2026-W48", tags=("track:data", "skill:sql"),
+                 notify=True)
+    copy = void.on_board("track:data/points/UTC/all", 2, False, "track:data/points/UTC/2026-W49")
+    assert type(copy) is Delta
+    assert copy == void._replace(season="track:data/points/UTC/all", points=2, notify=False,
+                                 part="track:data/points/UTC/2026-W49")
+    assert void.on_board("2026-W49", 7, True, "2026-W48") == void
 
 
 @settings(max_examples=200, deadline=None)
@@ -56,9 +71,9 @@ def test_boards_of_is_each_period_s_season_and_part(offsets: list[int], zone: st
         expected.append(d)
         for p in periods[1:]:
             part = part_period(p, periods)
-            expected.append(replace(d, season=season_of(d.completed_at, p, zone=zone).name,
-                                    part=season_of(d.completed_at, part, zone=zone).name
-                                    if part else ""))
+            expected.append(d._replace(season=season_of(d.completed_at, p, zone=zone).name,
+                                       part=season_of(d.completed_at, part, zone=zone).name
+                                       if part else ""))
     assert boards_of(deltas, periods, zone) == expected
 
 

@@ -117,37 +117,38 @@ class Applying(BoardBase):
         # with three tags is five entries): an item's values once, an
         # entry's positional (ApplyItem's, ApplyEntry's order).
         for i in batch:
-            d = deltas[i]
-            sc = seasons.get(d.season)
+            # (one unpacking: a Delta's fields in order, values.Delta)
+            (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
+             reset_score, tie_token, part, _, notify) = deltas[i]
+            sc = seasons.get(season)
             if sc is None:
-                versions = (believed or {}).get(d.season) or self.versions(d.season)
+                versions = (believed or {}).get(season) or self.versions(season)
                 targets = [v for v in versions if v]
                 if only_version is not None:
                     versions, targets = (versions[0], only_version), [only_version]
-                sc = seasons[d.season] = _SeasonCall(len(seasons), d.season, versions, targets,
-                                                     _known(self.keys, d.season, self.zone))
-            sc.chunks[d.seq >> sc.bits] = None
-            if d.notify:  # the weeks of a kind that notifies make rank events too
+                sc = seasons[season] = _SeasonCall(len(seasons), season, versions, targets,
+                                                   _known(self.keys, season, self.zone))
+            sc.chunks[seq >> sc.bits] = None
+            if notify:  # the weeks of a kind that notifies make rank events too
                 sc.ranked = True
-            p = d.profile
             # (a completion's boards are copies sharing its profile and
             # instant: by identity, the key hashes cheaply; equal objects not
             # shared would only make two items)
-            key = (d.seq, d.correction, d.counted, d.user_id, id(d.completed_at), id(p))
+            key = (seq, correction, counted, user_id, id(completed_at), id(p))
             item = items.get(key)
             if item is None:
                 item = items[key] = len(items)
                 values = encoded.get(key)
                 if values is None:
-                    at = d.completed_at - UNIX_EPOCH
+                    at = completed_at - UNIX_EPOCH
                     values = encoded[key] = (
-                        d.seq, pad_uid(d.user_id), at.days * 86400 + at.seconds,
+                        seq, pad_uid(user_id), at.days * 86400 + at.seconds,
                         at.microseconds, str(p.version), p.visibility, p.display_name,
-                        d.correction, "1" if d.counted else "0")
+                        correction, "1" if counted else "0")
                 item_args += values
-            entry_args += (item, sc.index, d.points, d.part,
-                           sc.start.pad_ts(d.reset_at) if d.reset_at else "",
-                           d.reset_score or 0, d.tie_token)
+            entry_args += (item, sc.index, points, part,
+                           sc.start.pad_ts(reset_at) if reset_at else "",
+                           reset_score or 0, tie_token)
             call.deltas.append(i)
             call.entry_seasons.append(sc)
         keys: list[str] = []
@@ -255,7 +256,7 @@ class Applying(BoardBase):
                 hints.append(parsed)
         again: list[int] = []
         # (each entry's number of targets it was applied to, or -1, -2)
-        answers = reply[1 + 4 * len(call.seasons)::2]
+        answers = reply[1 + 4 * len(call.seasons):]
         if not refused:  # (most calls: an entry's answer alone says it)
             for i, applied in zip(call.deltas, answers, strict=True):
                 results[i] = _ANSWERS.get(int(applied), "applied")

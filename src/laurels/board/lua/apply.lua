@@ -99,11 +99,10 @@
 -- caller's versions are out of date; 'MISSING' when it has no board: never
 -- write a partial one), current, building (as they are, when STALE) and the
 -- hint it published ('' for none); then for each entry the number of targets
--- it was newly applied to and its visibility on the current version (''
--- when not applied there; 0 and '' for a season not OK)}. Every season is
--- checked before the first write, so a refused season has nothing written.
--- When a season's current version changed, its refresh hint is
--- built here, the one place it is, and goes out in the same round trip
+-- it was newly applied to (-1 deferred, -2 retry; 0 for a season not OK)}.
+-- Every season is checked before the first write, so a refused season has
+-- nothing written. When a season's current version changed, its refresh
+-- hint is built here, the one place it is, and goes out in the same round trip
 -- (the caller hands the same text to its own process): {"season": S},
 -- with "user_id" when a single learner changed (null unless public), and,
 -- when several learners changed and all of them are public, "routes": their
@@ -511,10 +510,7 @@ for _, ctx in ipairs(seasons) do
   out[#out + 1] = ''
 end
 local ANSWERS_AT = #out
-for _ = 1, E do  -- (each entry's answer: filled in below)
-  out[#out + 1] = 0
-  out[#out + 1] = ''
-end
+for _ = 1, E do out[#out + 1] = 0 end  -- (each entry's answer: filled in below)
 
 for _, ctx in ipairs(seasons) do
   -- The plain lane: on a board of a kind with only its current version, no
@@ -530,7 +526,7 @@ for _, ctx in ipairs(seasons) do
     local e = 1 + k * ENTRY_WIDTH
     local i = 1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH
     local uid, token = ITEMS[i + ITEM.uid], ENTRIES[e + ENTRY.tie_token]
-    local answer = ANSWERS_AT + 1 + 2 * k
+    local answer = ANSWERS_AT + 1 + k
     if plain and ITEMS[i + ITEM.correction] == 0 and not ctx.gone[uid]
         and default_entry(ctx, 0, users, uid, ITEMS[i + ITEM.profile_version],
                           ITEMS[i + ITEM.visibility], ITEMS[i + ITEM.name]) then
@@ -538,9 +534,9 @@ for _, ctx in ipairs(seasons) do
       local chunk = math.floor(seq / ctx.shift)
       if not set_bit(ctx, 0, ctx.chunk_index[chunk], seq - chunk * ctx.shift) then
         redis.call('ZINCRBY', public, -ENTRIES[e + ENTRY.points], uid)
-        out[answer], out[answer + 1] = 1, 'public'
+        out[answer] = 1
         note_change(ctx, uid, 'public')
-      end  -- (else a duplicate: its answer stays 0, '')
+      end  -- (else a duplicate: its answer stays 0)
     elseif token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
       out[answer] = -2  -- retry: the void's tie time may be stale (see Ties above)
     else
@@ -574,7 +570,6 @@ for _, ctx in ipairs(seasons) do
         redis.call('HINCRBY', ctx.ties, uid, 1)  -- a void in flight for them must read again
       end
       out[answer] = deferred and -1 or applied
-      out[answer + 1] = current_vis
       note_change(ctx, uid, current_vis)
     end
   end
