@@ -44,13 +44,12 @@ class _Call:
     whatever the boards it counts on) and its entries (an item on a
     season's board), in the order of the deltas."""
 
-    def __init__(self) -> None:
+    def __init__(self, deltas: list[int]) -> None:
         self.seasons: dict[str, _SeasonCall] = {}
         self.items: dict[tuple[Any, ...], int] = {}
         self.item_args: list[Any] = []
         self.entry_args: list[Any] = []
-        self.deltas: list[int] = []  # the index of each entry's delta
-        self.entry_seasons: list[_SeasonCall] = []
+        self.deltas = deltas  # the index of each entry's delta, in order
 
 
 class _Season(NamedTuple):
@@ -109,17 +108,16 @@ class Applying(BoardBase):
         marker; no hint then). The script publishes the refresh hints.
         `encoded` keeps each completion's item values for the next call
         (a completion's boards are mostly in several calls)."""
-        call = _Call()
+        call = _Call(batch)
         items, item_args, entry_args = call.items, call.item_args, call.entry_args
         seasons = call.seasons
         encoded = {} if encoded is None else encoded
         # The loop below is a tagged batch's hottest Python (a completion
-        # with three tags is five entries): an item's values once, an
-        # entry's positional (ApplyItem's, ApplyEntry's order).
-        for i in batch:
-            # (one unpacking: a Delta's fields in order, values.Delta)
-            (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
-             reset_score, tie_token, part, _, notify) = deltas[i]
+        # with three tags is five entries): a delta in one unpacking (its
+        # fields in order, values.Delta), an item's values once, an entry's
+        # positional (ApplyItem's, ApplyEntry's order).
+        for (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
+             reset_score, tie_token, part, _, notify) in map(deltas.__getitem__, batch):
             sc = seasons.get(season)
             if sc is None:
                 versions = (believed or {}).get(season) or self.versions(season)
@@ -149,8 +147,6 @@ class Applying(BoardBase):
             entry_args += (item, sc.index, points, part,
                            sc.start.pad_ts(reset_at) if reset_at else "",
                            reset_score or 0, tie_token)
-            call.deltas.append(i)
-            call.entry_seasons.append(sc)
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[int] = []
@@ -207,7 +203,7 @@ class Applying(BoardBase):
                 "apply", [(group, (keys, args)) for group, (_, keys, args) in calls])
             again: list[int] = []
             for (_, (call, _, _)), reply in zip(calls, replies, strict=True):
-                again += self._settle(call, reply, only_version, results, hints)
+                again += self._settle(call, reply, deltas, only_version, results, hints)
             pending = sorted(again)
         if pending:
             raise RuntimeError("board versions kept changing during apply")
@@ -239,7 +235,7 @@ class Applying(BoardBase):
             calls[-1] += part
         return [("", sorted(call)) for call in calls if call]
 
-    def _settle(self, call: _Call, reply: Any, only_version: str | None,
+    def _settle(self, call: _Call, reply: Any, deltas: list[Delta], only_version: str | None,
                 results: list[ApplyResult | None], hints: list[Hint]) -> list[int]:
         """Record one call's reply in `results` (and the hints it published in
         `hints`); the deltas to send again (a season's versions were STALE)."""
@@ -261,8 +257,8 @@ class Applying(BoardBase):
             for i, applied in zip(call.deltas, answers, strict=True):
                 results[i] = _ANSWERS.get(int(applied), "applied")
             return again
-        for i, sc, applied in zip(call.deltas, call.entry_seasons, answers, strict=True):
-            status = refused.get(sc.season)
+        for i, applied in zip(call.deltas, answers, strict=True):
+            status = refused.get(deltas[i].season)
             if status == "STALE":
                 again.append(i)
             elif status == "MISSING":
