@@ -10,7 +10,8 @@ cancels), no PostgreSQL.
 Two private Valkeys on free ports, each with 50 boards of a kind (one week
 of `course:c0` .. `course:c49`, by points) and one of the two scripts as
 apply.lua (with _common.lua and the generated names above it, as `Scripts`
-loads it; both take this checkout's arguments). Batches of 1,000
+loads it; both take this checkout's arguments and give its reply: one
+answer an entry since 481f7b4, two before). Batches of 1,000
 completions of 20,000 learners, each on a course at random, through
 `Board.apply` (calls of APPLY_BATCH, seasons whole); 5 warm-up batches,
 then 60, alternating which side goes first. Printed: `evalsha`'s

@@ -224,7 +224,7 @@ local function raise_best(p, score, on_board, points, ts)
 end
 
 -- Every season is checked before the first write; a refused one (STALE,
--- MISSING) is left untouched and its entries answer nothing.
+-- MISSING) is left untouched and its entries answer 0.
 for _, ctx in ipairs(seasons) do
   ctx.refused = check_versions(ctx.current, ctx.building, ctx.expected_current,
                                ctx.expected_building)
