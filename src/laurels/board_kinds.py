@@ -175,7 +175,7 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
             boards = known.get(tag, _UNSEEN)
             if boards is not None and boards is not _UNSEEN:
                 for season in boards.seasons:  # (a loop: all() of a generator cost 3x)
-                    if not season.starts_at <= at < season.ends_at:
+                    if not season.contains(at):
                         boards = _UNSEEN
                         break
             if boards is _UNSEEN:

@@ -38,7 +38,7 @@ class Delta(NamedTuple):
     one season's board (apply.lua) exactly once. A tuple: a batch makes
     one for each board a completion counts on (a completion with three tags
     is five), and a tuple is made in a third of a frozen dataclass's time
-    (tests/unit/test_values.py holds the fast constructors to the plain one)."""
+    (tests/unit/test_values.py holds on_board to `_replace`)."""
 
     seq: int
     user_id: int
@@ -74,11 +74,8 @@ class Delta(NamedTuple):
     @classmethod
     def recorded(cls, seq: int, user_id: int, points: int, completed_at: datetime, season: str,
                  profile: Profile, tags: tuple[str, ...] = ()) -> Delta:
-        """A completion as recorded, made from its fields' values in order
-        (the defaults of the others written out: the class's own
-        constructor, which fills them in, costs twice this)."""
-        return _new(cls, (seq, user_id, points, completed_at, season, profile,
-                          0, True, None, None, "", "", tags, False))
+        """A completion as recorded: its other fields at their defaults."""
+        return cls(seq, user_id, points, completed_at, season, profile, tags=tags)
 
     def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
         """This completion on another board (a board of a kind:
