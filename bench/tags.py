@@ -8,7 +8,8 @@ Two scratch databases (`laurels_bench_tags_<id>_plain` and `..._tagged`,
 migrated by `laurels.db.migrate`) and one private Valkey on a free port,
 each database with its own key prefix. On `tagged`, three kinds are defined
 (`course` by points, weekly and all time; `track` by completions; `skill`
-by points), and every completion carries one tag of each (a course among
+by points; with `--week-only`, `course` weekly alone: three boards of kinds
+a completion instead of four), and every completion carries one tag of each (a course among
 50, a track among 10, a skill among 100); on `plain`, the same completions
 carry none. Both take the same learners (`--learners`) and the same week.
 
@@ -241,6 +242,8 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
     sides: dict[str, Any] = dict(opened)
     try:
         for kind, body in KINDS.items():
+            if args.week_only:
+                body = {k: v for k, v in body.items() if k != "periods"}
             await sides["tagged"].board_kinds.define(kind, body)
         tally = {"plain": Side(), "tagged": Side()}
         # The same clock for both: a week in its grace.
@@ -287,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--learners", type=int, default=20_000)
+    parser.add_argument("--week-only", action="store_true",
+                        help="every kind weekly alone (course's all-time board left out)")
     parser.add_argument("--commandstats", action="store_true",
                         help="print Valkey's calls and time per completion, each side")
     parser.add_argument("--probe", action="store_true",
