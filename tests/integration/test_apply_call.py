@@ -101,13 +101,15 @@ async def test_a_stale_season_is_refused_alone(rt: Runtime) -> None:
     await built(rt, board, [week, day, every])
     believed = {s: (await current_of(rt, board, s), "") for s in (week, every)}
     believed[day] = ("999", "")
-    _, keys, args = board._apply_call(boards, list(range(len(boards))), believed=believed)
+    [(_, batch)] = board._batches(boards, list(range(len(boards))))
+    assert [boards[i].season for i in batch] == [week, week, day, day, every, every]
+    _, keys, args = board._apply_call(boards, batch, believed=believed)
     reply = await board.scripts["apply"](keys=keys, args=args)
     statuses = [reply[1 + 4 * s] for s in range(3)]
     assert statuses == ["OK", "STALE", "OK"]
     assert reply[6] == await current_of(rt, board, day)
-    entries = reply[13:]
-    assert [int(e) for e in entries] == [1, 0, 1, 1, 0, 1]
+    entries = reply[13:]  # (each season's entries in turn)
+    assert [int(e) for e in entries] == [1, 1, 0, 0, 1, 1]
     assert (await board.top(day, 10)).entries == []
     for name in (week, every):
         assert [(e.user_id, e.score) for e in (await board.top(name, 10)).entries] == [
@@ -117,6 +119,22 @@ async def test_a_stale_season_is_refused_alone(rt: Runtime) -> None:
     assert await board.apply(boards) == ["duplicate", "applied", "duplicate"] * 2
     assert [(e.user_id, e.score) for e in (await board.top(day, 10)).entries] == [
         (2, 2), (1, 1)]
+
+
+async def test_a_call_takes_a_season_s_deltas_together(rt: Runtime) -> None:
+    """apply.lua reads a call's entries a season at a time: a batch whose
+    seasons are interleaved is refused before anything is sent, and
+    `_batches` puts each season's deltas together, in their order."""
+    board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
+    at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC").name, PUBLIC)
+           for uid in (1, 2, 3)]
+    boards = boards_of(evs, ("week", "day"), "UTC")
+    with pytest.raises(ValueError, match="a season at a time"):
+        board._apply_call(boards, list(range(len(boards))))
+    order = [i for _, batch in board._batches(boards, list(range(len(boards))))
+             for i in batch]
+    assert order == [0, 2, 4, 1, 3, 5]
 
 
 async def test_a_missing_season_is_missing_alone(rt: Runtime) -> None:

@@ -42,13 +42,14 @@ class _Call:
     """One apply.lua call being built: its seasons (each with the versions
     this process believes, its chunks), its items (a completion once,
     whatever the boards it counts on) and its entries (an item on a
-    season's board), in the order of the deltas."""
+    season's board), in the order of the deltas: a season's together."""
 
     def __init__(self, deltas: list[int]) -> None:
         self.seasons: dict[str, _SeasonCall] = {}
         self.items: dict[tuple[Any, ...], int] = {}
         self.item_args: list[Any] = []
         self.entry_args: list[Any] = []
+        self.reset_args: list[Any] = []
         self.deltas = deltas  # the index of each entry's delta, in order
 
 
@@ -76,6 +77,7 @@ class _SeasonCall:
         self.bits = known.bits
         self.chunks: dict[int, None] = {}  # in order of first use
         self.ranked = known.ranked
+        self.entries = 0
 
 
 @lru_cache(maxsize=SEASONS_KNOWN)
@@ -101,8 +103,9 @@ class Applying(BoardBase):
                     believed: dict[str, tuple[str, str]] | None = None,
                     encoded: dict[tuple[Any, ...], tuple[Any, ...]] | None = None
                     ) -> tuple[_Call, list[str], list[Any]]:
-        """One apply.lua call: the deltas `batch` names, in order, of one or
-        more seasons, on the versions this process believes current and
+        """One apply.lua call: the deltas `batch` names, in order, each
+        season's together (`_batches`), of one or more seasons, on the
+        versions this process believes current and
         building (or `believed`), or on `only_version` alone (a builder feeds
         only its own version, and only while it still holds the building
         marker; no hint then). The script publishes the refresh hints.
@@ -112,20 +115,17 @@ class Applying(BoardBase):
         items, item_args, entry_args = call.items, call.item_args, call.entry_args
         seasons = call.seasons
         encoded = {} if encoded is None else encoded
+        sc = None
         # The loop below is a tagged batch's hottest Python (a completion
         # with three tags is five entries): a delta in one unpacking (its
         # fields in order, values.Delta), an item's values once, an entry's
         # positional (ApplyItem's, ApplyEntry's order).
-        for (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
-             reset_score, tie_token, part, _, notify) in map(deltas.__getitem__, batch):
-            sc = seasons.get(season)
-            if sc is None:
-                versions = (believed or {}).get(season) or self.versions(season)
-                targets = [v for v in versions if v]
-                if only_version is not None:
-                    versions, targets = (versions[0], only_version), [only_version]
-                sc = seasons[season] = _SeasonCall(len(seasons), season, versions, targets,
-                                                   _known(self.keys, season, self.zone))
+        for k, (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
+                reset_score, tie_token, part, _, notify) in enumerate(
+                    map(deltas.__getitem__, batch)):
+            if sc is None or sc.season != season:
+                sc = self._season_call(seasons, season, only_version, believed)
+            sc.entries += 1
             sc.chunks[seq >> sc.bits] = None
             if notify:  # the weeks of a kind that notifies make rank events too
                 sc.ranked = True
@@ -144,9 +144,10 @@ class Applying(BoardBase):
                         at.microseconds, str(p.version), p.visibility, p.display_name,
                         correction, "1" if counted else "0")
                 item_args += values
-            entry_args += (item, sc.index, points, part,
-                           sc.start.pad_ts(reset_at) if reset_at else "",
-                           reset_score or 0, tie_token)
+            entry_args += (item, points, part)
+            if reset_at or reset_score or tie_token:  # (a correction's: few)
+                call.reset_args += (k, sc.start.pad_ts(reset_at) if reset_at else "",
+                                    reset_score or 0, tie_token)
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[int] = []
@@ -169,14 +170,29 @@ class Applying(BoardBase):
                 targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season,
                 hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
                 metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
-                origin=known.origin, width=sc.start.ts_width)
+                origin=known.origin, width=sc.start.ts_width, entries=sc.entries)
             chunk_ids += sc.chunks
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
         args: list[Any] = [*ApplyHead(
             policy=self.policy, hint_command=command, seasons=len(seasons),
-            items=json_list(item_args), entries=json_list(entry_args)), *head, *chunk_ids]
+            items=json_list(item_args), entries=json_list(entry_args),
+            resets=json_list(call.reset_args)), *head, *chunk_ids]
         return call, keys, args
+
+    def _season_call(self, seasons: dict[str, _SeasonCall], season: str,
+                     only_version: str | None, believed: dict[str, tuple[str, str]] | None
+                     ) -> _SeasonCall:
+        """A call's next season (`_apply_call`), on the versions it applies to."""
+        if season in seasons:
+            raise ValueError("a call's deltas come a season at a time")
+        versions = (believed or {}).get(season) or self.versions(season)
+        targets = [v for v in versions if v]
+        if only_version is not None:
+            versions, targets = (versions[0], only_version), [only_version]
+        sc = seasons[season] = _SeasonCall(len(seasons), season, versions, targets,
+                                           _known(self.keys, season, self.zone))
+        return sc
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None
                     ) -> list[ApplyResult]:
@@ -216,11 +232,12 @@ class Applying(BoardBase):
 
     def _batches(self, deltas: list[Delta], pending: list[int]) -> list[tuple[str, list[int]]]:
         """`pending`'s deltas in calls of at most APPLY_BATCH, each season's in
-        order: on one node, whole seasons together (a call's seasons each
-        cost it a few commands, and a completion's boards in one call send it
-        once), a season larger than a call in calls of its own; on a
-        cluster, one season a call (its keys are one slot's), each with its
-        season to keep its calls in order."""
+        order and together (apply.lua takes a season's entries in turn): on
+        one node, whole seasons together (a call's seasons each cost it a few
+        commands, and a completion's boards in one call send it once), a
+        season larger than a call in calls of its own; on a cluster, one
+        season a call (its keys are one slot's), each with its season to
+        keep its calls in order."""
         by_season: dict[str, list[int]] = {}
         for i in pending:
             by_season.setdefault(deltas[i].season, []).append(i)
@@ -233,7 +250,7 @@ class Applying(BoardBase):
             if len(calls[-1]) + len(part) > APPLY_BATCH:
                 calls.append([])
             calls[-1] += part
-        return [("", sorted(call)) for call in calls if call]
+        return [("", call) for call in calls if call]
 
     def _settle(self, call: _Call, reply: Any, deltas: list[Delta], only_version: str | None,
                 results: list[ApplyResult | None], hints: list[Hint]) -> list[int]:

@@ -3,8 +3,9 @@
 A script's ARGV is a row of positional strings; here each script's are
 named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
 a script that takes a list, one item of the list (repeated after the head;
-apply.lua takes three lists, named SEASON, ITEM and ENTRY instead of EACH,
-the last two as JSON arrays read by the same offsets: `ITEMS[i + ITEM.uid]`).
+apply.lua takes four lists, named SEASON, ITEM, ENTRY and RESET instead of
+EACH, the last three as JSON arrays read by the same offsets:
+`ITEMS[i + ITEM.uid]`).
 Python builds every call's arguments from these tuples, by name; `Scripts`
 (base.py) puts above each script the positions of the same names,
 generated from the same tuples:
@@ -48,7 +49,8 @@ class ApplyHead(NamedTuple):
     hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
     seasons: int  # S, ApplySeason values after the head
     items: bytes  # N ApplyItem's values, a JSON array (json_list)
-    entries: bytes  # E ApplyEntry's values, a JSON array (json_list)
+    entries: bytes  # E ApplyEntry's values, each season's in turn, a JSON array
+    resets: bytes  # ApplyReset's values of the entries that carry one, a JSON array
 
 
 class ApplySeason(NamedTuple):
@@ -66,6 +68,7 @@ class ApplySeason(NamedTuple):
     chunk_bits: int  # the low bits of a seq that are its offset in its chunk (keys.chunk_bits)
     origin: int  # the season's start, seconds since 1970 (its tie times count from it)
     width: int  # a tie time's digits (seasons.TS_WIDTHS)
+    entries: int  # its entries, the next this many of the call's (in turn)
 
 
 class ApplyItem(NamedTuple):
@@ -84,12 +87,20 @@ class ApplyItem(NamedTuple):
 
 
 class ApplyEntry(NamedTuple):
-    """An item on one season's board."""
+    """An item on one season's board (its season: the entries come a season
+    at a time, ApplySeason.entries of each in turn)."""
 
     item: int  # its index among the call's items (0-based)
-    season: int  # its season's index among the call's seasons (0-based)
     points: int  # what it scores there (1 on a `completions` board)
     part: str  # a long board's closed-able part (week, day) of it, else ''
+
+
+class ApplyReset(NamedTuple):
+    """What a correction's entry falls back to (apply.lua, Ties and Best),
+    sent only for an entry that carries any: most entries are completions
+    as recorded, and carry none."""
+
+    entry: int  # its entry's index among the call's (0-based)
     reset_ts: str  # a correction's fallback tie time ('' when none counts)
     reset_score: int  # a void's fallback score on a `best` board (0: none counts)
     tie_token: str  # a void's ties token under `first` or on `best` ('' for none)
@@ -206,9 +217,10 @@ class Part(NamedTuple):
 
 
 # Each script: its head, and one item of its list (None: it takes none), or
-# the items of its lists by name (apply.lua's three).
+# the items of its lists by name (apply.lua's four).
 SCRIPTS: dict[str, tuple[type[Any], type[Any] | dict[str, type[Any]] | None]] = {
-    "apply": (ApplyHead, {"SEASON": ApplySeason, "ITEM": ApplyItem, "ENTRY": ApplyEntry}),
+    "apply": (ApplyHead, {"SEASON": ApplySeason, "ITEM": ApplyItem, "ENTRY": ApplyEntry,
+                          "RESET": ApplyReset}),
     "set_profile": (SetProfileArgs, None),
     "erase": (EraseArgs, None),
     "read_top": (ReadTopArgs, None),

@@ -8,16 +8,17 @@
 -- for each board: its values are built and packed once, not once a board.
 --
 -- ARGV, by name (board/lua_args.py, bound above this script as ARG, HEAD,
--- SEASON, ITEM, ENTRY): ApplyHead (policy, hint_command: 'PUBLISH' on one
--- node, 'SPUBLISH' on a cluster (a call then holds one season: the shard
--- channel is in its slot), '' for no hint; S; then the items and the
--- entries, each list as one JSON array of its values in turn: N ApplyItem,
--- E ApplyEntry), then S ApplySeason, and last each season's C chunk ids in
--- turn. (A value an argument of its own cost the caller about 0.1 us to
+-- SEASON, ITEM, ENTRY, RESET): ApplyHead (policy, hint_command: 'PUBLISH'
+-- on one node, 'SPUBLISH' on a cluster (a call then holds one season: the
+-- shard channel is in its slot), '' for no hint; S; then the items, the
+-- entries and the resets, each list as one JSON array of its values in
+-- turn: N ApplyItem, E ApplyEntry (each season's in turn, as many as it
+-- says), ApplyReset of the entries that carry one), then S ApplySeason,
+-- and last each season's C chunk ids in turn. (A value an argument of its own cost the caller about 0.1 us to
 -- pack and Valkey about 0.05 to take in, more than all else a value costs:
 -- a completion with three tags is about 50 values; cjson decodes each list
 -- in one pass.) In the JSON, the indexes and numbers are numbers (seq,
--- ts_s, ts_us, correction; item, season, points, reset_score: each below
+-- ts_s, ts_us, correction; item, points, entry, reset_score: each below
 -- 2^53, as Lua's numbers need; redis.call writes them exactly, where `..`
 -- would not past 14 digits), the rest strings (profile_version too: it is
 -- stored in the profile by concatenation).
@@ -38,16 +39,18 @@
 --   origin, width: the season's start (seconds since 1970) and its tie
 --     times' digits: a completion's tie time is its microseconds since the
 --     start, padded (seasons.Season.pad_ts)
+--   entries: how many of the call's entries are its own, the next in turn
 -- An item: seq, uid (padded), ts_s and ts_us (completed_at: seconds since
 -- 1970, microseconds), profile_version, visibility, name ('' = none),
 -- correction (0: the completion as recorded), counts ('1'; '0': voided).
--- An entry (an item on one season's board): item and season (0-based
--- indexes), points, part (on a long board, all time or a month, the
--- shorter closed-able season it belongs to, its week or its day; else ''),
--- reset_ts (for a correction the learner's latest counted completion time
--- in this season, '' when none counts), reset_score (a void's fallback on
--- `best`: the learner's next best, 0 when none counts), tie_token (a
--- void's under the `first` policy or on `best`, '' for none).
+-- An entry (an item on one season's board): item (a 0-based index),
+-- points, part (on a long board, all time or a month, the shorter
+-- closed-able season it belongs to, its week or its day; else ''). A reset
+-- (a correction's entry's, sent only for those): entry (its 0-based
+-- index), reset_ts (the learner's latest counted completion time in this
+-- season, '' when none counts), reset_score (a void's fallback on `best`:
+-- the learner's next best, 0 when none counts), tie_token (a void's under
+-- the `first` policy or on `best`, '' for none).
 --
 -- KEYS, each season's in turn: its current marker (the version readers
 -- use), building marker (the version being rebuilt, if any), set of erased
@@ -112,12 +115,15 @@ local policy, hint_command = ARGV[ARG.policy], ARGV[ARG.hint_command]
 local S = tonumber(ARGV[ARG.seasons])
 local ITEMS, ENTRIES = cjson.decode(ARGV[ARG.items]), cjson.decode(ARGV[ARG.entries])
 local E = #ENTRIES / ENTRY_WIDTH
+-- (an entry's reset, by its index: the offset of its values in RESETS)
+local RESETS, reset_at = cjson.decode(ARGV[ARG.resets]), {}
+for r = 1, #RESETS, RESET_WIDTH do reset_at[RESETS[r + RESET.entry]] = r end
 
 -- Each season's context: its keys' places, its head's values, what its
 -- entries changed (for its hint).
 local seasons, ts_shared = {}, {}
 do
-  local key_at, chunk_at = 0, HEAD + S * SEASON_WIDTH
+  local key_at, chunk_at, entry_at = 0, HEAD + S * SEASON_WIDTH, 0
   for s = 1, S do
     local a = HEAD + 1 + (s - 1) * SEASON_WIDTH
     local T, C = tonumber(ARGV[a + SEASON.targets]), tonumber(ARGV[a + SEASON.chunks])
@@ -137,6 +143,7 @@ do
       origin = tonumber(ARGV[a + SEASON.origin]),
       ts_format = '%0' .. (width - 6) .. 'd%06d',
       chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {}, users_empty = {},
+      k0 = entry_at, k1 = entry_at + tonumber(ARGV[a + SEASON.entries]) - 1,
       changed = 0, shown = 0, routes = {}, n_routes = 0, routed = {}, routable = true,
     }
     for c = 0, C - 1 do ctx.chunk_index[tonumber(ARGV[chunk_at + 1 + c])] = c end
@@ -152,6 +159,7 @@ do
     key_at = ctx.bits_at + (ctx.hashed and T or T * C)
     ctx.last = key_at
     chunk_at = chunk_at + C
+    entry_at = ctx.k1 + 1
     seasons[s] = ctx
   end
 end
@@ -486,30 +494,21 @@ local function note_change(ctx, uid, current_vis)
   end
 end
 
--- Each season's entries, in order, and the erased learners among them: one
--- question a season that has any (erased_of). The entries are applied a
--- season at a time, so that a season's sets and hashes stay in the CPU's
--- caches while its entries are applied (in the order given, a batch's
--- entries of many seasons cost Valkey about a third more).
-do
-  local uids = {}
-  for s, ctx in ipairs(seasons) do
-    ctx.entries = {}
-    -- (most seasons have no erased set: their learners are not gathered)
-    if not ctx.refused and redis.call('EXISTS', ctx.erased) == 1 then uids[s] = {} end
-  end
-  for k = 0, E - 1 do
-    local e = 1 + k * ENTRY_WIDTH
-    local s = ENTRIES[e + ENTRY.season] + 1
-    local list = seasons[s].entries
-    list[#list + 1] = k
-    list = uids[s]
-    if list then
-      list[#list + 1] = ITEMS[1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH + ITEM.uid]
+-- The erased learners among each season's entries: one question a season
+-- that has any (erased_of). The entries come and are applied a season at
+-- a time, so that a season's sets and hashes stay in the CPU's caches
+-- while its entries are applied (in a batch's order, entries of many
+-- seasons cost Valkey about a third more).
+for _, ctx in ipairs(seasons) do
+  ctx.gone = {}
+  -- (most seasons have no erased set: their learners are not gathered)
+  if not ctx.refused and redis.call('EXISTS', ctx.erased) == 1 then
+    local uids = {}
+    for k = ctx.k0, ctx.k1 do
+      uids[#uids + 1] = ITEMS[1 + ENTRIES[1 + k * ENTRY_WIDTH + ENTRY.item] * ITEM_WIDTH
+                              + ITEM.uid]
     end
-  end
-  for s, ctx in ipairs(seasons) do
-    ctx.gone = uids[s] and erased_of(ctx.erased, uids[s]) or {}
+    ctx.gone = erased_of(ctx.erased, uids)
   end
 end
 
@@ -530,7 +529,8 @@ for _ = 1, E do out[#out + 1] = 0 end  -- (each entry's answer: filled in below)
 local function apply_entry(ctx, k)
   local e = 1 + k * ENTRY_WIDTH
   local i = 1 + ENTRIES[e + ENTRY.item] * ITEM_WIDTH
-  local uid, token = ITEMS[i + ITEM.uid], ENTRIES[e + ENTRY.tie_token]
+  local r = reset_at[k]
+  local uid, token = ITEMS[i + ITEM.uid], r and RESETS[r + RESET.tie_token] or ''
   local answer = ANSWERS_AT + 1 + k
   if token ~= '' and redis.call('HGET', ctx.ties, uid) ~= token then
     out[answer] = -2  -- retry: the void's tie time may be stale (see Ties above)
@@ -553,8 +553,8 @@ local function apply_entry(ctx, k)
     elseif correction > 0 then
       got, vis = correct_one(ctx, t, seq, c, offset, uid, points, i, profile_version,
                              visibility, name, erased, correction, counts,
-                             ENTRIES[e + ENTRY.reset_ts], ENTRIES[e + ENTRY.reset_score],
-                             part)
+                             r and RESETS[r + RESET.reset_ts] or '',
+                             r and RESETS[r + RESET.reset_score] or 0, part)
     else
       got, vis = apply_one(ctx, t, seq, c, offset, uid, points, i, profile_version,
                            visibility, name, erased, part)
@@ -588,13 +588,13 @@ for _, ctx in ipairs(seasons) do
   if ctx.refused then
     -- (its entries answer 0)
   elseif not plain then
-    for _, k in ipairs(ctx.entries) do apply_entry(ctx, k) end
+    for k = ctx.k0, ctx.k1 do apply_entry(ctx, k) end
   else
     local public, users = KEYS[ctx.versions_at + 1], KEYS[ctx.versions_at + 3]
     local bits_key = KEYS[ctx.bits_at + 1]
     local fields = fields_of(bits_key)
     local shift, ids_at, chunk_index, gone = ctx.shift, ctx.chunk_ids_at, ctx.chunk_index, ctx.gone
-    for _, k in ipairs(ctx.entries) do
+    for k = ctx.k0, ctx.k1 do
       local e = 1 + k * ENTRY_WIDTH
       local i = 1 + ENTRIES[e + E_ITEM] * ITEM_WIDTH
       local uid = ITEMS[i + I_UID]
