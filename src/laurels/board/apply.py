@@ -42,7 +42,8 @@ class _Call:
     """One apply.lua call being built: its seasons (each with the versions
     this process believes, its chunks), its items (a completion once,
     whatever the boards it counts on) and its entries (an item on a
-    season's board), in the order of the deltas: a season's together."""
+    season's board), in the batch's order: a season's together, its
+    deltas in their order (`_batches`)."""
 
     def __init__(self, deltas: list[int]) -> None:
         self.seasons: dict[str, _SeasonCall] = {}

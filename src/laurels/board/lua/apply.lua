@@ -14,10 +14,10 @@
 -- entries and the resets, each list as one JSON array of its values in
 -- turn: N ApplyItem, E ApplyEntry (each season's in turn, as many as it
 -- says), ApplyReset of the entries that carry one), then S ApplySeason,
--- and last each season's C chunk ids in turn. (A value an argument of its own cost the caller about 0.1 us to
--- pack and Valkey about 0.05 to take in, more than all else a value costs:
--- a completion with three tags is about 50 values; cjson decodes each list
--- in one pass.) In the JSON, the indexes and numbers are numbers (seq,
+-- and last each season's C chunk ids in turn. (A value an argument of its
+-- own cost the caller about 0.1 us to pack and Valkey about 0.05 to take
+-- in, more than all else a value costs: a completion with three tags is
+-- about 50 values; cjson decodes each list in one pass.) In the JSON, the indexes and numbers are numbers (seq,
 -- ts_s, ts_us, correction; item, points, entry, reset_score: each below
 -- 2^53, as Lua's numbers need; redis.call writes them exactly, where `..`
 -- would not past 14 digits), the rest strings (profile_version too: it is
