@@ -12,10 +12,10 @@ from laurels import validation
 from laurels.api.bodies import _duplicate_key_slowly, duplicate_key, parse_json
 from laurels.api.params import int_in
 from laurels.api.problems import Problem
+from laurels.names import display_name_problem
 from laurels.validation import (
     TAG_LEN_MAX,
     Invalid,
-    display_name_problem,
     parse_completion_id,
     parse_instant,
     parse_user_id,
