@@ -81,6 +81,21 @@ def test_a_tag_longer_than_any_valid_one_is_not_kept() -> None:
     assert validate_tags([longest]) == (longest,)
 
 
+def test_a_list_of_tags_is_checked_once_and_a_refused_one_not_kept() -> None:
+    """A list of tags seen before is answered from what was checked (the
+    same sorted tags); a refused list is
+    refused every time and holds nothing."""
+    listed = ["track:data", "course:python-101", "skill:sql"]
+    first = validate_tags(listed)
+    assert validate_tags(list(listed)) == first == tuple(sorted(listed))
+    kept = validation._valid_tags.cache_info().currsize
+    for _ in range(3):
+        rejected(body(tags=["course:x", "course:x"]), "tags")
+        rejected(body(tags=["course:x", "y" * 10_000]), "tags")
+        rejected(body(tags=["course:x", 3]), "tags")
+    assert validation._valid_tags.cache_info().currsize == kept
+
+
 def test_valid_completion() -> None:
     item, at = validate_completion(body())
     assert item.completion_id == "9001"
