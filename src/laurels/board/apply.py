@@ -106,10 +106,10 @@ class Applying(BoardBase):
                     ) -> tuple[_Call, list[str], list[Any]]:
         """One apply.lua call: the deltas `batch` names, in order, each
         season's together (`_batches`), of one or more seasons, on the
-        versions this process believes current and
-        building (or `believed`), or on `only_version` alone (a builder feeds
-        only its own version, and only while it still holds the building
-        marker; no hint then). The script publishes the refresh hints.
+        versions this process believes current and building (or
+        `believed`), or on `only_version` alone (a builder feeds only its
+        own version, and only while it still holds the building marker; no
+        hint then). The script publishes the refresh hints.
         `encoded` keeps each completion's item values for the next call
         (a completion's boards are mostly in several calls)."""
         call = _Call(batch)
