@@ -48,7 +48,7 @@ BOARDS = {
 # (each short cut's switch, as the script has it, and turned off)
 OFF = {"ctx.bar = at[2] and tonumber(at[2]) or math.huge": "ctx.bar = math.huge",
        "  if ctx.lean and default_entry(": "  if false and default_entry(",
-       "  local plain = ctx.lean and not ctx.refused": "  local plain = false and not ctx.refused"}
+       "  local plain = ctx.lean and ctx.T == 1": "  local plain = false and ctx.T == 1"}
 _boards = itertools.count()
 
 

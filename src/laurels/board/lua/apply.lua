@@ -17,11 +17,12 @@
 -- and last each season's C chunk ids in turn. (A value an argument of its
 -- own cost the caller about 0.1 us to pack and Valkey about 0.05 to take
 -- in, more than all else a value costs: a completion with three tags is
--- about 50 values; cjson decodes each list in one pass.) In the JSON, the indexes and numbers are numbers (seq,
--- ts_s, ts_us, correction; item, points, entry, reset_score: each below
--- 2^53, as Lua's numbers need; redis.call writes them exactly, where `..`
--- would not past 14 digits), the rest strings (profile_version too: it is
--- stored in the profile by concatenation).
+-- about 50 values; cjson decodes each list in one pass.) In the JSON, the
+-- indexes and numbers are numbers (seq, ts_s, ts_us, correction; item,
+-- points, entry, reset_score: each below 2^53, as Lua's numbers need;
+-- redis.call writes them exactly, where `..` would not past 14 digits), the
+-- rest strings (profile_version too: it is stored in the profile by
+-- concatenation).
 -- A season:
 --   expected_current, expected_building: the versions the caller believes
 --   on_current: '1' when target 0 is the current version (then rank events
@@ -583,10 +584,10 @@ local E_ITEM, E_POINTS = ENTRY.item, ENTRY.points
 local I_SEQ, I_UID, I_CORRECTION = ITEM.seq, ITEM.uid, ITEM.correction
 local I_VERSION, I_VISIBILITY, I_NAME = ITEM.profile_version, ITEM.visibility, ITEM.name
 for _, ctx in ipairs(seasons) do
-  local plain = ctx.lean and not ctx.refused and ctx.T == 1 and ctx.hashed
-      and ctx.first_is_current and not ctx.rank_events and not ctx.has_parts[0]
+  local plain = ctx.lean and ctx.T == 1 and ctx.hashed and ctx.first_is_current
+      and not ctx.rank_events and not ctx.has_parts[0]
   if ctx.refused then
-    -- (its entries answer 0)
+    -- (a refused season: its entries answer 0)
   elseif not plain then
     for k = ctx.k0, ctx.k1 do apply_entry(ctx, k) end
   else
@@ -608,7 +609,7 @@ for _, ctx in ipairs(seasons) do
                              seq - chunk * shift) then
           redis.call('ZINCRBY', public, -ENTRIES[e + E_POINTS], uid)
           out[ANSWERS_AT + 1 + k] = 1
-          if ctx.changed_uid ~= uid then note_change(ctx, uid, 'public') end
+          note_change(ctx, uid, 'public')
         end  -- (else a duplicate: its answer stays 0)
       else
         apply_entry(ctx, k)
