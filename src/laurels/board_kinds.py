@@ -135,24 +135,29 @@ def parse_definition(kind: str, body: dict[str, Any], was: BoardKind | None,
                      was.created_at if was else now)
 
 
-def score_of(metric: Metric, points: int) -> int:
-    """What one completion worth `points` scores on a board of `metric`: it
-    adds that on a sum, and on `best` apply.lua keeps the highest (a new
-    metric fails mypy here until it says; db/variants.py says it in SQL)."""
+def fixed_score(metric: Metric) -> int | None:
+    """What any completion scores on a board of `metric`, whatever its
+    points; None: its points (a new metric fails mypy here until it says;
+    db/variants.py says it in SQL). It adds that on a sum, and on `best`
+    apply.lua keeps the highest."""
     if metric == "completions":
         return 1
     if metric == "points" or metric == "best":
-        return points
+        return None
     assert_never(metric)
+
+
+def score_of(metric: Metric, points: int) -> int:
+    """What one completion worth `points` scores on a board of `metric`."""
+    fixed = fixed_score(metric)
+    return points if fixed is None else fixed
 
 
 def board_seasons(at: datetime, tags: Iterable[str], kinds: Mapping[str, BoardKind]
                   ) -> list[str]:
     """The seasons of the boards of defined kinds a completion at `at` with
     these tags counts on (as tagged_boards puts it there)."""
-    found = Found()
-    return [name for tag in tags if (boards := _tag_boards(tag, at, kinds, found)) is not None
-            for name, _, _ in boards.boards]
+    return [board[0] for board in _tags_boards(tuple(tags), at, kinds, Found()).boards]
 
 
 def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[list[Delta]]:
@@ -162,62 +167,57 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
     the kind's zone, scored by the kind's metric; on its week, with rank
     events when the kind notifies."""
     out: list[list[Delta]] = []
-    # A batch's completions mostly share their seasons: each tag's boards
-    # (their seasons, names, parts) are kept for the call, made again only
-    # for a completion outside one of those seasons.
+    # A batch's completions mostly share their tags and seasons: a list of
+    # tags' boards (their seasons, names, parts, scores) is kept for the
+    # call, made again only for a completion outside one of those seasons.
     found = Found()
-    known: dict[str, _TagBoards | None] = {}
+    known: dict[tuple[str, ...], _TagBoards] = {}
     for d in deltas:
-        on: list[Delta] = []
-        out.append(on)
-        at = d.completed_at
-        for tag in d.tags:
-            boards = known.get(tag, _UNSEEN)
-            if boards is not None and boards is not _UNSEEN:
-                for season in boards.seasons:  # (a loop: all() of a generator cost 3x)
-                    if not season.contains(at):
-                        boards = _UNSEEN
-                        break
-            if boards is _UNSEEN:
-                boards = known[tag] = _tag_boards(tag, at, kinds, found)
-            if boards is None:
-                continue  # kept: it counts once the kind is defined
-            points = score_of(boards.metric, d.points)
-            for name, notify, part in boards.boards:
-                on.append(d.on_board(name, points, notify, part))
+        tags = d.tags
+        boards = known.get(tags)
+        if boards is not None:
+            at = d.completed_at
+            for starts_at, ends_at in boards.bounds:  # (a loop: all() of a generator cost 3x)
+                if not starts_at <= at < ends_at:
+                    boards = None
+                    break
+        if boards is None:
+            boards = known[tags] = _tags_boards(tags, d.completed_at, kinds, found)
+        out.append(d.on_boards(boards.boards) if boards.boards else [])
     return out
 
 
 class _TagBoards(NamedTuple):
-    """A tag's boards at one instant: the seasons that hold it (each of the
-    kind's periods', `all` left out), and each board's season name, whether
-    it makes rank events, and its part (Delta.on_board's arguments)."""
+    """A list of tags' boards at one instant: the bounds of the seasons
+    that hold it ([starts_at, ends_at) of each period of each of their
+    kinds but `all`), and each board's season name, score, whether it
+    makes rank events, and its part (Delta.on_boards's)."""
 
-    metric: Metric
-    seasons: tuple[Season, ...]
-    boards: tuple[tuple[str, bool, str], ...]
-
-
-_UNSEEN = _TagBoards("points", (), ())  # (a tag not yet looked up in a call)
+    bounds: tuple[tuple[datetime, datetime], ...]
+    boards: tuple[tuple[str, int | None, bool, str], ...]
 
 
-def _tag_boards(tag: str, at: datetime, kinds: Mapping[str, BoardKind], found: Found
-                ) -> _TagBoards | None:
-    kind = kinds.get(tag.partition(":")[0])
-    if kind is None:
-        return None
-    seasons, boards, week = [], [], ""
-    for period in kind.periods:  # `week` first
-        season = found.season(at, period, kind.time_zone)
-        if period != "all":
-            seasons.append(season)
-        name = season.on(tag, kind.metric).name
-        # On the all-time board, its week: a part once its month was
-        # retired (history.history_of).
-        boards.append((name, kind.notify and period == "week", week if period == "all" else ""))
-        if period == "week":
-            week = name
-    return _TagBoards(kind.metric, tuple(seasons), tuple(boards))
+def _tags_boards(tags: tuple[str, ...], at: datetime, kinds: Mapping[str, BoardKind],
+                 found: Found) -> _TagBoards:
+    bounds: dict[tuple[datetime, datetime], None] = {}
+    boards = []
+    for tag in tags:
+        kind = kinds.get(tag.partition(":")[0])
+        if kind is None:
+            continue  # kept: it counts once the kind is defined
+        score, week = fixed_score(kind.metric), ""
+        for period in kind.periods:  # `week` first
+            season = found.season(at, period, kind.time_zone)
+            if period != "all":
+                bounds[season.starts_at, season.ends_at] = None
+            name = season.on(tag, kind.metric).name
+            # On the all-time board, its week: a part once its month was
+            # retired (history.history_of).
+            boards.append((name, score, kind.notify and period == "week",
+                           week if period == "all" else ""))
+            if period == "week":
+                week = name
+    return _TagBoards(tuple(bounds), tuple(boards))
 
 
 class BoardKinds:

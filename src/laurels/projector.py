@@ -170,20 +170,19 @@ class Projector:
         read and the void's own apply (apply.lua, "Ties"), it is read and
         applied again. A void still refused after MAX_TIE_ROUNDS stays
         'deferred': its outbox row stays, and a later pass takes it."""
-        results: list[ApplyResult] = ["deferred"] * len(boards)
-        todo = list(range(len(boards)))
-        for _ in range(MAX_TIE_ROUNDS):
+        results = await self.board.apply(await self._with_resets(boards, tx))
+        # (most batches: no void read again, and nothing more to do a board)
+        todo = [i for i, r in enumerate(results) if r == "retry"] if "retry" in results else []
+        for _ in range(MAX_TIE_ROUNDS - 1):
+            if not todo:
+                break
             answers = await self.board.apply(
                 await self._with_resets([boards[i] for i in todo], tx))
-            again = []
             for i, answer in zip(todo, answers, strict=True):
-                if answer == "retry":
-                    again.append(i)
-                else:
-                    results[i] = answer
-            if not again:
-                break
-            todo = again
+                results[i] = answer
+            todo = [i for i in todo if results[i] == "retry"]
+        for i in todo:
+            results[i] = "deferred"
         return results
 
     async def _with_resets(self, boards: list[Delta], tx: Tx | None = None) -> list[Delta]:

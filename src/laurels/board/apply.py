@@ -47,7 +47,7 @@ class _Call:
 
     def __init__(self, deltas: list[int]) -> None:
         self.seasons: dict[str, _SeasonCall] = {}
-        self.items: dict[tuple[Any, ...], int] = {}
+        self.items = 0  # how many
         self.item_args: list[Any] = []
         self.entry_args: list[Any] = []
         self.reset_args: list[Any] = []
@@ -68,8 +68,9 @@ class _Season(NamedTuple):
 
 class _SeasonCall:
     def __init__(self, index: int, season: str, versions: tuple[str, str], targets: list[str],
-                 known: _Season) -> None:
+                 known: _Season, first: int) -> None:
         self.index = index
+        self.first = first  # the call's entry its entries start at
         self.season = season
         self.versions = versions
         self.targets = targets
@@ -78,7 +79,6 @@ class _SeasonCall:
         self.bits = known.bits
         self.chunks: dict[int, None] = {}  # in order of first use
         self.ranked = known.ranked
-        self.entries = 0
 
 
 @lru_cache(maxsize=SEASONS_KNOWN)
@@ -113,21 +113,25 @@ class Applying(BoardBase):
         `encoded` keeps each completion's item values for the next call
         (a completion's boards are mostly in several calls)."""
         call = _Call(batch)
-        items, item_args, entry_args = call.items, call.item_args, call.entry_args
+        items: dict[tuple[Any, ...], int] = {}
+        item_args, entry_args = call.item_args, call.entry_args
         seasons = call.seasons
         encoded = {} if encoded is None else encoded
         sc = None
+        chunks: dict[int, None] = {}
+        bits = 0
         # The loop below is a tagged batch's hottest Python (a completion
         # with three tags is five entries): a delta in one unpacking (its
         # fields in order, values.Delta), an item's values once, an entry's
-        # positional (ApplyItem's, ApplyEntry's order).
+        # positional (ApplyItem's, ApplyEntry's order), the season's parts
+        # in locals.
         for k, (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
                 reset_score, tie_token, part, _, notify) in enumerate(
                     map(deltas.__getitem__, batch)):
             if sc is None or sc.season != season:
-                sc = self._season_call(seasons, season, only_version, believed)
-            sc.entries += 1
-            sc.chunks[seq >> sc.bits] = None
+                sc = self._season_call(seasons, season, only_version, believed, k)
+                chunks, bits = sc.chunks, sc.bits
+            chunks[seq >> bits] = None
             if notify:  # the weeks of a kind that notifies make rank events too
                 sc.ranked = True
             # (a completion's boards are copies sharing its profile and
@@ -149,11 +153,14 @@ class Applying(BoardBase):
             if reset_at or reset_score or tie_token:  # (a correction's: few)
                 call.reset_args += (k, sc.start.pad_ts(reset_at) if reset_at else "",
                                     reset_score or 0, tie_token)
+        call.items = len(items)
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[int] = []
         hint_channel = "" if self.cluster else self.keys.hint_channel()
-        for sc in seasons.values():
+        # (a season's entries: from its first to the next season's first)
+        ends = [*[sc.first for sc in seasons.values()][1:], len(batch)]
+        for sc, end in zip(seasons.values(), ends, strict=True):
             known = sc.known
             keys += known.fixed_keys
             per_version = [_version_keys(self.keys, sc.season, v) for v in sc.targets]
@@ -171,7 +178,7 @@ class Applying(BoardBase):
                 targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season,
                 hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
                 metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
-                origin=known.origin, width=sc.start.ts_width, entries=sc.entries)
+                origin=known.origin, width=sc.start.ts_width, entries=end - sc.first)
             chunk_ids += sc.chunks
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
@@ -182,8 +189,8 @@ class Applying(BoardBase):
         return call, keys, args
 
     def _season_call(self, seasons: dict[str, _SeasonCall], season: str,
-                     only_version: str | None, believed: dict[str, tuple[str, str]] | None
-                     ) -> _SeasonCall:
+                     only_version: str | None, believed: dict[str, tuple[str, str]] | None,
+                     first: int) -> _SeasonCall:
         """A call's next season (`_apply_call`), on the versions it applies to."""
         if season in seasons:
             raise ValueError("a call's deltas come a season at a time")
@@ -192,7 +199,7 @@ class Applying(BoardBase):
         if only_version is not None:
             versions, targets = (versions[0], only_version), [only_version]
         sc = seasons[season] = _SeasonCall(len(seasons), season, versions, targets,
-                                           _known(self.keys, season, self.zone))
+                                           _known(self.keys, season, self.zone), first)
         return sc
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None
@@ -271,9 +278,10 @@ class Applying(BoardBase):
         again: list[int] = []
         # (each entry's number of targets it was applied to, or -1, -2)
         answers = reply[1 + 4 * len(call.seasons):]
+        answer_of = _ANSWERS.get
         if not refused:  # (most calls: an entry's answer alone says it)
             for i, applied in zip(call.deltas, answers, strict=True):
-                results[i] = _ANSWERS.get(int(applied), "applied")
+                results[i] = answer_of(applied, "applied")  # (the script's numbers: ints)
             return again
         for i, applied in zip(call.deltas, answers, strict=True):
             status = refused.get(deltas[i].season)
@@ -282,7 +290,7 @@ class Applying(BoardBase):
             elif status == "MISSING":
                 results[i] = "missing"
             else:
-                results[i] = _ANSWERS.get(int(applied), "applied")
+                results[i] = answer_of(applied, "applied")
         return again
 
     async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:

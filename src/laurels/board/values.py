@@ -3,7 +3,7 @@ a learner's stored profile. Pure: no Redis here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -78,15 +78,26 @@ class Delta(NamedTuple):
         return cls(seq, user_id, points, completed_at, season, profile, tags=tags)
 
     def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
-        """This completion on another board (a board of a kind:
-        board_kinds.tagged_boards; the whole board's other periods:
-        projector.boards_of): its fields in order, four of them changed
-        (`_replace` costs four times this, and a batch makes several per
-        completion)."""
-        (seq, user_id, _, completed_at, _, profile, correction, counted, reset_at,
+        """This completion on another board (the whole board's other
+        periods: projector.boards_of): its fields in order, four of them
+        changed, as `_replace` would."""
+        return self.on_boards(((season, points, notify, part),))[0]
+
+    def on_boards(self, boards: Iterable[tuple[str, int | None, bool, str]]) -> list[Delta]:
+        """This completion on other boards (board_kinds.tagged_boards: its
+        tags'): each board's season, its score there (None: the
+        completion's points), whether it makes rank events, and its part.
+        Its fields are read once for them all and each copy made whole
+        (`_replace` costs four times this, and a batch makes several copies
+        a completion)."""
+        (seq, user_id, own, completed_at, _, profile, correction, counted, reset_at,
          reset_score, tie_token, _, tags, _) = self
-        return _new(Delta, (seq, user_id, points, completed_at, season, profile, correction,
-                            counted, reset_at, reset_score, tie_token, part, tags, notify))
+        copies = []
+        for season, points, notify, part in boards:  # (a comprehension's frame cost more)
+            copies.append(_new(Delta, (seq, user_id, own if points is None else points,
+                                       completed_at, season, profile, correction, counted,
+                                       reset_at, reset_score, tie_token, part, tags, notify)))
+        return copies
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:
