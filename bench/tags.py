@@ -19,7 +19,8 @@ outbox flush loop running, as in `laurels serve`), in alternating rounds
 (plain, tagged, tagged, plain, ...: drift cancels). Printed: completions a
 second on each side, and the ratio tagged / plain (the issue asks at least
 0.6), of the totals and the median of each round's pair (a burst of other
-work on a shared machine moves one pair, not the median). Then `verify` of one board of each kind and of the whole board.
+work on a shared machine moves one pair, not the median). Then `verify`
+of one board of each kind and of the whole board.
 
 With `--py-spy FILE`, a raw py-spy record of this process during one
 side's rounds (`--py-spy-side`, tagged by default), each round's appended

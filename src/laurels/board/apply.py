@@ -182,10 +182,10 @@ class Applying(BoardBase):
             chunk_ids += sc.chunks
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
-        args: list[Any] = [*ApplyHead(
+        args = list(ApplyHead(
             policy=self.policy, hint_command=command, seasons=len(seasons),
-            items=json_list(item_args), entries=json_list(entry_args),
-            resets=json_list(call.reset_args)), *head, *chunk_ids]
+            heads=json_list(head + chunk_ids), items=json_list(item_args),
+            entries=json_list(entry_args), resets=json_list(call.reset_args)))
         return call, keys, args
 
     def _season_call(self, seasons: dict[str, _SeasonCall], season: str,

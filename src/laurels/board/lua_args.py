@@ -4,8 +4,7 @@ A script's ARGV is a row of positional strings; here each script's are
 named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
 a script that takes a list, one item of the list (repeated after the head;
 apply.lua takes four lists, named SEASON, ITEM, ENTRY and RESET instead of
-EACH, the last three as JSON arrays read by the same offsets:
-`ITEMS[i + ITEM.uid]`).
+EACH, as JSON arrays read by the same offsets: `ITEMS[i + ITEM.uid]`).
 Python builds every call's arguments from these tuples, by name; `Scripts`
 (base.py) puts above each script the positions of the same names,
 generated from the same tuples:
@@ -39,15 +38,15 @@ Arg = str | int
 
 
 class ApplyHead(NamedTuple):
-    """apply.lua's head: then the seasons, and last the seasons' chunk ids
-    (each season's C of them in turn). The items and the entries are each
-    one JSON array of their values in turn (`json_list`): one argument
+    """apply.lua's ARGV, whole: its seasons, items, entries and resets are
+    each one JSON array of their values in turn (`json_list`), one argument
     each, where a value an argument cost about 0.15 us to pack and take in
     (apply.lua)."""
 
     policy: str
     hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
-    seasons: int  # S, ApplySeason values after the head
+    seasons: int  # S
+    heads: bytes  # S ApplySeason's values, then each season's C chunk ids in turn, a JSON array
     items: bytes  # N ApplyItem's values, a JSON array (json_list)
     entries: bytes  # E ApplyEntry's values, each season's in turn, a JSON array
     resets: bytes  # ApplyReset's values of the entries that carry one, a JSON array

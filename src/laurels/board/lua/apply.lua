@@ -7,22 +7,23 @@
 -- all time, the boards of its tags) is sent once, as an item, with an entry
 -- for each board: its values are built and packed once, not once a board.
 --
--- ARGV, by name (board/lua_args.py, bound above this script as ARG, HEAD,
--- SEASON, ITEM, ENTRY, RESET): ApplyHead (policy, hint_command: 'PUBLISH'
--- on one node, 'SPUBLISH' on a cluster (a call then holds one season: the
--- shard channel is in its slot), '' for no hint; S; then the items, the
--- entries and the resets, each list as one JSON array of its values in
--- turn: N ApplyItem, E ApplyEntry (each season's in turn, as many as it
--- says), ApplyReset of the entries that carry one), then S ApplySeason,
--- and last each season's C chunk ids in turn. (A value an argument of its
--- own cost the caller about 0.1 us to pack and Valkey about 0.05 to take
--- in, more than all else a value costs: a completion with three tags is
--- about 50 values; cjson decodes each list in one pass.) In the JSON, the
--- indexes and numbers are numbers (seq, ts_s, ts_us, correction; item,
--- points, entry, reset_score: each below 2^53, as Lua's numbers need;
--- redis.call writes them exactly, where `..` would not past 14 digits), the
--- rest strings (profile_version too: it is stored in the profile by
--- concatenation).
+-- ARGV, by name (board/lua_args.py, bound above this script as ARG,
+-- SEASON, ITEM, ENTRY, RESET): ApplyHead, whole: policy, hint_command
+-- ('PUBLISH' on one node, 'SPUBLISH' on a cluster (a call then holds one
+-- season: the shard channel is in its slot), '' for no hint), S, then the
+-- heads, the items, the entries and the resets, each list as one JSON
+-- array of its values in turn: S ApplySeason and after them each season's
+-- C chunk ids in turn, N ApplyItem, E ApplyEntry (each season's in turn,
+-- as many as it says), ApplyReset of the entries that carry one. (A value
+-- an argument of its own cost the caller about 0.1 us to pack and Valkey
+-- about 0.05 to take in, more than all else a value costs: a completion
+-- with three tags is about 50 values, a season about 17; cjson decodes
+-- each list in one pass.) In the JSON, the counts, indexes and numbers are
+-- numbers (targets, chunks, chunk_bits, origin, width, entries, a chunk
+-- id; seq, ts_s, ts_us, correction; item, points, entry, reset_score: each
+-- below 2^53, as Lua's numbers need; redis.call writes them exactly, where
+-- `..` would not past 14 digits), the rest strings (profile_version too:
+-- it is stored in the profile by concatenation).
 -- A season:
 --   expected_current, expected_building: the versions the caller believes
 --   on_current: '1' when target 0 is the current version (then rank events
@@ -114,6 +115,7 @@
 -- of those learners only (group_index.py). No other learner is ever named.
 local policy, hint_command = ARGV[ARG.policy], ARGV[ARG.hint_command]
 local S = tonumber(ARGV[ARG.seasons])
+local HEADS = cjson.decode(ARGV[ARG.heads])
 local ITEMS, ENTRIES = cjson.decode(ARGV[ARG.items]), cjson.decode(ARGV[ARG.entries])
 local E = #ENTRIES / ENTRY_WIDTH
 -- (an entry's reset, by its index: the offset of its values in RESETS)
@@ -124,30 +126,29 @@ for r = 1, #RESETS, RESET_WIDTH do reset_at[RESETS[r + RESET.entry]] = r end
 -- entries changed (for its hint).
 local seasons, ts_shared = {}, {}
 do
-  local key_at, chunk_at, entry_at = 0, HEAD + S * SEASON_WIDTH, 0
+  local key_at, chunk_at, entry_at = 0, S * SEASON_WIDTH, 0
   for s = 1, S do
-    local a = HEAD + 1 + (s - 1) * SEASON_WIDTH
-    local T, C = tonumber(ARGV[a + SEASON.targets]), tonumber(ARGV[a + SEASON.chunks])
-    local on_current, width = ARGV[a + SEASON.on_current], tonumber(ARGV[a + SEASON.width])
+    local a = 1 + (s - 1) * SEASON_WIDTH
+    local T, C = HEADS[a + SEASON.targets], HEADS[a + SEASON.chunks]
+    local metric = HEADS[a + SEASON.metric]
+    local on_current, width = HEADS[a + SEASON.on_current], HEADS[a + SEASON.width]
     local ctx = {
-      name = ARGV[a + SEASON.season], channel = ARGV[a + SEASON.hint_channel],
-      expected_current = ARGV[a + SEASON.expected_current],
-      expected_building = ARGV[a + SEASON.expected_building],
+      name = HEADS[a + SEASON.season], channel = HEADS[a + SEASON.hint_channel],
+      expected_current = HEADS[a + SEASON.expected_current],
+      expected_building = HEADS[a + SEASON.expected_building],
       current = KEYS[key_at + 1], building = KEYS[key_at + 2], erased = KEYS[key_at + 3],
       stream = KEYS[key_at + 4], ties = KEYS[key_at + 5],
       first = key_at + 1, versions_at = key_at + 5, bits_at = key_at + 5 + 6 * T,
-      T = T, C = C, hashed = ARGV[a + SEASON.bits] == 'h',
+      T = T, C = C, hashed = HEADS[a + SEASON.bits] == 'h',
       first_is_current = on_current ~= '0', rank_events = on_current == '1',
-      best = ARGV[a + SEASON.metric] == 'best',
-      lean = policy == 'shared' and ARGV[a + SEASON.metric] ~= 'best',
-      shift = 2 ^ tonumber(ARGV[a + SEASON.chunk_bits]),
-      origin = tonumber(ARGV[a + SEASON.origin]),
+      best = metric == 'best', lean = policy == 'shared' and metric ~= 'best',
+      shift = 2 ^ HEADS[a + SEASON.chunk_bits], origin = HEADS[a + SEASON.origin],
       ts_format = '%0' .. (width - 6) .. 'd%06d',
       chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {}, users_empty = {},
-      k0 = entry_at, k1 = entry_at + tonumber(ARGV[a + SEASON.entries]) - 1,
+      k0 = entry_at, k1 = entry_at + HEADS[a + SEASON.entries] - 1,
       changed = 0, shown = 0, routes = {}, n_routes = 0, routed = {}, routable = true,
     }
-    for c = 0, C - 1 do ctx.chunk_index[tonumber(ARGV[chunk_at + 1 + c])] = c end
+    for c = 0, C - 1 do ctx.chunk_index[HEADS[chunk_at + 1 + c]] = c end
     -- Seasons of one start and width share their tie times (an item's, by its place).
     local shared = ts_shared[ctx.ts_format .. ctx.origin]
     if not shared then
@@ -211,7 +212,7 @@ local function set_field_bit(key, fields, chunk, offset)
   return false
 end
 local function set_bit(ctx, t, c, offset)
-  local chunk = ARGV[ctx.chunk_ids_at + 1 + c]
+  local chunk = HEADS[ctx.chunk_ids_at + 1 + c]
   if not ctx.hashed then
     if redis.call('SETBIT', KEYS[ctx.bits_at + 1 + t * ctx.C + c], offset, 1) == 1 then
       return true
@@ -605,7 +606,7 @@ for _, ctx in ipairs(seasons) do
           and (users_empty(ctx, 0, users) or redis.call('HEXISTS', users, uid) == 0) then
         local seq = ITEMS[i + I_SEQ]
         local chunk = floor(seq / shift)
-        if not set_field_bit(bits_key, fields, ARGV[ids_at + 1 + chunk_index[chunk]],
+        if not set_field_bit(bits_key, fields, HEADS[ids_at + 1 + chunk_index[chunk]],
                              seq - chunk * shift) then
           redis.call('ZINCRBY', public, -ENTRIES[e + E_POINTS], uid)
           out[ANSWERS_AT + 1 + k] = 1
