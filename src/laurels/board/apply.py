@@ -156,7 +156,7 @@ class Applying(BoardBase):
         call.items = len(items)
         keys: list[str] = []
         head: list[Any] = []
-        chunk_ids: list[int] = []
+        chunk_ids: list[str] = []
         hint_channel = "" if self.cluster else self.keys.hint_channel()
         # (a season's entries: from its first to the next season's first)
         ends = [*[sc.first for sc in seasons.values()][1:], len(batch)]
@@ -179,7 +179,7 @@ class Applying(BoardBase):
                 hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
                 metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
                 origin=known.origin, width=sc.start.ts_width, entries=end - sc.first)
-            chunk_ids += sc.chunks
+            chunk_ids += map(str, sc.chunks)  # (strings: field names and members as sent)
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
         args = list(ApplyHead(

@@ -19,11 +19,12 @@
 -- about 0.05 to take in, more than all else a value costs: a completion
 -- with three tags is about 50 values, a season about 17; cjson decodes
 -- each list in one pass.) In the JSON, the counts, indexes and numbers are
--- numbers (targets, chunks, chunk_bits, origin, width, entries, a chunk
--- id; seq, ts_s, ts_us, correction; item, points, entry, reset_score: each
--- below 2^53, as Lua's numbers need; redis.call writes them exactly, where
--- `..` would not past 14 digits), the rest strings (profile_version too:
--- it is stored in the profile by concatenation).
+-- numbers (targets, chunks, chunk_bits, origin, width, entries; seq, ts_s,
+-- ts_us, correction; item, points, entry, reset_score: each below 2^53, as
+-- Lua's numbers need; redis.call writes them exactly, where `..` would not
+-- past 14 digits), the rest strings (profile_version too: it is stored in
+-- the profile by concatenation; a chunk id: it names a field or a member
+-- as sent, with no number written out again an entry).
 -- A season:
 --   expected_current, expected_building: the versions the caller believes
 --   on_current: '1' when target 0 is the current version (then rank events
@@ -148,7 +149,7 @@ do
       k0 = entry_at, k1 = entry_at + HEADS[a + SEASON.entries] - 1,
       changed = 0, shown = 0, routes = {}, n_routes = 0, routed = {}, routable = true,
     }
-    for c = 0, C - 1 do ctx.chunk_index[HEADS[chunk_at + 1 + c]] = c end
+    for c = 0, C - 1 do ctx.chunk_index[tonumber(HEADS[chunk_at + 1 + c])] = c end
     -- Seasons of one start and width share their tie times (an item's, by its place).
     local shared = ts_shared[ctx.ts_format .. ctx.origin]
     if not shared then
