@@ -168,8 +168,8 @@ def tagged_boards(deltas: list[Delta], kinds: Mapping[str, BoardKind]) -> list[l
     events when the kind notifies."""
     out: list[list[Delta]] = []
     # A batch's completions mostly share their tags and seasons: a list of
-    # tags' boards (their seasons, names, parts, scores) is kept for the
-    # call, made again only for a completion outside one of those seasons.
+    # tags' boards (their seasons' bounds, names, scores, parts) is kept for
+    # the call, made again only for a completion outside those bounds.
     found = Found()
     known: dict[tuple[str, ...], _TagBoards] = {}
     for d in deltas:

@@ -10,10 +10,12 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import orjson
 import pytest
 from redis.client import NEVER_DECODE
 
 from laurels.board import Board, Delta, Profile
+from laurels.board.lua_args import ApplyEntry, ApplyHead
 from laurels.keys import Keys
 from laurels.projector import boards_of
 from laurels.ranking import pad_uid
@@ -78,6 +80,10 @@ async def test_a_completion_s_boards_in_several_calls_share_its_item(
         _, _, fresh_args = board._apply_call(boards, batch)
         assert args == fresh_args
         assert call.items == len({boards[i].seq for i in batch})
+        # (its entries name each of its items, numbered from 0)
+        entries = orjson.loads(ApplyHead(*args).entries)
+        assert sorted(set(entries[ApplyEntry._fields.index("item")::len(ApplyEntry._fields)])
+                      ) == list(range(call.items))
     assert len(encoded) == len(evs)
     assert await board.apply(boards) == ["applied"] * len(boards)
     for name in seasons:

@@ -159,7 +159,8 @@ class Applying(BoardBase):
         chunk_ids: list[str] = []
         hint_channel = "" if self.cluster else self.keys.hint_channel()
         # (a season's entries: from its first to the next season's first)
-        ends = [*[sc.first for sc in seasons.values()][1:], len(batch)]
+        firsts = [sc.first for sc in seasons.values()]
+        ends = [*firsts[1:], len(batch)] if firsts else []
         for sc, end in zip(seasons.values(), ends, strict=True):
             known = sc.known
             keys += known.fixed_keys

@@ -3,8 +3,8 @@
 A script's ARGV is a row of positional strings; here each script's are
 named, as a NamedTuple per script: its head (ARGV[1], ARGV[2], ...) and, for
 a script that takes a list, one item of the list (repeated after the head;
-apply.lua takes four lists, named SEASON, ITEM, ENTRY and RESET instead of
-EACH, as JSON arrays read by the same offsets: `ITEMS[i + ITEM.uid]`).
+apply.lua instead takes four lists, named SEASON, ITEM, ENTRY and RESET, as
+JSON arrays in its head read by the same offsets: `ITEMS[i + ITEM.uid]`).
 Python builds every call's arguments from these tuples, by name; `Scripts`
 (base.py) puts above each script the positions of the same names,
 generated from the same tuples:
@@ -38,10 +38,11 @@ Arg = str | int
 
 
 class ApplyHead(NamedTuple):
-    """apply.lua's ARGV, whole: its seasons, items, entries and resets are
-    each one JSON array of their values in turn (`json_list`), one argument
-    each, where a value an argument cost about 0.15 us to pack and take in
-    (apply.lua)."""
+    """apply.lua's ARGV, whole: after the policy, the hint's command and
+    the number of seasons, its four lists (the seasons' heads with their
+    chunk ids, the items, the entries, the resets), each one JSON array of
+    their values in turn (`json_list`), one argument each, where a value an
+    argument cost about 0.15 us to pack and take in (apply.lua)."""
 
     policy: str
     hint_command: str  # 'PUBLISH', 'SPUBLISH' or '' (no hint)
