@@ -123,7 +123,7 @@ class Applying(BoardBase):
         # The loop below is a tagged batch's hottest Python (a completion
         # with three tags is five entries): a delta in one unpacking (its
         # fields in order, values.Delta), an item's values once, an entry's
-        # positional (ApplyItem's, ApplyEntry's order), the season's parts
+        # positional (ApplyItem's, ApplyEntry's order), the season's chunks
         # in locals.
         for k, (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
                 reset_score, tie_token, part, _, notify) in enumerate(
