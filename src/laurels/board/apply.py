@@ -47,7 +47,7 @@ class _Call:
 
     def __init__(self, deltas: list[int]) -> None:
         self.seasons: dict[str, _SeasonCall] = {}
-        self.items = 0  # how many
+        self.items: dict[tuple[Any, ...], int] = {}
         self.item_args: list[Any] = []
         self.entry_args: list[Any] = []
         self.reset_args: list[Any] = []
@@ -113,8 +113,7 @@ class Applying(BoardBase):
         `encoded` keeps each completion's item values for the next call
         (a completion's boards are mostly in several calls)."""
         call = _Call(batch)
-        items: dict[tuple[Any, ...], int] = {}
-        item_args, entry_args = call.item_args, call.entry_args
+        items, item_args, entry_args = call.items, call.item_args, call.entry_args
         seasons = call.seasons
         encoded = {} if encoded is None else encoded
         sc = None
@@ -153,7 +152,6 @@ class Applying(BoardBase):
             if reset_at or reset_score or tie_token:  # (a correction's: few)
                 call.reset_args += (k, sc.start.pad_ts(reset_at) if reset_at else "",
                                     reset_score or 0, tie_token)
-        call.items = len(items)
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[str] = []

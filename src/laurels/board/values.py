@@ -78,10 +78,14 @@ class Delta(NamedTuple):
         return cls(seq, user_id, points, completed_at, season, profile, tags=tags)
 
     def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
-        """This completion on another board (the whole board's other
+        """This completion on one other board (the whole board's other
         periods: projector.boards_of): its fields in order, four of them
-        changed, as `_replace` would."""
-        return self.on_boards(((season, points, notify, part),))[0]
+        changed, as `_replace` would. (on_boards of one board costs a fifth
+        more: its list and its loop, a period a completion.)"""
+        (seq, user_id, _, completed_at, _, profile, correction, counted, reset_at,
+         reset_score, tie_token, _, tags, _) = self
+        return _new(Delta, (seq, user_id, points, completed_at, season, profile, correction,
+                            counted, reset_at, reset_score, tie_token, part, tags, notify))
 
     def on_boards(self, boards: Iterable[tuple[str, int | None, bool, str]]) -> list[Delta]:
         """This completion on other boards (board_kinds.tagged_boards: its
