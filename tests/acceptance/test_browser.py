@@ -561,14 +561,22 @@ def test_your_boards_are_tabs(serve: Any, width: int) -> None:
         "title": "Course", "time_zone": "Asia/Tokyo"}).status_code == 201
     for uid, name in enumerate(["Ada L.", "Alan T.", "Grace H."], start=1):
         assert c.put(f"/v1/users/{uid}", json={"display_name": name}).status_code == 200
-    now = datetime.now(UTC) - timedelta(minutes=5)
+    # In this week of both zones: Tokyo's starts 9 hours before UTC's, so for
+    # 9 hours a week the two are weeks of different names.
+    now = datetime.now(UTC)
+    at = max([now - timedelta(minutes=5)]
+             + [season_of(now, "week", zone=z).starts_at for z in ("UTC", "Asia/Tokyo")])
     for uid, points, tags in ((1, 30, ["course:python-101"]), (2, 20, ["course:python-101"]),
                               (3, 90, [])):
         resp = c.post("/v1/completions", json={**completion(f"y{uid}", uid, points,
-                                                            now.isoformat()), "tags": tags})
+                                                            at.isoformat()), "tags": tags})
         assert resp.status_code == 201, resp.text
+    tokyo_week = server.client().get("/v1/leaderboards/current",
+                                     params={"board": "course:python-101"}).json()["season"]
     token = token_for(server.env, 2)
     with browser_page(f"{server.url}/#token={token}") as (page, errors):
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if "board=course" in r.url else None)
         page.set_viewport_size({"width": width, "height": 900})
         rows = page.locator("#board tbody tr")
         expect(rows).to_have_count(3)
@@ -577,6 +585,10 @@ def test_your_boards_are_tabs(serve: Any, width: int) -> None:
         tab.click()
         expect(page.locator("#board-title")).to_have_text("Course · python-101: top 100")
         expect(rows).to_have_count(2)
+        # The tab asks for the board's week of now by its alias, not by the
+        # whole board's name for it: Tokyo's week, whatever the hour in UTC.
+        expect(page.locator("#season")).to_have_text(tokyo_week)
+        assert any("/v1/leaderboards/current?" in u for u in asked), asked
         expect(rows.first).to_contain_text("Ada L.")
         expect(page.locator("#board tr.me")).to_contain_text("Alan T.")
         c.post("/v1/completions", json={**completion("y-boost", 2, 50), "tags":

@@ -3,8 +3,11 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { season: null, token: null, me: null, source: null, inbox: null, timer: null,
-                board: { kind: "all" }, friends: [], period: "week",
+// `season` is the name the board answered with; `alias` the board of now the
+// page was pointed at (`current`, ...), if any: each board resolves it in its
+// own time zone, so it is asked for again whenever the shown board changes.
+const state = { season: null, alias: null, token: null, me: null, source: null, inbox: null,
+                timer: null, board: { kind: "all" }, friends: [], period: "week",
                 listening: null, league: null, lastWeeks: new Map(), countdown: null };
 // Each period's board of "now" (docs/contract.md, Domain), and its label.
 const PERIODS = { week: ["current", "This week"], day: ["current-day", "Today"],
@@ -367,11 +370,18 @@ function show(button, board) {
 }
 
 function select(button, board) {
+  const before = state.board;
   show(button, board);
   // leagues are weekly, and so is every board of a kind
   if ((board.kind === "league" || board.kind === "board") && state.period !== "week") {
     $("period").value = "week";
     go("current");
+    return;
+  }
+  // A board of a kind has its own time zone, so its week of now may be
+  // another name than the whole board's: ask for the alias again.
+  if (state.alias && (board.kind === "board" || before.kind === "board")) {
+    go(state.alias);
     return;
   }
   if (wantedStream() !== state.listening) listen();
@@ -644,6 +654,7 @@ function renderLastWeek(last) {
 
 function go(season) {
   state.season = season;
+  state.alias = season in ALIASES ? season : null;
   state.period = season === "current" ? "week"
     : season === "current-day" ? "day" : season === "current-month" ? "month" : periodOf(season);
   const url = new URL(location.href);
