@@ -435,6 +435,12 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
                "process_starts": dict(c.restarts)}
     print("\nFAULT FIGURES " + json.dumps(figures, sort_keys=True))
     assert set(faults) == set(kinds), faults
-    assert lost == 0 and doubled == 0 and got == expected and found == boards
+    # (what a failure needs to be read, in its message: CI's log may keep only the assertion)
+    short = {k: figures[k] for k in ("lost_points", "doubled_points", "boards_unequal_last_answer",
+                                      "faults", "corrections", "process_starts")}
+    assert lost == 0 and doubled == 0 and got == expected and found == boards, (
+        short, {n: {u: (b.get(u, 0), found[n].get(u, 0)) for u in b.keys() | found[n].keys()
+                    if b.get(u, 0) != found[n].get(u, 0)}
+                for n, b in boards.items() if found[n] != b})
     assert verify["consistent"] is True
     assert 500 not in statuses
