@@ -230,6 +230,38 @@ def _require_served(settings: Settings) -> None:
                f"laurels serve, or {' and '.join(names[a] for a in absent)} to its servers")
 
 
+# A long-running process (serve, projector) started while PostgreSQL does not
+# answer (restarting, failing over, started after it by a deploy) waits this
+# long for it before it stops; a one-shot command stops at once.
+START_WAIT_SECONDS = 60.0
+log = logging.getLogger("laurels.cli")
+
+
+def _patiently(start: Callable[[], T], started: Callable[[], bool] = lambda: False) -> T:
+    """A long-running process's start-up step, tried again while PostgreSQL
+    does not answer (db/outage.py), with backoff and a line on stderr each
+    time, for START_WAIT_SECONDS: a store restarting while a process starts
+    is no reason to stop, and a supervisor need not restart it. Then what
+    the step raised. Once `started()`, an error is the step's own."""
+    from laurels.backoff import jittered_seconds
+    from laurels.db.outage import answers_later
+
+    deadline = time.monotonic() + START_WAIT_SECONDS
+    attempt = 0
+    while True:
+        try:
+            return start()
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if started() or not answers_later(exc) or left <= 0:
+                raise
+            delay = min(left, jittered_seconds(attempt, base_seconds=0.5, cap_seconds=5.0))
+            log.warning("PostgreSQL does not answer yet (%s); trying again in %.1f s",
+                        " ".join(str(exc).split()), delay)
+            time.sleep(delay)
+            attempt += 1
+
+
 def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
                   one_shot: bool = True) -> T:
     """Start (or join) the stores, open a Runtime, run `work(runtime)`, clean
@@ -249,15 +281,19 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
     if one_shot:
         _using(settings, servers)
 
+    joined = False  # (a long-running process: its start-up is over)
+
     async def main() -> T:
+        nonlocal joined
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
-        await rt.open()
         membership = None
         try:
+            await rt.open()
             if one_shot:  # compares, never records
                 await deployment.check(rt.db, settings, secrets, known)
             else:
                 membership = await _join(rt.db, settings, proposal, "projector")
+                joined = True
             rt.membership = membership  # its beats are among its background loops
             return await work(rt)
         finally:
@@ -269,7 +305,9 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
     from laurels.errors import StoreUnavailable
 
     try:
-        return asyncio.run(main())
+        if one_shot:
+            return asyncio.run(main())
+        return _patiently(lambda: asyncio.run(main()), lambda: joined)
     except (UnsupportedRedis, deployment.DeploymentConflict) as exc:
         raise fail(str(exc)) from None
     except (StoreUnavailable, OSError) as exc:
@@ -320,6 +358,7 @@ def serve(
     from laurels import logs
     from laurels.api import server
     from laurels.db import migrate
+    from laurels.errors import StoreUnavailable
 
     settings = _settings(host=host, port=port)
     _logging()
@@ -327,13 +366,18 @@ def serve(
     secrets = proposal.secrets
     servers = _start_servers(settings, secrets)
     process_id = str(uuid.uuid4())  # this serve among the deployment's processes
+    joined = False  # (one that never joined has nothing to leave)
     try:
         try:
-            asyncio.run(migrate(servers.database_url))
+            _patiently(lambda: asyncio.run(migrate(servers.database_url)))
         except Exception as exc:  # unreachable or broken database: one line
             raise fail(f"cannot migrate the database: {exc}") from None
         _check_redis(settings, servers.redis_url)
-        _serve_join(settings, proposal, servers.database_url, process_id)
+        try:
+            _patiently(lambda: _serve_join(settings, proposal, servers.database_url, process_id))
+        except StoreUnavailable as exc:
+            raise fail(f"cannot reach PostgreSQL: {exc}") from None
+        joined = True
         # Every worker builds its own service graph from these (api.worker_app).
         os.environ.update({
             "LAURELS_PROCESS_ID": process_id,
@@ -361,7 +405,8 @@ def serve(
         else:
             uvicorn.Server(config).run()
     finally:
-        _serve_leave(servers.database_url, process_id)
+        if joined:
+            _serve_leave(servers.database_url, process_id)
         servers.stop()
 
 

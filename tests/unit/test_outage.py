@@ -1,0 +1,42 @@
+"""Which failures of PostgreSQL a starting process waits for (db/outage.py)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from laurels.db.outage import answers_later
+from laurels.errors import StoreUnavailable
+
+REFUSED = ('connection failed: connection to server at "127.0.0.1", port 5 failed: '
+           "Connection refused")
+AT = 'connection failed: connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+
+
+def down(cause: BaseException) -> StoreUnavailable:
+    try:
+        raise StoreUnavailable("postgresql", cause) from cause
+    except StoreUnavailable as exc:
+        return exc
+
+
+@pytest.mark.parametrize(("said", "later"), [
+    (REFUSED, True),
+    ("couldn't get a connection after 30.00 sec", True),  # (a pool's timeout)
+    (AT + "the database system is starting up", True),
+    (AT + "the database system is shutting down", True),
+    (AT + "sorry, too many clients already", True),
+    (AT + 'database "nope" does not exist', False),
+    (AT + 'password authentication failed for user "laurels"', False),
+    (AT + 'role "nobody" does not exist', False),
+])
+def test_a_connection_failure_is_waited_for_only_when_postgresql_does_not_answer_yet(
+        said: str, later: bool) -> None:
+    assert answers_later(down(psycopg.OperationalError(said))) is later
+    assert answers_later(psycopg.OperationalError(said)) is later
+
+
+def test_a_socket_error_is_an_outage_and_anything_else_is_not() -> None:
+    assert answers_later(down(ConnectionRefusedError(111, "Connection refused")))
+    assert not answers_later(ValueError("a bug"))
+    assert not answers_later(psycopg.errors.UndefinedTable("no such table"))
