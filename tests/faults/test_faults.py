@@ -432,12 +432,19 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
                "boards": len(boards), "boards_unequal_last_answer": unequal,
                "corrections": dict(corrector.calls),
                "voided_at_end": len(corrector.voided),
-               "process_starts": dict(c.restarts)}
+               "process_starts": dict(c.restarts),
+               "processes_exited": {name: proc.returncode for name, proc in
+                                    (("api", c.api), ("projector", c.projector))
+                                    if proc is not None and proc.poll() is not None}}
     print("\nFAULT FIGURES " + json.dumps(figures, sort_keys=True))
     assert set(faults) == set(kinds), faults
+    # Every process the faults left running still runs: one that stopped on
+    # its own (a store down while it started) would leave the outbox to nobody.
+    assert figures["processes_exited"] == {}, figures["processes_exited"]
     # (what a failure needs to be read, in its message: CI's log may keep only the assertion)
     short = {k: figures[k] for k in ("lost_points", "doubled_points", "boards_unequal_last_answer",
-                                      "faults", "corrections", "process_starts")}
+                                      "faults", "corrections", "process_starts",
+                                      "processes_exited")}
     assert lost == 0 and doubled == 0 and got == expected and found == boards, (
         short, {n: {u: (b.get(u, 0), found[n].get(u, 0)) for u in b.keys() | found[n].keys()
                     if b.get(u, 0) != found[n].get(u, 0)}
