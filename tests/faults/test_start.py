@@ -12,9 +12,7 @@ that opens when the test says: before that, connections are refused.
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from tests.faults.proxy import Proxy
 from tests.helpers import free_port, laurels_bin, server_env, wait_until
 
 pytestmark = pytest.mark.slow
@@ -30,58 +29,17 @@ pytestmark = pytest.mark.slow
 WAITING = "PostgreSQL does not answer yet"
 
 
-class Door:
-    """A loopback port that refuses connections until `open()`, then
-    forwards each one to PostgreSQL (its TCP port or its unix socket)."""
+class Door(Proxy):
+    """PostgreSQL's way in, shut (connections refused) until `open()`."""
 
     def __init__(self, database_url: str) -> None:
         info = conninfo_to_dict(database_url)
         host, port = str(info.get("host") or "127.0.0.1"), str(info.get("port") or 5432)
-        self.target: tuple[int, str | tuple[str, int]] = (
-            (socket.AF_UNIX, f"{host}/.s.PGSQL.{port}") if host.startswith("/")
-            else (socket.AF_INET, (host, int(port))))
-        self.port = free_port()
+        super().__init__(f"{host}/.s.PGSQL.{port}" if host.startswith("/") else int(port),
+                         opened=False)
         password = f":{info['password']}" if info.get("password") else ""
         self.url = (f"postgresql://{info.get('user', 'postgres')}{password}@127.0.0.1:"
                     f"{self.port}/{info['dbname']}")
-        self.listener: socket.socket | None = None
-        self.sockets: list[socket.socket] = []
-
-    def open(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            upstream = socket.socket(self.target[0], socket.SOCK_STREAM)
-            upstream.connect(self.target[1])
-            self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        if self.listener is not None:
-            self.listener.close()
-        for s in self.sockets:
-            s.close()
 
 
 @pytest.fixture
