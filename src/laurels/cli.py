@@ -246,7 +246,7 @@ def _patiently(start: Callable[[], T], started: Callable[[], bool] = lambda: Fal
     from laurels.backoff import jittered_seconds
     from laurels.db.outage import answers_later
 
-    deadline = time.monotonic() + START_WAIT_SECONDS
+    deadline = time.monotonic() + START_WAIT_SECONDS  # (between tries: a try may take longer)
     attempt = 0
     while True:
         try:
@@ -307,6 +307,8 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
     try:
         if one_shot:
             return asyncio.run(main())
+        # (stopped while it waits for PostgreSQL: a normal exit, the embedded servers stopped)
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         return _patiently(lambda: asyncio.run(main()), lambda: joined)
     except (UnsupportedRedis, deployment.DeploymentConflict) as exc:
         raise fail(str(exc)) from None
@@ -367,6 +369,8 @@ def serve(
     servers = _start_servers(settings, secrets)
     process_id = str(uuid.uuid4())  # this serve among the deployment's processes
     joined = False  # (one that never joined has nothing to leave)
+    # (stopped while it waits for PostgreSQL: a normal exit, the embedded servers stopped)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         try:
             _patiently(lambda: asyncio.run(migrate(servers.database_url)))

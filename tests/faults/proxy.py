@@ -8,8 +8,6 @@ import socket
 import threading
 import time
 
-from tests.helpers import free_port
-
 
 class Proxy:
     """Forwards each connection to `target`: a port on 127.0.0.1, or a unix
@@ -18,8 +16,11 @@ class Proxy:
 
     def __init__(self, target: int | str, *, opened: bool = True) -> None:
         self.target = target
-        self.port = free_port()
-        self.listener: socket.socket | None = None
+        # Bound now, listening from open(): until then a connection is refused,
+        # and the port is this proxy's all along.
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
         self.paused = threading.Event()
         self.closing = False
         self.sockets: set[socket.socket] = set()
@@ -28,7 +29,7 @@ class Proxy:
             self.open()
 
     def open(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.listener.listen()
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
 
     def _upstream(self) -> socket.socket:
@@ -89,6 +90,5 @@ class Proxy:
 
     def close(self) -> None:
         self.closing = True
-        if self.listener is not None:
-            self.listener.close()
+        self.listener.close()
         self.cut()

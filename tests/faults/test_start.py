@@ -131,3 +131,20 @@ def test_a_database_that_does_not_exist_stops_a_process_at_once(
              if line.startswith("laurels: ")]
     assert any("laurels_no_such_db" in line and "does not exist" in line for line in lines), lines
     assert WAITING not in log.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["projector"], ["serve", "--no-projector"]])
+def test_a_process_waiting_for_postgresql_stops_cleanly_on_sigterm(
+        command: list[str], door: Door, redis_url: str, key_prefix: str, data_dir: Path,
+        tmp_path: Path) -> None:
+    log = tmp_path / "process.log"
+    env = {**server_env(door.url, redis_url, key_prefix, data_dir),
+           "LAURELS_PORT": str(free_port())}
+    proc = spawn(command, env, log)
+    try:
+        wait_until(lambda: said(proc, log, WAITING), 60, "the process to wait for PostgreSQL")
+        proc.terminate()
+        assert proc.wait(20) == 0, log.read_text()[-2000:]
+    finally:
+        stop(proc)
+    assert "Traceback" not in log.read_text(errors="replace")

@@ -654,7 +654,7 @@ function renderLastWeek(last) {
 
 function go(season) {
   state.season = season;
-  state.alias = season in ALIASES ? season : null;
+  state.alias = Object.hasOwn(ALIASES, season) ? season : null;
   state.period = season === "current" ? "week"
     : season === "current-day" ? "day" : season === "current-month" ? "month" : periodOf(season);
   const url = new URL(location.href);
@@ -679,7 +679,7 @@ function start() {
     listenInbox();
     tabs();
   }
-  go(wanted && (SEASON_NAME.test(wanted) || wanted in ALIASES) ? wanted : "current");
+  go(wanted && (SEASON_NAME.test(wanted) || Object.hasOwn(ALIASES, wanted)) ? wanted : "current");
   periods();
 }
 
