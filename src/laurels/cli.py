@@ -369,7 +369,9 @@ def serve(
     servers = _start_servers(settings, secrets)
     process_id = str(uuid.uuid4())  # this serve among the deployment's processes
     joined = False  # (one that never joined has nothing to leave)
-    # (stopped while it waits for PostgreSQL: a normal exit, the embedded servers stopped)
+    # SIGTERM is a normal exit, so the embedded servers stop: while it waits for
+    # PostgreSQL, and after uvicorn, which re-raises the signal that stopped it
+    # once it has shut down gracefully (and restores this handler first).
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         try:
@@ -398,9 +400,6 @@ def serve(
                                 port=settings.port, workers=workers, log_level="info",
                                 **server.options(settings))
         logs.protect()  # uvicorn configured its handlers just now
-        # uvicorn re-raises the signal that stopped it once it has shut down
-        # gracefully: turn SIGTERM into a normal exit so the embedded servers stop.
-        signal.signal(signal.SIGTERM, _exit_on_signal)
         if workers > 1:
             from uvicorn.supervisors import Multiprocess
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 
 class Proxy:
@@ -21,7 +20,8 @@ class Proxy:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
-        self.paused = threading.Event()
+        self.flowing = threading.Event()  # cleared: forwarding stalls (pause, resume)
+        self.flowing.set()
         self.closing = False
         self.sockets: set[socket.socket] = set()
         self.lock = threading.Lock()
@@ -64,8 +64,7 @@ class Proxy:
                 data = src.recv(65536)
                 if not data:
                     break
-                while self.paused.is_set() and not self.closing:
-                    time.sleep(0.02)
+                self.flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -79,6 +78,13 @@ class Proxy:
                 with self.lock:
                     self.sockets.discard(s)
 
+    def pause(self) -> None:
+        """Stall every connection: what arrives is held, not forwarded."""
+        self.flowing.clear()
+
+    def resume(self) -> None:
+        self.flowing.set()
+
     def cut(self) -> None:
         with self.lock:
             victims = list(self.sockets)
@@ -90,5 +96,6 @@ class Proxy:
 
     def close(self) -> None:
         self.closing = True
+        self.flowing.set()  # (a stalled pump goes on, to find its sockets closed)
         self.listener.close()
         self.cut()

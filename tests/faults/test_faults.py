@@ -312,9 +312,9 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
                 probes.append(pg_outage_probe(c))
                 c.start_pg()
             elif kind == "redis_stall":
-                c.proxy.paused.set()
+                c.proxy.pause()
                 time.sleep(rnd.uniform(1, 3))
-                c.proxy.paused.clear()
+                c.proxy.resume()
             elif kind == "redis_cut":
                 c.proxy.cut()
             faults[kind] += 1
