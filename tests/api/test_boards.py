@@ -92,7 +92,7 @@ async def test_boards_are_read_by_name_in_their_own_zone(serve: ApiFactory) -> N
         "season": "2026-W49", "board": "course:python-101", "metric": "points", "total": 2}
     assert board["starts_at"] == "2026-11-29T23:00:00Z"  # Monday, midnight in Paris
     assert [(e["user_id"], e["score"]) for e in board["entries"]] == [(2, 11), (1, 5)]
-    track = await eventually_ok(api, "/v1/leaderboards/current?board=track:data")
+    track = await eventually_ok(api, "/v1/leaderboards/2026-W49?board=track:data")
     assert track["metric"] == "completions" and track["season"] == "2026-W49"
     assert [(e["user_id"], e["score"]) for e in track["entries"]] == [(1, 1)]
     whole = (await api.get("/v1/leaderboards/2026-W49")).json()
