@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, assert_never
@@ -297,6 +297,7 @@ class BoardKinds:
                     # Deleted again since the drop above: its keys go first.
                     raise StoreUnavailable("redis", RuntimeError(
                         "an earlier deletion of this kind is still dropping its boards"))
+                await self._drop_held(kind)  # a Redis restored from before a deletion
                 return await self._create(tx, new), True
             if not old.same_board_as(new):
                 changed = [f for f in ("metric", "periods", "time_zone", "notify")
@@ -355,6 +356,35 @@ class BoardKinds:
             await self._drop([r["season"] for r in rows])
             done += len(rows)
         return done
+
+    async def drop_undefined(self) -> int:
+        """Drop every board Redis holds of a kind not defined now, or
+        defined otherwise, found by a scan (a Redis restored from before a
+        deletion brings back boards no row names); how many. Under the
+        kinds' lock shared: none is defined or deleted meanwhile (epoch.py)."""
+        async with self.db.transaction() as tx:
+            await self.db.fetch("share_board_kinds", tx)
+            kinds = await self.live(tx)
+            return await self._drop_held(None, lambda b: (k := kinds.get(
+                b.board.partition(":")[0])) is None or not k.defines(b))
+
+    async def _drop_held(self, kind: str | None,
+                         which: Callable[[Season], bool] = lambda _: True) -> int:
+        """The boards Redis holds of a kind (of any: None) that `which`
+        says, found by a scan of their keys, dropped; how many."""
+        dropped = 0
+        for season, keys in (await self.board.held_boards(kind) if self.board else {}).items():
+            try:
+                if self.board is None or not which(parse_season(season, zone="UTC")):
+                    continue
+            except ValueError:  # no season's name: not laurels's key
+                continue
+            await self.board.unlink_keys(keys)
+            await self.board.publish_hint({"season": season})
+            dropped += 1
+        log.log(logging.WARNING if dropped else logging.DEBUG,
+                "%d boards of kinds not defined so found in Redis: dropped", dropped)
+        return dropped
 
     async def _drop(self, seasons: list[str]) -> None:
         """Every key of these seasons at once (a built board has a row), a

@@ -27,6 +27,7 @@ import asyncio
 import logging
 
 from laurels.board.roles import Epochs
+from laurels.board_kinds import BoardKinds
 from laurels.catchup import CatchUp
 from laurels.db import Database
 from laurels.filling import RebuildFailed
@@ -42,11 +43,12 @@ REPAIR_CONCURRENCY = 8  # seasons caught up side by side (repair)
 
 class EpochWatch:
     def __init__(self, db: Database, board: Epochs, rebuilder: Rebuilder,
-                 catchup: CatchUp) -> None:
+                 catchup: CatchUp, kinds: BoardKinds | None = None) -> None:
         self.db = db
         self.board = board
         self.rebuilder = rebuilder
         self.catchup = catchup
+        self.kinds = kinds
         self.seen = ""  # the fingerprint known to be repaired for
         self.repairs = 0
 
@@ -54,7 +56,9 @@ class EpochWatch:
         """Repair if Redis changed since the boards were last known good;
         True when this call repaired."""
         now = await self.board.fingerprint()
+        trust = self.board.trust
         if now == self.seen:
+            await trust.settle(now, now)  # a doubt of a server gone meanwhile
             return False
         prefix = self.board.keys.prefix
         await self.db.run("ensure_redis_epoch", key_prefix=prefix)
@@ -64,6 +68,7 @@ class EpochWatch:
                 return False  # another process is repairing; look again later
             if row["fingerprint"] == now:
                 self.seen = now
+                await trust.settle(now, now)
                 return False
             if row["fingerprint"]:
                 log.info("Redis changed (run id %s -> %s): catching every board it holds up "
@@ -80,8 +85,20 @@ class EpochWatch:
                 return False  # it changed again meanwhile: repair again next time
             await self.db.run("set_redis_epoch", tx, key_prefix=prefix, fingerprint=now)
         self.seen = now
+        await trust.settle(now, now)  # proven: this process reads again at once
         self.repairs += 1
         return True
+
+    async def recorded(self) -> str:
+        """The fingerprint PostgreSQL records the boards repaired for ('' none)."""
+        row = await self.db.fetch_one("redis_epoch", key_prefix=self.board.keys.prefix)
+        return str(row["fingerprint"]) if row else ""
+
+    async def load(self) -> None:
+        """This process's trust at its start: what PostgreSQL records, and
+        the servers as they are (a Redis restarted while no process ran is
+        doubted until the repair)."""
+        self.board.trust.load(await self.recorded(), await self.board.fingerprint())
 
     async def repair(self) -> tuple[list[str], int]:
         """Catch every season whose board Redis holds up with PostgreSQL, or
@@ -90,6 +107,8 @@ class EpochWatch:
         REPAIR_CONCURRENCY seasons at a time: each is independent, and a
         kind may have 10,000 boards (issue 42)."""
         turns = asyncio.Semaphore(REPAIR_CONCURRENCY)
+        if self.kinds is not None:  # boards of kinds deleted since Redis's snapshot
+            await self.kinds.drop_undefined()
 
         async def one(season: str) -> tuple[bool, int]:
             async with turns:

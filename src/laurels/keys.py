@@ -152,6 +152,22 @@ class Keys:
         """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"
 
+    def boards_pattern(self, kind: str | None = None) -> str:
+        """The SCAN pattern of every key of a board of `kind` (or of every
+        kind: their hash tags name a board, `kind:value/...`)."""
+        head = f"{glob_escape(self.prefix)}:{{"
+        return f"{head}{glob_escape(kind)}:*" if kind is not None else f"{head}*/*"
+
+    def season_of_key(self, key: str) -> str | None:
+        """The season whose hash tag a key under this prefix carries (tag()
+        read back), or None for a key of no season."""
+        head = f"{self.prefix}:{{"
+        if not key.startswith(head) or "}" not in key[len(head):]:
+            return None
+        board, _, label = key[len(head):].partition("}")[0].rpartition("/")
+        label = label.partition(":")[2] or label  # weekly:2026-W49, day:..., month:..., all
+        return f"{board}/{label}" if board else label
+
     def holds(self, key: str) -> Holds | None:
         """What a key under this prefix holds of learners (SEASON_KEYS,
         VERSION_KEYS); None for a key no name here builds."""
@@ -162,6 +178,11 @@ class Keys:
         if m["version"] is not None:
             return VERSION_KEYS.get(m["version"])
         return SEASON_KEYS.get(m["season"])
+
+
+def glob_escape(text: str) -> str:
+    """`text` matched literally in a SCAN pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def tag(season: str) -> str:

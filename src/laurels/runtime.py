@@ -101,6 +101,12 @@ class Services:
         await self.db.ping()
         await self.board.ping()
 
+    async def proven(self) -> None:
+        """Return when the Redis servers are proven to hold what PostgreSQL
+        says (not a restart or failover still being repaired); else raise
+        Unproven (board/trust.py)."""
+        await self.board.trust.check()
+
     def derive(self, clock: Clock | None = None, **overrides: Any) -> Services:
         """The same graph with other settings (or clock), on the same connections."""
         return wire(self.settings.model_copy(update=overrides), self.secrets, self.db,
@@ -137,6 +143,11 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
     groups = Groups(db, board, reads, privacy)
     notifications = Notifications(db)
+    epoch = EpochWatch(db, board, rebuilder,
+                       CatchUp(db, board, projector, lifecycle, settings.periods), board_kinds)
+    # Board reads wait while a server is doubted; a doubt is settled from
+    # the servers and PostgreSQL's record (board/trust.py).
+    board.trust.current, board.trust.recorded = board.fingerprint, epoch.recorded
     webhooks = None
     if settings.webhook_url is not None:
         webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
@@ -158,8 +169,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         hub=hub,
         signals=signals,
         privacy=privacy,
-        epoch=EpochWatch(db, board, rebuilder,
-                         CatchUp(db, board, projector, lifecycle, settings.periods)),
+        epoch=epoch,
         secrets=secrets,
         webhooks=webhooks,
         deliveries=Deliveries(db, settings),
@@ -233,6 +243,7 @@ class Runtime(Services):
         await self.db.open()
         try:
             await self.board.open()
+            await self.epoch.load()  # untrusted until proven (board/trust.py)
         except StoreUnavailable as exc:
             # Redis may come later: reads and writes answer 503 until it does.
             log.warning("Redis does not answer yet: %s", exc)

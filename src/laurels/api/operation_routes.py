@@ -12,19 +12,26 @@ from laurels.api.auth import Auth
 from laurels.api.dependencies import auth, token
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state
+from laurels.board.trust import Unproven
 
 router = APIRouter()
 
 
 @router.get("/readyz", tags=["operations"], responses=s.problems(503))
 async def readyz(request: Request) -> Response:
-    """200 when PostgreSQL and Redis answer and every background loop runs, else
-    503 (naming the loops that are down)."""
+    """200 when PostgreSQL and Redis answer, Redis is proven to hold the
+    boards (not a restart or failover still being repaired), and every
+    background loop runs, else 503 (naming the loops that are down)."""
     state = api_state(request)
     try:
         await state.services.ping()
     except Exception:  # any failure of either store means "not ready"
         raise Problem("unavailable", "PostgreSQL or Redis does not answer") from None
+    try:  # boards are read only from a Redis proven to hold them (board/trust.py)
+        await state.services.proven()
+    except Unproven:
+        raise Problem("unavailable", "Redis restarted: its boards are being checked against "
+                      "PostgreSQL") from None
     down = state.supervisor.problems() if state.supervisor is not None else {}
     if down:
         names = ", ".join(sorted(down))

@@ -59,6 +59,8 @@ class RouteServices(Protocol):
 
     async def ping(self) -> None: ...
 
+    async def proven(self) -> None: ...
+
 
 class ApiState(State):
     """Starlette's `State`, with the attributes the HTTP layer uses, typed."""

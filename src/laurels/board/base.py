@@ -20,7 +20,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, ResponseError
 
-from laurels.board.connection import require_supported
+from laurels.board.connection import require_supported, trust_of
 from laurels.board.lua_args import SCRIPTS, preamble
 from laurels.board.signals import Signals
 from laurels.board.values import BoardMissing
@@ -156,6 +156,8 @@ class BoardBase:
         self.policy = policy
         self.scripts = Scripts(redis)
         self.coalesced = Coalesced(redis, self.scripts)
+        # Whether the servers are proven to hold what PostgreSQL says (trust.py).
+        self.trust = trust_of(redis)
         # season -> (current, building) as last seen; corrected by STALE replies
         self._versions: dict[str, tuple[str, str]] = {}
         # Who in this process hears its own changes at once (board/signals.py).
@@ -265,17 +267,25 @@ class BoardBase:
         raise RuntimeError(f"board versions kept changing during {script}")
 
     async def _read(self, script: str, season: str, version_keys: Any,
-                    args_of: Callable[[str], list[Any]]) -> list[Any]:
+                    args_of: Callable[[str], list[Any]], proven: bool = True) -> list[Any]:
         """Run a read script on the current version (its arguments, given the
-        version this process believes current: `args_of`)."""
+        version this process believes current: `args_of`). Never from a
+        server not yet proven (trust.py), but for the repair's own reads
+        (`proven=False`): checked before, and after, since a new connection
+        to a restarted server tells the trust as it connects, before this
+        read is sent on it."""
         sk = self.season_keys(season)
         for _ in range(MAX_STALE_RETRIES):
+            if proven:
+                await self.trust.check()
             current = self.versions(season)[0]
             keys = [sk.current, *version_keys(sk.version(current or "0"))]
             call = args_of(current)
             reply: list[Any] = (await self.scripts[script](keys=keys, args=call)
                                 if self.cluster else
                                 await self.coalesced.call(script, keys, call))
+            if proven:
+                await self.trust.check()
             if reply[0] == "STALE":
                 self._versions[season] = (reply[1], self.versions(season)[1])
                 continue

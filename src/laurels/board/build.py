@@ -191,6 +191,26 @@ class Building(BoardBase):
                 pipe.pexpireat(name, seasons[season])
         return sum(1 for r in await pipe.execute() if r)
 
+    async def held_boards(self, kind: str | None = None) -> dict[str, list[str]]:
+        """Every key Redis holds of a board of `kind` (or of any kind), by
+        season: found by a scan, not from rows (a deleted kind's boards
+        brought back by a Redis restored from before the deletion have no
+        row left). On a cluster, every primary is scanned."""
+        held: dict[str, list[str]] = {}
+        async for key in self.redis.scan_iter(match=self.keys.boards_pattern(kind),
+                                              count=1000):
+            season = self.keys.season_of_key(str(key))
+            if season is not None:
+                held.setdefault(season, []).append(str(key))
+        return held
+
+    async def unlink_keys(self, keys: Sequence[str]) -> int:
+        """Delete these keys of one season (one hash tag), UNLINK_BATCH at a time."""
+        done = 0
+        for i in range(0, len(keys), UNLINK_BATCH):
+            done += int(await self.redis.unlink(*keys[i:i + UNLINK_BATCH]))
+        return done
+
     async def fingerprint(self) -> str:
         """The run ids of the servers that hold the boards, sorted: a restart
         or a failover changes it (epoch.py)."""

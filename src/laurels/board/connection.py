@@ -25,6 +25,7 @@ from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocket
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.maint_notifications import MaintNotificationsConfig
 
+from laurels.board.trust import Trust, Trusting
 from laurels.errors import StoreUnavailable
 from laurels.metrics import POOL_WAIT
 
@@ -104,15 +105,15 @@ class HiredisPacking:
             return super().pack_command(*args)  # type: ignore[misc, no-any-return]
 
 
-class PackedConnection(HiredisPacking, Connection):
+class PackedConnection(Trusting, HiredisPacking, Connection):
     pass
 
 
-class PackedSSLConnection(HiredisPacking, SSLConnection):
+class PackedSSLConnection(Trusting, HiredisPacking, SSLConnection):
     pass
 
 
-class PackedUnixConnection(HiredisPacking, UnixDomainSocketConnection):
+class PackedUnixConnection(Trusting, HiredisPacking, UnixDomainSocketConnection):
     pass
 
 
@@ -132,6 +133,14 @@ class QueueingRedisCluster(RedisCluster):
                  **kwargs: Any) -> None:
         kwargs["max_connections"] = max_in_flight + PUBSUB_ROOM
         super().__init__(*args, **kwargs)
+        # Every node's connections, those found later too (the nodes manager
+        # makes them from this dict), ask their server's run id (trust.py).
+        self.trust = Trust()
+        trusting = _trusting(self.connection_kwargs.get("connection_class", Connection),
+                             self.trust, packed=False)
+        self.connection_kwargs["connection_class"] = trusting
+        for node in self.startup_nodes:
+            node.connection_class = trusting
         self._turns = asyncio.Semaphore(max_in_flight)
         self._wait_seconds = wait_seconds
 
@@ -149,15 +158,33 @@ class QueueingRedisCluster(RedisCluster):
             self._turns.release()
 
 
+def _trusting(base: type, trust: Trust, packed: bool = True) -> type:
+    """`base` telling `trust` each server's run id (and packing with hiredis)."""
+    if packed:
+        base = PACKED.get(base, base)
+        return type(base.__name__, (base,), {"trust": trust})
+    return type(f"Trusting{base.__name__}", (Trusting, base), {"trust": trust})
+
+
 def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float = 5.0) -> Any:
     if cluster:
         return QueueingRedisCluster.from_url(url, max_in_flight=pool_size,
                                              wait_seconds=timeout_seconds, **OPTIONS)
     pool = MeasuredPool.from_url(url, max_connections=pool_size, timeout=timeout_seconds,
                                  **OPTIONS)
-    # The class redis-py chose for the URL's scheme, packing with hiredis.
-    pool.connection_class = PACKED.get(pool.connection_class, pool.connection_class)
-    return Redis.from_pool(pool)
+    # The class redis-py chose for the URL's scheme, packing with hiredis,
+    # and asking each new connection's server its run id (trust.py).
+    client = Redis.from_pool(pool)
+    client.trust = Trust()  # type: ignore[attr-defined]
+    pool.connection_class = _trusting(pool.connection_class, client.trust)  # type: ignore[attr-defined]
+    return client
+
+
+def trust_of(client: Any) -> Trust:
+    """The trust of a client connect() made; a client made otherwise (a
+    test's, a tool's) gets one that never doubts (no connection tells it)."""
+    trust = getattr(client, "trust", None)
+    return trust if isinstance(trust, Trust) else Trust()
 
 
 MIN_VERSION = (7, 0)  # sharded Pub/Sub (SPUBLISH/SSUBSCRIBE) and SMISMEMBER need it

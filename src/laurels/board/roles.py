@@ -17,6 +17,7 @@ from typing import Protocol
 from laurels.board.hints import Hint
 from laurels.board.inspection import BoardState
 from laurels.board.streams import RankEvent
+from laurels.board.trust import Trust
 from laurels.board.values import Around, Delta, Profile, Scored, Standing, Top
 from laurels.keys import Keys
 from laurels.ranking import Position, TiePolicy
@@ -135,9 +136,14 @@ class Keeper(Hinting, GroupHinting, Protocol):
 
 
 class Dropper(Hinting, Protocol):
-    """Board kinds': the boards of a deleted kind dropped."""
+    """Board kinds': the boards of a deleted kind dropped, and those Redis
+    holds of no kind defined (found by a scan)."""
 
     async def expire(self, season: str, at: datetime) -> int: ...
+
+    async def held_boards(self, kind: str | None = None) -> dict[str, list[str]]: ...
+
+    async def unlink_keys(self, keys: Sequence[str]) -> int: ...
 
 
 class Presence(Protocol):
@@ -182,5 +188,6 @@ class Epochs(Presence, Protocol):
     """The epoch watch's: the server's run, and whether boards are there."""
 
     keys: Keys
+    trust: Trust
 
     async def fingerprint(self) -> str: ...

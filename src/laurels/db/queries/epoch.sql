@@ -11,6 +11,11 @@ FOR UPDATE SKIP LOCKED;
 INSERT INTO redis_epochs (key_prefix, fingerprint) VALUES (%(key_prefix)s, '')
 ON CONFLICT (key_prefix) DO NOTHING;
 
+-- name: redis_epoch
+-- The Redis run ids the boards were last repaired for (none before the
+-- first check): what a process trusts (board/trust.py).
+SELECT fingerprint FROM redis_epochs WHERE key_prefix = %(key_prefix)s;
+
 -- name: set_redis_epoch
 -- Records the Redis run id the boards were last repaired for.
 UPDATE redis_epochs SET fingerprint = %(fingerprint)s, repaired_at = now()
