@@ -14,7 +14,9 @@ learner's standing recomputed from what counts, ranks closed up); the
 learner's final rank before and after is kept in the audit entry. Old
 `season_final` notifications stay as they were.
 
-Lock order (docs/concurrency.md): the learner's row (FOR SHARE), the
+Lock order (docs/concurrency.md): the board kinds' lock (shared: the kinds
+whose boards the completion counts on are read under it), the learner's
+row (FOR SHARE), the
 completion's seasons of every period (FOR SHARE: a finalize waits), the
 completion's row (FOR UPDATE), the archives' locks (re-rank), the outbox row.
 
@@ -82,14 +84,18 @@ class Corrections:
                                 "starts_at": season.starts_at if season else EPOCH_AT,
                                 "ends_at": season.ends_at if season else END_OF_TIME}
         found = await self.db.fetch("learner_completions", **span)
-        seasons = await self._seasons_of(found)
         async with self.db.transaction() as tx:
+            # The kinds' lock shared first, the kinds read under it: a kind
+            # defined meanwhile waits, and builds its boards from a snapshot
+            # that holds this correction (docs/concurrency.md, `kinds`).
+            await self.db.fetch("share_board_kinds", tx)
+            seasons = await self._seasons_of(found, tx)
             users = await self.db.fetch("share_lock_users", tx, user_ids=[user_id])
             if any(u["erased"] for u in users):
                 raise DomainError("user_erased", f"learner {user_id} was erased")
             locked = await self.db.fetch("lock_seasons", tx, seasons=sorted(seasons))
             rows = await self.db.fetch("lock_learner_completions", tx, **span)
-            if not seasons >= await self._seasons_of(rows):
+            if not seasons >= await self._seasons_of(rows, tx):
                 return None  # one recorded meanwhile, in a season not locked: again
             await failpoints.pause("correction_locked")
             numbers: dict[int, int] = {}
@@ -118,9 +124,10 @@ class Corrections:
             return {"user_id": user_id, "voided": len(rows)}
         return {"user_id": user_id, "restored": len(rows)}
 
-    async def _seasons_of(self, rows: list[Any]) -> set[str]:
-        """Every season (every period, every board of a kind) of completions."""
-        kinds = (await self.projector.kinds.live()
+    async def _seasons_of(self, rows: list[Any], tx: Tx) -> set[str]:
+        """Every season (every period, every board of a kind) of completions,
+        the kinds read in `tx` (under their lock, shared)."""
+        kinds = (await self.projector.kinds.live(tx)
                  if self.projector.kinds is not None and any(r["tags"] for r in rows) else {})
         out: set[str] = set()
         for r in rows:
@@ -172,12 +179,11 @@ class Corrections:
         found = await self.db.fetch_one("find_completion", completion_id=completion_id)
         if found is None:
             raise DomainError("not_found", f"no completion {completion_id}")
-        seasons = [s.name for s in seasons_of(found["completed_at"], self.periods,
-                                              zone=self.db.zone)]
-        if found["tags"] and self.projector.kinds is not None:  # its boards of kinds too
-            seasons += board_seasons(found["completed_at"], found["tags"],
-                                     await self.projector.kinds.live())
         async with self.db.transaction() as tx:
+            # The kinds' lock shared first, the kinds read under it (as a
+            # learner's completions corrected together: _correct_learner).
+            await self.db.fetch("share_board_kinds", tx)
+            seasons = sorted(await self._seasons_of([found], tx))
             await self.db.fetch("share_lock_users", tx, user_ids=[found["user_id"]])
             locked = await self.db.fetch("lock_seasons", tx, seasons=sorted(seasons))
             row = await self.db.fetch_one("lock_completion", tx, completion_id=completion_id)

@@ -18,6 +18,7 @@ import asyncio
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from laurels import shapes
@@ -153,7 +154,45 @@ class Verifier:
             # Differences beyond the candidates we could keep still count.
             result.mismatch_count = (len(result.mismatches)
                                      + max(0, result.mismatch_count - len(candidates)))
+        if self.lifecycle is not None and await self.lifecycle.finalized([season]):
+            await self._compare_archive(result, season)
         return result
+
+    async def _compare_archive(self, result: VerifyResult, season: str) -> None:
+        """A finalized season's archive (what its board is compared with
+        above: history.history_of) against its completions' sums, whether
+        or not Redis still holds its board: every learner of either, each
+        score and tie time; not once retention retired some of them (the
+        archive is all there is then). Both live in PostgreSQL and are read
+        in one snapshot, so nothing is in flight between them: every
+        difference is listed at once (as `archive: ...`)."""
+        seen = array("q")
+        async with self.db.snapshot() as tx:
+            retired = await self.db.fetch_one("last_retired_month", tx)
+            if retired is not None and retired["month"] is not None and parse_season(
+                    season, zone=self.db.zone).starts_at.date() < _month_after(retired["month"]):
+                return
+            async for rows in self.db.stream("season_sums", tx, BATCH, season=season):
+                seen.extend(r["user_id"] for r in rows)
+                held = {r["user_id"]: self._state(season, r) for r in await self.db.fetch(
+                    "archived_states", tx, season=season, user_ids=[r["user_id"] for r in rows])}
+                for r in rows:
+                    self._archive_note(result, r["user_id"], held.get(r["user_id"], NONE),
+                                       self._state(season, r))
+            async for ids in self.db.stream_column("archived_ids", tx, BATCH, season=season):
+                extra = [u for u in ids if not _holds(seen, u)]
+                for r in await self.db.fetch("archived_states", tx, season=season,
+                                             user_ids=extra) if extra else []:
+                    self._archive_note(result, r["user_id"], self._state(season, r), NONE)
+
+    @staticmethod
+    def _archive_note(result: VerifyResult, uid: int, archived: State, postgres: State) -> None:
+        if archived[0] == postgres[0] and archived[3] == postgres[3]:
+            return  # names and visibility are the users table's on both sides
+        what, difference = describe(archived, postgres)
+        result.mismatch_count += 1
+        result.mismatches.append(Mismatch(uid, archived[0], postgres[0], what,
+                                          "archive: " + difference.replace("Redis", "archive")))
 
     async def _compare_streamed(self, result: VerifyResult, candidates: set[int], season: str,
                                 sums: Sums) -> array[int]:
@@ -206,6 +245,10 @@ class Verifier:
         result.mismatch_count += 1
         if len(candidates) < MAX_CANDIDATES:
             candidates.add(uid)
+
+
+def _month_after(month: date) -> date:
+    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
 
 
 def _holds(ids: array[int], uid: int) -> bool:

@@ -26,6 +26,11 @@ SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
 
+-- name: archived_ids
+-- Every learner of a finalized season's archive, in id order (verify's
+-- search for archived learners PostgreSQL does not count).
+SELECT user_id FROM season_standings WHERE season = %(season)s ORDER BY user_id;
+
 -- name: long_sums
 -- verify's PostgreSQL side of a long board: as long_aggregates, by learner.
 WITH history AS (
