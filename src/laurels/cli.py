@@ -387,6 +387,7 @@ def serve(
         # Every worker builds its own service graph from these (api.worker_app).
         os.environ.update({
             "LAURELS_PROCESS_ID": process_id,
+            "LAURELS_SERVE_PID": str(os.getpid()),
             "LAURELS_DATABASE_URL": servers.database_url,
             "LAURELS_REDIS_URL": servers.redis_url,
             "LAURELS_INGEST_TOKEN": secrets.ingest_token,

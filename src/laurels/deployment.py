@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import logging
 import os
+import signal
 import socket
 import uuid
 from collections.abc import Callable
@@ -161,11 +162,21 @@ def secrets_of(secrets: Secrets, known: set[str] | None = None) -> dict[str, Any
 class Membership:
     """This process among the deployment's: its registration, its beats."""
 
-    def __init__(self, db: Database, kind: Kind, process_id: str | None = None) -> None:
+    def __init__(self, db: Database, kind: Kind, process_id: str | None = None,
+                 joined: tuple[Settings, Secrets] | None = None, stops: int | None = None,
+                 refused: Callable[[str], None] | None = None) -> None:
         self.db = db
         self.kind = kind
         self.id = process_id or str(uuid.uuid4())
         self.secrets: dict[str, Any] = {}  # its secrets' records, once it joined
+        # What it runs with (set by join; given for a serve's worker, whose
+        # serve joined), compared again if it is forgotten (beat).
+        self.joined = joined
+        if joined is not None:
+            self.secrets = secrets_of(joined[1])
+        # Refused on rejoining: the process stops (SIGTERM to `stops`, a
+        # serve's pid, or to itself); a test passes its own.
+        self.refused = refused or (lambda line: _stop(line, stops or os.getpid()))
 
     async def join(self, settings: Settings, secrets: Secrets) -> list[Difference]:
         """Compare, record, register: in one transaction under the
@@ -174,7 +185,7 @@ class Membership:
         both accept (a rotation's `new,old` runs beside `old` and beside
         `new`); returns the changes recorded."""
         mine, keys = values_of(settings), secrets_of(secrets)
-        self.secrets = keys
+        self.secrets, self.joined = keys, (settings, secrets)
         await refuse_unknown_zone(self.db, settings.time_zone)
         async with self.db.transaction() as tx:
             await self.db.fetch("lock_deployment", tx)
@@ -212,13 +223,29 @@ class Membership:
         return changed
 
     async def beat(self) -> None:
-        """Say this process runs (every BEAT_SECONDS, runtime.py)."""
-        await self.db.run("register_process", id=self.id, kind=self.kind,
-                          host=socket.gethostname(), pid=os.getpid(),
-                          secrets=Jsonb(self.secrets))
+        """Say this process runs (every BEAT_SECONDS, runtime.py). One that
+        was forgotten meanwhile (silent for HEARD_SECONDS: paused, cut off
+        from PostgreSQL) joins again, compared as at its start: if another
+        process recorded other settings while it was gone, it stops, and
+        never runs beside them (issue 63)."""
+        if await self.db.run("beat_process", id=self.id) or self.joined is None:
+            return
+        log.warning("this %s was not heard from for %.0f s and was forgotten: it joins "
+                    "the deployment again", self.kind, HEARD_SECONDS)
+        try:
+            await self.join(*self.joined)
+        except DeploymentConflict as exc:
+            self.refused(f"{exc} (this {self.kind} was forgotten while silent, and "
+                         "stops)")
 
     async def leave(self) -> None:
         await self.db.run("leave_deployment", id=self.id)
+
+
+def _stop(line: str, pid: int) -> None:
+    """A process refused on rejoining: one line, then SIGTERM (a clean stop)."""
+    log.error("%s", line)
+    os.kill(pid, signal.SIGTERM)
 
 
 async def check(db: Database, settings: Settings, secrets: Secrets | None,

@@ -175,8 +175,8 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         deliveries=Deliveries(db, settings),
         board_kinds=board_kinds,
         # A serve's worker keeps its serve alive among the deployment's processes.
-        membership=(Membership(db, "serve", settings.process_id) if settings.process_id
-                    else None),
+        membership=(Membership(db, "serve", settings.process_id, joined=(settings, secrets),
+                               stops=settings.serve_pid) if settings.process_id else None),
     )
 
 

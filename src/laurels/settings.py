@@ -168,8 +168,10 @@ class Settings(BaseSettings):
     # is its embedded Valkey (whose files are rewritten after erasures).
     redis_embedded: bool = False
     # Set by `laurels serve` for its workers: its id among the deployment's
-    # processes (deployment.py), which the workers keep alive.
+    # processes (deployment.py), which the workers keep alive, and its pid
+    # (a worker refused on rejoining stops the whole serve).
     process_id: str | None = None
+    serve_pid: int | None = None
     max_connections: int = Field(10_000, ge=10, le=1_000_000)
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
     # Open event streams one client may hold (its address; behind a trusted

@@ -86,6 +86,43 @@ async def test_a_process_killed_is_forgotten_10_s_after_it_was_last_heard(rt: Ru
     assert [str(r["id"]) for r in await rt.db.fetch("running_processes")] == [alone.id]
 
 
+@pytest.mark.parametrize("worker", [False, True])
+async def test_a_process_silent_past_the_heartbeat_rejoins_compared(
+        rt: Runtime, worker: bool) -> None:
+    """Issue 63, point 6: a process paused for more than 10 s is forgotten;
+    another records other settings meanwhile. Its next beat joins again,
+    compared as at its start: refused (it stops), never registered beside
+    the other; with the same settings it is simply back. Before, the beat
+    re-registered it unchecked, old and new settings side by side. A serve's
+    worker (which never joined itself: its serve did) rejoins the same way."""
+    stopped: list[str] = []
+    if worker:  # as runtime.wire makes it for a serve's worker
+        paused = Membership(rt.db, "serve", joined=(rt.settings, SECRETS),
+                            refused=stopped.append)
+        await Membership(rt.db, "serve", paused.id).join(rt.settings, SECRETS)
+    else:
+        paused = Membership(rt.db, "serve", refused=stopped.append)
+        await paused.join(rt.settings, SECRETS)
+    again = Membership(rt.db, "projector", refused=stopped.append)
+    await again.join(rt.settings, SECRETS)
+    async with rt.db.connection() as conn:  # both silent for 11 s: paused
+        await conn.execute("UPDATE deployment_processes SET heard_at = now() - interval '11 s'")
+    await again.beat()  # heard again before anyone forgot it: nothing to compare
+    assert stopped == []
+    async with rt.db.connection() as conn:
+        await conn.execute("UPDATE deployment_processes SET heard_at = now() - interval '11 s'"
+                           " WHERE id = %s", (paused.id,))
+    other = Membership(rt.db, "serve")
+    await again.leave()  # alone, the other records a new tie policy
+    assert [c.name for c in await other.join(with_(rt.settings, tie_policy="first"),
+                                             SECRETS)] == ["LAURELS_TIE_POLICY"]
+    await paused.beat()  # the paused one resumes
+    assert len(stopped) == 1 and stopped[0].startswith("LAURELS_TIE_POLICY"), stopped
+    assert "forgotten while silent" in stopped[0] and "\n" not in stopped[0]
+    assert [str(r["id"]) for r in await rt.db.fetch("running_processes")] == [other.id]
+    assert (await recorded(rt))["LAURELS_TIE_POLICY"] == "first"
+
+
 async def test_a_one_shot_command_never_records(rt: Runtime) -> None:
     await deployment.check(rt.db, with_(rt.settings, tie_policy="first"), SECRETS,
                            {"ingest_token"})

@@ -31,6 +31,11 @@ INSERT INTO deployment_processes (id, kind, host, pid, secrets)
 VALUES (%(id)s, %(kind)s, %(host)s, %(pid)s, %(secrets)s)
 ON CONFLICT (id) DO UPDATE SET heard_at = now();
 
+-- name: beat_process
+-- A running process says it still runs (every 2 s); no row: it was
+-- forgotten (silent for 10 s) and joins again, compared (deployment.py).
+UPDATE deployment_processes SET heard_at = now() WHERE id = %(id)s;
+
 -- name: leave_deployment
 -- A process stopped cleanly leaves the deployment at once.
 DELETE FROM deployment_processes WHERE id = %(id)s;
