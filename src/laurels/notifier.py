@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from laurels import failpoints
 from laurels.board.hints import Hint
 from laurels.board.roles import Announcer
 from laurels.board_kinds import BoardKind, BoardKinds
@@ -141,6 +142,7 @@ class Notifier:
                 if row:
                     created.append((target, row["id"]))
                     NOTIFICATIONS_WRITTEN.labels("overtaken").inc()
+            await failpoints.pause("notification_written")
         for target, nid in created:
             await self.board.publish_notification(target, nid)
 

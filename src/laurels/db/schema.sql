@@ -717,8 +717,10 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP = 'UPDATE' THEN
-        IF EXISTS (SELECT 1 FROM webhook_deliveries
-                   WHERE notification_id = NEW.id AND status = 'pending' AND attempts = 0) THEN
+        PERFORM 1 FROM webhook_deliveries
+        WHERE notification_id = NEW.id AND status = 'pending' AND attempts = 0
+        FOR SHARE;
+        IF FOUND THEN
             RETURN NULL;
         END IF;
         SELECT coalesce_seconds INTO v_window FROM webhook_settings;
