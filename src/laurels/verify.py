@@ -168,7 +168,7 @@ class Verifier:
         difference is listed at once (as `archive: ...`)."""
         seen = array("q")
         async with self.db.snapshot() as tx:
-            retired = await self.db.fetch_one("last_retired_month", tx)
+            retired = await self.db.fetch_one("last_retired", tx)
             if retired is not None and retired["month"] is not None and parse_season(
                     season, zone=self.db.zone).starts_at.date() < _month_after(retired["month"]):
                 return

@@ -26,6 +26,11 @@ SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
 
+-- name: last_retired
+-- The latest month retention retired (null: none): a closed season that
+-- reaches into it has only its archive left to compare (verify.py).
+SELECT max(month) AS month FROM retired_months;
+
 -- name: archived_ids
 -- Every learner of a finalized season's archive, in id order (verify's
 -- search for archived learners PostgreSQL does not count).
