@@ -55,6 +55,7 @@ class Learners:
             if row is None:
                 raise DomainError("user_erased", "this learner was erased")
             seasons = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
+            await failpoints.pause("profile_locked")
             if body.visibility is not None:
                 await self.lifecycle.rerank(tx, [r["season"] for r in seasons
                                                    if r["finalized"]])
@@ -75,7 +76,13 @@ class Learners:
         profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
         self.privacy.note(user_id, row["visibility"])
         await failpoints.pause("profile_committed")
-        for season in seasons:
+        # And the seasons whose rows were made since the transaction read
+        # them (a late kind's board built for the first time: its snapshot
+        # may precede this commit; one whose row comes after this read
+        # snapshots after the commit and holds the change: issue 63).
+        later = [r["season"] for r in await self.db.fetch("lock_user_seasons", user_id=user_id)
+                 if r["season"] not in seasons]
+        for season in [*seasons, *later]:
             # A season without a board needs nothing: its rebuild reads
             # PostgreSQL, and a finalized one is read from its archive
             # (re-ranked in the change's transaction). Either way the hint

@@ -116,3 +116,35 @@ async def test_verify_checks_a_closed_seasons_archive(rt: Runtime) -> None:
         found = {(m.user_id, m.redis, m.postgres) for m in result.mismatches
                  if m.difference.startswith("archive: ")}
         assert found == {(1, 45, 50), (2, None, 30), (9, 5, None)}, season
+
+
+COURSE_W49 = "course:a/points/UTC/2026-W49"
+
+
+async def test_a_profile_change_racing_a_late_kinds_first_build_reaches_it(
+        rt: Runtime) -> None:
+    """Issue 63, point 4: the change has read the learner's seasons (the
+    kind's board had no row yet) and not committed; the board is built for
+    the first time meanwhile, from a snapshot before the change. After its
+    commit the change reads the seasons again and reaches that board too.
+    Before, the hidden learner kept a public rank there (#1 of 2 where
+    they should be on no public board), until their next completion."""
+    from laurels.validation import ProfileIn
+
+    svc = services(rt, NOW)
+    await svc.ingestor.record([tagged("p1", 1, 50, season="2026-W49"),
+                               tagged("p2", 2, 30, season="2026-W49")])
+    await svc.board_kinds.define("course", {})  # defined late: no board built yet
+    with failpoints.hold("profile_locked") as held:
+        hide = asyncio.create_task(svc.learners.update(1, ProfileIn(visibility="hidden",
+                                                                    display_name="Ada")))
+        await held.reached()
+        build = asyncio.create_task(svc.rebuilder.run(COURSE_W49))
+        await blocked_or_done(svc, build)
+        assert build.done(), "the first build waits for nothing the change holds"
+    await build
+    await hide
+    body = await svc.reads.top(parse_season(COURSE_W49, zone="UTC"), 10)
+    assert [(e["user_id"], e["score"]) for e in body["entries"]] == [(2, 30)]
+    assert body["total"] == 1
+    assert (await svc.verifier.verify(COURSE_W49)).consistent
