@@ -569,11 +569,20 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
 
 
 @app.command()
-def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
-           board: Annotated[str, typer.Option("--board", help=BOARD_HELP)] = "global"
+def verify(season: Annotated[str | None, typer.Option("--season", help=SEASON_HELP)] = None,
+           board: Annotated[str, typer.Option("--board", help=BOARD_HELP)] = "global",
+           every: Annotated[bool, typer.Option(
+               "--all", help="every open and closed season of every board, archives "
+               "included")] = False
            ) -> None:
-    """Compare the board in Redis with PostgreSQL: exit 0 if consistent, 1 if not."""
+    """Compare a board in Redis (and a closed season's archive) with PostgreSQL:
+    exit 0 if consistent, 1 if not. --all walks every season of every board."""
+    if every == (season is not None):
+        raise fail("say which: --season S (with --board B), or --all")
     settings = _settings()
+    if season is None:  # --all
+        _verify_all(settings)
+        return
     name = _season(season, settings) if board == "global" else f"{season} of {board}"
 
     async def work(rt: Any) -> Any:
@@ -589,6 +598,39 @@ def verify(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
     for m in result.mismatches:
         typer.echo(f"{m.user_id}\t{m.difference}")
     raise typer.Exit(1)
+
+
+def _verify_all(settings: Settings) -> None:
+    """`verify --all`: every season, a progress bar, a summary; exit 1 on any
+    difference (each listed with its first differences)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from laurels.seasons import parse_season
+
+    async def work(rt: Any) -> list[tuple[str, bool, Any]]:
+        seasons = await rt.verifier.every_season()
+        done = []
+        columns = (TextColumn("verify {task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task("every board", total=len(seasons))
+            for name, closed in seasons:
+                done.append((parse_season(name, zone=settings.time_zone).shown, closed,
+                             await rt.verifier.verify(name)))
+                bar.advance(task)
+        return done
+
+    results = _with_runtime(settings, work)
+    differ = [(shown, r) for shown, _, r in results if not r.consistent]
+    closed = sum(1 for _, c, _ in results if c)
+    typer.echo(f"laurels: {len(results)} seasons verified ({closed} closed, their archives "
+               f"included): {len(results) - len(differ)} consistent, {len(differ)} NOT")
+    for shown, r in differ:
+        typer.echo(f"{shown}: {r.mismatch_count} of {r.players_checked} learners differ")
+        for m in r.mismatches[:5]:
+            typer.echo(f"  {m.user_id}\t{m.difference}")
+    if differ:
+        raise typer.Exit(1)
 
 
 def _correct(completion_id: str, reason: str | None, voided: bool, as_json: bool = False

@@ -139,6 +139,11 @@ class Verifier:
     async def _settle(self) -> None:
         await self.projector.drain(min_age_seconds=0)
 
+    async def every_season(self) -> list[tuple[str, bool]]:
+        """Every season PostgreSQL knows, of every board, open and closed:
+        (name, finalized), in name order (`laurels verify --all`)."""
+        return [(r["season"], bool(r["finalized"])) for r in await self.db.fetch("every_season")]
+
     async def verify(self, season: str) -> VerifyResult:
         result = VerifyResult(season)
         await self._settle()

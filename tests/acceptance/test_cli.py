@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 
 from tests.helpers import ADMIN, INGEST, completion, laurels_bin, server_env, wait_until
@@ -188,3 +189,56 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
         last = out.stderr.strip().splitlines()[-1]
         assert last.startswith("laurels: ") and said in last, (args, last)
         assert "Traceback" not in out.stderr
+
+
+def test_verify_all_walks_every_season_of_every_board_archives_included(
+        tmp_path: Path, database_url: str, redis_url: str, key_prefix: str) -> None:
+    """`laurels verify --all` (issue 63): every open and closed season of
+    every board, with a progress bar and a summary; exit 1 naming the season
+    whose archive differs from PostgreSQL. `--season` and `--all` together,
+    or neither: one line, and a failing exit."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from laurels.runtime import Runtime
+    from laurels.settings import Secrets
+    from tests.helpers import USER_SECRET, make_settings
+
+    env = server_env(database_url, redis_url, key_prefix, tmp_path / "data")
+    assert laurels(env, "migrate").returncode == 0
+
+    async def record() -> None:
+        settings = make_settings(tmp_path, database_url, redis_url, key_prefix)
+        rt = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), database_url, redis_url)
+        await rt.open(run_migrations=False)
+        try:
+            svc = rt.derive(clock=lambda: datetime(2026, 11, 24, 12, tzinfo=UTC))
+            await svc.board_kinds.define("course", {})
+            await svc.ingestor.record([
+                {"completion_id": f"c{u}", "user_id": u, "points": 10 * u,
+                 "completed_at": "2026-11-17T10:00:00Z", "tags": ["course:a"]}
+                for u in (1, 2, 3)])
+            assert await svc.lifecycle.finalize("2026-W47")
+            await svc.rebuilder.run("course:a/points/UTC/2026-W47")
+            assert "course:a/points/UTC/2026-W47" in await svc.lifecycle.finalize_due(
+                datetime(2026, 12, 7, tzinfo=UTC))
+        finally:
+            await rt.close()
+
+    asyncio.run(record())
+    out = laurels(env, "verify", "--all")
+    assert out.returncode == 0, out.stderr
+    summary = out.stdout.strip().splitlines()[-1]
+    assert summary.startswith("laurels: 2 seasons verified (2 closed"), out.stdout
+    assert summary.endswith(": 2 consistent, 0 NOT"), out.stdout
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE season_standings SET score = 5 WHERE user_id = 3"
+                     " AND season LIKE 'course:%'")
+    out = laurels(env, "verify", "--all")
+    assert out.returncode == 1, out
+    assert "2026-W47 of course:a: " in out.stdout and "archive: score" in out.stdout, out.stdout
+    assert ": 1 consistent, 1 NOT" in out.stdout
+    for args in (["--all", "--season", "current"], []):
+        out = laurels(env, "verify", *args)
+        assert out.returncode != 0 and out.stdout == "" and "Traceback" not in out.stderr, out
+        assert "--season S (with --board B), or --all" in out.stderr.strip().splitlines()[-1]

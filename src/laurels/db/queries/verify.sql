@@ -26,6 +26,11 @@ SELECT st.user_id, st.score, coalesce(u.visibility, 'public') AS visibility,
 FROM season_standings st LEFT JOIN users u ON u.user_id = st.user_id
 WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s);
 
+-- name: every_season
+-- Every season PostgreSQL knows, open and closed, of every board (the whole
+-- board's periods, the boards of kinds): what `laurels verify --all` walks.
+SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons ORDER BY season;
+
 -- name: last_retired
 -- The latest month retention retired (null: none): a closed season that
 -- reaches into it has only its archive left to compare (verify.py).
