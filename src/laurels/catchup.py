@@ -68,7 +68,7 @@ class CatchUp:
         if state is None or state.building or not state.intact:
             return None
         done = CaughtUp(season)
-        await self._tombstones(season)
+        erased = await self._tombstones(season)
         history = await history_of(self.db, self.periods, season)
         source = Source.of(season, history)
         missing: list[int] = []
@@ -89,6 +89,12 @@ class CatchUp:
         done.profiles = await self._profiles(season, state.version)
         if await self.lifecycle.finalized([season]):
             await self.lifecycle.expire(season)
+        if erased or done.completions or done.corrections or done.profiles:
+            # What readers see changed: every process drops its cached pages
+            # of the season (a page cached before the restart is older than
+            # the truth the repair put back, never newer: reads were refused
+            # meanwhile, board/trust.py).
+            await self.board.publish_hint({"season": season})
         return done
 
     async def _replay(self, season: str, seqs: list[int]) -> None:
@@ -127,14 +133,16 @@ class CatchUp:
                 changed += 1
         return changed
 
-    async def _tombstones(self, season: str) -> None:
+    async def _tombstones(self, season: str) -> int:
         """The season's tombstones put back (every learner erased since the
         season could concern them, as a rebuild does), each off the board
-        and out of its stream (erase.lua)."""
+        and out of its stream (erase.lua); how many."""
         since, until = self.lifecycle.erasures_since(season), self.lifecycle.expires_at(season)
+        done = 0
         async with self.db.transaction() as tx:
             async for ids in self.db.stream_column("erased_since", tx, LOAD_BATCH,
                                                    since=since):
                 for user_id in ids:
-                    await self.board.erase(season, user_id, until)
+                    done += await self.board.erase(season, user_id, until)
+        return done
 

@@ -30,7 +30,7 @@ from tests.integration.test_catchup import (
     reconnected,
 )
 from tests.integration.test_catchup import server as server  # the fixture
-from tests.invariants import check_erased_everywhere
+from tests.invariants import HintTap, check_erased_everywhere
 
 WEEK = "2026-W49"
 COURSE = "course:a/points/UTC/2026-W49"
@@ -100,7 +100,10 @@ async def test_reads_refuse_a_redis_back_from_the_past_until_it_is_repaired(
         other = await runtime(tmp_path, database_url, server)
         with pytest.raises(Unproven):
             await other.reads.top(parse_season(WEEK, zone="UTC"), 100)
-        assert await check_after_restart(svc)  # the repair: erasure replayed, proven
+        async with HintTap(svc, [WEEK]) as tap:
+            assert await check_after_restart(svc)  # the repair: erasure replayed, proven
+            # Every process drops its cached pages of what the repair changed.
+            assert {h.get("season") for h in await tap.drain()} >= {WEEK}
         assert await top(svc, WEEK) == [(3, 30), (1, 10)]
         for _ in range(100):  # the other process settles from PostgreSQL's record
             try:
@@ -148,5 +151,41 @@ async def test_a_deleted_kinds_boards_do_not_come_back_from_a_snapshot(
         assert await built(svc, COURSE) == [(1, 130)]
         assert (await svc.verifier.verify(COURSE)).consistent
         await check_erased_everywhere(svc, {2})
+    finally:
+        await rt.close()
+
+
+async def test_the_zone_pass_never_reads_a_board_from_the_past(
+        tmp_path: Path, database_url: str, server: Server) -> None:
+    """A suspicion of issue 63, disproved: the league zone pass run while a
+    restarted Redis is doubted reads no board (the read refuses), so its
+    transaction, the watermark of the cohorts it read among its writes,
+    commits nothing; once proven, it notifies from the repaired board."""
+    rt = await runtime(tmp_path, database_url, server)
+    try:
+        svc = rt.derive(clock=lambda: NOW, close_seasons=False,
+                        league_tiers=("bronze", "silver"), league_size=5,
+                        league_promote=(2,), league_demote=(1,))
+        await svc.leagues.store_settings()
+        await svc.ingestor.record([item(f"z{u}", u, u, tagged=False) for u in range(1, 6)])
+        await svc.leagues.place(WEEK)
+        await svc.projector.drain(min_age_seconds=0)
+        await svc.leagues.zones(WEEK)
+        await svc.epoch.check()
+        server.snapshot()
+        await svc.ingestor.record([item("z1b", 1, 100, tagged=False)])  # 1 enters the zone
+        await svc.projector.drain(min_age_seconds=0)
+        before = await svc.db.fetch("league_week", season=WEEK)
+        server.stop()
+        server.start()
+        await reconnected(svc)
+        with pytest.raises(StoreUnavailable):
+            await svc.leagues.zones(WEEK)
+        assert await svc.db.fetch("league_week", season=WEEK) == before  # nothing moved
+        assert await check_after_restart(svc)
+        assert await svc.leagues.zones(WEEK) >= 1
+        zones = [n["data"]["zone"] for n in (await svc.notifications.newest(1))["notifications"]
+                 if n["kind"] == "league_zone"]
+        assert zones == ["promotion"]
     finally:
         await rt.close()

@@ -154,8 +154,9 @@ class Presence(Protocol):
     async def wait_present(self, season: str, timeout_seconds: float) -> bool: ...
 
 
-class Inspector(Protocol):
-    """A catch-up's: a version as it stands, and what it lacks."""
+class Inspector(Hinting, Protocol):
+    """A catch-up's: a version as it stands, and what it lacks (and a hint
+    once it changed what readers see)."""
 
     async def board_state(self, season: str) -> BoardState | None: ...
 
