@@ -391,9 +391,8 @@ class BoardKinds:
         hint to their readers, then their board_drops rows."""
         if self.board is None or not seasons:
             return
-        now = datetime.now(UTC)
         for season in seasons:
-            await self.board.expire(season, now)
+            await self.board.drop_season(season)
             await self.board.publish_hint({"season": season})
         await self.db.run("forget_board_drops", seasons=seasons)
 

@@ -18,7 +18,6 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from laurels import failpoints, shapes
@@ -386,7 +385,7 @@ class Rebuilder:
         if self.kinds is not None and not await self.kinds.defined(season):
             # Its kind was deleted while it was built: what the deletion could
             # not see goes now (docs/design.md, "Boards of a kind").
-            await self.board.expire(season, datetime.now(UTC))
+            await self.board.drop_season(season)
             await self._finish(rebuild_id, "failed", built.events, "its board kind was deleted")
             raise RebuildFailed(f"{season}: its board kind was deleted")
         await self.board.publish_hint({"season": season, "kind": "rebuilt"})

@@ -322,7 +322,7 @@ async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_defini
     async def refused(*_args: Any) -> int:
         raise down
 
-    monkeypatch.setattr(svc.board_kinds.board, "expire", refused)
+    monkeypatch.setattr(svc.board_kinds.board, "drop_season", refused)
     assert await svc.board_kinds.delete("course")  # deleted; its keys wait
     assert await svc.board.present(season.name)
     pending = await svc.db.fetch("board_drops", pattern="course:%", limit=100)

@@ -168,6 +168,17 @@ class Building(BoardBase):
                                        CLUSTER_IN_FLIGHT)
         return sum(1 for r in replies if r)
 
+    async def drop_season(self, season: str) -> int:
+        """Delete every key of a season (each version's too) now; how many.
+        Not an expiry at this process's clock: a clock ahead of Redis's would
+        leave them for that long."""
+        sk = self.season_keys(season)
+        names = [*sk.own()[1:], sk.current]  # its marker last
+        for v in await self.redis.smembers(sk.versions):
+            names[:0] = await self.version_keys(season, str(v))
+        self.forget(season)
+        return await self.unlink_keys(names)
+
     async def expire_many(self, seasons: dict[str, datetime]) -> int:
         """`expire` for many seasons, in three pipelined round trips (their
         versions, their versions' chunks, the expiries); returns how many
