@@ -291,6 +291,7 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
             await rt.open()
             if one_shot:  # compares, never records
                 await deployment.check(rt.db, settings, secrets, known)
+                await rt.until_proven()  # a Redis restarted since: repaired first
             else:
                 membership = await _join(rt.db, settings, proposal, "projector")
                 joined = True

@@ -9,7 +9,9 @@ use. A test that needs another tie policy, key prefix or clock calls
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +21,7 @@ from redis.asyncio import Redis
 from laurels.board import Board, HintSubscription
 from laurels.board.connection import connect
 from laurels.board.signals import Signals
+from laurels.board.trust import Unproven
 from laurels.board_kinds import BoardKinds
 from laurels.catchup import CatchUp
 from laurels.corrections import Corrections
@@ -47,6 +50,7 @@ from laurels.verify import Verifier
 from laurels.webhooks import Deliveries, Webhooks
 
 log = logging.getLogger("laurels.runtime")
+PROVEN_WAIT_SECONDS = 60.0  # a one-shot command waits this long for a Redis being repaired
 
 
 def redis_client(url: str, cluster: bool, settings: Settings | None = None) -> Any:
@@ -100,6 +104,22 @@ class Services:
         """Return once PostgreSQL and Redis both answer; raise if either does not."""
         await self.db.ping()
         await self.board.ping()
+
+    async def until_proven(self, wait_seconds: float = PROVEN_WAIT_SECONDS) -> None:
+        """A one-shot command's start: return once Redis is proven (a repair
+        made here if no running process makes it: the epoch watch's check
+        skips while another holds its lock); raise Unproven after
+        `wait_seconds`."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                await self.board.trust.check()
+                return
+            except Unproven:
+                if time.monotonic() > deadline:
+                    raise
+            await self.epoch.check()
+            await asyncio.sleep(0.25)
 
     async def proven(self) -> None:
         """Return when the Redis servers are proven to hold what PostgreSQL
