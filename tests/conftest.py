@@ -61,6 +61,46 @@ def stop_strays(folder: Path) -> None:
 
 
 
+# LAURELS_TEST_CLOCK_AHEAD_DAYS=N: the whole session's clock (this process's
+# `datetime.now`, `time.time`, ...; not the servers') N days ahead of the
+# machine's, ticking. .ci/run runs the quick tier a year ahead with it, so a
+# test that names a week or a date it takes from the day it runs fails in CI
+# today, not on the day that week ends (issue 63). Set at configure time,
+# before any fixture reads the clock.
+_TRAVEL: Any = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _TRAVEL
+    days = os.environ.get("LAURELS_TEST_CLOCK_AHEAD_DAYS")
+    if days and _TRAVEL is None:
+        import time
+        from datetime import UTC, datetime, timedelta
+
+        import time_machine
+
+        _TRAVEL = time_machine.travel(datetime.now(UTC) + timedelta(days=int(days)), tick=True)
+        _TRAVEL.start()
+        time.time()  # a travel's clock ticks from its first reading, not from its start
+        # The Python processes the suite starts (serve, the CLI) move with it.
+        folder = str(Path(__file__).with_name("clock"))
+        os.environ["TESTS_CLOCK_AHEAD_DAYS"] = days
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _TRAVEL
+    if _TRAVEL is not None:
+        _TRAVEL.stop()
+        _TRAVEL = None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    days = os.environ.get("LAURELS_TEST_CLOCK_AHEAD_DAYS")
+    return f"laurels: the suite's clock {days} days ahead of the machine's" if days else None
+
+
 class _Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
