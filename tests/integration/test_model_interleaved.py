@@ -52,7 +52,7 @@ from laurels.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
 from laurels.seasons import parse_season, season_of
 from laurels.settings import Secrets, Settings
-from laurels.validation import ProfileIn
+from laurels.validation import GroupIn, MembersIn, ProfileIn
 from laurels.webhooks import store_settings
 from tests.helpers import (
     ADMIN,
@@ -359,6 +359,92 @@ class InterleavingMachine(RuleBasedStateMachine):
         assert self.svc is not None and self.svc.webhooks is not None and self.http
         self.run(self._launch("deliver", None, point,
                               self.svc.webhooks.deliver_due(self.http)))
+
+    @rule(uid=st.sampled_from(USERS), voided=st.booleans(),
+          point=st.sampled_from(POINTS["correct"]))
+    def correct_learner(self, uid: int, voided: bool, point: str | None) -> None:
+        """Void (or restore) every completion of a learner at once (410 once
+        they are erased)."""
+        assert self.svc is not None
+        self.run(self._launch("bulk void" if voided else "bulk restore", uid, point,
+                              self.svc.corrections.correct_learner(uid, voided, "model",
+                                                                   None)))
+
+    @rule()
+    def notify(self) -> None:
+        """The notifier's pass: rank events into notifications (and their
+        webhook deliveries)."""
+        assert self.svc is not None
+        self.run(self._launch("notify", None, None, self.svc.notifier.consume()))
+
+    @rule()
+    def project(self) -> None:
+        """The projector's pass: outbox rows claimed, applied, deleted."""
+        assert self.svc is not None
+        self.run(self._launch("project", None, None,
+                              self.svc.projector.drain_once(min_age_seconds=0)))
+
+    @rule()
+    def resume_erasures(self) -> None:
+        """The erasures loop: an erasure whose Redis step did not finish, again."""
+        assert self.svc is not None
+        self.run(self._launch("resume erasures", None, None,
+                              self.svc.lifecycle.resume_erasures(min_age_seconds=0)))
+
+    @rule()
+    def prepare(self) -> None:
+        """The seasons loop's step before the week's first completion: its
+        board made ready (heal.prepare)."""
+        assert self.svc is not None
+        self.run(self._launch("prepare", None, None, self.svc.healer.prepare(NOW)))
+
+    @rule(uid=st.sampled_from(USERS), n=st.integers(0, 3))
+    def read_notes(self, uid: int, n: int) -> None:
+        """A learner marks their newest notifications read (ids of theirs, or
+        none)."""
+        assert self.svc is not None
+        svc = self.svc
+
+        async def work() -> Any:
+            newest = (await svc.notifications.newest(uid))["notifications"]
+            return await svc.notifications.mark_read(uid, [x["id"] for x in newest[:n]])
+
+        self.run(self._launch("read notes", uid, None, work()))
+
+    @rule(access=st.sampled_from(["members", "public"]))
+    def group_put(self, access: str) -> None:
+        """The class's group made or changed."""
+        assert self.svc is not None
+        body = GroupIn(name="Class", access=access)  # type: ignore[arg-type]
+        self.run(self._launch("group put", None, None, self.svc.groups.put("class", body)))
+
+    @rule(add=st.sets(st.sampled_from(USERS), max_size=3),
+          remove=st.sets(st.sampled_from(USERS), max_size=2))
+    def group_members(self, add: set[int], remove: set[int]) -> None:
+        """Members added and removed (404 while the group does not exist)."""
+        assert self.svc is not None
+        body = MembersIn(add=sorted(add), remove=sorted(remove - add))
+        self.run(self._launch("group members", None, None,
+                              self.svc.groups.change_members("class", body)))
+
+    @rule()
+    def group_delete(self) -> None:
+        assert self.svc is not None
+        self.run(self._launch("group delete", None, None, self.svc.groups.delete("class")))
+
+    @rule(i=st.integers(0, 63))
+    def retry_delivery(self, i: int) -> None:
+        """An operator sends a webhook delivery again (the i-th known)."""
+        assert self.svc is not None
+        svc = self.svc
+
+        async def work() -> Any:
+            async with svc.db.connection() as conn:
+                cur = await conn.execute("SELECT id FROM webhook_deliveries ORDER BY id")
+                ids = [str(r["id"]) for r in await cur.fetchall()]
+            return await svc.deliveries.retry(ids[i % len(ids)]) if ids else False
+
+        self.run(self._launch("retry delivery", None, None, work()))
 
     @rule(season=st.sampled_from(BOARDS))
     def lose_board(self, season: str) -> None:
