@@ -289,12 +289,12 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
         membership = None
         try:
             await rt.open()
-            if one_shot:  # compares, never records
-                await deployment.check(rt.db, settings, secrets, known)
-                await rt.until_proven()  # a Redis restarted since: repaired first
-            else:
-                membership = await _join(rt.db, settings, proposal, "projector")
-                joined = True
+            if one_shot:  # compares, never records; the settings hold while it runs
+                async with deployment.one_shot(rt.db, settings, secrets, known):
+                    await rt.until_proven()  # a Redis restarted since: repaired first
+                    return await work(rt)
+            membership = await _join(rt.db, settings, proposal, "projector")
+            joined = True
             rt.membership = membership  # its beats are among its background loops
             return await work(rt)
         finally:

@@ -21,6 +21,7 @@ so two processes starting at once with different values cannot both pass.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -28,7 +29,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -208,6 +209,11 @@ class Membership:
             if not others:
                 changed += [Difference(n, recorded[n], v) for n, v in keys.items()
                             if n in recorded and not compatible(v, recorded[n])]
+            unused = await self.db.fetch_one("settings_unused", tx) if changed else None
+            if unused is not None and not unused["free"]:
+                raise DeploymentConflict(
+                    f"{changed[0].said()}, and a one-shot command runs with the deployment's "
+                    "settings: start this process once it has finished, or with them")
             # Settings change only when no other process runs; a secret's
             # record follows its latest compatible process (a rotation).
             for name, value in {**mine, **keys}.items():
@@ -246,6 +252,22 @@ def _stop(line: str, pid: int) -> None:
     """A process refused on rejoining: one line, then SIGTERM (a clean stop)."""
     log.error("%s", line)
     os.kill(pid, signal.SIGTERM)
+
+
+@contextlib.asynccontextmanager
+async def one_shot(db: Database, settings: Settings, secrets: Secrets | None,
+                   known: set[str]) -> AsyncIterator[None]:
+    """A one-shot command's run: its settings compared with the recorded
+    ones (`check`), which no process may change until it ends (it holds
+    their lock's shared side; a start that would record a change is refused
+    meanwhile), so it never acts on settings the deployment has left."""
+    held = await db.hold()
+    try:
+        await db.fetch("share_settings_in_use", held)
+        await check(db, settings, secrets, known)
+        yield
+    finally:
+        await db.release(held, discard=True)  # closing the session lets go
 
 
 async def check(db: Database, settings: Settings, secrets: Secrets | None,

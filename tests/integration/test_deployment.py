@@ -123,6 +123,30 @@ async def test_a_process_silent_past_the_heartbeat_rejoins_compared(
     assert (await recorded(rt))["LAURELS_TIE_POLICY"] == "first"
 
 
+async def test_a_one_shot_command_holds_the_settings_it_compared(rt: Runtime) -> None:
+    """A suspicion of issue 63, fixed: a one-shot command compared the
+    settings, then acted, and a serve starting alone meanwhile could record
+    others. While one runs (deployment.one_shot) a start that would record
+    a change is refused with one line; one with the same settings starts;
+    once the command ends, the change is recorded."""
+    first = Membership(rt.db, "serve")
+    await first.join(rt.settings, SECRETS)
+    await first.leave()
+    async with deployment.one_shot(rt.db, rt.settings, SECRETS, {"ingest_token"}):
+        changing = Membership(rt.db, "serve")
+        with pytest.raises(DeploymentConflict) as conflict:
+            await changing.join(with_(rt.settings, tie_policy="first"), SECRETS)
+        line = str(conflict.value)
+        assert line.startswith("LAURELS_TIE_POLICY") and "one-shot command runs" in line
+        assert "\n" not in line
+        same = Membership(rt.db, "serve")
+        assert await same.join(rt.settings, SECRETS) == []
+        await same.leave()
+        assert (await recorded(rt))["LAURELS_TIE_POLICY"] == rt.settings.tie_policy
+    assert [c.name for c in await changing.join(with_(rt.settings, tie_policy="first"),
+                                                SECRETS)] == ["LAURELS_TIE_POLICY"]
+
+
 async def test_a_one_shot_command_never_records(rt: Runtime) -> None:
     await deployment.check(rt.db, with_(rt.settings, tie_policy="first"), SECRETS,
                            {"ingest_token"})

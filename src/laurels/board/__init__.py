@@ -16,7 +16,7 @@ modules above ask for operations by name (`board.apply(deltas)`,
 | `subscribe.py` | the one Pub/Sub subscription of a process |
 | `streams.py` | the seasons' rank-event streams, read by the notifier |
 | `connection.py` | connecting, and refusing a server too old |
-| `trust.py` | a connection untrusted until proven: board reads refuse while a restarted server is repaired |
+| `trust.py` | a connection untrusted until proven: no board read from a server in repair |
 | `lua/` | every script, each with its KEYS and ARGV written at its top |
 """
 

@@ -5,6 +5,19 @@
 -- One process at a time compares, records and registers (migration 023).
 SELECT pg_advisory_xact_lock(hashtext('laurels deployment')) AS locked;
 
+-- name: share_settings_in_use
+-- locks: deployment
+-- A one-shot command runs with the recorded settings: the shared side of
+-- their lock, on a connection of its own for as long as it runs (closing
+-- it lets go); a process recording a change tries the other side first.
+SELECT pg_advisory_lock_shared(hashtext('laurels settings in use')) AS locked;
+
+-- name: settings_unused
+-- locks: deployment
+-- Whether no one-shot command runs with the recorded settings now: tried
+-- in the recording transaction, held to its end.
+SELECT pg_try_advisory_xact_lock(hashtext('laurels settings in use')) AS free;
+
 -- name: forget_silent_processes
 -- Processes not heard from for `seconds` are gone (killed, or lost).
 DELETE FROM deployment_processes
