@@ -261,13 +261,17 @@ async def one_shot(db: Database, settings: Settings, secrets: Secrets | None,
     ones (`check`), which no process may change until it ends (it holds
     their lock's shared side; a start that would record a change is refused
     meanwhile), so it never acts on settings the deployment has left."""
-    held = await db.hold()
+    held, let_go = await db.hold(), False
     try:
         await db.fetch("share_settings_in_use", held)
-        await check(db, settings, secrets, known)
-        yield
+        try:
+            await check(db, settings, secrets, known)
+            yield
+        finally:
+            await db.fetch("settings_no_longer_in_use", held)
+            let_go = True
     finally:
-        await db.release(held, discard=True)  # closing the session lets go
+        await db.release(held, discard=not let_go)  # (closing a session lets go too)
 
 
 async def check(db: Database, settings: Settings, secrets: Secrets | None,

@@ -162,8 +162,8 @@ def _trusting(base: type, trust: Trust, packed: bool = True) -> type:
     """`base` telling `trust` each server's run id (and packing with hiredis)."""
     if packed:
         base = PACKED.get(base, base)
-        return type(base.__name__, (base,), {"trust": trust})
-    return type(f"Trusting{base.__name__}", (Trusting, base), {"trust": trust})
+    bases = (base,) if issubclass(base, Trusting) else (Trusting, base)
+    return type(f"Trusting{base.__name__}", bases, {"trust": trust})
 
 
 def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float = 5.0) -> Any:

@@ -12,6 +12,11 @@ SELECT pg_advisory_xact_lock(hashtext('laurels deployment')) AS locked;
 -- it lets go); a process recording a change tries the other side first.
 SELECT pg_advisory_lock_shared(hashtext('laurels settings in use')) AS locked;
 
+-- name: settings_no_longer_in_use
+-- A one-shot command has finished: the shared side of the settings' lock
+-- let go, its connection back in the pool.
+SELECT pg_advisory_unlock_shared(hashtext('laurels settings in use')) AS unlocked;
+
 -- name: settings_unused
 -- locks: deployment
 -- Whether no one-shot command runs with the recorded settings now: tried
