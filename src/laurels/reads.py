@@ -25,7 +25,7 @@ from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.ranking import UNIX_EPOCH, Position, TiePolicy
-from laurels.seasons import GLOBAL, Season, configured_season
+from laurels.seasons import GLOBAL, Season, configured_season, shifted
 from laurels.settings import Settings
 from laurels.shapes import tie_policy, visibility
 
@@ -127,8 +127,8 @@ class Reads:
         kinds = await self.kinds.fresh() if self.kinds is not None else {}
         if kinds:  # a week in any zone lies within 26 hours of another zone's
             rows = await self.db.fetch("learner_tags", user_id=user_id,
-                                       starts=whole.starts_at - timedelta(days=2),
-                                       ends=whole.ends_at + timedelta(days=2))
+                                       starts=shifted(whole.starts_at, -timedelta(days=2)),
+                                       ends=shifted(whole.ends_at, timedelta(days=2)))
             for tag in sorted(r["tag"] for r in rows):
                 kind = kinds.get(tag.partition(":")[0])
                 if kind is not None:
