@@ -167,6 +167,24 @@ def _trusting(base: type, trust: Trust, packed: bool = True) -> type:
 
 
 def connect(url: str, cluster: bool, pool_size: int = 64, timeout_seconds: float = 5.0) -> Any:
+    """The client of `url`; BadRedisUrl (one line) for options redis-py
+    refuses, found now by making one connection object (unconnected), not
+    at the first command as a traceback."""
+    try:
+        client = _connect(url, cluster, pool_size, timeout_seconds)
+        if cluster:
+            node = client.startup_nodes[0]
+            node.connection_class(**node.connection_kwargs)
+        else:
+            pool = client.connection_pool
+            pool.connection_class(**pool.connection_kwargs)
+        return client
+    except (redis_exceptions.RedisError, ValueError, TypeError) as exc:
+        # Its words, never the URL (it may hold a password).
+        raise BadRedisUrl(f"LAURELS_REDIS_URL is refused: {exc}") from None
+
+
+def _connect(url: str, cluster: bool, pool_size: int, timeout_seconds: float) -> Any:
     if cluster:
         return QueueingRedisCluster.from_url(url, max_in_flight=pool_size,
                                              wait_seconds=timeout_seconds, **OPTIONS)
@@ -192,6 +210,11 @@ MIN_VERSION = (7, 0)  # sharded Pub/Sub (SPUBLISH/SSUBSCRIBE) and SMISMEMBER nee
 
 class UnsupportedRedis(Exception):
     """The server is older than laurels supports: one line saying so."""
+
+
+class BadRedisUrl(UnsupportedRedis):
+    """LAURELS_REDIS_URL has options redis-py refuses (an `ssl_cert_reqs`
+    other than none, optional or required, ...): one line saying which."""
 
 
 def _version(text: str) -> tuple[int, ...]:
