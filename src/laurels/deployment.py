@@ -32,6 +32,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from laurels.db import Database, Jsonb
 from laurels.settings import Secrets, Settings, accepted, current
@@ -70,7 +71,8 @@ SHARED: dict[str, tuple[Callable[[Settings], Any], str]] = {
                                      "weeks are decided at their end plus the new grace"),
     "LAURELS_RETAIN_COMPLETIONS_DAYS": (lambda s: s.retain_completions_days,
                                         "completions older than this may be dropped"),
-    "LAURELS_WEBHOOK_URL": (lambda s: s.webhook_url, "events are sent to the new address"),
+    "LAURELS_WEBHOOK_URL": (lambda s: url_record(s.webhook_url),
+                            "events are sent to the new address"),
     "LAURELS_WEBHOOK_EVENTS": (lambda s: sorted(s.webhook_events),
                                "the events sent change"),
     "LAURELS_WEBHOOK_COALESCE_SECONDS": (lambda s: s.webhook_coalesce_seconds,
@@ -102,6 +104,34 @@ def fingerprints(secret: str) -> dict[str, Any]:
     with (`current`) and of every value it accepts (a rotation's `new,old`)."""
     return {"current": fingerprint(current(secret)),
             "accepts": [fingerprint(s) for s in accepted(secret)] if secret else []}
+
+
+def masked_url(url: str) -> str:
+    """A URL as it may be shown and stored: its password and every query
+    value masked (a receiver's secret travels in either)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)],
+                      safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def url_record(url: str | None) -> dict[str, Any] | None:
+    """What is recorded of a URL that may carry a secret: the URL masked,
+    and a fingerprint of the whole that tells two apart (issue 64)."""
+    return None if url is None else {"shown": masked_url(url), "fingerprint": fingerprint(url)}
+
+
+def _upgraded(recorded: dict[str, Any]) -> dict[str, Any]:
+    """Recorded values as this version records them: a webhook URL recorded
+    in clear by an earlier version, masked and fingerprinted."""
+    url = recorded.get("LAURELS_WEBHOOK_URL")
+    if isinstance(url, str):
+        return {**recorded, "LAURELS_WEBHOOK_URL": url_record(url)}
+    return recorded
 
 
 def compatible(mine: Any, theirs: Any) -> bool:
@@ -143,6 +173,8 @@ class Difference:
 def _shown(value: Any) -> str:
     if value is None:
         return "unset"
+    if isinstance(value, dict) and "shown" in value:
+        return str(value["shown"])
     if isinstance(value, list):
         return ",".join(map(str, value)) or "unset"
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -195,7 +227,7 @@ class Membership:
                       if str(r["id"]) != self.id]
             stored = {r["name"]: r["value"] for r in await self.db.fetch(
                 "recorded_settings", tx)}
-            recorded = _with_fixed(stored)
+            recorded = _with_fixed(_upgraded(stored))
             _refuse_fixed(recorded, mine)
             changed = [Difference(n, recorded[n], v) for n, v in mine.items()
                        if n in recorded and recorded[n] != v]
@@ -279,7 +311,8 @@ async def check(db: Database, settings: Settings, secrets: Secrets | None,
     """A one-shot command's comparison: it never records; with a value other
     than the recorded one (of the secrets it knows) it stops."""
     await refuse_unknown_zone(db, settings.time_zone)
-    recorded = _with_fixed({r["name"]: r["value"] for r in await db.fetch("recorded_settings")})
+    recorded = _with_fixed(_upgraded({r["name"]: r["value"]
+                                      for r in await db.fetch("recorded_settings")}))
     keys = secrets_of(secrets, known) if secrets is not None else {}
     for name, value in {**values_of(settings), **keys}.items():
         theirs = recorded.get(name, _ABSENT)

@@ -7,6 +7,7 @@ after it was last heard."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -219,3 +220,36 @@ async def test_a_zone_postgresql_does_not_know_is_refused(rt: Runtime) -> None:
     with pytest.raises(DeploymentConflict, match=r"^LAURELS_TIME_ZONE Mars/Olympus is not"):
         await deployment.refuse_unknown_zone(rt.db, "Mars/Olympus")
     assert await recorded(rt) == {}
+
+
+async def test_a_webhook_urls_secrets_are_never_stored_or_said(
+        rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 64, point 5: the webhook URL's password and query values are
+    recorded masked, with a fingerprint that tells two URLs apart; the
+    refusal and the warning on a change show them masked; a URL an earlier
+    version recorded in clear compares as the same URL."""
+    url = "https://hooks:pw-hunter2@hooks.example/in?token=tk-abc123"
+    other = "https://hooks:pw-other9@hooks.example/in?token=tk-abc123"
+    first = Membership(rt.db, "serve")
+    await first.join(with_(rt.settings, webhook_url=url), SECRETS)
+    stored = await recorded(rt)
+    assert stored["LAURELS_WEBHOOK_URL"]["shown"] == "https://hooks:***@hooks.example/in?token=***"
+    assert "hunter2" not in str(stored) and "abc123" not in str(stored)
+    with pytest.raises(DeploymentConflict) as conflict:
+        await Membership(rt.db, "projector").join(with_(rt.settings, webhook_url=other), SECRETS)
+    line = str(conflict.value)
+    assert line.startswith("LAURELS_WEBHOOK_URL is https://hooks:***@hooks.example/in?token=***")
+    assert "other9" not in line and "hunter2" not in line and "abc123" not in line
+    # An earlier version's record in clear: the same URL still joins.
+    async with rt.db.connection() as conn:
+        await conn.execute("UPDATE deployment_settings SET value = to_jsonb(%s::text)"
+                           " WHERE name = 'LAURELS_WEBHOOK_URL'", (url,))
+    assert await Membership(rt.db, "projector").join(
+        with_(rt.settings, webhook_url=url), SECRETS) == []
+    with caplog.at_level(logging.INFO, logger="laurels.deployment"):
+        for m in await rt.db.fetch("running_processes"):
+            await Membership(rt.db, "serve", str(m["id"])).leave()
+        await Membership(rt.db, "serve").join(with_(rt.settings, webhook_url=other), SECRETS)
+    assert "LAURELS_WEBHOOK_URL from https://hooks:***@" in caplog.text
+    assert "hunter2" not in caplog.text and "other9" not in caplog.text
+    assert "hunter2" not in str(await recorded(rt)) and "other9" not in str(await recorded(rt))
