@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     # process's whole budget (contract, Reads).
     max_streams_per_client: int = Field(16, ge=1, le=1_000_000)
     trusted_proxies: Annotated[tuple[IPNetwork, ...], NoDecode] = ()
+    # How much of an IPv6 address names one client, for the limits per client
+    # (api/clients.py): a /64 is one home connection.
+    client_ipv6_prefix: int = Field(64, ge=32, le=128)
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)
     min_body_rate: int = Field(1024, ge=1)
 

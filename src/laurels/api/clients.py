@@ -21,11 +21,32 @@ def _trusted(address: str, proxies: Sequence[IPNetwork]) -> bool:
     return any(ip in net for net in proxies)
 
 
-def client_of(scope: Any, proxies: Sequence[IPNetwork]) -> str:
-    """The client's address. Behind trusted proxies, the rightmost address
-    of `X-Forwarded-For` that is not one of them (each proxy appends the
-    address it heard from; what lies left of an untrusted one may be
-    forged). A forwarded header from an untrusted peer counts for nothing."""
+def client_of(scope: Any, proxies: Sequence[IPNetwork], v6_prefix: int = 64) -> str:
+    """The client, as limits count it (`normalized`). Its address: behind
+    trusted proxies, the rightmost address of `X-Forwarded-For` that is not
+    one of them (each proxy appends the address it heard from; what lies
+    left of an untrusted one may be forged). A forwarded header from an
+    untrusted peer counts for nothing."""
+    return normalized(_address_of(scope, proxies), v6_prefix)
+
+
+def normalized(address: str, v6_prefix: int = 64) -> str:
+    """One client, one name (issue 64): an IPv4 address however written (an
+    IPv6-mapped one too: `::ffff:198.51.100.7`, `::ffff:c633:6407`) as
+    its dotted form; an IPv6 address as its /`v6_prefix` network (one home
+    connection holds a whole /64); anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(address.strip().strip("[]").partition("%")[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, v6_prefix), strict=False))
+    return str(ip)
+
+
+def _address_of(scope: Any, proxies: Sequence[IPNetwork]) -> str:
     peer = scope.get("client")
     address = str(peer[0]) if peer else UNKNOWN
     if not proxies or not _trusted(address, proxies):

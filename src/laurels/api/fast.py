@@ -158,7 +158,7 @@ async def board_events(state: ApiState, scope: Scope, receive: Receive, send: Se
     """Refresh hints as server-sent events: `ready`, then `changed` (at most 4 a
     second) and `rebuilt`; a comment line at least every 15 s. Refetch on each."""
     svc = state.services
-    client = client_of(scope, svc.settings.trusted_proxies)
+    client = client_of(scope, svc.settings.trusted_proxies, svc.settings.client_ipv6_prefix)
     season = await query_board_season(svc, scope["path_params"]["season"],
                                       scope.get("query_string", b""))
     await board_stream(svc, season, client)(scope, receive, send)

@@ -204,7 +204,8 @@ async def group_events(request: Request, season: SeasonPath,
     svc = services(request)
     the_season = await board_season(svc, season, board)
     return group_stream(svc, gid, the_season,
-                        client_of(request.scope, svc.settings.trusted_proxies),
+                        client_of(request.scope, svc.settings.trusted_proxies,
+                                  svc.settings.client_ipv6_prefix),
                         request.state.group_reader)
 
 

@@ -156,8 +156,9 @@ async def cohort_events(request: Request, season: WeekPath, cohort_id: CohortIdP
     refetch the cohort's board on each."""
     _, cohort = await readable_cohort(request, season, cohort_id, caller)
     svc = services(request)
-    return cohort_stream(svc, cohort, client_of(request.scope, svc.settings.trusted_proxies),
-                         caller)
+    client = client_of(request.scope, svc.settings.trusted_proxies,
+                       svc.settings.client_ipv6_prefix)
+    return cohort_stream(svc, cohort, client, caller)
 
 
 # -- operators ----------------------------------------------------------------------------------

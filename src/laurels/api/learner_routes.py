@@ -61,7 +61,8 @@ async def notification_events(request: Request, user_id: UserIdPath,
     """The learner's new notifications as server-sent events (`notification`)."""
     svc = services(request)
     return notification_stream(svc, uid,
-                               client_of(request.scope, svc.settings.trusted_proxies))
+                               client_of(request.scope, svc.settings.trusted_proxies,
+                                         svc.settings.client_ipv6_prefix))
 
 
 @router.get("/v1/users/{user_id}/boards", tags=["reads"],
