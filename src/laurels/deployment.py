@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import logging
 import os
+import secrets as secrets_module
 import signal
 import socket
 import uuid
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from laurels.db import Database, Jsonb
+from laurels.db import Database, Jsonb, Row
 from laurels.settings import Secrets, Settings, accepted, current
 
 log = logging.getLogger("laurels.deployment")
@@ -71,8 +72,7 @@ SHARED: dict[str, tuple[Callable[[Settings], Any], str]] = {
                                      "weeks are decided at their end plus the new grace"),
     "LAURELS_RETAIN_COMPLETIONS_DAYS": (lambda s: s.retain_completions_days,
                                         "completions older than this may be dropped"),
-    "LAURELS_WEBHOOK_URL": (lambda s: url_record(s.webhook_url),
-                            "events are sent to the new address"),
+    "LAURELS_WEBHOOK_URL": (lambda s: s.webhook_url, "events are sent to the new address"),
     "LAURELS_WEBHOOK_EVENTS": (lambda s: sorted(s.webhook_events),
                                "the events sent change"),
     "LAURELS_WEBHOOK_COALESCE_SECONDS": (lambda s: s.webhook_coalesce_seconds,
@@ -85,25 +85,35 @@ SHARED: dict[str, tuple[Callable[[Settings], Any], str]] = {
 # deployment recorded before one existed had its default (UTC: every season
 # was a UTC one).
 FIXED: dict[str, Any] = {"LAURELS_TIME_ZONE": "UTC"}
+SECRET_URLS = ("LAURELS_WEBHOOK_URL",)  # recorded masked, with a fingerprint (url_record)
+SALT = "fingerprint_salt"  # deployment_settings' row of the fingerprints' salt (hex)
+SCRYPT: dict[str, int] = {"n": 2 ** 14, "r": 8, "p": 1, "dklen": 16}
 SECRETS = {"LAURELS_INGEST_TOKEN": "ingest_token", "LAURELS_ADMIN_TOKEN": "admin_token",
            "LAURELS_USER_TOKEN_SECRET": "user_token_secret",
            "LAURELS_WEBHOOK_SECRET": "webhook_secret"}
 
 
-def fingerprint(secret: str) -> str | None:
-    """What is recorded of a secret: a keyed hash that tells two secrets
-    apart and gives nothing of either (none for an unset secret)."""
+def fingerprint(secret: str, salt: str | None = None) -> str | None:
+    """What is recorded of a secret: a hash that tells two secrets apart and
+    gives nothing of either (none for an unset secret). With the
+    deployment's salt, scrypt (SCRYPT: about 40 ms and 16 MiB a guess, so
+    whoever reads the table cannot check guessed tokens by the million;
+    issue 64); without one, the keyed hash an earlier version recorded,
+    used only to compare with its records until the deployment records a
+    salt."""
     if not secret:
         return None
-    return hmac.new(b"laurels deployment fingerprint", secret.encode(),
-                    hashlib.sha256).hexdigest()[:32]
+    if salt is None:
+        return hmac.new(b"laurels deployment fingerprint", secret.encode(),
+                        hashlib.sha256).hexdigest()[:32]
+    return hashlib.scrypt(secret.encode(), salt=bytes.fromhex(salt), **SCRYPT).hex()
 
 
-def fingerprints(secret: str) -> dict[str, Any]:
+def fingerprints(secret: str, salt: str | None = None) -> dict[str, Any]:
     """A secret variable's record: the fingerprint of the value it is used
     with (`current`) and of every value it accepts (a rotation's `new,old`)."""
-    return {"current": fingerprint(current(secret)),
-            "accepts": [fingerprint(s) for s in accepted(secret)] if secret else []}
+    return {"current": fingerprint(current(secret), salt),
+            "accepts": [fingerprint(s, salt) for s in accepted(secret)] if secret else []}
 
 
 def masked_url(url: str) -> str:
@@ -119,10 +129,12 @@ def masked_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
-def url_record(url: str | None) -> dict[str, Any] | None:
+def url_record(url: str | None, salt: str | None = None) -> dict[str, Any] | None:
     """What is recorded of a URL that may carry a secret: the URL masked,
     and a fingerprint of the whole that tells two apart (issue 64)."""
-    return None if url is None else {"shown": masked_url(url), "fingerprint": fingerprint(url)}
+    if url is None:
+        return None
+    return {"shown": masked_url(url), "fingerprint": fingerprint(url, salt)}
 
 
 def _upgraded(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +142,7 @@ def _upgraded(recorded: dict[str, Any]) -> dict[str, Any]:
     in clear by an earlier version, masked and fingerprinted."""
     url = recorded.get("LAURELS_WEBHOOK_URL")
     if isinstance(url, str):
-        return {**recorded, "LAURELS_WEBHOOK_URL": url_record(url)}
+        return {**recorded, "LAURELS_WEBHOOK_URL": url_record(url, recorded.get(SALT))}
     return recorded
 
 
@@ -180,15 +192,20 @@ def _shown(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def values_of(settings: Settings) -> dict[str, Any]:
-    """This process's values of the shared settings."""
-    return {name: read(settings) for name, (read, _) in SHARED.items()}
+def values_of(settings: Settings, salt: str | None = None) -> dict[str, Any]:
+    """This process's values of the shared settings, as recorded (a URL
+    that may carry a secret masked and fingerprinted with `salt`)."""
+    values = {name: read(settings) for name, (read, _) in SHARED.items()}
+    for name in SECRET_URLS:
+        values[name] = url_record(values[name], salt)
+    return values
 
 
-def secrets_of(secrets: Secrets, known: set[str] | None = None) -> dict[str, Any]:
+def secrets_of(secrets: Secrets, known: set[str] | None = None,
+               salt: str | None = None) -> dict[str, Any]:
     """This process's secrets' records (`known`: the secrets it knows; None:
-    all four)."""
-    return {name: fingerprints(getattr(secrets, attr)) for name, attr in SECRETS.items()
+    all four), fingerprinted with the deployment's `salt`."""
+    return {name: fingerprints(getattr(secrets, attr), salt) for name, attr in SECRETS.items()
             if known is None or attr in known}
 
 
@@ -205,8 +222,6 @@ class Membership:
         # What it runs with (set by join; given for a serve's worker, whose
         # serve joined), compared again if it is forgotten (beat).
         self.joined = joined
-        if joined is not None:
-            self.secrets = secrets_of(joined[1])
         # Refused on rejoining: the process stops (SIGTERM to `stops`, a
         # serve's pid, or to itself); a test passes its own.
         self.refused = refused or (lambda line: _stop(line, stops or os.getpid()))
@@ -217,8 +232,7 @@ class Membership:
         runs with other settings, or with secrets this one and it do not
         both accept (a rotation's `new,old` runs beside `old` and beside
         `new`); returns the changes recorded."""
-        mine, keys = values_of(settings), secrets_of(secrets)
-        self.secrets, self.joined = keys, (settings, secrets)
+        self.joined = (settings, secrets)
         await refuse_unknown_zone(self.db, settings.time_zone)
         async with self.db.transaction() as tx:
             await self.db.fetch("lock_deployment", tx)
@@ -227,17 +241,17 @@ class Membership:
                       if str(r["id"]) != self.id]
             stored = {r["name"]: r["value"] for r in await self.db.fetch(
                 "recorded_settings", tx)}
+            # Compared as recorded (an earlier version's records: no salt);
+            # recorded anew with a salt once this process runs alone.
+            salt = stored.get(SALT)
+            mine, keys = values_of(settings, salt), secrets_of(secrets, salt=salt)
             recorded = _with_fixed(_upgraded(stored))
             _refuse_fixed(recorded, mine)
             changed = [Difference(n, recorded[n], v) for n, v in mine.items()
                        if n in recorded and recorded[n] != v]
             if changed and others:
                 raise DeploymentConflict(_refusal(changed[0], others))
-            for other in others:
-                theirs = other["secrets"] or {}
-                for name, record in keys.items():
-                    if name in theirs and not compatible(record, theirs[name]):
-                        raise DeploymentConflict(_refusal(Difference(name, None, None), [other]))
+            _refuse_incompatible(keys, others)
             if not others:
                 changed += [Difference(n, recorded[n], v) for n, v in keys.items()
                             if n in recorded and not compatible(v, recorded[n])]
@@ -246,6 +260,11 @@ class Membership:
                 raise DeploymentConflict(
                     f"{changed[0].said()}, and a one-shot command runs with the deployment's "
                     "settings: start this process once it has finished, or with them")
+            if salt is None and not others:  # the deployment's salt, made once
+                salt = secrets_module.token_hex(16)
+                await self.db.run("record_setting", tx, setting=SALT, value=Jsonb(salt))
+                mine, keys = values_of(settings, salt), secrets_of(secrets, salt=salt)
+            self.secrets = keys
             # Settings change only when no other process runs; a secret's
             # record follows its latest compatible process (a rotation).
             for name, value in {**mine, **keys}.items():
@@ -280,6 +299,15 @@ class Membership:
         await self.db.run("leave_deployment", id=self.id)
 
 
+def _refuse_incompatible(keys: dict[str, Any], others: list[Row]) -> None:
+    """A process runs with secrets this one and it do not both accept."""
+    for other in others:
+        theirs = other["secrets"] or {}
+        for name, record in keys.items():
+            if name in theirs and not compatible(record, theirs[name]):
+                raise DeploymentConflict(_refusal(Difference(name, None, None), [other]))
+
+
 def _stop(line: str, pid: int) -> None:
     """A process refused on rejoining: one line, then SIGTERM (a clean stop)."""
     log.error("%s", line)
@@ -311,10 +339,10 @@ async def check(db: Database, settings: Settings, secrets: Secrets | None,
     """A one-shot command's comparison: it never records; with a value other
     than the recorded one (of the secrets it knows) it stops."""
     await refuse_unknown_zone(db, settings.time_zone)
-    recorded = _with_fixed(_upgraded({r["name"]: r["value"]
-                                      for r in await db.fetch("recorded_settings")}))
-    keys = secrets_of(secrets, known) if secrets is not None else {}
-    for name, value in {**values_of(settings), **keys}.items():
+    stored = {r["name"]: r["value"] for r in await db.fetch("recorded_settings")}
+    recorded, salt = _with_fixed(_upgraded(stored)), stored.get(SALT)
+    keys = secrets_of(secrets, known, salt) if secrets is not None else {}
+    for name, value in {**values_of(settings, salt), **keys}.items():
         theirs = recorded.get(name, _ABSENT)
         if theirs is _ABSENT:
             continue

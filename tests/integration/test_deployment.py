@@ -35,8 +35,10 @@ async def test_the_first_start_records_and_a_second_with_other_values_is_refused
     assert await first.join(rt.settings, SECRETS) == []
     stored = await recorded(rt)
     assert stored["LAURELS_TIE_POLICY"] == rt.settings.tie_policy
-    assert stored["LAURELS_INGEST_TOKEN"] == {"current": deployment.fingerprint(INGEST),
-                                              "accepts": [deployment.fingerprint(INGEST)]}
+    salt = stored[deployment.SALT]
+    assert len(bytes.fromhex(salt)) == 16  # one salt per deployment
+    assert stored["LAURELS_INGEST_TOKEN"] == {"current": deployment.fingerprint(INGEST, salt),
+                                              "accepts": [deployment.fingerprint(INGEST, salt)]}
     assert INGEST not in str(stored) and ADMIN not in str(stored)  # fingerprints only
     # The same values: it joins.
     same = Membership(rt.db, "projector")
@@ -253,3 +255,53 @@ async def test_a_webhook_urls_secrets_are_never_stored_or_said(
     assert "LAURELS_WEBHOOK_URL from https://hooks:***@" in caplog.text
     assert "hunter2" not in caplog.text and "other9" not in caplog.text
     assert "hunter2" not in str(await recorded(rt)) and "other9" not in str(await recorded(rt))
+
+
+async def test_secret_fingerprints_are_salted_and_slow_and_upgrade_in_place(
+        rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 64, point 10: a secret's fingerprint is scrypt under a salt of
+    the deployment's (whoever reads the table cannot check a guessed token
+    against a hash every deployment shares). A deployment recorded by an
+    earlier version (an unsalted keyed hash) still compares equal while its
+    processes run, and is recorded anew, salted, by a process alone, with
+    no change said."""
+    import hashlib
+    import hmac
+
+    def legacy(secret: str) -> str:
+        return hmac.new(b"laurels deployment fingerprint", secret.encode(),
+                        hashlib.sha256).hexdigest()[:32]
+
+    first = Membership(rt.db, "serve")
+    await first.join(rt.settings, SECRETS)
+    stored = await recorded(rt)
+    other_salt = "00" * 16
+    assert deployment.fingerprint(ADMIN, stored[deployment.SALT]) != deployment.fingerprint(
+        ADMIN, other_salt) != legacy(ADMIN)
+    assert legacy(ADMIN) not in str(stored)
+    await first.leave()
+    # As an earlier version left it: no salt, unsalted records.
+    async with rt.db.connection() as conn:
+        await conn.execute("DELETE FROM deployment_settings WHERE name = %s",
+                           (deployment.SALT,))
+        for name, secret in (("LAURELS_INGEST_TOKEN", INGEST), ("LAURELS_ADMIN_TOKEN", ADMIN),
+                             ("LAURELS_USER_TOKEN_SECRET", USER_SECRET)):
+            await conn.execute(
+                "UPDATE deployment_settings SET value = %s WHERE name = %s",
+                (deployment.Jsonb({"current": legacy(secret), "accepts": [legacy(secret)]}),
+                 name))
+    old = Membership(rt.db, "serve")  # an earlier version's process, still running
+    await rt.db.run("register_process", id=old.id, kind="serve", host="h", pid=1,
+                    secrets=deployment.Jsonb(deployment.secrets_of(SECRETS)))
+    assert await Membership(rt.db, "projector").join(rt.settings, SECRETS) == []
+    assert deployment.SALT not in await recorded(rt)  # others run: nothing recorded
+    await deployment.check(rt.db, rt.settings, SECRETS, {"ingest_token"})  # one-shot: same
+    for row in await rt.db.fetch("running_processes"):
+        await Membership(rt.db, "serve", str(row["id"])).leave()
+    with caplog.at_level(logging.INFO, logger="laurels.deployment"):
+        assert await Membership(rt.db, "serve").join(rt.settings, SECRETS) == []
+    assert "changes" not in caplog.text  # the same secrets: no change said
+    again = await recorded(rt)
+    salt = again[deployment.SALT]
+    assert again["LAURELS_ADMIN_TOKEN"]["current"] == deployment.fingerprint(ADMIN, salt)
+    assert legacy(ADMIN) not in str(again)
