@@ -19,10 +19,13 @@ VALKEY_PASSWORD = "valkey_password"  # noqa: S105 (its key in secrets.json, not 
 
 def own_data_dir(folder: Path, create: bool = True) -> None:
     """The data dir, made (0700) if it is missing (unless `create` is off:
-    a one-shot command makes nothing), refused if another account owns it
-    or if group or others may write it: whoever could write there could
+    a one-shot command makes nothing), refused if it is a symbolic link, if
+    another account owns it or if group or others may write it: whoever could write there could
     plant the secrets laurels reads, or the address of a server it joins
     (docs/security.md). One clear line (ConfigError) says which."""
+    if folder.is_symlink():  # a link planted at its path would take the secrets elsewhere
+        raise ConfigError(f"invalid LAURELS_DATA_DIR: {folder} is a symbolic link; laurels "
+                          "keeps its secrets in a directory of its own: give its real path")
     try:
         st = folder.stat()
     except FileNotFoundError:

@@ -133,7 +133,8 @@ def test_what_an_older_version_left_is_made_private(data_dir: Path, database_url
         servers.stop()
 
 
-@pytest.mark.parametrize("plant", ["open", "foreign", "secrets link", "state link"])
+@pytest.mark.parametrize("plant", ["open", "foreign", "secrets link", "state link",
+                                   "data dir link"])
 def test_a_data_dir_another_account_could_write_is_refused(data_dir: Path, database_url: str,
                                                            plant: str) -> None:
     data_dir.mkdir(mode=0o700, parents=True)
@@ -147,6 +148,13 @@ def test_a_data_dir_another_account_could_write_is_refused(data_dir: Path, datab
             pytest.skip("only root can give a folder to another account to test this")
         os.chown(data_dir, 65534, -1)
         expected = "belongs to another account"
+    elif plant == "data dir link":  # issue 64, point 4: followed, secrets written there
+        data_dir.rmdir()
+        target = data_dir.parent / "target"
+        target.mkdir(mode=0o700)
+        data_dir.symlink_to(target)
+        elsewhere = target / "secrets.json"
+        expected = "is a symbolic link"
     elif plant == "secrets link":
         (data_dir / "secrets.json").symlink_to(elsewhere)
         expected = "secrets.json is a symbolic link"
