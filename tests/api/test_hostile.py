@@ -34,6 +34,15 @@ MIB = 1024 * 1024
 HOSTILE_TEXT = ["", " ", "%00", "%ff%fe", "%C0%AF", "..%2F..%2Fetc", "%E2%80%AE", "a" * 5000,
                 "\u0410nonymous", "1e999", "-1", str(2**64), "NaN", "[]", "{}", "%25",
                 "current%00", "2026-W53", "2026-W99", "all%20", "%2F", "null"]
+# The calendar's ends, for every season parameter (issue 64): the first and
+# last seasons of every period, and just past them.
+SEASON_ENDS = ["0001-W01", "9999-W52", "9999-W53", "0000-W52", "10000-W01", "0001-01-01",
+               "9999-12-31", "0001-01", "9999-12", "0000-12", "9999-13"]
+# Client addresses as a server may be given them (issue 64): IPv4, IPv6, the
+# mapped forms of one IPv4 client, a scoped link-local one, none.
+ADDRESSES = ["198.51.100.7", "::ffff:198.51.100.7", "::ffff:c633:6407", "2001:db8:1:2::5",
+             "2001:db8:1:2:ffff:ffff:ffff:ffff", "fe80::1%eth0", "::1", "127.0.0.1",
+             "not-an-address", ""]
 SEGMENT = st.sampled_from(HOSTILE_TEXT) | st.text(max_size=40).map(quote)
 VALUE = st.sampled_from(HOSTILE_TEXT) | st.text(max_size=300).map(quote)
 
@@ -94,8 +103,10 @@ async def test_hostile_shapes_get_no_5xx_and_a_bounded_cost(serve: ApiFactory) -
     spec = (await api.get("/openapi.json")).json()
     ops = operations(spec)
     assert len(ops) > 30, "every operation is enumerated from /openapi.json"
-    client = httpx.AsyncClient(transport=api.transport, base_url=BASE_URL, timeout=60,
-                               headers={"Authorization": f"Bearer {ADMIN}"})
+    clients = {address: httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=api.transport.app, client=(address, 40_000)),
+        base_url=BASE_URL, timeout=60, headers={"Authorization": f"Bearer {ADMIN}"})
+        for address in ADDRESSES}  # each as if it came from that address
     seen: dict[str, int] = {}
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
@@ -107,18 +118,23 @@ async def test_hostile_shapes_get_no_5xx_and_a_bounded_cost(serve: ApiFactory) -
         url = path
         for name in path_params:  # hostile, or valid so that the body and query are read
             good = st.just(VALID.get(name, "1"))
+            if name == "season":
+                good |= st.sampled_from(SEASON_ENDS)
             url = url.replace("{" + name + "}", data.draw(good | SEGMENT))
         query = []
         for name in query_params:
             for _ in range(data.draw(st.integers(0, 2))):
+                value = st.sampled_from(SEASON_ENDS) | VALUE if name == "season" else VALUE
                 query.append(f"{encoded_name(name, data.draw(st.integers(0, 3)))}="
-                             f"{data.draw(VALUE)}")
+                             f"{data.draw(value)}")
         body = data.draw(BODIES) if method in ("POST", "PUT") else None
-        requests.append((method, url + ("?" + "&".join(query) if query else ""), body))
+        requests.append((method, url + ("?" + "&".join(query) if query else ""), body,
+                         data.draw(st.sampled_from(ADDRESSES))))
 
-    requests: list[tuple[str, str, bytes | None]] = []
+    requests: list[tuple[str, str, bytes | None, str]] = []
     cases()
-    for method, url, body in requests:
+    for method, url, body, address in requests:
+        client = clients[address]
         # The request's own cost, not a collection of the whole heap that
         # its allocations happen to trigger (as any flat body's may).
         gc.collect()
@@ -136,5 +152,6 @@ async def test_hostile_shapes_get_no_5xx_and_a_bounded_cost(serve: ApiFactory) -
             assert resp.headers["content-type"] == "application/problem+json"
             assert not re.search(r"Traceback|SELECT |psycopg|redis\.", resp.text)
         seen[method] = seen.get(method, 0) + 1
-    await client.aclose()
+    for client in clients.values():
+        await client.aclose()
     assert seen.get("POST") and seen.get("GET") and seen.get("PUT"), seen
