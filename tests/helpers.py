@@ -119,7 +119,9 @@ def server_env(database_url: str, redis_url: str, key_prefix: str, data_dir: Pat
                LAURELS_KEY_PREFIX=key_prefix, LAURELS_DATA_DIR=str(data_dir),
                LAURELS_INGEST_TOKEN=INGEST, LAURELS_ADMIN_TOKEN=ADMIN,
                LAURELS_USER_TOKEN_SECRET=USER_SECRET,
-               LAURELS_MAX_STREAMS_PER_CLIENT=str(SUITE_STREAMS_PER_CLIENT))
+               LAURELS_MAX_STREAMS_PER_CLIENT=str(SUITE_STREAMS_PER_CLIENT),
+               # Every test's client is 127.0.0.1; the share has its own test.
+               LAURELS_MAX_CONNECTIONS_PER_CLIENT="1000000")
     env.update(extra)
     if CLUSTER and env["LAURELS_REDIS_URL"] == os.environ.get("LAURELS_TEST_REDIS_URL"):
         env.setdefault("LAURELS_REDIS_CLUSTER", "true")  # own single nodes stay single

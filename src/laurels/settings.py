@@ -173,6 +173,9 @@ class Settings(BaseSettings):
     process_id: str | None = None
     serve_pid: int | None = None
     max_connections: int = Field(10_000, ge=10, le=1_000_000)
+    # Connections one client may hold (its address, api/clients.py; a trusted
+    # proxy's own are not counted): one client cannot take them all (issue 64).
+    max_connections_per_client: int = Field(1_000, ge=1, le=1_000_000)
     max_streams: int = Field(8_000, ge=1, le=1_000_000)
     # Open event streams one client may hold (its address; behind a trusted
     # proxy, the one its X-Forwarded-For names): one client cannot take the

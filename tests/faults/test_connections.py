@@ -114,6 +114,41 @@ def test_the_cap_refuses_only_the_excess(serve: Any) -> None:
     assert 'laurels_connections_closed_total{reason="over_limit"}' in metrics
 
 
+def test_one_client_holds_at_most_its_share_of_connections(serve: Any) -> None:
+    """Issue 64, point 7: one client (127.0.0.1) holding its share of the
+    process's connections has its next ones closed at once, while another
+    client (127.0.0.2) is served; a connection it closes frees a place."""
+    server = serve(LAURELS_MAX_CONNECTIONS="300", LAURELS_MAX_CONNECTIONS_PER_CLIENT="50",
+                   LAURELS_HEADER_TIMEOUT_SECONDS="30")
+    other = httpx.Client(base_url=server.url, timeout=5,  # from another address
+                         transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+
+    async def run() -> None:
+        conns = await hold(server.url, 80, b"")  # 30 beyond its share
+        try:
+            assert await closed_by_server(conns[50:], 2) == 30  # the excess, at once
+            resp = await asyncio.to_thread(other.get, "/healthz")  # someone else: served
+            assert resp.status_code == 200
+            conns[0][1].close()  # one of its 50 goes: a place for it again, once seen
+            deadline = time.monotonic() + 5
+            while True:
+                again = await hold(server.url, 1, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                line = await asyncio.wait_for(again[0][0].readline(), 5)
+                again[0][1].close()
+                if line or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)  # the server has not seen the close yet
+            assert line.startswith(b"HTTP/1.1 200"), line
+        finally:
+            for _, writer in conns:
+                writer.close()
+
+    asyncio.run(run())
+    other.close()
+    metrics = httpx.get(f"{server.url}/metrics", headers=ADMIN_AUTH).text
+    assert 'laurels_connections_closed_total{reason="over_client_share"}' in metrics
+
+
 def test_a_trickling_body_is_cut_off(serve: Any) -> None:
     server = serve(LAURELS_MIN_BODY_RATE="1000")
 

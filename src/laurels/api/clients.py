@@ -13,7 +13,8 @@ from laurels.settings import IPNetwork
 UNKNOWN = "unknown"  # no peer address (a test transport, a unix socket)
 
 
-def _trusted(address: str, proxies: Sequence[IPNetwork]) -> bool:
+def trusted(address: str, proxies: Sequence[IPNetwork]) -> bool:
+    """Whether `address` is one of the trusted proxies."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -49,13 +50,13 @@ def normalized(address: str, v6_prefix: int = 64) -> str:
 def _address_of(scope: Any, proxies: Sequence[IPNetwork]) -> str:
     peer = scope.get("client")
     address = str(peer[0]) if peer else UNKNOWN
-    if not proxies or not _trusted(address, proxies):
+    if not proxies or not trusted(address, proxies):
         return address
     forwarded: list[str] = []
     for name, value in scope.get("headers", ()):
         if name == b"x-forwarded-for":
             forwarded += [a.strip() for a in bytes(value).decode("latin-1").split(",")]
     for hop in reversed([a for a in forwarded if a]):
-        if not _trusted(hop, proxies):
+        if not trusted(hop, proxies):
             return hop
     return forwarded[0] if forwarded and forwarded[0] else address
