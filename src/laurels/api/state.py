@@ -19,7 +19,7 @@ from starlette.datastructures import State
 from laurels.api.auth import Auth
 from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache, KnownPages
 from laurels.api.cursors import Cursors
-from laurels.api.ratelimit import RateLimiter
+from laurels.api.ratelimit import InFlight, RateLimiter
 from laurels.board.signals import Signals
 from laurels.board_kinds import BoardKinds
 from laurels.corrections import Corrections
@@ -36,6 +36,8 @@ from laurels.settings import Settings
 from laurels.supervisor import Supervisor
 from laurels.verify import Verifier
 from laurels.webhooks import Deliveries
+
+GROUP_PAGES_PER_CLIENT = 2  # uncached group pages one client may have computed at once
 
 
 class RouteServices(Protocol):
@@ -74,6 +76,7 @@ class ApiState(State):
     around_pages: KnownPages  # (path, query) -> the neighbourhood it names
     around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
+    group_pages: InFlight  # uncached group pages each client computes at once
     group_commit: GroupCommit  # single posts of one moment, in one transaction
     supervisor: Supervisor | None  # set while the app's lifespan runs
 
@@ -92,6 +95,7 @@ class ApiState(State):
             "around_cache": BoardCache(services.subscription, cursors,
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
+            "group_pages": InFlight(GROUP_PAGES_PER_CLIENT, "uncached group pages"),
             "group_commit": GroupCommit(services.ingestor),
             "supervisor": None,
         }
