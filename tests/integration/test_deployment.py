@@ -14,6 +14,7 @@ import pytest
 
 from laurels import deployment
 from laurels.deployment import DeploymentConflict, Membership
+from laurels.fingerprints import fingerprint
 from laurels.runtime import Runtime
 from laurels.settings import Secrets, Settings
 from tests.helpers import ADMIN, INGEST, USER_SECRET
@@ -37,8 +38,8 @@ async def test_the_first_start_records_and_a_second_with_other_values_is_refused
     assert stored["LAURELS_TIE_POLICY"] == rt.settings.tie_policy
     salt = stored[deployment.SALT]
     assert len(bytes.fromhex(salt)) == 16  # one salt per deployment
-    assert stored["LAURELS_INGEST_TOKEN"] == {"current": deployment.fingerprint(INGEST, salt),
-                                              "accepts": [deployment.fingerprint(INGEST, salt)]}
+    assert stored["LAURELS_INGEST_TOKEN"] == {"current": fingerprint(INGEST, salt),
+                                              "accepts": [fingerprint(INGEST, salt)]}
     assert INGEST not in str(stored) and ADMIN not in str(stored)  # fingerprints only
     # The same values: it joins.
     same = Membership(rt.db, "projector")
@@ -276,7 +277,7 @@ async def test_secret_fingerprints_are_salted_and_slow_and_upgrade_in_place(
     await first.join(rt.settings, SECRETS)
     stored = await recorded(rt)
     other_salt = "00" * 16
-    assert deployment.fingerprint(ADMIN, stored[deployment.SALT]) != deployment.fingerprint(
+    assert fingerprint(ADMIN, stored[deployment.SALT]) != fingerprint(
         ADMIN, other_salt) != legacy(ADMIN)
     assert legacy(ADMIN) not in str(stored)
     await first.leave()
@@ -303,5 +304,5 @@ async def test_secret_fingerprints_are_salted_and_slow_and_upgrade_in_place(
     assert "changes" not in caplog.text  # the same secrets: no change said
     again = await recorded(rt)
     salt = again[deployment.SALT]
-    assert again["LAURELS_ADMIN_TOKEN"]["current"] == deployment.fingerprint(ADMIN, salt)
+    assert again["LAURELS_ADMIN_TOKEN"]["current"] == fingerprint(ADMIN, salt)
     assert legacy(ADMIN) not in str(again)

@@ -60,3 +60,40 @@ def _address_of(scope: Any, proxies: Sequence[IPNetwork]) -> str:
         if not trusted(hop, proxies):
             return hop
     return forwarded[0] if forwarded and forwarded[0] else address
+
+
+def share_of(peer: object, proxies: Sequence[IPNetwork], v6_prefix: int = 64) -> str | None:
+    """Whom a connection's share of a process's connections is counted
+    against (api/server.py): its peer, normalized; None for a trusted
+    proxy's own (they carry many clients) or a peer with no address."""
+    if not isinstance(peer, tuple) or not peer:
+        return None
+    address = str(peer[0])
+    if proxies and trusted(address, proxies):
+        return None
+    return normalized(address, v6_prefix)
+
+
+class ClientShares:
+    """The connections each client holds in one server, so that one cannot
+    take them all (issue 64)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held: dict[str, int] = {}
+
+    def take(self, client: str, most: int) -> bool:
+        """One more for `client`, unless it holds `most` already."""
+        held = self.held.get(client, 0)
+        if held >= most:
+            return False
+        self.held[client] = held + 1
+        return True
+
+    def give(self, client: str) -> None:
+        left = self.held.get(client, 1) - 1
+        if left > 0:
+            self.held[client] = left
+        else:
+            self.held.pop(client, None)

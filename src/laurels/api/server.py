@@ -7,10 +7,8 @@ for everyone. `GuardedProtocol` adds, below the app:
 
 - a connection cap that refuses only the excess: a connection beyond
   `max_connections` is closed at once; established ones go on being served;
-- a share per client: a client (its normalized address, api/clients.py)
-  holding `max_connections_per_client` has its next connection closed at
-  once, so one client cannot take every connection (a trusted proxy's
-  connections carry many clients and are not counted);
+- a share per client (api/clients.py): a client holding
+  `max_connections_per_client` has its next connection closed at once;
 - a header timeout: a connection that has not sent a complete request head
   within `header_timeout_seconds` of opening (or of starting a request) is
   closed (slowloris), at most `HEAD_SWEEP_SECONDS` late: one timer a
@@ -40,7 +38,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from laurels.api.clients import normalized, trusted
+from laurels.api.clients import ClientShares, share_of
 from laurels.api.early import answer_early
 from laurels.metrics import CONNECTIONS_CLOSED
 from laurels.settings import IPNetwork, Settings
@@ -150,11 +148,11 @@ class Served:
     was a timer or a callback of its own for every request (issue 45: 2-4 us
     a request of /healthz's 30)."""
 
-    __slots__ = ("clients", "due", "held", "loop", "sweeper")
+    __slots__ = ("due", "held", "loop", "shares", "sweeper")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.clients: dict[str, int] = {}  # client -> connections it holds
+        self.shares = ClientShares()  # the connections each client holds
         self.due: dict[GuardedProtocol, float] = {}  # connection -> its head's deadline
         self.sweeper: asyncio.TimerHandle | None = None
         self.held: list[Corked] = []
@@ -270,39 +268,23 @@ class GuardedProtocol(HttpToolsProtocol):
             CONNECTIONS_CLOSED.labels("over_limit").inc()
             transport.abort()  # the excess only; everyone connected goes on
             return
-        client = self._client(transport)
+        client = share_of(transport.get_extra_info("peername"), self.limits.trusted_proxies,
+                          self.limits.v6_prefix)
         if client is not None:
-            held = self.served.clients.get(client, 0)
-            if held >= self.limits.max_per_client:
+            if not self.served.shares.take(client, self.limits.max_per_client):
                 CONNECTIONS_CLOSED.labels("over_client_share").inc()
                 transport.abort()  # this client's excess; everyone else goes on
                 return
-            self.served.clients[client] = held + 1
             self.guard.client = client
         super().connection_made(transport)
         self.transport = Corked(transport, self.served)  # type: ignore[assignment]
         self._arm_head()
 
-    def _client(self, transport: asyncio.Transport) -> str | None:
-        """Whom a connection's share is counted against: its peer, normalized;
-        None for a trusted proxy's (many clients) or a peer with no address."""
-        peer = transport.get_extra_info("peername")
-        if not isinstance(peer, tuple) or not peer:
-            return None
-        address = str(peer[0])
-        if self.limits.trusted_proxies and trusted(address, self.limits.trusted_proxies):
-            return None
-        return normalized(address, self.limits.v6_prefix)
-
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        client, self.guard.client = self.guard.client, None
-        if client is not None:
-            left = self.served.clients.get(client, 1) - 1
-            if left > 0:
-                self.served.clients[client] = left
-            else:
-                self.served.clients.pop(client, None)
+        if self.guard.client is not None:
+            self.served.shares.give(self.guard.client)
+            self.guard.client = None
         if self.transport is None:  # refused in connection_made
             return
         super().connection_lost(exc)

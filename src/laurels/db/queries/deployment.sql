@@ -13,6 +13,7 @@ SELECT pg_advisory_xact_lock(hashtext('laurels deployment')) AS locked;
 SELECT pg_advisory_lock_shared(hashtext('laurels settings in use')) AS locked;
 
 -- name: settings_no_longer_in_use
+-- locks: deployment
 -- A one-shot command has finished: the shared side of the settings' lock
 -- let go, its connection back in the pool.
 SELECT pg_advisory_unlock_shared(hashtext('laurels settings in use')) AS unlocked;
