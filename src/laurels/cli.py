@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 import typer
 
 from laurels.datadir import (
+    POSTGRES_PASSWORD,
     SECRET_NAMES,
     VALKEY_PASSWORD,
     SecretsProposal,
@@ -135,7 +136,7 @@ def _start_servers(settings: Settings, secrets: Secrets) -> Any:
     from laurels import embedded
 
     try:
-        return embedded.start(settings, secrets.valkey_password)
+        return embedded.start(settings, secrets.valkey_password, secrets.postgres_password)
     except ConfigError as exc:
         raise fail(str(exc)) from None
     except Exception as exc:  # any start failure becomes one clear line
@@ -212,7 +213,8 @@ def _known_secrets(settings: Settings) -> tuple[Secrets, set[str]]:
         if value is not None:
             known.add(name)
         values[name] = value or token_urlsafe(32)
-    return Secrets(**values, valkey_password=stored.get(VALKEY_PASSWORD, "")), known
+    return Secrets(**values, valkey_password=stored.get(VALKEY_PASSWORD, ""),
+                   postgres_password=stored.get(POSTGRES_PASSWORD, "")), known
 
 
 def _require_served(settings: Settings) -> None:

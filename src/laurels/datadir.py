@@ -15,6 +15,7 @@ from typing import Any
 from laurels.settings import ConfigError, Secrets, Settings
 
 VALKEY_PASSWORD = "valkey_password"  # noqa: S105 (its key in secrets.json, not a password)
+POSTGRES_PASSWORD = "postgres_password"  # noqa: S105 (likewise)
 
 
 def own_data_dir(folder: Path, create: bool = True) -> None:
@@ -110,7 +111,7 @@ class SecretsProposal:
             if name in self.stored:
                 self.stored.setdefault(stored_name(name), self.stored.pop(name))
         write_private(path, self.stored)
-        shown = [n for n in self.generated if n != VALKEY_PASSWORD]
+        shown = [n for n in self.generated if n not in (VALKEY_PASSWORD, POSTGRES_PASSWORD)]
         if announce and shown:
             print(f"laurels: generated secrets saved in {path} (mode 0600):")
             for name in shown:
@@ -141,13 +142,15 @@ def propose_secrets(settings: Settings) -> SecretsProposal:
             value = stored[stored_name(name)] = secrets.token_urlsafe(32)
             generated.append(name)
         values[name] = value
-    if settings.redis_url is None and VALKEY_PASSWORD not in stored:
-        stored[VALKEY_PASSWORD] = secrets.token_urlsafe(32)
-        own_data_dir(settings.data_dir)
-        write_private(path, {**read_stored(path), VALKEY_PASSWORD: stored[VALKEY_PASSWORD]})
-    return SecretsProposal(settings, Secrets(**values,
-                                             valkey_password=stored.get(VALKEY_PASSWORD, "")),
-                           generated, stored)
+    for name, wanted in ((VALKEY_PASSWORD, settings.redis_url is None),
+                         (POSTGRES_PASSWORD, settings.database_url is None)):
+        if wanted and name not in stored:
+            stored[name] = secrets.token_urlsafe(32)
+            own_data_dir(settings.data_dir)
+            write_private(path, {**read_stored(path), name: stored[name]})
+    return SecretsProposal(settings, Secrets(
+        **values, valkey_password=stored.get(VALKEY_PASSWORD, ""),
+        postgres_password=stored.get(POSTGRES_PASSWORD, "")), generated, stored)
 
 
 def resolve_secrets(settings: Settings, announce: bool = True) -> Secrets:

@@ -97,13 +97,22 @@ class Reads:
 
     async def with_board(self, season: Season, read: Callable[[], Awaitable[T]],
                           archived: Callable[[str], Awaitable[T]],
-                          empty: Callable[[], T]) -> T:
+                          empty: Callable[[], T],
+                          blank: Callable[[T], bool] = lambda _: False) -> T:
         """Read Redis; when the board is missing, the archive of a finalized
-        season, or an empty board, or (while it is rebuilt) 503."""
+        season, or an empty board, or (while it is rebuilt) 503. A `blank`
+        answer (nobody shown: a board whose learners are all hidden) costs
+        what a missing board's does, so that its time does not tell it from
+        a board nobody used (issue 64, point 9)."""
         try:
-            return await read()
+            found = await read()
         except BoardMissing:
             pass
+        else:
+            if blank(found):
+                await self.lifecycle.finalized([season.name])
+                await self.db.fetch_one("season_has_completions", season=season)
+            return found
         policies = await self.lifecycle.finalized([season.name])
         if season.name in policies:
             return await archived(policies[season.name])
@@ -166,7 +175,8 @@ class Reads:
             return await self._archived_top(season, limit, after, archived_policy)
 
         total, entries, last = await self.with_board(season, redis, archive,
-                                                     lambda: (0, [], None))
+                                                     lambda: (0, [], None),
+                                                     blank=lambda found: not found[1])
         return {**self.season_info(season), "tie_policy": policy, "total": total,
                 "entries": [public_entry(e) for e in shown(entries, self.privacy)],
                 "next": last}

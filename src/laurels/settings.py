@@ -337,3 +337,4 @@ class Secrets:
     user_token_secret: str
     webhook_secret: str = ""  # only when LAURELS_WEBHOOK_URL is set
     valkey_password: str = ""  # the embedded Valkey's (never printed, never in an env)
+    postgres_password: str = ""  # the embedded PostgreSQL's (likewise)

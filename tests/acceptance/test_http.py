@@ -78,7 +78,7 @@ def test_embedded_default(tmp_path: Path, data_dir: Path) -> None:
         assert out.returncode == 0 and "consistent (1 learners checked)" in out.stdout, out
         # It says so on stderr (issue 26): the data dir, the stores it joined.
         assert f"laurels: using data dir {data_dir}\n" in out.stderr, out.stderr
-        assert "postgresql://postgres@/laurels?host=" in out.stderr, out.stderr
+        assert "postgresql://postgres:***@/laurels?host=" in out.stderr, out.stderr
         assert out.stderr.count("(embedded, joined)") == 2, out.stderr
         # ...and leaves them running when it exits.
         assert httpx.get(f"{server.url}/readyz").status_code == 200

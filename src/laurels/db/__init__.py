@@ -20,7 +20,6 @@ from importlib import resources
 from typing import Any, LiteralString
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.types.json import Jsonb as Jsonb  # a JSON parameter, passed through
 from psycopg_pool import AsyncConnectionPool
@@ -337,18 +336,6 @@ class Database:
         with _answering():
             async with self.pool.connection(timeout=2) as conn:
                 await conn.execute("SELECT 1")
-
-
-def ensure_database(admin_url: str, name: str) -> None:
-    """Create database `name` on the server of `admin_url` unless it exists
-    (the embedded PostgreSQL's first start)."""
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        if conn.execute(q("database_exists"), {"name": name}).fetchone():
-            return
-        try:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.errors.DuplicateDatabase:
-            pass  # created meanwhile by another process
 
 
 async def migrate(url: str) -> list[str]:

@@ -27,6 +27,11 @@ LISTEN laurels_outbox;
 -- makes it).
 SELECT 1 FROM pg_database WHERE datname = %(name)s;
 
+-- name: reload_settings
+-- The embedded PostgreSQL reads its pg_hba.conf again: a password now
+-- required (db.require_password).
+SELECT pg_reload_conf();
+
 -- name: schema_tables
 -- The schema as it is (db/schema.py): each table of the public schema, its
 -- partitioning, and the table it is a partition of; partitions the service
