@@ -2,8 +2,7 @@
 the time of a board nobody used (Redis alone, against Redis and then two
 PostgreSQL queries), so timing told that someone hidden completed there.
 Both now do the same work: the same script call, the same queries in the same
-order, and give the same answer. Work counted, not time (timed tests drift);
-the figure is measured in bench/ ("a hidden-only board")."""
+order, and give the same answer. Work counted, not time (timed tests drift)."""
 
 from __future__ import annotations
 
