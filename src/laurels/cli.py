@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that
     from laurels.runtime import Runtime
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,  # help is plain text: "[/cohorts]" is no markup
                   help="laurels: weekly leaderboards and live notifications.")
 T = TypeVar("T")
 
@@ -854,7 +855,7 @@ def audit(limit: Annotated[int, typer.Option("--limit", min=1, max=1000,
             for e in body["entries"]])
 
 
-webhooks_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+webhooks_app = typer.Typer(no_args_is_help=False, invoke_without_command=True, rich_markup_mode=None,
                            help="Webhook deliveries: list them (no subcommand), or retry one.")
 app.add_typer(webhooks_app, name="webhooks")
 
@@ -935,7 +936,7 @@ def leagues(season: Annotated[str, typer.Argument(help="a week (2026-W49) or cur
            line=f"{body['season']}: {'decided' if body['decided'] else 'not decided yet'}")
 
 
-kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True, rich_markup_mode=None,
                         help="Board kinds: list (no subcommand), define or delete them.")
 app.add_typer(kinds_app, name="kinds")
 
