@@ -87,6 +87,16 @@ def test_the_socket_is_its_owners_alone_and_wants_a_password(base: Path, redis_u
         assert "trust" not in HBA.split("\n", 2)[2]
         handles = data_dir / "postgres" / ".handle_pids.json"
         assert stat.S_IMODE(handles.stat().st_mode) == 0o600
+        # Issue 65, point 3: the data dir was 0755 and the handles 0644. All
+        # private now; run as root the data dir lets the server's account pass.
+        for path in [data_dir, *data_dir.rglob("*")]:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            if path.is_socket():
+                continue
+            if path == data_dir:
+                assert mode == (0o710 if ROOT else 0o700), oct(mode)
+            else:
+                assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
         if AS_NOBODY:  # as the issue did it: psql as another account
             probe = as_nobody(PSQL, "-h", str(folder), "-U", "postgres", "-c", "SELECT 1")
             assert probe.returncode != 0 and "(1 row)" not in probe.stdout
