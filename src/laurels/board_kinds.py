@@ -37,6 +37,7 @@ from laurels.seasons import (
     is_board_season,
     parse_season,
 )
+from laurels.validation import unknown_field
 from laurels.zones import BadZone, zone_info
 
 KINDS_MAX = 100
@@ -114,7 +115,7 @@ def parse_definition(kind: str, body: dict[str, Any], was: BoardKind | None,
     others as the kind has them (`was`), or their defaults for a new kind."""
     unknown = sorted(set(body) - {"title", "metric", "periods", "time_zone", "notify"})
     if unknown:
-        raise DomainError("validation_error", f"unknown field {unknown[0]}")
+        raise DomainError("validation_error", unknown_field(unknown[0]))
     title = body.get("title", was.title if was else kind.capitalize())
     if not isinstance(title, str) or not 1 <= len(title.strip()) <= TITLE_MAX:
         raise DomainError("validation_error", f"title must be 1 to {TITLE_MAX} characters")

@@ -855,7 +855,8 @@ def audit(limit: Annotated[int, typer.Option("--limit", min=1, max=1000,
             for e in body["entries"]])
 
 
-webhooks_app = typer.Typer(no_args_is_help=False, invoke_without_command=True, rich_markup_mode=None,
+webhooks_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                           rich_markup_mode=None,
                            help="Webhook deliveries: list them (no subcommand), or retry one.")
 app.add_typer(webhooks_app, name="webhooks")
 
@@ -936,7 +937,8 @@ def leagues(season: Annotated[str, typer.Argument(help="a week (2026-W49) or cur
            line=f"{body['season']}: {'decided' if body['decided'] else 'not decided yet'}")
 
 
-kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True, rich_markup_mode=None,
+kinds_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                        rich_markup_mode=None,
                         help="Board kinds: list (no subcommand), define or delete them.")
 app.add_typer(kinds_app, name="kinds")
 

@@ -104,7 +104,7 @@ def parse_uuid(text: str, field: str) -> str:
 
 
 class CompletionIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     completion_id: Annotated[StrictStr, Field(pattern=COMPLETION_ID_RE)]
     user_id: UserId
@@ -119,7 +119,7 @@ class CompletionIn(BaseModel):
 
 
 class BatchIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     completions: Annotated[list[Any], Field(min_length=1, max_length=1000)]
 
@@ -132,7 +132,7 @@ def _check_name(v: str, field: str) -> str:
 
 
 class ProfileIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     display_name: DisplayName | None = Field(
         None, description="1 to 64 characters, not blank, without control, format or "
@@ -141,15 +141,24 @@ class ProfileIn(BaseModel):
 
 
 class ReadIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     ids: Annotated[list[StrictInt], Field(max_length=1000)]
+
+
+def unknown_field(name: str) -> str:
+    """A field a body does not define, named as the contract says (a name
+    longer than a field's is cut: it is the client's text)."""
+    return f"unknown field {name[:64]!r}" if name.isprintable() else "unknown field"
 
 
 def describe(exc: ValidationError) -> str:
     """A short, safe message naming the first bad field."""
     parts = []
     for err in exc.errors()[:3]:
+        if err["type"] == "extra_forbidden":  # CONTRACT.md, Errors: never silently passed
+            parts.append(unknown_field(str(err["loc"][-1])))
+            continue
         loc = ".".join(str(x) for x in err["loc"]) or "body"
         msg = err["msg"]
         if err["type"] == "string_pattern_mismatch" and loc.endswith("completion_id"):
@@ -202,6 +211,9 @@ class Completion(NamedTuple):
     tags: tuple[str, ...] = ()
 
 
+_COMPLETION_FIELDS = frozenset(CompletionIn.model_fields)
+
+
 def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
     if not isinstance(raw, dict):
         raise Invalid("a completion must be a JSON object")
@@ -212,7 +224,7 @@ def validate_completion(raw: Any) -> tuple[Completion, datetime | None]:
     # bool as StrictInt does. Anything else takes the model, for its message.
     if not (type(cid) is str and _CID.fullmatch(cid) and type(uid) is int
             and 1 <= uid <= USER_ID_MAX and type(points) is int and 1 <= points <= 1_000_000
-            and (at_text is None or type(at_text) is str)):
+            and (at_text is None or type(at_text) is str) and _COMPLETION_FIELDS.issuperset(raw)):
         try:
             model = CompletionIn.model_validate(raw)
         except ValidationError as exc:
@@ -240,21 +252,21 @@ def parse_group_id(text: str) -> str:
 
 
 class GroupIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     name: StrictStr | None = Field(None, min_length=1, max_length=64)
     access: Literal["members", "public"] | None = None
 
 
 class MembersIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     add: list[UserId] = Field(default_factory=list)
     remove: list[UserId] = Field(default_factory=list)
 
 
 class RanksIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     user_ids: Annotated[list[UserId], Field(min_length=1, max_length=FRIENDS_MAX)]
 
@@ -290,7 +302,7 @@ class ReasonIn(BaseModel):
     """An admin action's reason: required for void and suspend, optional for
     restore and unsuspend (`required` below)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     reason: StrictStr | None = Field(None, min_length=1, max_length=500)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from laurels.kinds import Metric
 
@@ -14,6 +14,8 @@ from laurels.kinds import Metric
 class BoardKindIn(BaseModel):
     """A board kind's definition; every field optional (CONTRACT.md, "Boards
     of a course, a track or a skill")."""
+
+    model_config = ConfigDict(extra="forbid")  # for the schema: board_kinds refuses others
 
     title: str | None = Field(None, min_length=1, max_length=100)
     metric: Metric | None = None
