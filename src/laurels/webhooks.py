@@ -20,8 +20,9 @@ a projector started alone). This loop, in every process that has
 - builds each body when it sends it: a notification as it is then (its
   latest state, the learner it names as they are then, notifications.py);
 - POSTs it with `Laurels-Event-Id` and `Laurels-Signature: t=<unix
-  seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, a 10 s timeout, no
-  redirects followed (the target comes from configuration only);
+  seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, and the Standard Webhooks
+  headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), a 10 s
+  timeout, no redirects followed (the target comes from configuration only);
 - a 2xx delivers it; anything else is retried with exponential backoff and
   jitter for 24 hours (across restarts: the schedule is in PostgreSQL), then
   it is `failed`, until an operator retries it. Every failed attempt's
@@ -37,11 +38,12 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import orjson
+from standardwebhooks.webhooks import Webhook
 
 from laurels import failpoints, shapes
 from laurels.backoff import jittered_seconds
@@ -77,6 +79,18 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
     macs = [hmac.new(key.encode(), signed, hashlib.sha256).hexdigest()
             for key in reversed(accepted(secret))]
     return f"t={timestamp}," + ",".join(f"v1={mac}" for mac in macs)
+
+
+def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` header of the Standard Webhooks specification
+    (signed by its own library): `v1,<base64>` per value the secret holds,
+    space-separated, the current one last. A value `whsec_<base64>` is that
+    key; any other value's key is its UTF-8 bytes (a receiver gives `whsec_`
+    and their base64: docs/webhooks.md)."""
+    at = datetime.fromtimestamp(timestamp, UTC)
+    return " ".join(
+        Webhook(key if key.startswith("whsec_") else key.encode()).sign(msg_id, at, body)
+        for key in reversed(accepted(secret)))
 
 
 def backoff(attempts: int) -> float:
@@ -253,8 +267,11 @@ class Webhooks:
         """One attempt; None when delivered, else what went wrong."""
         body = orjson.dumps(body_json)
         now = int(time.time())
-        headers = {"Content-Type": "application/json", "Laurels-Event-Id": str(row["id"]),
+        event_id = str(row["id"])
+        headers = {"Content-Type": "application/json", "Laurels-Event-Id": event_id,
                    "Laurels-Signature": signature(self.secret, now, body),
+                   "webhook-id": event_id, "webhook-timestamp": str(now),
+                   "webhook-signature": standard_signature(self.secret, event_id, now, body),
                    "User-Agent": "laurels-webhooks"}
         started = time.perf_counter()
         error: str | None

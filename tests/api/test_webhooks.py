@@ -5,6 +5,7 @@ out and answers 500 in turn before it takes each event."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import time
@@ -16,9 +17,10 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from laurels.seasons import season_of
-from laurels.webhooks import signature
+from laurels.webhooks import signature, standard_signature
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post
@@ -55,6 +57,35 @@ def test_a_rotating_secret_signs_with_both_values() -> None:
     assert verify("new-secret", header, body) and not verify("old-secret", header, body)
 
 
+def standard_key(secret: str) -> str:
+    """What a receiver gives the Standard Webhooks library for laurels'
+    secret (docs/webhooks.md): a `whsec_` one as it is, any other as `whsec_`
+    and the base64 of its UTF-8 bytes."""
+    if secret.startswith("whsec_"):
+        return secret
+    return "whsec_" + base64.b64encode(secret.encode()).decode()
+
+
+@pytest.mark.parametrize("secret", ["plain-secret", "whsec_" + base64.b64encode(
+    b"thirty-two bytes of a random key").decode()])
+def test_the_standard_signature_verifies_with_the_specifications_library(secret: str) -> None:
+    body, now = b'{"id": "e1", "type": "user.erased"}', int(time.time())
+    headers = {"webhook-id": "e1", "webhook-timestamp": str(now),
+               "webhook-signature": standard_signature(secret, "e1", now, body)}
+    assert Webhook(standard_key(secret)).verify(body, headers) == orjson.loads(body)
+    for forged in ({**headers, "webhook-id": "e2"},
+                   {**headers, "webhook-timestamp": str(now + 1)}):
+        with pytest.raises(WebhookVerificationError):
+            Webhook(standard_key(secret)).verify(body, forged)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(standard_key(secret)).verify(body + b" ", headers)
+    # While the secret rotates (`new,old`), both values verify, the current last.
+    rotating = standard_signature(f"new-key,{secret}", "e1", now, body)
+    assert rotating.count("v1,") == 2
+    for value in ("new-key", secret):
+        Webhook(standard_key(value)).verify(body, {**headers, "webhook-signature": rotating})
+
+
 class Receiver:
     """Answers each event 500, then nothing (past the timeout), then a broken
     connection... as `script` says per attempt, then 204."""
@@ -71,6 +102,11 @@ class Receiver:
         body = await request.read()
         event_id = request.headers["Laurels-Event-Id"]
         if not verify(WEBHOOK_SECRET, request.headers["Laurels-Signature"], body):
+            self.bad_signatures += 1
+        try:  # issue 65, point 9: as a Standard Webhooks receiver, with its library
+            Webhook(standard_key(WEBHOOK_SECRET)).verify(body, dict(request.headers))
+            assert request.headers["webhook-id"] == request.headers["Laurels-Event-Id"]
+        except WebhookVerificationError:
             self.bad_signatures += 1
         n = self.attempts[event_id]
         self.attempts[event_id] += 1
