@@ -13,15 +13,18 @@ of the board.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from laurels import shapes
 from laurels.board import default_name
 from laurels.db import Database, Row, Tx
 from laurels.kinds import NAMING
-from laurels.seasons import label_of
+from laurels.seasons import is_board_season, label_of, parse_season
+
+if TYPE_CHECKING:
+    from laurels.board_kinds import BoardKinds
 
 ANONYMOUS_NAME = "Anonymous"
 LIST_LIMIT = 100  # the newest notifications a learner's list shows
@@ -48,14 +51,35 @@ def with_names(kind: str, data: dict[str, Any], names: dict[int, str]) -> dict[s
     return shown
 
 
+def on_board(data: dict[str, Any], season: str, titles: Mapping[str, str]
+             ) -> dict[str, Any]:
+    """A notification of a board of a kind as it may be shown: its data also
+    names the board as the page does, by its kind's title and value
+    ("Skill · python"; the kind's name, capitalized, once it is gone), and
+    its metric, for wording that fits it (points, completions, a best)."""
+    board = data.get("board")
+    if not isinstance(board, str) or not is_board_season(season):
+        return data
+    kind, _, value = board.partition(":")
+    return {**data, "board_title": f"{titles.get(kind, kind.capitalize())} · {value}",
+            "metric": parse_season(season, zone="UTC").metric}
+
+
 def utc(at: datetime) -> str:
     """An instant as the API writes it (the session's TimeZone made UTC)."""
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class Notifications:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, kinds: BoardKinds | None = None) -> None:
         self.db = db
+        self.kinds = kinds
+
+    async def titles(self) -> Mapping[str, str]:
+        """Each board kind's title, by name (as the reads see the kinds)."""
+        if self.kinds is None:
+            return {}
+        return {name: kind.title for name, kind in (await self.kinds.fresh()).items()}
 
     async def public_names(self, user_ids: list[int], tx: Tx | None = None
                            ) -> dict[int, str]:
@@ -79,8 +103,10 @@ class Notifications:
                      ) -> list[shapes.Notification]:
         """Notification rows as the API shows them, names resolved now."""
         names = await self.public_names(named_ids(r["data"] for r in rows), tx)
+        titles = await self.titles()
         return [{"id": r["id"], "kind": r["kind"], "season": label_of(r["season"]),
-                 "data": with_names(r["kind"], r["data"], names),
+                 "data": on_board(with_names(r["kind"], r["data"], names), r["season"],
+                                  titles),
                  "created_at": utc(r["created_at"]), "updated_at": utc(r["updated_at"]),
                  "read": r["read"]} for r in rows]
 

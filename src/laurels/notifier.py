@@ -85,6 +85,10 @@ class Notifier:
             seasons = known
         else:  # (a board's week new since the last read of the open weeks, too)
             changed, self._changed = self._changed, set()
+            if any(s.partition(":")[0] not in self._kinds for s in changed):
+                # A kind defined since the open weeks were read: its boards'
+                # hints count at once, not at the next sweep (a minute).
+                self._kinds = await self._live_kinds()
             seasons = [s for s in known if not is_board_season(s)]
             seasons += sorted(s for s in changed if notifies(s, self._kinds))
         for season in seasons if this_week in seasons else [*seasons, this_week]:

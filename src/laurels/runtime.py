@@ -162,7 +162,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
                             grace_seconds=settings.late_grace_seconds,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
     groups = Groups(db, board, reads, privacy)
-    notifications = Notifications(db)
+    notifications = Notifications(db, board_kinds)
     epoch = EpochWatch(db, board, rebuilder,
                        CatchUp(db, board, projector, lifecycle, settings.periods), board_kinds)
     # Board reads wait while a server is doubted; a doubt is settled from

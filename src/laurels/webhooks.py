@@ -37,6 +37,7 @@ import hmac
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -49,7 +50,7 @@ from laurels import failpoints, shapes
 from laurels.backoff import jittered_seconds
 from laurels.db import Database, Row, Tx
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
-from laurels.notifications import Notifications, named_ids, utc, with_names
+from laurels.notifications import Notifications, named_ids, on_board, utc, with_names
 from laurels.reads import iso
 from laurels.seasons import label_of
 from laurels.settings import Settings, accepted
@@ -154,7 +155,8 @@ class Outgoing:
         out = {r["user_id"] for r in self.rows if r["user_id"] is not None}
         return out | set(named_ids(n["data"] for n in self.notes.values()))
 
-    def body(self, row: Row, names: dict[int, str]) -> dict[str, Any] | None:
+    def body(self, row: Row, names: dict[int, str], titles: Mapping[str, str]
+             ) -> dict[str, Any] | None:
         """The body sent for `row`: a notification as it is now (None when it
         is gone), every other event as it was written."""
         body: dict[str, Any] = row["body"]
@@ -167,7 +169,8 @@ class Outgoing:
         return {**body, "data": {
             "id": note["id"], "user_id": note["user_id"], "kind": note["kind"],
             "season": label_of(note["season"]),
-            "data": with_names(note["kind"], note["data"], names),
+            "data": on_board(with_names(note["kind"], note["data"], names), note["season"],
+                             titles),
             "created_at": utc(note["created_at"]), "updated_at": utc(note["updated_at"]),
             "read": note["read"]}}
 
@@ -248,7 +251,8 @@ class Webhooks:
             names = await self.notifications.public_names(
                 named_ids(n["data"] for n in out.notes.values()), tx)
             await failpoints.pause("webhook_locked")
-            bodies = [out.body(row, names) for row in out.rows]
+            titles = await self.notifications.titles()
+            bodies = [out.body(row, names, titles) for row in out.rows]
             errors = await asyncio.gather(*(self._post(http, r, b) for r, b in
                                             zip(out.rows, bodies, strict=True) if b is not None))
             sent, delivered = iter(errors), []

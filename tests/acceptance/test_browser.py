@@ -597,3 +597,28 @@ def test_your_boards_are_tabs(serve: Any, width: int) -> None:
         page.get_by_role("button", name="Everyone").click()
         expect(rows).to_have_count(3)
         assert unexpected(errors) == []
+
+
+def test_a_notification_names_its_board(serve: Any) -> None:
+    """Issue 65, point 5: a learner 1,178th overall read "You entered the top
+    10 of 2026-W50 (rank 1)", which came from a skill's board. It names the
+    board as its tab does, in words that fit its metric."""
+    from playwright.sync_api import expect
+
+    server = serve()
+    admin, c = server.client(ADMIN), server.client(INGEST)
+    assert admin.put("/v1/admin/board-kinds/skill", json={
+        "title": "Skills", "metric": "best", "notify": True}).status_code == 201
+    # The board's first completion builds it (no rank events); the next one notifies.
+    c.post("/v1/completions", json={**completion("sk0", 9, 5), "tags": ["skill:python"]})
+    wait_until(lambda: server.client().get("/v1/leaderboards/current", params={
+        "board": "skill:python"}).json().get("total") == 1, 20, "the skill's board to be built")
+    resp = c.post("/v1/completions", json={**completion("sk1", 2, 40), "tags": ["skill:python"]})
+    assert resp.status_code == 201, resp.text
+    token = token_for(server.env, 2)
+    with browser_page(f"{server.url}/#token={token}") as (page, errors):
+        note = page.locator("#notifications li", has_text="Skills · python")
+        expect(note.first).to_contain_text("You entered the top 10 of Skills · python, ",
+                                           timeout=20_000)
+        expect(note.first).to_contain_text("(rank 1)")
+        assert unexpected(errors) == []

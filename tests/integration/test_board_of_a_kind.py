@@ -253,6 +253,15 @@ async def test_a_kind_that_notifies_sends_rank_notifications_naming_its_board(
     overtaken = next(n for n in shown if n["kind"] == "overtaken" and n["data"].get("board"))
     assert overtaken["data"]["season"] == "2026-W49"
     assert overtaken["data"]["by_user_id"] == 2
+    # Issue 65, point 5: named as the page names the board, with its metric.
+    assert (overtaken["data"]["board_title"], overtaken["data"]["metric"]) == (
+        "Course · sql", "points")
+    await svc.board_kinds.define("course", {"title": "SQL courses"})
+    await svc.notifications.kinds.live()  # (the reads' copy, re-read within 10 s anyway)
+    retitled = (await svc.notifications.newest(1))["notifications"]
+    assert {n["data"]["board_title"] for n in retitled if n["data"].get("board")} == {
+        "SQL courses · sql"}
+    assert all("board_title" not in n["data"] for n in retitled if not n["data"].get("board"))
     assert {b for _, _, b in on_board} == {"course:sql"}  # track notifies nobody; nor `all`
     # The week closes: everyone's final rank on the board, naming it.
     grace = timedelta(seconds=svc.settings.late_grace_seconds)
@@ -303,6 +312,23 @@ async def test_the_notifier_reads_a_board_only_once_told_it_changed(rt: Runtime)
     shown = (await svc.notifications.newest(1))["notifications"]
     assert sorted((n["kind"], n["data"].get("board", "")) for n in shown) == [
         ("top10", ""), ("top10", "course:b")]
+
+
+async def test_a_kind_defined_since_the_last_read_notifies_at_once(rt: Runtime) -> None:
+    """Found with issue 65, point 5: a process dropped the hints of a kind
+    defined after it last read the open weeks (every 10 s), so its boards'
+    first notifications waited for the next sweep (a minute)."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.notifier.consume()  # the sweep, and the open weeks read: no kind yet
+    await svc.board_kinds.define("skill", {"notify": True, "metric": "best"})
+    for cid, uid, points in (("k0", 9, 1), ("k1", 1, 5)):
+        await svc.ingestor.record([{"completion_id": cid, "user_id": uid, "points": points,
+                                    "tags": ["skill:sql"], "completed_at": "2026-12-01T10:00:00Z"}])
+        await svc.projector.drain(min_age_seconds=0)
+    await svc.notifier.consume()  # within the minute: by the hints alone
+    shown = (await svc.notifications.newest(1))["notifications"]
+    assert [(n["kind"], n["data"]["board_title"], n["data"]["metric"]) for n in shown
+            if n["data"].get("board")] == [("top10", "Skill · sql", "best")]
 
 
 async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_definition(

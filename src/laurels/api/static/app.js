@@ -170,14 +170,25 @@ function describe(n) {
     return `${n.season}: ${outcomeText(n.data.outcome, n.data.new_tier)}` +
       (n.data.rank === null ? "." : ` (rank ${n.data.rank} in ${title(n.data.tier)}).`);
   }
-  if (n.kind === "top10") return `You entered the top 10 of ${n.season} (rank ${n.data.rank}).`;
+  // A board of a course, a track or a skill is named by its kind's title and
+  // value, as its tab is ("Skill · python"); the whole board by its week.
+  const where = n.data.board_title ? `${n.data.board_title}, ${n.season}` : n.season;
+  if (n.kind === "top10") return `You entered the top 10 of ${where} (rank ${n.data.rank}).`;
   if (n.kind === "season_final") {
-    return `${n.season} is over: final rank ${n.data.rank ?? "(hidden)"} with ${n.data.score} points.`;
+    return `${where} is over: final rank ${n.data.rank ?? "(hidden)"} ` +
+      `${scored(n.data.metric, n.data.score)}.`;
   }
   if (n.kind === "overtaken") {
-    return `${n.data.by_display_name || "Someone"} passed you in ${n.season}.`;
+    return `${n.data.by_display_name || "Someone"} passed you in ${where}.`;
   }
-  return `Something happened in ${n.season}.`;  // a kind this page does not know yet
+  return `Something happened in ${where}.`;  // a kind this page does not know yet
+}
+
+// A score in the words of its board's metric.
+function scored(metric, score) {
+  if (metric === "best") return `with a best of ${score}`;
+  if (metric === "completions") return `with ${score} completion${score === 1 ? "" : "s"}`;
+  return `with ${score} point${score === 1 ? "" : "s"}`;
 }
 
 // "3 hours ago", "yesterday": when a notification last changed.

@@ -23,8 +23,11 @@ VALUES (%(kind)s, %(title)s, %(metric)s, %(periods)s, %(time_zone)s, %(notify)s)
 RETURNING kind, title, metric, periods, time_zone, notify, created_at;
 
 -- name: retitle_board_kind
--- A kind's new title (the only thing of a kind that changes).
-UPDATE board_kinds SET title = %(title)s WHERE kind = %(kind)s
+-- A kind's new title (the only thing of a kind that changes), under a new
+-- generation: every process reads the kinds again, so the new title shows
+-- everywhere (a notification names its board by it).
+UPDATE board_kinds SET title = %(title)s, generation = nextval('board_kinds_generation')
+WHERE kind = %(kind)s
 RETURNING kind, title, metric, periods, time_zone, notify, created_at;
 
 -- name: delete_board_kind
