@@ -127,12 +127,15 @@ def test_generates_secrets_file_0600(tmp_path: Path) -> None:
     assert len(set(values)) == 3
     stored = json.loads(path.read_text())
     # Under the variables' names (the docs' spelling; issue 40), and the
-    # embedded Valkey's password.
+    # embedded Valkey's and PostgreSQL's passwords (issue 64).
     assert stored == {"LAURELS_INGEST_TOKEN": sec.ingest_token,
                       "LAURELS_ADMIN_TOKEN": sec.admin_token,
                       "LAURELS_USER_TOKEN_SECRET": sec.user_token_secret,
-                      "valkey_password": sec.valkey_password}
+                      "valkey_password": sec.valkey_password,
+                      "postgres_password": sec.postgres_password}
     assert len(sec.valkey_password) >= 32 and sec.valkey_password not in values
+    assert len(sec.postgres_password) >= 32 and sec.postgres_password not in [
+        *values, sec.valkey_password]
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
 
 
