@@ -175,6 +175,7 @@ def test_all_from_env_needs_no_file(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv("LAURELS_USER_TOKEN_SECRET", "s" * 32)
     monkeypatch.setenv("LAURELS_DATA_DIR", str(tmp_path / "d"))
     monkeypatch.setenv("LAURELS_REDIS_URL", "redis://127.0.0.1:6379/0")  # no embedded Valkey
+    monkeypatch.setenv("LAURELS_DATABASE_URL", "postgresql://postgres@127.0.0.1/x")  # nor PG
     sec = resolve_secrets(load_settings(), announce=False)
     assert sec == Secrets("i" * 32, "a" * 32, "s" * 32)
     assert not (tmp_path / "d" / "secrets.json").exists()
