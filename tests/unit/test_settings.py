@@ -228,7 +228,8 @@ def test_secrets_of_an_older_version_are_read_and_written_anew(tmp_path: Path) -
     (tmp_path / "secrets.json").write_text(json.dumps(
         {"ingest_token": "i" * 32, "admin_token": "a" * 32, "user_token_secret": "s" * 32}))
     (tmp_path / "secrets.json").chmod(0o600)
-    sec = resolve_secrets(Settings(data_dir=tmp_path, redis_url="redis://127.0.0.1:6379/0"),
+    sec = resolve_secrets(Settings(data_dir=tmp_path, redis_url="redis://127.0.0.1:6379/0",
+                                   database_url="postgresql://postgres@127.0.0.1/x"),
                           announce=False)
     assert (sec.ingest_token, sec.admin_token) == ("i" * 32, "a" * 32)
     assert json.loads((tmp_path / "secrets.json").read_text()) == {
