@@ -112,9 +112,12 @@ def test_completed_at_is_optional() -> None:
     assert at is None
 
 
-def test_extra_fields_are_ignored() -> None:
-    item, _ = validate_completion(body(extra="x"))
-    assert item.user_id == 42
+@pytest.mark.parametrize("name", ["extra", "tag", "completedAt", "x" * 200])
+def test_extra_fields_are_refused_by_name(name: str) -> None:
+    """Issue 65, point 4 (CONTRACT.md, Errors): never ignored."""
+    with pytest.raises(Invalid) as refused:
+        validate_completion(body(**{name: "x"}))
+    assert str(refused.value) == f"unknown field {name[:64]!r}"
 
 
 @pytest.mark.parametrize("field", ["user_id", "points"])
