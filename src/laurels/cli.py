@@ -710,7 +710,7 @@ def _admin(work: Callable[[Any], Awaitable[T]]) -> T:
 
 
 def _learner_correction(user: int, season: str | None, reason: str | None, voided: bool,
-                        as_json: bool) -> None:
+                        as_json: bool, board: str = "global") -> None:
     """`void --user` and `restore --user`: a learner's completions together."""
     from laurels.validation import Invalid, validate_reason
 
@@ -722,14 +722,18 @@ def _learner_correction(user: int, season: str | None, reason: str | None, voide
 
     async def work(rt: Any) -> Any:
         from laurels.api.params import path_season
-        from laurels.seasons import PERIODS
+        from laurels.seasons import GLOBAL, PERIODS
 
-        named = path_season(season, PERIODS, settings.time_zone) if season else None
-        return await rt.corrections.correct_learner(user, voided, why, named)
+        if board == GLOBAL:
+            named = path_season(season, PERIODS, settings.time_zone) if season else None
+        else:  # that board's season, in its zone; a board of a kind not defined: refused
+            on_board = await _board_season(rt, season or "current", board, settings)
+            named = on_board if season else None
+        return await rt.corrections.correct_learner(user, voided, why, named, board)
 
     body = _admin(work)
     n = body.get("voided", body.get("restored", 0))
-    where = f" of {season}" if season else ""
+    where = (f" of {season}" if season else "") + (f" on {board}" if board != "global" else "")
     _print(body, as_json, line=f"{n} completion{'s' if n != 1 else ''}{where} of learner "
                                f"{user} {'voided' if voided else 'restored'}")
 
@@ -744,13 +748,17 @@ def void(completion_id: Annotated[str | None, typer.Argument(
                                                        "this learner (of --season)")] = None,
          season: Annotated[str | None, typer.Option("--season", help="with --user: one "
                                                     "season's (any period's name)")] = None,
+         board: Annotated[str, typer.Option("--board", help="with --user: " + BOARD_HELP
+                                            + " (its completions, its season)")] = "global",
          as_json: JsonOpt = False) -> None:
     """Void a completion, or a learner's (--user): they stop counting on every board (audited)."""
     if (completion_id is None) == (user is None):
         raise fail("name a completion, or a learner with --user")
     if user is not None:
-        _learner_correction(user, season, reason, True, as_json)
+        _learner_correction(user, season, reason, True, as_json, board)
         return
+    if board != "global":
+        raise fail("--board goes with --user (a completion is voided on every board)")
     if reason is None:
         raise fail("--reason: required, 1 to 500 characters")
     _correct(completion_id or "", reason, voided=True, as_json=as_json)
@@ -767,13 +775,17 @@ def restore(completion_id: Annotated[str | None, typer.Argument(
             = None,
             season: Annotated[str | None, typer.Option("--season", help="with --user: one "
                                                        "season's")] = None,
+            board: Annotated[str, typer.Option("--board", help="with --user: " + BOARD_HELP
+                                               + " (its completions, its season)")] = "global",
             as_json: JsonOpt = False) -> None:
     """Restore a voided completion, or a learner's (--user): they count again (audited)."""
     if (completion_id is None) == (user is None):
         raise fail("name a completion, or a learner with --user")
     if user is not None:
-        _learner_correction(user, season, reason, False, as_json)
+        _learner_correction(user, season, reason, False, as_json, board)
         return
+    if board != "global":
+        raise fail("--board goes with --user (a completion is restored on every board)")
     _correct(completion_id or "", reason, voided=False, as_json=as_json)
 
 

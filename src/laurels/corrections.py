@@ -42,7 +42,7 @@ from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.reads import iso
-from laurels.seasons import END_OF_TIME, Period, Season, seasons_of
+from laurels.seasons import END_OF_TIME, GLOBAL, Period, Season, seasons_of
 
 log = logging.getLogger("laurels.corrections")
 
@@ -66,23 +66,28 @@ class Corrections:
         return (await self.correct(completion_id, voided=False, reason=reason))[0]
 
     async def correct_learner(self, user_id: int, voided: bool, reason: str | None,
-                              season: Season | None) -> shapes.LearnerCorrection:
+                              season: Season | None, board: str = GLOBAL
+                              ) -> shapes.LearnerCorrection:
         """Void (or restore) every completion of a learner that counts (or
-        does not) in `season` (its range, whatever its period), or every one
-        kept: all in one transaction, each as its own void would be, one
-        audit entry with the count."""
+        does not) in `season` (its range, whatever its period; on a board of
+        a kind, that board's season in its zone, and its completions only:
+        those tagged `board`), or every one kept (of `board`): all in one
+        transaction, each as its own void would be, one audit entry with the
+        count."""
         for _ in range(BULK_RETRIES):
-            done = await self._correct_learner(user_id, voided, reason, season)
+            done = await self._correct_learner(user_id, voided, reason, season, board)
             if done is not None:
                 return done
         raise StoreUnavailable("postgresql", RuntimeError(
             f"learner {user_id}'s completions kept changing during a bulk correction"))
 
     async def _correct_learner(self, user_id: int, voided: bool, reason: str | None,
-                               season: Season | None) -> shapes.LearnerCorrection | None:
+                               season: Season | None, board: str
+                               ) -> shapes.LearnerCorrection | None:
         span: dict[str, Any] = {"user_id": user_id, "counted": voided,
                                 "starts_at": season.starts_at if season else EPOCH_AT,
-                                "ends_at": season.ends_at if season else END_OF_TIME}
+                                "ends_at": season.ends_at if season else END_OF_TIME,
+                                "tag": None if board == GLOBAL else board}
         found = await self.db.fetch("learner_completions", **span)
         async with self.db.transaction() as tx:
             # The kinds' lock shared first, the kinds read under it: a kind
@@ -106,6 +111,7 @@ class Corrections:
                                   target=str(user_id), reason=reason, details=Jsonb({
                                       "count": len(rows),
                                       "season": season.label if season else None,
+                                      "board": board,
                                       "seqs": [r["seq"] for r in rows]}))
             user = await self.db.fetch_one("get_user", tx, user_id=user_id)
         await failpoints.pause("correction_committed")

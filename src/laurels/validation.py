@@ -324,6 +324,10 @@ class LearnerCorrectionIn(ReasonIn):
     corrects (any period's name or alias; none: every kept completion)."""
 
     season: StrictStr | None = Field(None, min_length=1, max_length=64)
+    board: StrictStr | None = Field(
+        None, description="`global` (default) or a board of a defined kind (`kind:value`): "
+                          "then `season` is that board's, in its time zone, and only the "
+                          "completions on that board change")
 
 
 def validate_learner_correction(raw: Any, required: bool) -> LearnerCorrectionIn:

@@ -117,6 +117,19 @@ def test_rebuild_and_verify_name_a_board_of_a_kind(
         assert out.returncode != 0 and out.stdout == "", out
         last = out.stderr.strip().splitlines()[-1]
         assert last.startswith("laurels: ") and said in last and "Traceback" not in out.stderr
+    # Issue 65, point 6: a learner's void on one board (its season, its completions).
+    out = laurels(env, "void", "--user", "1", "--season", "current", "--board",
+                  "course:python-101", "--reason", "copied", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"user_id": 1, "voided": 0}
+    out = laurels(env, "restore", "--user", "1", "--board", "course:python-101")
+    assert out.returncode == 0 and "on course:python-101" in out.stdout, out
+    for args, said in ((["void", "--user", "1", "--board", "skill:x", "--reason", "x"],
+                        "no board kind skill"),
+                       (["void", "c1", "--board", "course:x", "--reason", "x"],
+                        "--board goes with --user")):
+        out = laurels(env, *args)
+        assert out.returncode != 0 and said in out.stderr.strip().splitlines()[-1], out
     out = laurels(env, "kinds", "delete", "course")
     assert out.returncode == 0 and "deleted" in out.stdout, out.stderr
     out = laurels(env, "verify", "--season", "current", "--board", "course:python-101")

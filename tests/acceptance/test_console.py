@@ -180,3 +180,47 @@ def test_an_operators_afternoon_in_the_console(serve: Any, tmp_path: Path,
             assert page.evaluate("sessionStorage.length") == 0
         finally:
             browser.close()
+
+
+def test_a_learners_boards_are_listed_and_one_is_voided_alone(serve: Any) -> None:
+    """Issue 65, point 6: the console's learner view lists the learner's
+    boards; on a board of a kind, "Void all of this season" voids that
+    board's season, in its zone, and only the completions on it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = serve()
+    c = server.client(INGEST)
+    assert server.client(ADMIN).put("/v1/admin/board-kinds/course", json={
+        "time_zone": "Asia/Tokyo"}).status_code == 201
+    assert c.put("/v1/users/1", json={"display_name": "Ada L."}).status_code == 200
+    resp = c.post("/v1/completions/batch", json={"completions": [
+        {**completion("sql-1", 1, 50), "tags": ["course:sql"]},
+        {**completion("sql-2", 1, 30), "tags": ["course:sql"]},
+        completion("plain", 1, 5)]})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: c.get("/v1/leaderboards/current").json()["total"] == 1)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/admin")
+            signs_in(page)
+            page.get_by_role("button", name="Learner").click()
+            page.locator("#user-id").fill("1")
+            page.get_by_role("button", name="Find").click()
+            boards = page.locator("#learner-boards button")
+            expect(boards).to_have_count(2, timeout=15_000)
+            expect(boards.first).to_have_text("Whole board #1")
+            page.locator("#learner-boards button[data-board='course:sql']").click()
+            expect(page.locator("#learner-summary")).to_contain_text("the board course:sql")
+            expect(page.locator("#completions tbody tr")).to_have_count(2)
+            page.once("dialog", lambda d: d.accept("copied the course"))
+            page.get_by_role("button", name="Void all of this season…").click()
+            expect(page.locator("#completions tbody tr td.voided")).to_have_count(2)
+            expect(page.locator("#problem")).to_be_empty()
+        finally:
+            browser.close()
+    whole = c.get("/v1/leaderboards/current").json()["entries"]
+    assert [(e["user_id"], e["score"]) for e in whole] == [(1, 5)]  # the plain one counts
+    course = c.get("/v1/leaderboards/current", params={"board": "course:sql"}).json()
+    assert course["total"] == 0

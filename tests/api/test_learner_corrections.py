@@ -12,7 +12,7 @@ import pytest
 from laurels.corrections import Corrections
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_periods import ALL, post, scores
-from tests.helpers import ADMIN, INGEST, assert_problem
+from tests.helpers import ADMIN, INGEST, assert_problem, completion
 
 # Learner 1 cheated all week 2025-W49 (three completions, two days), and
 # once the week before; 2 and 3 did not.
@@ -104,3 +104,44 @@ async def test_bad_bulk_corrections_change_nothing(serve: ApiFactory,
     assert (await api.client(ADMIN).delete("/v1/users/1")).status_code in (200, 202, 204)
     assert_problem(await api.client(ADMIN).post("/v1/admin/users/1/void",
                                                 json={"reason": "x"}), 410, "user_erased")
+
+
+async def test_a_board_of_a_kind_is_corrected_in_its_own_week(serve: ApiFactory) -> None:
+    """Issue 65, point 6: "void all of this week" took the whole board's week
+    (and ignored `board`): a Tokyo course's week runs Sunday 15:00 to Sunday
+    15:00 UTC, and the completions of its last nine hours kept counting.
+    With `board`, the season is that board's, in its zone, and only the
+    completions on that board change."""
+    api = await serve(close_seasons=False)
+    admin = api.client(ADMIN)
+    assert (await admin.put("/v1/admin/board-kinds/course", json={
+        "time_zone": "Asia/Tokyo"})).status_code == 201
+    tokyo = [  # learner 1 on course:sql: Tokyo's 2025-W49 runs 2025-11-30T15:00Z to 12-07T15:00Z
+        ("t1", 1, 10, "2025-11-30T16:00:00Z"),  # Tokyo W49, UTC W48
+        ("t2", 1, 20, "2025-12-07T14:00:00Z"),  # Tokyo W49's last hour, UTC W49
+        ("t3", 1, 40, "2025-12-07T16:00:00Z"),  # Tokyo W50, UTC W49
+        ("t4", 2, 5, "2025-12-02T10:00:00Z")]
+    resp = await api.client(INGEST).post("/v1/completions/batch", json={"completions": [
+        {**completion(cid, uid, pts, at), "tags": ["course:sql"]} for cid, uid, pts, at in tokyo]
+        + [completion("g1", 1, 7, "2025-12-03T10:00:00Z")]})  # the whole board only
+    assert {r["status"] for r in resp.json()["results"]} == {"recorded"}, resp.text
+    done = await bulk(api, 1, "void", {"reason": "copied", "season": "2025-W49",
+                                       "board": "course:sql"})
+    assert done == {"user_id": 1, "voided": 2}  # t1 and t2: Tokyo's week, the course's
+    left = await rows(api, "SELECT k.completion_id FROM completions c JOIN completion_ids k"
+                           " USING (seq) WHERE c.user_id = 1 AND c.voided_at IS NULL"
+                           " ORDER BY 1")
+    assert left == [("g1",), ("t3",)]
+    board = (await api.get("/v1/leaderboards/2025-W49", params={"board": "course:sql"})).json()
+    assert [(e["user_id"], e["score"]) for e in board["entries"]] == [(2, 5)]
+    audit = (await admin.get("/v1/admin/audit")).json()["entries"][0]
+    assert (audit["details"]["board"], audit["details"]["count"]) == ("course:sql", 2)
+    # Restored on that board alone, with no season: every voided one there.
+    assert await bulk(api, 1, "restore", {"board": "course:sql"}) == {"user_id": 1,
+                                                                      "restored": 2}
+    for body, status, code in (({"reason": "x", "board": "track:sql"}, 404, "not_found"),
+                               ({"reason": "x", "board": "Course:sql"}, 422,
+                                "validation_error"),
+                               ({"reason": "x", "board": "course:sql", "season": "2025-12"},
+                                404, "not_found")):
+        assert_problem(await admin.post("/v1/admin/users/1/void", json=body), status, code)

@@ -88,9 +88,17 @@ async def learner_correction(request: Request, user_id: str, voided: bool) -> Re
         and request.headers.get("content-length", "0") == "0"
     body = valid(validate_learner_correction, None if empty else await small_json_body(request),
                  voided)
-    season = path_season(body.season, PERIODS, time_zone(request)) if body.season else None
-    return JSONResponse(await services(request).corrections.correct_learner(
-        uid, voided, body.reason, season))
+    svc = services(request)
+    board = body.board or GLOBAL
+    if board == GLOBAL:
+        season = path_season(body.season, PERIODS, time_zone(request)) if body.season else None
+    elif body.season:  # that board's season, in its zone (404 for a kind not defined)
+        season = await board_season(svc, body.season, board)
+    else:
+        await board_season(svc, "current", board)  # only that the board is one
+        season = None
+    return JSONResponse(await svc.corrections.correct_learner(
+        uid, voided, body.reason, season, board))
 
 
 @router.post("/v1/admin/users/{user_id}/void", tags=["admin"],

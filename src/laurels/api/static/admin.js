@@ -7,7 +7,8 @@
 
 const KEY = "laurels-admin-token";
 const $ = (id) => document.getElementById(id);
-const state = { section: "boards", user: null, season: "current", week: "current" };
+const state = { section: "boards", user: null, season: "current", board: "global",
+                week: "current" };
 const token = () => sessionStorage.getItem(KEY);
 const seg = encodeURIComponent;  // every value put in a path
 // `?board=` for a board of a kind; nothing for the whole board.
@@ -183,24 +184,49 @@ async function findLearner(event) {
   event.preventDefault();
   state.user = $("user-id").value.trim();
   state.season = $("user-season").value.trim() || "current";
+  state.board = $("user-board").value.trim() || "global";
   problem("");
   loadLearner();
 }
 
+// The board a learner is looked at on: the whole board, or a board of a kind
+// (its own season, in its zone: a Tokyo course's week is not UTC's).
+const boardName = (board) => (board === "global" ? "the board" : `the board ${board}`);
+
 async function loadLearner() {
-  const uid = state.user, season = state.season;
-  const [me, done] = await Promise.all([
-    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}?radius=0`, undefined, true),
-    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}/completions?limit=100`)]);
+  const uid = state.user, season = state.season, board = state.board;
+  const [me, done, mine] = await Promise.all([
+    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}?radius=0` +
+        onBoard(board, "&"), undefined, true),
+    api("GET", `/v1/leaderboards/${seg(season)}/users/${seg(uid)}/completions?limit=100` +
+        onBoard(board, "&")),
+    api("GET", `/v1/users/${seg(uid)}/boards?season=current`, undefined, true)]);
   $("learner-view").hidden = false;
   if (me.ok) {
     const u = me.body.user;
     $("learner-summary").textContent = `${u.display_name} (learner ${uid}, ${u.visibility}): ` +
-      `rank ${u.rank} with ${u.score} points in ${me.body.season}.`;
+      `rank ${u.rank} with ${u.score} in ${me.body.season} on ${boardName(board)}.`;
     problem("");
   } else {
-    $("learner-summary").textContent = `Learner ${uid}: not on the board of ${season}` +
+    $("learner-summary").textContent = `Learner ${uid}: not on ${boardName(board)} in ${season}` +
       (me.body && me.body.detail ? ` (${me.body.detail}).` : ".");
+  }
+  // Every board the learner counts on this week: one click looks there.
+  const list = $("learner-boards");
+  list.replaceChildren();
+  for (const b of (mine.ok && mine.body.boards) || []) {
+    const pick = document.createElement("button");
+    pick.type = "button";
+    pick.dataset.board = b.board;
+    pick.textContent = (b.board === "global" ? "Whole board" : `${b.title} · ` +
+      b.board.split(":")[1]) + ` #${b.rank}`;
+    pick.setAttribute("aria-pressed", String(b.board === board));
+    pick.addEventListener("click", () => {
+      state.board = b.board;
+      $("user-board").value = b.board;
+      loadLearner();
+    });
+    list.appendChild(pick);
   }
   rows("completions", done.ok ? done.body.completions : [], (tr, c) => {
     cell(tr, c.completion_id);
@@ -223,9 +249,10 @@ async function correct(c) {
 
 async function correctAll(voiding) {
   const why = reason(`${voiding ? "voiding" : "restoring"} all of learner ${state.user}'s ` +
-                     `${state.season}`, voiding);
+                     `${state.season} on ${boardName(state.board)}`, voiding);
   if (why === null) return;
   const body = { season: state.season };
+  if (state.board !== "global") body.board = state.board;
   if (why) body.reason = why;
   const r = await api("POST", `/v1/admin/users/${seg(state.user)}/` +
                       (voiding ? "void" : "restore"), body);

@@ -68,11 +68,13 @@ WHERE %(after_id)s::bigint IS NULL OR id < %(after_id)s
 ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: learner_completions
--- A learner's completions in a range that count (`counted`) or not: what a
--- bulk correction changes, found before it locks their seasons.
+-- A learner's completions in a range that count (`counted`) or not, on a
+-- board (`tag`; NULL: the whole board): what a bulk correction changes,
+-- found before it locks their seasons.
 SELECT c.seq, c.completed_at, c.tags FROM completions c
 WHERE c.user_id = %(user_id)s AND c.completed_at >= %(starts_at)s
   AND c.completed_at < %(ends_at)s AND (c.voided_at IS NULL) = %(counted)s
+  AND (%(tag)s::text IS NULL OR c.tags @> ARRAY[%(tag)s::text])
 ORDER BY c.seq;
 
 -- name: lock_learner_completions
@@ -85,6 +87,7 @@ SELECT c.seq, k.completion_id, c.user_id, c.points, c.completed_at, c.season, c.
 FROM completions c JOIN completion_ids k ON k.seq = c.seq AND k.completed_at = c.completed_at
 WHERE c.user_id = %(user_id)s AND c.completed_at >= %(starts_at)s
   AND c.completed_at < %(ends_at)s AND (c.voided_at IS NULL) = %(counted)s
+  AND (%(tag)s::text IS NULL OR c.tags @> ARRAY[%(tag)s::text])
 ORDER BY c.seq FOR UPDATE OF c;
 
 -- name: set_voided_many
