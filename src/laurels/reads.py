@@ -110,9 +110,11 @@ class Reads:
             pass
         else:
             if blank(found):
+                await self._still_defined(season)
                 await self.lifecycle.finalized([season.name])
                 await self.db.fetch_one("season_has_completions", season=season)
             return found
+        await self._still_defined(season)
         policies = await self.lifecycle.finalized([season.name])
         if season.name in policies:
             return await archived(policies[season.name])
@@ -125,6 +127,15 @@ class Reads:
         except BoardMissing:
             raise DomainError("rebuilding", f"the board of {season.shown} is being rebuilt; "
                           "retry shortly", retry_after=RETRY_AFTER_SECONDS) from None
+
+    async def _still_defined(self, season: Season) -> None:
+        """A board of a kind deleted (or defined otherwise) since this process
+        read the kinds is gone here too, as in the process that deleted it:
+        404, not a heal's 503 (one small statement: board_kinds.live)."""
+        if season.board != GLOBAL and self.kinds is not None \
+                and not await self.kinds.defined(season.name):
+            raise DomainError("not_found", f"no board kind {season.board.partition(':')[0]} "
+                              "is defined")
 
     async def learner_boards(self, user_id: int, week: str) -> shapes.LearnerBoards:
         """Every board on which a learner has a completion that counts in

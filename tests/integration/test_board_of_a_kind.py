@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from laurels.board import BoardMissing
-from laurels.errors import StoreUnavailable
+from laurels.errors import DomainError, StoreUnavailable
 from laurels.filling import RebuildFailed
 from laurels.kinds import Metric
 from laurels.runtime import Runtime
@@ -407,3 +407,22 @@ async def test_a_deleted_kind_takes_the_tombstones_of_its_boards_never_built(
     left = [key async for key in svc.redis.scan_iter(match=f"{svc.keys.prefix}:*course:*")]
     assert left == []
     await check_erased_everywhere(svc, {victim})
+
+
+async def test_a_kind_deleted_in_another_process_is_gone_there_at_once(rt: Runtime) -> None:
+    """Issue 65, point 7: a process whose copy of the kinds still held a kind
+    deleted by another answered its boards `503 rebuilding` for 1-2 s (the
+    keys gone, the completions there: a heal), where the contract says 404."""
+    deleting, reading = rt.derive(clock=lambda: NOW), rt.derive(clock=lambda: NOW)
+    await deleting.board_kinds.define("course", {})
+    await deleting.ingestor.record([{"completion_id": "d1", "user_id": 3, "points": 4,
+                                     "tags": ["course:sql"],
+                                     "completed_at": "2026-12-01T10:00:00Z"}])
+    await deleting.projector.drain(min_age_seconds=0)
+    sql = parse_season("2026-W49", zone="UTC").on("course:sql", "points")
+    assert (await reading.reads.top(sql, 10))["total"] == 1
+    await reading.board_kinds.fresh()  # its copy holds the kind
+    assert await deleting.board_kinds.delete("course")
+    with pytest.raises(DomainError) as gone:
+        await reading.reads.top(sql, 10)
+    assert gone.value.code == "not_found", gone.value
