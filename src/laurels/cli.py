@@ -118,8 +118,8 @@ BOARD_HELP = "global (the whole board) or a tag kind:value of a defined board ki
 async def _board_season(rt: Any, text: str, board: str, settings: Settings) -> Any:
     """A season (`_season`'s forms) on a board: `global`, or a board of a
     defined kind, in its zone with its periods."""
-    from laurels.board_kinds import check_board
     from laurels.errors import DomainError
+    from laurels.kind_rules import check_board
     from laurels.seasons import GLOBAL, BadSeason, PeriodOff, configured_season, parse_season
 
     if board == GLOBAL:
@@ -813,11 +813,12 @@ def rebuild_status(rebuild_id: Annotated[str, typer.Argument(help="the rebuild's
 def erase(user: UserArg, as_json: JsonOpt = False) -> None:
     """Erase a learner for good: completions, name, every board (DELETE /v1/users/ID)."""
 
-    async def work(rt: Any) -> None:
-        await rt.learners.erase(user)
+    async def work(rt: Any) -> bool:
+        return bool(await rt.learners.erase(user))
 
-    _admin(work)
-    _print({"user_id": user, "erased": True}, as_json, line=f"learner {user} erased")
+    first = _admin(work)
+    _print({"user_id": user, "erased": True}, as_json,
+           line=f"learner {user} erased" if first else f"learner {user} was erased already")
 
 
 def _suspension(user: int, suspended: bool, reason: str | None, as_json: bool) -> None:

@@ -35,10 +35,10 @@ from typing import Any
 
 from laurels import failpoints, shapes
 from laurels.board import Delta, Profile
-from laurels.board_kinds import board_seasons
 from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError, StoreUnavailable
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
+from laurels.kind_rules import board_seasons
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.reads import iso

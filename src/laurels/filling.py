@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from laurels import failpoints
 from laurels.board.roles import Builder
 from laurels.board.values import Standing
-from laurels.board_kinds import score_of
 from laurels.db import Database, Row, Tx
 from laurels.history import History
 from laurels.keys import ChunkBits, chunk_bits, hashed_bits
+from laurels.kind_rules import score_of
 from laurels.seasons import is_board_season, parse_season
 
 if TYPE_CHECKING:

@@ -38,8 +38,9 @@ class Learners:
         self.lifecycle = lifecycle
         self.privacy = privacy
 
-    async def erase(self, user_id: int) -> None:
-        await self.lifecycle.erase(user_id, committed=lambda: self.privacy.note(
+    async def erase(self, user_id: int) -> bool:
+        """False when the learner was erased already (lifecycle.erase)."""
+        return await self.lifecycle.erase(user_id, committed=lambda: self.privacy.note(
             user_id, "public", erased=True))
 
     async def update(self, user_id: int, body: ProfileIn) -> Learner:

@@ -51,14 +51,16 @@ class Lifecycle:
 
     # -- erasure -------------------------------------------------------------
 
-    async def erase(self, user_id: int, committed: Callable[[], None] | None = None) -> None:
+    async def erase(self, user_id: int, committed: Callable[[], None] | None = None) -> bool:
+        """Erase a learner (docs/privacy.md); False if erased already."""
         async with self.db.transaction() as tx:
             # Lock order: the learner's row (waits for ingests holding FOR
             # SHARE), then their seasons (a finalize building an archive
             # commits first, and its rows are deleted below; or it waits).
             # Before it all, the kinds: none is defined until this commits.
             await self.db.fetch("share_board_kinds", tx)
-            await self.db.run("erase_user", tx, user_id=user_id)
+            tombstone = await self.db.fetch_one("erase_user", tx, user_id=user_id)
+            again = bool(tombstone and tombstone["again"])
             # Webhook deliveries in flight that concern the learner are sent
             # first (webhooks.py); none is sent unscrubbed after this commits.
             await self.db.fetch("erase_lock", tx, user_id=user_id)
@@ -100,12 +102,13 @@ class Lifecycle:
             # The audit keeps the user id and nothing else about the learner,
             # and so does the webhook; the learner's events (sent or not) go,
             # and others' stop naming them.
-            await self.db.run("insert_audit", tx, action="erase", target=str(user_id),
-                              reason=None, details=None)
             await self.db.run("delete_deliveries_of", tx, user_id=user_id)
             await self.db.run("scrub_deliveries_about", tx, user_id=str(user_id))
-            await self.db.run("enqueue_webhook", tx, type="user.erased", user_id=None,
-                              data=Jsonb({"user_id": user_id}))
+            if not again:  # erased before: no second entry, no second webhook
+                await self.db.run("insert_audit", tx, action="erase", target=str(user_id),
+                                  reason=None, details=None)
+                await self.db.run("enqueue_webhook", tx, type="user.erased", user_id=None,
+                                  data=Jsonb({"user_id": user_id}))
             await failpoints.pause("erase_deleted")
         if committed is not None:
             committed()
@@ -116,13 +119,13 @@ class Lifecycle:
         log.info("erased learner %s from %d seasons", user_id, len(seasons | archived))
         await failpoints.pause("erase_committed")
         await self.finish_erasure(user_id, sorted(seasons | archived))
+        return not again
 
     async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
         """Remove the learner from every board (idempotent); then close the job."""
         for season in seasons:
-            # The tombstone is kept even without a board; a finalized
-            # season's archive lost them in the erasure's transaction. Ranks
-            # closed up: every process drops its cached pages.
+            # The tombstone is kept even without a board (an archive lost
+            # them in the erasure's transaction); every process drops pages.
             await self.board.erase(season, user_id, self.expires_at(season))
             await self.board.publish_hint({"season": season})
         await self.db.run("finish_erasure", user_id=user_id, seasons=seasons)
@@ -138,12 +141,10 @@ class Lifecycle:
         return done
 
     async def scrub_files(self) -> bool:
-        """The embedded Valkey's files after erasures: its append-only file
-        (and snapshot) still hold an erased learner's name and id until they
-        are written afresh. Called every minute (runtime.py) while Redis is
-        embedded, this rewrites them when an erasure committed since the
-        last rewrite (at start, when any ever did): an erasure leaves them
-        within a minute and the rewrite's own time. True if it rewrote."""
+        """The embedded Valkey's files (append-only file, snapshot) hold an
+        erased learner's name and id until written afresh: called every
+        minute (runtime.py) while Redis is embedded, this rewrites them when
+        an erasure committed since the last rewrite. True if it rewrote."""
         row = await self.db.fetch_one("last_erasure")
         latest = row["at"] if row else None
         if latest is None or (self._files_rewritten_for is not None
@@ -379,10 +380,8 @@ class Lifecycle:
         return later.closes_at(self.settings.late_grace_seconds)
 
     def erasures_since(self, season: str) -> datetime | None:
-        """The earliest erasure that may concern a season (None: any). A
-        completion in it commits no earlier than its start less the allowed
-        clock skew, and an erasure commits after the learner's completions;
-        a day more covers clocks that disagree."""
+        """The earliest erasure that may concern a season (None: any): its
+        start less the allowed clock skew, and a day for clocks that disagree."""
         start = self._season(season)
         if not start.bounded:
             return None

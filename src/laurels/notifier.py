@@ -29,8 +29,9 @@ from datetime import UTC, datetime
 from laurels import failpoints
 from laurels.board.hints import Hint
 from laurels.board.roles import Announcer
-from laurels.board_kinds import BoardKind, BoardKinds
+from laurels.board_kinds import BoardKinds
 from laurels.db import Database, Jsonb, Tx
+from laurels.kind_rules import BoardKind
 from laurels.metrics import NOTIFICATIONS_WRITTEN
 from laurels.seasons import GLOBAL, is_board_season, parse_season, season_of, whole_week
 

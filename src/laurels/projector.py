@@ -19,11 +19,12 @@ from typing import Any
 from laurels import failpoints
 from laurels.board import Delta
 from laurels.board.roles import Applier
-from laurels.board_kinds import BoardKinds, tagged_boards
+from laurels.board_kinds import BoardKinds
 from laurels.db import Database, Listener, Tx
 from laurels.errors import StoreUnavailable
 from laurels.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
 from laurels.history import history_of
+from laurels.kind_rules import tagged_boards
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
 from laurels.seasons import Found, Period, parse_season, part_period

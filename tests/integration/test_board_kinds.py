@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
-from laurels.board_kinds import KINDS_MAX, check_board
 from laurels.errors import DomainError
+from laurels.kind_rules import KINDS_MAX, check_board
 from laurels.runtime import Runtime
 
 pytestmark = pytest.mark.once

@@ -77,7 +77,7 @@ def test_every_webhook_the_service_enqueues_is_a_declared_type() -> None:
 def test_every_board_metric_is_named_everywhere() -> None:
     """A board kind's metric (kinds.Metric): the database's CHECK, the
     client's type, the contract and docs/boards.md name each one; mypy names
-    the two places that compute it (board_kinds.score_of, db/variants.py's
+    the two places that compute it (kind_rules.score_of, db/variants.py's
     _metric: `assert_never`) the moment a new one exists."""
     assert check_values("board_kinds_metric_check") == set(kinds.METRICS), \
         "a migration must change board_kinds' metric CHECK"

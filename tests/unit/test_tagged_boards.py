@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Delta, Profile
-from laurels.board_kinds import BoardKind, board_seasons, score_of, tagged_boards
+from laurels.kind_rules import BoardKind, board_seasons, score_of, tagged_boards
 from laurels.seasons import season_of
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)

@@ -13,7 +13,7 @@ from laurels.api import schemas as s
 from laurels.api.dependencies import admin_token, small_json_body
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
-from laurels.board_kinds import BoardKind
+from laurels.kind_rules import BoardKind
 from laurels.reads import iso
 
 KindPath = Annotated[str, Path(

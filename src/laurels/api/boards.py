@@ -14,8 +14,8 @@ from fastapi import Query
 from laurels.api.params import path_season, query_value
 from laurels.api.problems import Problem
 from laurels.api.state import RouteServices
-from laurels.board_kinds import check_board
 from laurels.errors import DomainError
+from laurels.kind_rules import check_board
 from laurels.seasons import GLOBAL, PERIODS, Season
 
 BoardQuery = Annotated[str, Query(

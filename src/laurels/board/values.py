@@ -65,7 +65,7 @@ class Delta(NamedTuple):
     # that part's archive counts it already (apply.lua, "Parts"); '' else.
     part: str = ""
     # The completion's tags (`kind:value`): the boards of kinds it counts on
-    # besides the whole board's (board_kinds.tagged_boards).
+    # besides the whole board's (kind_rules.tagged_boards).
     tags: tuple[str, ...] = ()
     # On the weekly board of a kind whose `notify` is on: its apply makes
     # rank events, as the whole board's weeks do (seasons.whole_week).
@@ -88,7 +88,7 @@ class Delta(NamedTuple):
                             counted, reset_at, reset_score, tie_token, part, tags, notify))
 
     def on_boards(self, boards: Iterable[tuple[str, int | None, bool, str]]) -> list[Delta]:
-        """This completion on other boards (board_kinds.tagged_boards: its
+        """This completion on other boards (kind_rules.tagged_boards: its
         tags'): each board's season, its score there (None: the
         completion's points), whether it makes rank events, and its part.
         Its fields are read once for them all and each copy made whole

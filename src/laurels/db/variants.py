@@ -70,7 +70,7 @@ def _in_boards(c: str) -> str:
 def _metric(metric: Metric) -> tuple[str, str]:
     """(how a learner's scores add up, what one completion `{c}` scores) on
     a board of `metric` (a new metric fails mypy here until it says;
-    board_kinds.score_of says it in Python)."""
+    kind_rules.score_of says it in Python)."""
     if metric == "points":
         return "sum(", "{c}.points"
     if metric == "completions":

@@ -108,11 +108,14 @@ WHERE st.season = %(season)s AND st.user_id = p.user_id;
 -- name: erase_user
 -- locks: users
 -- An erasure's tombstone: the learner's row, erased, without a name (the row
--- lock every writer of the learner takes first).
+-- lock every writer of the learner takes first); `again` when an earlier
+-- erasure committed (its erased_at is kept, older than this transaction's
+-- now(): an erasure waiting on another sees it once that one commits).
 INSERT INTO users AS u (user_id, erased_at, profile_version) VALUES (%(user_id)s, now(), 1)
 ON CONFLICT (user_id) DO UPDATE SET erased_at = coalesce(u.erased_at, now()),
     display_name = NULL, visibility = 'public', profile_version = u.profile_version + 1,
-    updated_at = now(), change_xid = pg_current_xact_id();
+    updated_at = now(), change_xid = pg_current_xact_id()
+RETURNING u.erased_at < now() AS again;
 
 -- name: delete_user_completions
 -- locks: outbox
