@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from laurels.board.roles import Dropper
-from laurels.db import Database, Tx
+from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError, StoreUnavailable
 from laurels.kind_rules import (
     KINDS_MAX,
@@ -120,7 +120,9 @@ class BoardKinds:
                     raise StoreUnavailable("redis", RuntimeError(
                         "an earlier deletion of this kind is still dropping its boards"))
                 await self._drop_held(kind)  # a Redis restored from before a deletion
-                return await self._create(tx, new), True
+                created = await self._create(tx, new)
+                await self._audit(tx, "kind_define", created)
+                return created, True
             if not old.same_board_as(new):
                 changed = [f for f in ("metric", "periods", "time_zone", "notify")
                            if getattr(old, f) != getattr(new, f)]
@@ -130,7 +132,17 @@ class BoardKinds:
             if new.title == old.title:
                 return old, False
             rows = await self.db.fetch("retitle_board_kind", tx, kind=kind, title=new.title)
-            return BoardKind.from_row(rows[0]), False
+            retitled = BoardKind.from_row(rows[0])
+            await self._audit(tx, "kind_define", retitled)
+            return retitled, False
+
+    async def _audit(self, tx: Tx, action: str, kind: BoardKind, boards: int = 0) -> None:
+        """A definition, retitle or deletion in the audit log (the kind as
+        defined; a deletion, how many of its boards' seasons went)."""
+        details = {"title": kind.title, "metric": kind.metric, "periods": list(kind.periods),
+                   "time_zone": kind.time_zone, "notify": kind.notify}
+        await self.db.run("insert_audit", tx, action=action, target=kind.kind, reason=None,
+                          details=Jsonb({**details, "boards": boards} if boards else details))
 
     async def _create(self, tx: Tx, new: BoardKind) -> BoardKind:
         known = await self.db.fetch_one("time_zone_known", tx, zone=new.time_zone)
@@ -155,9 +167,11 @@ class BoardKinds:
         check_kind(kind)
         async with self.db.transaction() as tx:
             await self.db.fetch_one("lock_board_kinds", tx)
-            if not await self.db.run("delete_board_kind", tx, kind=kind):
+            row = await self.db.fetch_one("board_kind", tx, kind=kind)
+            if row is None or not await self.db.run("delete_board_kind", tx, kind=kind):
                 return False
             rows = await self.db.fetch("delete_kind_seasons", tx, pattern=kind_pattern(kind))
+            await self._audit(tx, "kind_delete", BoardKind.from_row(row), len(rows))
         await self.live()
         try:
             await self._drop([r["season"] for r in rows])

@@ -108,7 +108,8 @@ class Corrections:
                 numbers = await self._correct_rows(tx, rows, [r["season"] for r in locked
                                                               if r["finalized"]], voided)
                 await self.db.run("insert_audit", tx, action="void" if voided else "restore",
-                                  target=str(user_id), reason=reason, details=Jsonb({
+                                  target=str(user_id) if board == GLOBAL
+                                  else f"{user_id} on {board}", reason=reason, details=Jsonb({
                                       "count": len(rows),
                                       "season": season.label if season else None,
                                       "board": board,

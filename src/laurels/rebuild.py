@@ -95,7 +95,8 @@ class Rebuilder:
                               tie_policy=self.board.policy)
             if audited:
                 named = parse_season(season, zone=self.db.zone)
-                await self.db.run("insert_audit", tx, action="rebuild", target=named.label,
+                target = named.label if named.board == GLOBAL else f"{named.label} of {named.board}"
+                await self.db.run("insert_audit", tx, action="rebuild", target=target,
                                   reason=None, details=Jsonb({"rebuild_id": rebuild_id,
                                                               "board": named.board}))
         return rebuild_id

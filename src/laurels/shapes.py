@@ -352,7 +352,7 @@ class LearnerProfile(TypedDict):
 
 
 AuditAction = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
-                      "group_delete"]
+                      "group_delete", "kind_define", "kind_delete"]
 
 
 class AuditEntry(TypedDict):

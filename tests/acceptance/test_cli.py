@@ -184,6 +184,9 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
                         == "succeeded" and b, 30, "the rebuild to switch")
     assert (status["season"], status["rebuild_id"]) == ("2026-W48", started["rebuild_id"])
     assert ok("erase", "2") == {"user_id": 2, "erased": True}
+    again = laurels(env, "erase", "2")  # issue 65, point 8: said "erased" and audited twice
+    assert again.returncode == 0 and again.stdout == "laurels: learner 2 was erased already\n"
+    assert [e["action"] for e in ok("audit")["entries"]].count("erase") == 1
     assert c.get("/v1/leaderboards/2026-W48").json()["total"] == 1
     # Refusals: one line, exit non-zero, nothing on stdout.
     for args, said in ((["suspend", "2", "--reason", "x"], "erased"),

@@ -15,6 +15,7 @@ from laurels.api.kind_schemas import LearnerBoardOut as LearnerBoardOut
 from laurels.api.kind_schemas import LearnerBoardsOut as LearnerBoardsOut
 from laurels.kinds import Metric, NotificationKind
 from laurels.ranking import TiePolicy
+from laurels.shapes import AuditAction
 from laurels.states import RebuildStatus, Visibility
 from laurels.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
 
@@ -233,8 +234,7 @@ class SuspendOut(BaseModel):
 class AuditEntryOut(BaseModel):
     id: int
     at: str
-    action: Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
-                    "group_delete"]
+    action: AuditAction
     target: str
     reason: str | None
     details: dict[str, Any] | None = None

@@ -16,7 +16,7 @@ Metric: TypeAlias = Literal["points", "completions", "best"]  # what a board ran
 NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "league_zone",
                                       "league_result"]
 AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
-                                 "group_delete"]
+                                 "group_delete", "kind_define", "kind_delete"]
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "failed"]
 Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries",
                            "league_history"]

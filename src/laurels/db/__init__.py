@@ -29,7 +29,7 @@ from laurels.db.variants import variant
 from laurels.errors import StoreUnavailable
 from laurels.metrics import POOL_WAIT
 
-__all__ = ["Database", "Jsonb", "Listener", "Row", "Tx", "bool_array", "ensure_database",
+__all__ = ["Database", "Jsonb", "Listener", "Row", "Tx", "bool_array",
            "int_array", "migrate", "text_array", "timestamp_array"]
 
 Row = dict[str, Any]

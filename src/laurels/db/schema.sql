@@ -23,7 +23,7 @@ CREATE TABLE audit (
     target text NOT NULL,
     reason text,
     details jsonb,
-    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text]))),
+    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text, 'kind_define'::text, 'kind_delete'::text]))),
     CONSTRAINT audit_pkey PRIMARY KEY (id)
 );
 CREATE TRIGGER audit_append_only BEFORE DELETE OR UPDATE ON public.audit FOR EACH ROW EXECUTE FUNCTION laurels_audit_is_append_only();

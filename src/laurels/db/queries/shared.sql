@@ -67,7 +67,7 @@ WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 
 -- name: insert_audit
 -- An audit entry (void, restore, suspend, unsuspend, erase, rebuild,
--- group_delete).
+-- group_delete, kind_define, kind_delete).
 INSERT INTO audit (action, target, reason, details)
 VALUES (%(action)s, %(target)s, %(reason)s, %(details)s) RETURNING id;
 
