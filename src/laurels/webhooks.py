@@ -91,7 +91,7 @@ def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) ->
     at = datetime.fromtimestamp(timestamp, UTC)
     return " ".join(
         Webhook(key if key.startswith("whsec_") else key.encode()).sign(msg_id, at, body)
-        for key in reversed(accepted(secret)))
+        for key in reversed(accepted(secret)) if key.removeprefix("whsec_"))
 
 
 def backoff(attempts: int) -> float:
@@ -274,9 +274,10 @@ class Webhooks:
         event_id = str(row["id"])
         headers = {"Content-Type": "application/json", "Laurels-Event-Id": event_id,
                    "Laurels-Signature": signature(self.secret, now, body),
-                   "webhook-id": event_id, "webhook-timestamp": str(now),
-                   "webhook-signature": standard_signature(self.secret, event_id, now, body),
                    "User-Agent": "laurels-webhooks"}
+        if standard := standard_signature(self.secret, event_id, now, body):
+            headers |= {"webhook-id": event_id, "webhook-timestamp": str(now),
+                        "webhook-signature": standard}
         started = time.perf_counter()
         error: str | None
         try:

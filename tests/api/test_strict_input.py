@@ -288,13 +288,17 @@ async def test_duplicate_keys_are_refused(serve: ApiFactory) -> None:
     assert await stored(api) == (0, 0, 0)
     assert (await api.get("/v1/leaderboards/2026-W49")).json()["entries"] == []
     # The same bodies without the duplicate are fine, and mean what orjson reads.
-    ok = (f'{{"completion_id": "dup-b", "user_id": 9, "points": 1, "completed_at": "{AT}", '
-          '"extra": {"big": 18446744073709551616, "s": "\\u00e9\\ud83d\\ude00"}}')
+    odd = (f'{{"completion_id": "dup-b", "user_id": 9, "points": 1, "completed_at": "{AT}", '
+           '"extra": {"big": 18446744073709551616, "s": "\\u00e9\\ud83d\\ude00"}}')
+    refused = await ingest.post("/v1/completions", **raw(odd))  # read whole, then refused
+    assert refused.json()["detail"] == "unknown field 'extra'", refused.text  # (issue 65)
+    ok = f'{{"completion_id": "dup-b", "user_id": 9, "points": 1, "completed_at": "{AT}"}}'
     assert (await ingest.post("/v1/completions", **raw(ok))).status_code == 201
     resp = await ingest.post("/v1/completions/batch", **raw(
         '{"completions": [{"completion_id": "b1", "user_id": 9, "points": 1}, '
         '{"completion_id": "b2", "user_id": 9, "points": 1, "x": {"points": 5}}]}'))
-    assert [r["status"] for r in resp.json()["results"]] == ["recorded", "recorded"]
+    assert [r["status"] for r in resp.json()["results"]] == ["recorded", "rejected"]
+    assert resp.json()["results"][1]["error"]["detail"] == "unknown field 'x'"  # not its points
     for text in ('{"completion_id": "n", "user_id": 9, "points": NaN}',
                  '{"completion_id": "n", "user_id": 9, "points": 1, "x": "\\ud800"}'):
         body = assert_problem(await ingest.post("/v1/completions", **raw(text)), 422,
