@@ -690,10 +690,14 @@ def _print(payload: Any, as_json: bool, headers: tuple[str, ...] = (),
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(*headers)
+        table = Table()
+        for n, header in enumerate(headers):  # an id is never cut (`webhooks retry`)
+            whole = max((len(str(r[n])) for r in rows), default=0) if header == "id" else None
+            table.add_column(header, no_wrap=header == "id", min_width=whole)
         for r in rows:
             table.add_row(*("" if v is None else str(v) for v in r))
-        Console().print(table)
+        # A terminal's width; piped (to a file, grep), wide enough to cut nothing.
+        Console(width=None if sys.stdout.isatty() else 250).print(table)
 
 
 def _admin(work: Callable[[Any], Awaitable[T]]) -> T:
@@ -891,8 +895,17 @@ def webhooks(ctx: typer.Context,
 
     body = _admin(work)
     _print(body, as_json, ("id", "type", "status", "attempts", "last error", "next attempt"),
-           [(d["id"], d["type"], d["status"], d["attempts"], d["last_error"],
+           [(d["id"], d["type"], delivery_state(d), d["attempts"], d["last_error"],
              d["next_attempt_at"]) for d in body["deliveries"]])
+
+
+def delivery_state(d: dict[str, Any]) -> str:
+    """A delivery's status for people: a pending one is either waiting for
+    its first attempt (a notification's waits for the coalescing window) or
+    retrying after failed attempts, which is what an operator looks for."""
+    if d["status"] != "pending":
+        return str(d["status"])
+    return "pending: retrying" if d["attempts"] else "pending: waiting"
 
 
 @webhooks_app.command("retry")

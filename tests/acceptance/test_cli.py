@@ -177,6 +177,11 @@ def test_every_admin_action_has_its_command(tmp_path: Path, database_url: str, r
     assert [(k["cohort_id"], k["members"]) for k in cohorts] == [("2026-W48.0.0", 2)]
     deliveries = ok("webhooks", "--status", "pending")["deliveries"]
     assert {d["type"] for d in deliveries} >= {"completion.voided", "completion.restored"}
+    # Issue 65, point 10: the table shows every id whole (`webhooks retry` needs
+    # it), and a pending delivery as waiting or retrying.
+    table = laurels(env, "webhooks", "--status", "pending").stdout
+    assert all(d["id"] in table for d in deliveries), table
+    assert "pending: waiting" in table or "pending: retrying" in table, table
     assert ok("webhooks", "retry", deliveries[0]["id"]) == {"id": deliveries[0]["id"],
                                                            "retried": True}
     started = server.client(ADMIN).post("/v1/admin/leaderboards/2026-W48/rebuild").json()

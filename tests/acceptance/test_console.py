@@ -40,6 +40,18 @@ def given_up_delivery(database_url: str) -> str:
     return str(row[0])
 
 
+def waiting_delivery(database_url: str, other: str) -> str:
+    """Another delivery as one still waiting for its first attempt (as a
+    notification's does for its coalescing window): its id."""
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("UPDATE webhook_deliveries SET status = 'pending', attempts = 0,"
+                           " last_error = NULL, next_attempt_at = now() + interval '1 hour'"
+                           " WHERE id = (SELECT id FROM webhook_deliveries WHERE id <> %s"
+                           " ORDER BY id LIMIT 1) RETURNING id::text", (other,)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
 def signs_in(page: Any) -> None:
     """A wrong token refused and nothing of it kept; the right one accepted."""
     from playwright.sync_api import expect
@@ -100,7 +112,7 @@ def voids_a_cheaters_week(page: Any, c: Any, shots: Path) -> None:
     expect(page.locator("#problem")).to_contain_text("did not match")
 
 
-def retries_and_reads(page: Any, failed: str) -> None:
+def retries_and_reads(page: Any, failed: str, waiting: str) -> None:
     from playwright.sync_api import expect
 
     # The failed delivery, listed first, retried.
@@ -109,7 +121,10 @@ def retries_and_reads(page: Any, failed: str) -> None:
     expect(page.locator("#deliveries tbody tr").first).to_contain_text("failed")
     expect(row).to_contain_text("connection refused")
     row.get_by_role("button", name="Retry").click()
-    expect(row).to_contain_text("pending")
+    expect(row).to_contain_text("retrying")  # pending again, after failed attempts
+    # Issue 65, point 10: one waiting for its first attempt (a notification's
+    # coalescing window) is told apart from those failing.
+    expect(page.locator(f'#deliveries tr[data-id="{waiting}"]')).to_contain_text("waiting")
     # Leagues, the audit log, health.
     page.get_by_role("button", name="Leagues").click()
     expect(page.locator("#tiers tbody tr").first).to_contain_text("bronze")
@@ -127,8 +142,10 @@ def retries_and_reads(page: Any, failed: str) -> None:
     kind.get_by_role("button", name="Delete…").click()
     expect(kind).to_have_count(0)
     page.get_by_role("button", name="Audit").click()
-    expect(page.locator("#audit-log tbody tr").first).to_contain_text("copied answers")
-    expect(page.locator("#audit-log tbody tr")).to_have_count(2)  # void, rebuild
+    audit = page.locator("#audit-log tbody tr")
+    expect(audit).to_have_count(4)  # kind_delete, kind_define, void, rebuild
+    expect(audit.first).to_contain_text("kind_delete")
+    expect(audit.nth(2)).to_contain_text("copied answers")
     page.get_by_role("button", name="Health").click()
     expect(page.locator("#health-figures")).to_contain_text("Outbox depth")
     expect(page.locator("#health-figures")).to_contain_text("Webhook deliveries")
@@ -155,6 +172,7 @@ def test_an_operators_afternoon_in_the_console(serve: Any, tmp_path: Path,
     week = season_of(datetime.now(UTC), "week", zone="UTC").name
     wait_until(lambda: c.get("/v1/leaderboards/current").json()["total"] == 3)
     failed = given_up_delivery(server.env["LAURELS_DATABASE_URL"])
+    waiting = waiting_delivery(server.env["LAURELS_DATABASE_URL"], failed)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -169,7 +187,7 @@ def test_an_operators_afternoon_in_the_console(serve: Any, tmp_path: Path,
             signs_in(page)
             rebuilds_and_verifies(page, week)
             voids_a_cheaters_week(page, c, shots)
-            retries_and_reads(page, failed)
+            retries_and_reads(page, failed, waiting)
             # The token was never in a URL, a cookie or the server's log.
             assert not [u for u in urls if ADMIN in u], urls
             assert context.cookies() == []

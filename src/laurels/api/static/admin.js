@@ -374,11 +374,18 @@ async function loadDeliveries() {
     api("GET", "/v1/admin/webhooks/deliveries?limit=100")]);
   if (!failed.ok || !all.ok) return;
   const seen = new Set(failed.body.deliveries.map((d) => d.id));
-  const listed = [...failed.body.deliveries, ...all.body.deliveries.filter((d) => !seen.has(d.id))];
+  // Failed first, then those failing (retrying), then the rest: a pending
+  // delivery is either waiting for its first attempt (a notification's waits
+  // for the coalescing window) or retrying after failed ones.
+  const failing = (d) => d.status === "pending" && d.attempts > 0;
+  const rest = all.body.deliveries.filter((d) => !seen.has(d.id));
+  const listed = [...failed.body.deliveries, ...rest.filter(failing),
+                  ...rest.filter((d) => !failing(d))];
   rows("deliveries", listed, (tr, d) => {
     tr.dataset.id = d.id;
     cell(tr, d.type);
-    cell(tr, d.status, d.status === "failed" ? "failed" : "");
+    const state = d.status !== "pending" ? d.status : failing(d) ? "retrying" : "waiting";
+    cell(tr, state, d.status === "failed" || failing(d) ? "failed" : "");
     cell(tr, d.attempts);
     cell(tr, d.last_error);
     cell(tr, local(d.next_attempt_at));
