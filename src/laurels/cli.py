@@ -101,13 +101,15 @@ SEASON_HELP = ("a season of a configured period: 2026-W49, 2026-11-30, 2026-11, 
                "or current, current-day, current-month")
 
 
-def _season(text: str, settings: Settings) -> str:
+def _season(text: str, settings: Settings, configured: bool = True) -> str:
     """Any period's season name or alias (current, current-day, current-month,
-    all), of a configured period."""
-    from laurels.seasons import BadSeason, PeriodOff, configured_season
+    all), of a configured period (or, `configured` off, of any: a season
+    checked before a one-shot command has taken the deployment's periods)."""
+    from laurels.seasons import PERIODS, BadSeason, PeriodOff, configured_season
 
+    periods = settings.periods if configured else PERIODS
     try:
-        return configured_season(text, settings.periods, zone=settings.time_zone).name
+        return configured_season(text, periods, zone=settings.time_zone).name
     except (BadSeason, PeriodOff) as exc:
         raise fail(str(exc)) from None
 
@@ -288,6 +290,8 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
 
     async def main() -> T:
         nonlocal joined
+        if one_shot:
+            await _adopt_recorded(settings, servers.database_url)
         rt = Runtime(settings, secrets, servers.database_url, servers.redis_url)
         membership = None
         try:
@@ -320,6 +324,24 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
         raise fail(f"cannot reach PostgreSQL or Redis: {exc}") from None
     finally:
         servers.stop()
+
+
+async def _adopt_recorded(settings: Settings, database_url: str) -> None:
+    """A one-shot command takes the deployment's recorded value of each shared
+    setting its environment leaves unset (deployment.unset_recorded), in the
+    one settings object of the command, so every part of it reads them."""
+    from laurels import deployment
+    from laurels.db import Database, migrate
+
+    await migrate(database_url)
+    db = Database(database_url, min_size=1, max_size=1)
+    await db.open()
+    try:
+        taken = await deployment.unset_recorded(db, settings)
+    finally:
+        await db.close()
+    for field, value in taken.items():
+        setattr(settings, field, value)
 
 
 def _check_redis(settings: Settings, url: str) -> None:
@@ -544,10 +566,13 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
     from laurels.rebuild import RebuildRunning
 
     settings = _settings()
-    name = _season(season, settings) if board == "global" else f"{season} of {board}"
+    _season(season, settings, configured=False)  # a malformed one: before any server starts
+    name = f"{season} of {board}"
 
     async def work(rt: Any) -> Any:
+        nonlocal name
         named = (await _board_season(rt, season, board, settings)).name
+        name = named if board == "global" else name
         columns = (TextColumn("rebuild {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TextColumn("{task.fields[rate]} events/s"),
                    TimeElapsedColumn())
@@ -587,10 +612,14 @@ def verify(season: Annotated[str | None, typer.Option("--season", help=SEASON_HE
     if season is None:  # --all
         _verify_all(settings)
         return
-    name = _season(season, settings) if board == "global" else f"{season} of {board}"
+    _season(season, settings, configured=False)  # a malformed one: before any server starts
+    name = f"{season} of {board}"
 
     async def work(rt: Any) -> Any:
-        return await rt.verifier.verify((await _board_season(rt, season, board, settings)).name)
+        nonlocal name
+        named = (await _board_season(rt, season, board, settings)).name
+        name = named if board == "global" else name
+        return await rt.verifier.verify(named)
 
     result = _with_runtime(settings, work)
     if result.consistent:

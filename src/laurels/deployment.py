@@ -10,7 +10,8 @@ process compares its own values with them:
   changes anything, with one line naming the variable; when no other
   process runs it records its values and logs each change with what it
   implies (restarting the whole deployment is how settings change);
-- a one-shot command never records: with other values it stops.
+- a one-shot command never records: a shared setting it leaves unset takes
+  the recorded value; one it sets otherwise stops it.
 
 Running processes are rows of `deployment_processes`, heard from every 2 s
 (`Membership.beat`); a process stopped cleanly leaves at once, one killed
@@ -31,6 +32,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import TypeAdapter
 
 from laurels.db import Database, Jsonb, Row
 from laurels.fingerprints import fingerprints, url_record
@@ -287,17 +290,41 @@ async def one_shot(db: Database, settings: Settings, secrets: Secrets | None,
         await db.release(held, discard=not let_go)  # (closing a session lets go too)
 
 
+def _field(name: str) -> str:
+    return name.removeprefix("LAURELS_").lower()  # LAURELS_TIE_POLICY -> tie_policy
+
+
+async def unset_recorded(db: Database, settings: Settings) -> dict[str, Any]:
+    """The shared settings a one-shot command's environment leaves unset, as
+    the deployment recorded them (field -> value): the command runs with
+    them (CONTRACT.md: an operator's shell need not carry them all). A
+    webhook URL, recorded masked, is not taken: one-shot commands send
+    nothing, and what they enqueue follows the deployment's record."""
+    stored = {r["name"]: r["value"] for r in await db.fetch("recorded_settings")}
+    recorded = _with_fixed(stored)
+    out: dict[str, Any] = {}
+    for name in SHARED:
+        field = _field(name)
+        if field in settings.model_fields_set or name not in recorded or name in SECRET_URLS:
+            continue
+        kind: TypeAdapter[Any] = TypeAdapter(Settings.model_fields[field].annotation or Any)
+        out[field] = kind.validate_python(recorded[name])
+    return out
+
+
 async def check(db: Database, settings: Settings, secrets: Secrets | None,
                 known: set[str]) -> None:
-    """A one-shot command's comparison: it never records; with a value other
-    than the recorded one (of the secrets it knows) it stops."""
+    """A one-shot command's comparison: it never records; with a value it
+    sets other than the recorded one (of the secrets it knows) it stops
+    (the shared settings it leaves unset it took: `unset_recorded`)."""
     await refuse_unknown_zone(db, settings.time_zone)
     stored = {r["name"]: r["value"] for r in await db.fetch("recorded_settings")}
     recorded, salt = _with_fixed(_upgraded(stored)), stored.get(SALT)
     keys = secrets_of(secrets, known, salt) if secrets is not None else {}
     for name, value in {**values_of(settings, salt), **keys}.items():
         theirs = recorded.get(name, _ABSENT)
-        if theirs is _ABSENT:
+        if theirs is _ABSENT or (name in SECRET_URLS
+                                 and _field(name) not in settings.model_fields_set):
             continue
         if name in keys:  # the secret it signs with is one the deployment accepts
             record = theirs if isinstance(theirs, dict) else {"current": None, "accepts": []}

@@ -58,3 +58,23 @@ def test_a_second_process_must_share_the_deployments_settings(
         "completion_id": "d1", "user_id": 1, "points": 1}).status_code == 201
     assert second.client(INGEST).post("/v1/completions", json={
         "completion_id": "d2", "user_id": 2, "points": 1}).status_code == 201
+
+
+def test_a_one_shot_command_takes_the_settings_its_shell_leaves_unset(
+        serve: Any, tmp_path: Path, database_url: str, redis_url: str,
+        key_prefix: str) -> None:
+    """Issue 65, point 11: an operator's shell rarely carries every shared
+    setting. A one-shot command takes the deployment's recorded value of one
+    it leaves unset (here the tie policy, which names the board's keys, and
+    the periods, which name the day's board), and stops only on one it sets
+    to another value."""
+    shared = {"LAURELS_TIE_POLICY": "first", "LAURELS_PERIODS": "week,day", **LEAGUES}
+    server = serve(**shared)
+    assert server.client(INGEST).post("/v1/completions", json={
+        "completion_id": "o1", "user_id": 1, "points": 3}).status_code == 201
+    bare = server_env(database_url, redis_url, key_prefix, tmp_path / "shell")
+    for season in ("current", "current-day"):
+        out = run(bare, "verify", "--season", season)
+        assert out.returncode == 0 and "consistent (1 learners checked)" in out.stdout, out
+    refused = run({**bare, "LAURELS_PERIODS": "week"}, "verify", "--season", "current")
+    assert one_line_of(refused).startswith("laurels: LAURELS_PERIODS is week here"), refused
