@@ -76,11 +76,15 @@ class EpochWatch:
             else:  # none recorded yet (a first start): nothing changed, record it
                 log.info("Redis run id %s recorded (none before); checking the boards it "
                          "holds", now)
-            rebuilt, replayed = await self.repair()
+            rebuilt, replayed, lost = await self.repair()
             if rebuilt or replayed:
                 log.warning("Redis had gone back in time (run id %s -> %s): %d completions, "
                             "corrections and profiles applied again, %d boards rebuilt",
                             row["fingerprint"] or "none", now, replayed, len(rebuilt))
+            if lost and row["fingerprint"]:  # (a first start's Redis may be new: no loss)
+                log.warning("Redis came back without %d open boards PostgreSQL holds (run id "
+                            "%s -> %s: emptied, or a new server): each is rebuilt from "
+                            "PostgreSQL on first use", lost, row["fingerprint"], now)
             if await self.board.fingerprint() != now:
                 return False  # it changed again meanwhile: repair again next time
             await self.db.run("set_redis_epoch", tx, key_prefix=prefix, fingerprint=now)
@@ -100,10 +104,11 @@ class EpochWatch:
         doubted until the repair)."""
         self.board.trust.load(await self.recorded(), await self.board.fingerprint())
 
-    async def repair(self) -> tuple[list[str], int]:
+    async def repair(self) -> tuple[list[str], int, int]:
         """Catch every season whose board Redis holds up with PostgreSQL, or
-        rebuild it when it cannot be; returns the ones rebuilt, and how many
-        facts (completions, corrections, profiles) were applied again.
+        rebuild it when it cannot be; returns the ones rebuilt, how many
+        facts (completions, corrections, profiles) were applied again, and
+        how many open seasons' boards Redis lacks (they heal on first use).
         REPAIR_CONCURRENCY seasons at a time: each is independent, and a
         kind may have 10,000 boards (issue 42)."""
         turns = asyncio.Semaphore(REPAIR_CONCURRENCY)
@@ -114,20 +119,24 @@ class EpochWatch:
             async with turns:
                 return await self._repair(season)
 
-        seasons = [row["season"] for row in await self.db.fetch("all_seasons")]
+        rows = await self.db.fetch("all_seasons")
+        seasons = [row["season"] for row in rows]
         outcomes = await asyncio.gather(*(one(s) for s in seasons), return_exceptions=True)
         done: list[tuple[bool, int]] = []
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
             done.append(outcome)
+        lost = sum(1 for row, (_, n) in zip(rows, done, strict=True)
+                   if n < 0 and not row["finalized"])
         return ([s for s, (rebuilt, _) in zip(seasons, done, strict=True) if rebuilt],
-                sum(n for _, n in done))
+                sum(max(n, 0) for _, n in done), lost)
 
     async def _repair(self, season: str) -> tuple[bool, int]:
-        """One season caught up (False, facts applied again) or rebuilt (True, 0)."""
+        """One season caught up (False, facts applied again), rebuilt (True,
+        0) or absent from Redis (False, -1)."""
         if not await self.board.present(season):
-            return False, 0  # lost altogether: it heals on first use
+            return False, -1  # lost altogether: it heals on first use
         caught = await self.catchup.season(season)
         if caught is not None:
             replayed = caught.completions + caught.corrections + caught.profiles

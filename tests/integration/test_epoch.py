@@ -43,3 +43,26 @@ async def test_a_change_that_lost_nothing_is_said_without_a_warning(
     said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "laurels.epoch"]
     assert [level for level, _ in said] == [logging.INFO], said
     assert "Redis changed (run id an-older-run -> " in said[0][1]
+
+
+async def test_a_redis_that_came_back_empty_is_a_warning(
+        rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 65, point 12: a Redis that came back without the boards of open
+    seasons (emptied, or a new server) logged only INFO; each board heals on
+    first use, but an operator is told, with how many."""
+    from datetime import UTC, datetime
+
+    svc = rt.derive(clock=lambda: datetime(2026, 12, 2, 12, tzinfo=UTC))
+    await svc.ingestor.record([{"completion_id": "e1", "user_id": 1, "points": 2,
+                                "completed_at": "2026-12-01T10:00:00Z"}])
+    await svc.projector.drain(min_age_seconds=0)
+    await rt.epoch.check()
+    assert await rt.board.drop_season("2026-W49")  # this test's keys only
+    await rt.db.run("set_redis_epoch", key_prefix=rt.keys.prefix, fingerprint="an-older-run")
+    rt.epoch.seen = ""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="laurels.epoch"):
+        assert await rt.epoch.check()
+    warned = [r.getMessage() for r in caplog.records
+              if r.name == "laurels.epoch" and r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "came back without 1 open boards" in warned[0], warned
