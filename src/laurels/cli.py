@@ -492,10 +492,14 @@ def projector() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, supervisor.stop.set)
-        for name, work in background_loops(rt, hints=False).items():
+        loops = background_loops(rt, hints=False)
+        for name, work in loops.items():
             supervisor.start(name, work)
+        typer.echo(f"laurels: projector running (pid {os.getpid()}): applying completions to "
+                   f"the boards, with {len(loops) - 1} housekeeping loops; Ctrl-C stops it")
         await supervisor.stop.wait()
         await supervisor.shutdown()
+        typer.echo("laurels: projector stopped")
 
     _with_runtime(settings, work, one_shot=False)
 

@@ -293,6 +293,8 @@ async def run_demo(settings: Settings, secrets: Secrets, database_url: str, redi
     say(f"laurels demo: the live board is at {url}")
     say(f"laurels demo: learner {who} sees their rank, class, courses and league at "
         f"{url}#token={token}")
+    say(f"laurels demo: the operator console is at {url}admin; the demo's tokens (ingest, "
+        f"admin) are in {settings.data_dir / 'secrets.json'}, made afresh at each start")
     say("laurels demo: Ctrl-C stops it")
     await serving
     sim.cancel()

@@ -257,6 +257,10 @@ def test_demo_runs_and_stops_cleanly(data_dir: Path) -> None:
         first = wait_until(shaped, 30, "the demo's board to have a shape")
         assert first["entries"][0]["display_name"] != ""
         token = url.split("#token=", 1)[1]
+        assert proc.stdout is not None  # issue 65: where the tokens are, and the console
+        console = proc.stdout.readline()
+        assert f"the operator console is at http://127.0.0.1:{port}/admin" in console, console
+        assert str(data_dir / "demo" / "secrets.json") in console
         demo_learner_is_active(f"http://127.0.0.1:{port}", token)
         # Courses and tracks: the featured learner counts on boards of both kinds.
         import base64

@@ -126,6 +126,8 @@ def test_events_of_every_writer_reach_the_receiver(tmp_path: Path, database_url:
         finally:
             stop_process(projector)
             log.close()
+        said = (tmp_path / "projector.log").read_text()  # issue 65: it says it runs
+        assert "laurels: projector running (pid " in said and "projector stopped" in said, said
         assert receiver.bad_signatures == 0
         assert {k for k in kinds() if k[0] != "notification.created"} == {
             ("completion.restored", "w1"), ("completion.voided", "w1")}
