@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from laurels.board.roles import Dropper
-from laurels.db import Database, Jsonb, Tx
+from laurels.db import Database, Jsonb, Row, Tx
 from laurels.errors import DomainError, StoreUnavailable
 from laurels.kind_rules import (
     KINDS_MAX,
@@ -179,6 +179,15 @@ class BoardKinds:
             log.warning("board kind %s deleted; %d boards' keys wait for Redis (%s)", kind,
                         len(rows), exc)
         return True
+
+    async def boards(self, kind: BoardKind, season: Season, search: str | None,
+                     after: str, limit: int) -> list[Row]:
+        """The boards of `kind` with a counted completion in `season` (one of
+        the kind's, in its zone), by name after `after`, whose name holds
+        `search`: {board, learners}."""
+        return await self.db.fetch("kind_boards", pattern=kind_pattern(kind.kind),
+                                   starts=season.starts_at, ends=season.ends_at, after=after,
+                                   search=search, limit=limit)
 
     async def drop_pending(self, kind: str | None = None) -> int:
         """Drop the keys of deleted kinds' boards that Redis could not take

@@ -242,3 +242,38 @@ def test_a_learners_boards_are_listed_and_one_is_voided_alone(serve: Any) -> Non
     assert [(e["user_id"], e["score"]) for e in whole] == [(1, 5)]  # the plain one counts
     course = c.get("/v1/leaderboards/current", params={"board": "course:sql"}).json()
     assert course["total"] == 0
+
+
+def test_the_boards_of_a_kind_are_listed_and_searched(serve: Any) -> None:
+    """Issue 65, point 12: the Boards tab listed only the whole board (an
+    operator had to know `course:python-101`). A kind's boards of this week
+    are listed, searched by name, and each rebuilt or verified in place."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = serve()
+    c = server.client(INGEST)
+    assert server.client(ADMIN).put("/v1/admin/board-kinds/course", json={
+        "title": "Courses"}).status_code == 201
+    resp = c.post("/v1/completions/batch", json={"completions": [
+        {**completion(f"k{n}", n, 5), "tags": [f"course:{name}"]}
+        for n, name in enumerate(["python-101", "python-201", "sql"], start=1)]})
+    assert resp.status_code == 200, resp.text
+    listed = server.client(ADMIN).get("/v1/admin/board-kinds/course/boards",
+                                      params={"search": "PYTHON"}).json()
+    assert [b["board"] for b in listed["boards"]] == ["course:python-101", "course:python-201"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/admin")
+            signs_in(page)
+            expect(page.locator("#boards-kind option")).to_have_text(["Courses (course)"])
+            page.locator("#boards-search").fill("python")
+            page.locator("#kind-boards").get_by_role("button", name="Find").click()
+            seasons = page.locator("#seasons tbody tr")
+            expect(seasons).to_have_count(3, timeout=15_000)  # the whole board, two courses
+            expect(seasons.nth(1)).to_contain_text("course:python-101")
+            seasons.nth(2).get_by_role("button", name="Verify").click()
+            expect(page.locator("#verify-result")).to_contain_text("consistent")
+        finally:
+            browser.close()

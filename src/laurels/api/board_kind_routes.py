@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from laurels.api import schemas as s
+from laurels.api.boards import board_season
 from laurels.api.dependencies import admin_token, small_json_body
+from laurels.api.params import Limit
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
-from laurels.kind_rules import BoardKind
+from laurels.kind_rules import BoardKind, check_kind
 from laurels.reads import iso
 
 KindPath = Annotated[str, Path(
@@ -62,3 +64,34 @@ async def delete_kind(request: Request, kind: KindPath) -> Response:
     (`204` all the same)."""
     await services(request).board_kinds.delete(kind)
     return Response(status_code=204)
+
+
+@router.get("/v1/admin/board-kinds/{kind}/boards", tags=["admin"],
+            dependencies=[Depends(admin_token)],
+            responses={200: {"model": s.KindBoardsOut}, **s.problems(401, 403, 404, 422, 503)})
+async def get_kind_boards(
+        request: Request, kind: KindPath,
+        season: Annotated[str, Query(description="a season of the kind (`current`, a week, ...), "
+                                                 "in its time zone")] = "current",
+        search: Annotated[str | None, Query(min_length=1, max_length=64,
+                                            description="part of the board's name")] = None,
+        limit: Limit = 100,
+        after: Annotated[str | None, Query(max_length=100,
+                                           description="the `next` of the last page")] = None,
+        ) -> Response:
+    """The boards of a kind with a counted completion in one of its seasons
+    (the operator console's Boards): by name, those whose name holds
+    `search`, with how many learners each."""
+    svc = services(request)
+    check_kind(kind)  # a malformed one: 422
+    found = await svc.board_kinds.find(kind)
+    if found is None:
+        raise Problem("not_found", f"no board kind {kind} is defined")
+    named = await board_season(svc, season, f"{kind}:x")
+    rows = await svc.board_kinds.boards(found, named, search, after or "", limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return JSONResponse({"kind": kind, "season": named.label,
+                         "boards": [{"board": r["board"], "learners": r["learners"]}
+                                    for r in rows],
+                         "next": rows[-1]["board"] if more else None})

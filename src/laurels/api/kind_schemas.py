@@ -52,3 +52,17 @@ class LearnerBoardOut(BaseModel):
 
 class LearnerBoardsOut(BaseModel):
     boards: list[LearnerBoardOut]
+
+
+class KindBoardOut(BaseModel):
+    board: str
+    learners: int
+
+
+class KindBoardsOut(BaseModel):
+    """A kind's boards with a counted completion in a season of the kind."""
+
+    kind: str
+    season: str
+    boards: list[KindBoardOut]
+    next: str | None = Field(None, description="the `after` of the next page; null: the last")

@@ -11,6 +11,7 @@ from laurels.api.kind_schemas import (  # re-exported: every body's model is her
 )
 from laurels.api.kind_schemas import BoardKindOut as BoardKindOut
 from laurels.api.kind_schemas import BoardKindsOut as BoardKindsOut
+from laurels.api.kind_schemas import KindBoardsOut as KindBoardsOut
 from laurels.api.kind_schemas import LearnerBoardOut as LearnerBoardOut
 from laurels.api.kind_schemas import LearnerBoardsOut as LearnerBoardsOut
 from laurels.kinds import Metric, NotificationKind

@@ -8,7 +8,7 @@
 const KEY = "laurels-admin-token";
 const $ = (id) => document.getElementById(id);
 const state = { section: "boards", user: null, season: "current", board: "global",
-                week: "current" };
+                week: "current", kindBoards: [] };
 const token = () => sessionStorage.getItem(KEY);
 const seg = encodeURIComponent;  // every value put in a path
 // `?board=` for a board of a kind; nothing for the whole board.
@@ -118,7 +118,7 @@ function show(section) {
     b.setAttribute("aria-pressed", String(b.dataset.section === section));
     $(b.dataset.section).hidden = b.dataset.section !== section;
   }
-  ({ boards: loadBoards, learner: () => state.user && loadLearner(), leagues: loadLeagues,
+  ({ boards: () => { loadKindChoices(); loadBoards(); }, learner: () => state.user && loadLearner(), leagues: loadLeagues,
      kinds: loadKinds, webhooks: loadDeliveries, audit: loadAudit, health: loadHealth })[section]();
 }
 
@@ -134,6 +134,7 @@ async function loadBoards() {
     const r = await api("GET", `/v1/leaderboards/${ALIASES[p]}?limit=1`);
     if (r.ok) seasons.push(r.body);
   }
+  seasons.push(...state.kindBoards);
   rows("seasons", seasons, (tr, s) => {
     cell(tr, s.board);
     cell(tr, s.season);
@@ -148,6 +149,36 @@ async function loadBoards() {
       td.appendChild(b);
     }
   });
+}
+
+// The boards of a kind (a course, a track...) this week, by name, searched:
+// listed under the whole board's, each with rebuild and verify.
+async function loadKindChoices() {
+  const r = await api("GET", "/v1/admin/board-kinds");
+  const select = $("boards-kind");
+  select.replaceChildren();
+  for (const k of (r.ok && r.body.kinds) || []) {
+    const option = document.createElement("option");
+    option.value = k.kind;
+    option.textContent = `${k.title} (${k.kind})`;
+    select.appendChild(option);
+  }
+  $("kind-boards").hidden = select.options.length === 0;
+}
+
+async function findKindBoards(event) {
+  event.preventDefault();
+  const kind = $("boards-kind").value, search = $("boards-search").value.trim();
+  if (!kind) return;
+  const r = await api("GET", `/v1/admin/board-kinds/${seg(kind)}/boards?season=current` +
+                      (search ? `&search=${seg(search)}` : ""));
+  if (!r.ok) return;
+  const found = await Promise.all(r.body.boards.map((b) => api(
+    "GET", `/v1/leaderboards/current?limit=1&board=${seg(b.board)}`)));
+  state.kindBoards = found.filter((f) => f.ok).map((f) => f.body);
+  $("status").textContent = `${r.body.boards.length} board${r.body.boards.length === 1 ? "" : "s"}` +
+    ` of ${kind} in ${r.body.season}` + (r.body.next ? " (the first 100: search to narrow)" : "");
+  loadBoards();
 }
 
 async function rebuild(season, board) {
@@ -445,6 +476,7 @@ for (const b of $("sections").querySelectorAll("button[data-section]")) {
   b.addEventListener("click", () => show(b.dataset.section));
 }
 $("find").addEventListener("submit", findLearner);
+$("kind-boards").addEventListener("submit", findKindBoards);
 $("void-week").addEventListener("click", () => correctAll(true));
 $("restore-week").addEventListener("click", () => correctAll(false));
 $("suspend").addEventListener("click", () => suspend(true));

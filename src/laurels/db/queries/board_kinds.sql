@@ -58,3 +58,16 @@ LIMIT %(limit)s;
 -- name: forget_board_drops
 -- Seasons whose keys Redis has dropped.
 DELETE FROM board_drops WHERE season = ANY(%(seasons)s);
+
+-- name: kind_boards
+-- The boards of a kind with a counted completion in a span (a season of
+-- the kind, in its zone), by name, those whose value holds `search` (NULL:
+-- all), after a board's name (paging), with how many learners each: what
+-- the operator console lists (GET /v1/admin/board-kinds/{kind}/boards).
+SELECT t.tag AS board, count(DISTINCT c.user_id) AS learners
+FROM completions c CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+WHERE c.tags IS NOT NULL AND c.voided_at IS NULL
+  AND c.completed_at >= %(starts)s AND c.completed_at < %(ends)s
+  AND t.tag LIKE %(pattern)s AND t.tag > %(after)s
+  AND (%(search)s::text IS NULL OR strpos(lower(t.tag), lower(%(search)s)) > 0)
+GROUP BY t.tag ORDER BY t.tag LIMIT %(limit)s;
