@@ -453,3 +453,31 @@ async def test_the_league_calls(serve: ApiFactory) -> None:
             await admin.league_history(1)
         with pytest.raises(NotFound):
             await admin.league_summary("current")
+
+
+async def test_the_kind_calls(serve: ApiFactory) -> None:
+    """Issue 65, point 12: the client had no calls for board kinds. It defines,
+    lists, retitles and deletes them, lists a kind's boards, and corrects a
+    learner on one board; each result as its type says."""
+    from laurels.client import BoardKind, KindBoards, KindConflict
+
+    api = await serve(close_seasons=False)
+    admin, platform = client(api, ADMIN), client(api, INGEST)
+    async with admin, platform:
+        defined = await admin.define_kind("course", metric="best", periods=["week", "all"],
+                                          time_zone="Asia/Tokyo")
+        shaped(defined, BoardKind)
+        assert (defined["metric"], defined["periods"]) == ("best", ["week", "all"])
+        assert (await admin.define_kind("course", title="Courses"))["title"] == "Courses"
+        with pytest.raises(KindConflict):
+            await admin.define_kind("course", metric="points")
+        assert [k["kind"] for k in (await admin.board_kinds())["kinds"]] == ["course"]
+        await platform.post_completion("k1", 3, 7, "2025-12-02T10:00:00Z", tags=["course:sql"])
+        boards = await admin.kind_boards("course", season="2025-W49", search="sq")
+        shaped(boards, KindBoards)
+        assert boards["boards"] == [{"board": "course:sql", "learners": 1}]
+        done = await admin.void_user(3, "copied", season="2025-W49", board="course:sql")
+        assert done == {"user_id": 3, "voided": 1}
+        assert (await admin.restore_user(3, board="course:sql"))["restored"] == 1
+        await admin.delete_kind("course")
+        assert (await admin.board_kinds())["kinds"] == []

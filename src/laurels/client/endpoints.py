@@ -8,43 +8,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
+from laurels.client.admin_endpoints import AdminEndpoints
 from laurels.client.calls import Call
 from laurels.client.league_types import (
     CohortBoard,
-    CohortList,
     League,
     LeagueHistory,
-    LeagueSummary,
 )
 from laurels.client.transport import Request
 from laurels.client.types import (
     Access,
-    AuditLog,
     Board,
     CompletionResult,
-    Correction,
-    Deliveries,
-    DeliveryStatus,
     FriendsBoard,
     Group,
     GroupBoard,
     LearnerBoards,
-    LearnerCorrection,
     MarkedRead,
     Membership,
     Neighbourhood,
     Notifications,
-    Rebuild,
-    RebuildStarted,
-    Suspension,
     User,
     UserCompletions,
     UserGroups,
-    VerifyResult,
     Visibility,
 )
+from laurels.client.wire import on, page, seg
 
 
 @dataclass(frozen=True)
@@ -69,20 +59,7 @@ class Completion:
         return out
 
 
-def seg(value: object) -> str:
-    return quote(str(value), safe="")
-
-
-def page(limit: int, after: str | None) -> dict[str, Any]:
-    return {"limit": limit, **({"after": after} if after else {})}
-
-
-def on(board: str) -> dict[str, Any]:
-    """`?board=`: a board of a kind (`course:python-101`); none for `global`."""
-    return {} if board == "global" else {"board": board}
-
-
-class Endpoints:
+class Endpoints(AdminEndpoints):
     """Every call of the API, written once. Each builds its request;
     `Client._run` and `AsyncClient._run` send it. Besides what each lists,
     every call raises `Unauthorized`/`Forbidden` (token), `RateLimited`,
@@ -277,123 +254,3 @@ class Endpoints:
         admin). Returns `MarkedRead`."""
         return Request("POST", f"/v1/users/{user_id}/notifications/read",
                         json={"ids": list(ids)})
-
-    # -- admin (the admin token) ------------------------------------------------------------
-
-    @Call
-    def erase_user(user_id: int) -> Request[None]:
-        """Erase a learner for good (completions, name, notifications, every
-        board and group): `DELETE /v1/users/{user_id}` (admin token). Returns
-        None."""
-        return Request("DELETE", f"/v1/users/{user_id}")
-
-    @Call
-    def void(completion_id: str, reason: str) -> Request[Correction]:
-        """Void a completion (`reason` 1 to 500 characters): it stops counting
-        on every board: `POST /v1/admin/completions/{completion_id}/void`
-        (admin token). Voiding twice answers the same. Returns a `Correction`
-        (`status: "voided"`). Raises `NotFound`."""
-        return Request("POST", f"/v1/admin/completions/{seg(completion_id)}/void",
-                        json={"reason": reason})
-
-    @Call
-    def restore(completion_id: str, reason: str | None = None) -> Request[Correction]:
-        """Restore a voided completion: it counts again:
-        `POST /v1/admin/completions/{completion_id}/restore` (admin token).
-        Returns a `Correction` (`status: "recorded"`). Raises `NotFound`."""
-        return Request("POST", f"/v1/admin/completions/{seg(completion_id)}/restore",
-                        json={"reason": reason} if reason else {})
-
-    @Call
-    def void_user(user_id: int, reason: str, season: str | None = None
-                  ) -> Request[LearnerCorrection]:
-        """Void every counted completion of a learner in `season`, or every
-        one, all or none: `POST /v1/admin/users/{user_id}/void` (admin).
-        Returns a `LearnerCorrection` (`voided`). Raises `UserErased`."""
-        body = {k: v for k, v in (("reason", reason), ("season", season)) if v is not None}
-        return Request("POST", f"/v1/admin/users/{user_id}/void", json=body)
-
-    @Call
-    def restore_user(user_id: int, reason: str | None = None, season: str | None = None
-                     ) -> Request[LearnerCorrection]:
-        """Restore every voided completion of a learner in `season`, or every
-        one: `POST /v1/admin/users/{user_id}/restore` (admin). Returns a
-        `LearnerCorrection` (`restored`). Raises `UserErased`."""
-        body = {k: v for k, v in (("reason", reason), ("season", season)) if v is not None}
-        return Request("POST", f"/v1/admin/users/{user_id}/restore", json=body)
-
-    @Call
-    def suspend(user_id: int, reason: str) -> Request[Suspension]:
-        """Suspend a learner (off every public board, like a hidden one):
-        `POST /v1/admin/users/{user_id}/suspend` (admin token). Returns a
-        `Suspension`. Raises `UserErased`."""
-        return Request("POST", f"/v1/admin/users/{user_id}/suspend", json={"reason": reason})
-
-    @Call
-    def unsuspend(user_id: int, reason: str | None = None) -> Request[Suspension]:
-        """Unsuspend a learner: `POST /v1/admin/users/{user_id}/unsuspend`
-        (admin token). Returns a `Suspension`. Raises `UserErased`."""
-        return Request("POST", f"/v1/admin/users/{user_id}/unsuspend",
-                        json={"reason": reason} if reason else {})
-
-    @Call
-    def audit(limit: int = 100, after: str | None = None) -> Request[AuditLog]:
-        """One page of the audit log, newest first: `GET /v1/admin/audit`
-        (admin token). Returns an `AuditLog`."""
-        return Request("GET", "/v1/admin/audit", page(limit, after))
-
-    @Call
-    def rebuild(season: str, board: str = "global") -> Request[RebuildStarted]:
-        """Rebuild a season's board from PostgreSQL in the background:
-        `POST /v1/admin/leaderboards/{season}/rebuild` (admin token). Returns
-        `RebuildStarted` (follow it with `rebuild_status`). Raises
-        `NotFound`, `Rebuilding` (one is starting: retried)."""
-        return Request("POST", f"/v1/admin/leaderboards/{seg(season)}/rebuild", on(board))
-
-    @Call
-    def rebuild_status(rebuild_id: str) -> Request[Rebuild]:
-        """A rebuild's state: `GET /v1/admin/rebuilds/{rebuild_id}` (admin
-        token). Returns a `Rebuild`. Raises `NotFound`."""
-        return Request("GET", f"/v1/admin/rebuilds/{seg(rebuild_id)}")
-
-    @Call
-    def verify(season: str, board: str = "global") -> Request[VerifyResult]:
-        """Compare a season's board in Redis with the sums in PostgreSQL:
-        `GET /v1/admin/leaderboards/{season}/verify` (admin token). Returns a
-        `VerifyResult`. Raises `NotFound`."""
-        return Request("GET", f"/v1/admin/leaderboards/{seg(season)}/verify", on(board))
-
-    @Call
-    def league_summary(season: str) -> Request[LeagueSummary]:
-        """A week's leagues by tier (cohorts, members, promoted, demoted):
-        `GET /v1/admin/leagues/{season}` (admin token). Returns a
-        `LeagueSummary`. Raises `NotFound` (leagues are off)."""
-        return Request("GET", f"/v1/admin/leagues/{seg(season)}")
-
-    @Call
-    def league_cohorts(season: str, tier: str | None = None, limit: int = 100,
-                       after: str | None = None) -> Request[CohortList]:
-        """A page of a week's cohorts by tier then cohort (one `tier`'s, or
-        all): `GET /v1/admin/leagues/{season}/cohorts` (admin). Returns a
-        `CohortList`. Raises `NotFound` (leagues off), `ValidationError`."""
-        params = {**page(limit, after), **({"tier": tier} if tier is not None else {})}
-        return Request("GET", f"/v1/admin/leagues/{seg(season)}/cohorts", params)
-
-    @Call
-    def deliveries(status: DeliveryStatus | None = None, limit: int = 100,
-                   after: str | None = None) -> Request[Deliveries]:
-        """One page of webhook deliveries, newest first, of one `status` or
-        all: `GET /v1/admin/webhooks/deliveries` (admin token). Returns
-        `Deliveries`."""
-        params = page(limit, after)
-        if status is not None:
-            params["status"] = status
-        return Request("GET", "/v1/admin/webhooks/deliveries", params)
-
-    @Call
-    def retry_delivery(delivery_id: str) -> Request[None]:
-        """Send a webhook delivery again at once (a failed one gets another
-        24 hours): `POST /v1/admin/webhooks/deliveries/{id}/retry` (admin
-        token). Returns None. Raises `NotFound`."""
-        return Request("POST", f"/v1/admin/webhooks/deliveries/{seg(delivery_id)}/retry",
-                        bodiless=True)

@@ -76,6 +76,12 @@ class SeasonClosed(LaurelsError):
     code = "season_closed"
 
 
+class KindConflict(LaurelsError):
+    """409: the board kind exists with another metric, periods, zone or notify."""
+
+    code = "kind_conflict"
+
+
 class UserErased(LaurelsError):
     """410: the learner was erased."""
 
@@ -133,8 +139,8 @@ class Unavailable(LaurelsError):
 
 ERRORS: dict[str, type[LaurelsError]] = {cls.code: cls for cls in (
     ValidationError, Unauthorized, Forbidden, NotFound, NotRanked, CompletionConflict,
-    SeasonClosed, UserErased, PayloadTooLarge, UnsupportedMediaType, RateLimited, Rebuilding,
-    Unavailable)}
+    SeasonClosed, KindConflict, UserErased, PayloadTooLarge, UnsupportedMediaType, RateLimited,
+    Rebuilding, Unavailable)}
 
 
 def problem(resp: httpx.Response, retry_after: float | None) -> LaurelsError:

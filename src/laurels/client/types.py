@@ -357,3 +357,33 @@ class LearnerBoards(TypedDict):
     """`GET /v1/users/{user_id}/boards`: every board the learner counts on."""
 
     boards: list[LearnerBoard]
+
+
+class BoardKind(TypedDict):
+    """A board kind (`PUT /v1/admin/board-kinds/{kind}`)."""
+
+    kind: str
+    title: str
+    metric: Metric
+    periods: list[str]
+    time_zone: str
+    notify: bool
+    created_at: str
+
+
+class BoardKinds(TypedDict):
+    kinds: list[BoardKind]
+
+
+class KindBoard(TypedDict):
+    board: str
+    learners: int
+
+
+class KindBoards(TypedDict):
+    """`GET /v1/admin/board-kinds/{kind}/boards`: a page of a kind's boards."""
+
+    kind: str
+    season: str
+    boards: list[KindBoard]
+    next: str | None
