@@ -213,6 +213,15 @@ function addNotification(n, atTop) {
   for (const old of list.querySelectorAll(`li[data-id="${n.id}"]`)) old.remove();
   if (atTop) list.prepend(li); else list.appendChild(li);
   $("inbox").hidden = false;
+  const more = $("all-notifications");
+  more.hidden = list.children.length <= 3 || $("inbox").classList.contains("all");
+  more.textContent = `All ${list.children.length} notifications`;
+}
+
+function showAllNotifications() {
+  $("inbox").classList.add("all");
+  $("all-notifications").hidden = true;
+  $("all-notifications").setAttribute("aria-expanded", "true");
 }
 
 // The board the selected tab shows: the whole board, a group's, or friends'.
@@ -684,6 +693,7 @@ function start() {
     && go(shiftSeason(state.season, dir));
   $("prev").addEventListener("click", () => step(-1));
   $("next").addEventListener("click", () => step(1));
+  $("all-notifications").addEventListener("click", showAllNotifications);
   state.friends = (hash.get("friends") || "").split(",").filter((x) => /^[0-9]+$/.test(x)).map(Number)
     .slice(0, 1000);
   if (state.userId) {
