@@ -542,7 +542,8 @@ def test_the_embedded_board_works_from_another_origin(serve: Any) -> None:
         course = page.locator("#course tbody tr")  # a board of a kind
         expect(course).to_have_count(2, timeout=10_000)
         expect(course.first).to_contain_text("L5")
-        expect(page.locator("#course caption")).to_contain_text("course:a")
+        # Issue 65, point 12: named as the page names it, not by its raw tag.
+        expect(page.locator("#course caption")).to_contain_text("Course · a, ")
         team = page.locator("#team tbody tr")
         expect(team).to_have_count(2)
         expect(page.locator("#team caption")).to_contain_text("Team:")  # its name, not its id

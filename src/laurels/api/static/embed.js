@@ -53,9 +53,15 @@
     }
   }
 
+  const METRIC_HEADS = { points: "Points", completions: "Completions", best: "Best" };
+  const boardName = (board) => {
+    const [kind, value] = board.split(":", 2);
+    return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} · ${value}`;
+  };
+
   class LaurelsBoard extends HTMLElement {
     static get observedAttributes() {
-      return ["season", "board", "group", "limit", "token", "src", "view"];
+      return ["season", "board", "group", "limit", "token", "src", "view", "heading"];
     }
 
     constructor() {
@@ -170,11 +176,15 @@
     render(body, me) {
       const table = document.createElement("table");
       const caption = table.createCaption();
-      const season = body.board && body.board !== "global" ? `${body.board}, ${body.season}`
-        : body.season;
+      // A board of a kind by its kind and value, as the page names it
+      // ("Course · python-101"), or by the host page's `heading`.
+      const named = this.getAttribute("heading") || (body.board && body.board !== "global"
+        ? boardName(body.board) : "");
+      const season = named ? `${named}, ${body.season}` : body.season;
       caption.textContent = this.group ? `${body.name || this.group}: ${season}` : season;
       const head = table.createTHead().insertRow();
-      for (const [text, cls] of [["#", ""], ["Learner", ""], ["Points", "score"]]) {
+      const scored = METRIC_HEADS[body.metric] || "Points";
+      for (const [text, cls] of [["#", ""], ["Learner", ""], [scored, "score"]]) {
         const th = document.createElement("th");
         th.textContent = text;
         if (cls) th.className = cls;
