@@ -81,17 +81,23 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
-def table(results: dict[str, Any]) -> str:
-    """One row per figure and board size: value, baseline, ratio, goal."""
-    rows = ["| learners | figure | laurels | baseline | ratio | goal | notes |",
-            "|---:|---|---:|---:|---:|---|---|"]
+MODES = {"quick": " --quick", "full": " --full", "default": ""}
+
+
+def table(results: dict[str, Any], command: str | None = None) -> str:
+    """One row per figure and board size: value, baseline, ratio, goal, and
+    the command that measures it again (bench.run in the run's mode)."""
+    command = command or f"python -m bench.run{MODES.get(results.get('mode', ''), '')}"
+    rows = ["| learners | figure | laurels | baseline | ratio | goal | notes | reproduce |",
+            "|---:|---|---:|---:|---:|---|---|---|"]
     groups = [(f"{size['learners']:,}", size["figures"]) for size in results["sizes"]]
     groups.append(("—", results["once"]))
     for learners, figures in groups:
         for f in figures:
             notes = "; ".join(part for part in (f["baseline_is"], f["context"]) if part)
             rows.append(f"| {learners} | {f['name']} | {number(f['value'])} | "
-                        f"{number(f['baseline'])} | {f['ratio']:.2f} | {f['goal']} | {notes} |")
+                        f"{number(f['baseline'])} | {f['ratio']:.2f} | {f['goal']} | {notes} | "
+                        f"`{command}` |")
     return "\n".join(rows)
 
 

@@ -178,8 +178,10 @@ def start_service(database_url: str, redis_url: str, prefix: str, workdir: Path,
         "LAURELS_USER_TOKEN_SECRET": tokens[2] + tokens[2],
         "LAURELS_WRITE_RATE_LIMIT": "0", "LAURELS_CLOSE_SEASONS": "false",
         # Every simulated viewer comes from 127.0.0.1, where a real audience
-        # comes from many addresses: the per-client stream cap (16) is lifted.
+        # comes from many addresses: the per-client stream cap (16) and
+        # connection share (1,000, issue 64) are lifted.
         "LAURELS_MAX_STREAMS_PER_CLIENT": "1000000",
+        "LAURELS_MAX_CONNECTIONS_PER_CLIENT": "1000000",
         **extra_env,
     })
     log_path = workdir / f"{name}.log"

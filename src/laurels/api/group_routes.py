@@ -4,6 +4,7 @@ Groups; `POST /v1/leaderboards/{season}/ranks`): parse, authorize, call
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import orjson
@@ -37,7 +38,7 @@ from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import group_stream
 from laurels.groups import Groups
-from laurels.seasons import GLOBAL
+from laurels.seasons import GLOBAL, Season
 from laurels.validation import (
     GroupIn,
     MembersIn,
@@ -167,6 +168,31 @@ async def get_group_board(request: Request, season: SeasonPath,
         if last is not None:
             body["next"] = cursors.encode(owner, last)
         return _etagged(request, Cached(orjson.dumps(body), 0.0))
+    # The same top page asked for while it is computed waits for that one
+    # computation (and takes no turn): a cold page read by many at once costs
+    # one computation, and one client's many connections are not refused.
+    key = (gid, the_season.name, limit)
+    pending = state.group_fills.get(key)
+    if pending is not None:
+        return _etagged(request, await asyncio.shield(pending))
+    done: asyncio.Future[Cached] = asyncio.get_running_loop().create_future()
+    state.group_fills[key] = done
+    try:
+        cached = await _group_top(request, gid, the_season, limit, owner, client)
+    except BaseException as exc:
+        done.set_exception(exc)
+        done.exception()  # (retrieved: a page nobody waited for logs nothing)
+        raise
+    finally:
+        state.group_fills.pop(key, None)
+    done.set_result(cached)
+    return _etagged(request, cached)
+
+
+async def _group_top(request: Request, gid: str, the_season: Season, limit: int, owner: str,
+                     client: str) -> Cached:
+    """A group's top page computed (one of the client's turns) and cached."""
+    state = api_state(request)
     cache = state.group_cache
     with state.group_pages.turn(client):
         fill = cache.begin(gid, the_season.name)
@@ -177,9 +203,8 @@ async def get_group_board(request: Request, season: SeasonPath,
             cache.end(fill)
             raise
     if last is not None:
-        body["next"] = cursors.encode(owner, last)
-    cached = cache.put(fill, limit, orjson.dumps(body), request.state.group_access, members)
-    return _etagged(request, cached)
+        body["next"] = state.cursors.encode(owner, last)
+    return cache.put(fill, limit, orjson.dumps(body), request.state.group_access, members)
 
 
 def _etagged(request: Request, page: Cached) -> Response:

@@ -11,13 +11,14 @@ FastAPI routes reach it through `api_state(request)` or `services(request)`
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from fastapi import Request
 from starlette.datastructures import State
 
 from laurels.api.auth import Auth
-from laurels.api.caches import AROUND_BYTES, BoardCache, GroupCache, KnownPages
+from laurels.api.caches import AROUND_BYTES, BoardCache, Cached, GroupCache, KnownPages
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import InFlight, RateLimiter
 from laurels.board.signals import Signals
@@ -77,6 +78,7 @@ class ApiState(State):
     around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
     group_pages: InFlight  # uncached group pages each client computes at once
+    group_fills: dict[tuple[str, str, int], asyncio.Future[Cached]]  # top pages being computed
     group_commit: GroupCommit  # single posts of one moment, in one transaction
     supervisor: Supervisor | None  # set while the app's lifespan runs
 
@@ -96,6 +98,7 @@ class ApiState(State):
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
             "group_pages": InFlight(GROUP_PAGES_PER_CLIENT, "uncached group pages"),
+            "group_fills": {},
             "group_commit": GroupCommit(services.ingestor),
             "supervisor": None,
         }
