@@ -56,7 +56,9 @@ from tests.invariants import check_erased_everywhere, check_hidden_nowhere, rese
 
 pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
                                 reason="needs the machine's redis-server to restart one"),
-              pytest.mark.slow]  # every setup's PostgreSQL; its own Redis always
+              # its own Redis always, whatever the setup: .ci/run runs it on the
+              # first setup only (the others would repeat it, minutes each)
+              pytest.mark.slow, pytest.mark.once]
 
 W47, W48 = "2026-W47", "2026-W48"
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)  # W48; W47 in its grace until finalized
