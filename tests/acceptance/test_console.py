@@ -7,8 +7,10 @@ and the token never reaches a URL, a cookie or a log line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,22 @@ def waiting_delivery(database_url: str, other: str) -> str:
                            " ORDER BY id LIMIT 1) RETURNING id::text", (other,)).fetchone()
     assert row is not None
     return str(row[0])
+
+
+@contextlib.contextmanager
+def console(server: Any) -> Iterator[Any]:
+    """A Chromium page on the console, signed in with the admin token."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/admin")
+            signs_in(page)
+            yield page
+        finally:
+            browser.close()
 
 
 def signs_in(page: Any) -> None:
@@ -204,7 +222,7 @@ def test_a_learners_boards_are_listed_and_one_is_voided_alone(serve: Any) -> Non
     """Issue 65, point 6: the console's learner view lists the learner's
     boards; on a board of a kind, "Void all of this season" voids that
     board's season, in its zone, and only the completions on it."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     server = serve()
     c = server.client(INGEST)
@@ -217,27 +235,20 @@ def test_a_learners_boards_are_listed_and_one_is_voided_alone(serve: Any) -> Non
         completion("plain", 1, 5)]})
     assert resp.status_code == 200, resp.text
     wait_until(lambda: c.get("/v1/leaderboards/current").json()["total"] == 1)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{server.url}/admin")
-            signs_in(page)
-            page.get_by_role("button", name="Learner").click()
-            page.locator("#user-id").fill("1")
-            page.get_by_role("button", name="Find").click()
-            boards = page.locator("#learner-boards button")
-            expect(boards).to_have_count(2, timeout=15_000)
-            expect(boards.first).to_have_text("Whole board #1")
-            page.locator("#learner-boards button[data-board='course:sql']").click()
-            expect(page.locator("#learner-summary")).to_contain_text("the board course:sql")
-            expect(page.locator("#completions tbody tr")).to_have_count(2)
-            page.once("dialog", lambda d: d.accept("copied the course"))
-            page.get_by_role("button", name="Void all of this season…").click()
-            expect(page.locator("#completions tbody tr td.voided")).to_have_count(2)
-            expect(page.locator("#problem")).to_be_empty()
-        finally:
-            browser.close()
+    with console(server) as page:
+        page.get_by_role("button", name="Learner").click()
+        page.locator("#user-id").fill("1")
+        page.get_by_role("button", name="Find").click()
+        boards = page.locator("#learner-boards button")
+        expect(boards).to_have_count(2, timeout=15_000)
+        expect(boards.first).to_have_text("Whole board #1")
+        page.locator("#learner-boards button[data-board='course:sql']").click()
+        expect(page.locator("#learner-summary")).to_contain_text("the board course:sql")
+        expect(page.locator("#completions tbody tr")).to_have_count(2)
+        page.once("dialog", lambda d: d.accept("copied the course"))
+        page.get_by_role("button", name="Void all of this season…").click()
+        expect(page.locator("#completions tbody tr td.voided")).to_have_count(2)
+        expect(page.locator("#problem")).to_be_empty()
     whole = c.get("/v1/leaderboards/current").json()["entries"]
     assert [(e["user_id"], e["score"]) for e in whole] == [(1, 5)]  # the plain one counts
     course = c.get("/v1/leaderboards/current", params={"board": "course:sql"}).json()
@@ -248,7 +259,7 @@ def test_the_boards_of_a_kind_are_listed_and_searched(serve: Any) -> None:
     """Issue 65, point 12: the Boards tab listed only the whole board (an
     operator had to know `course:python-101`). A kind's boards of this week
     are listed, searched by name, and each rebuilt or verified in place."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     server = serve()
     c = server.client(INGEST)
@@ -261,19 +272,12 @@ def test_the_boards_of_a_kind_are_listed_and_searched(serve: Any) -> None:
     listed = server.client(ADMIN).get("/v1/admin/board-kinds/course/boards",
                                       params={"search": "PYTHON"}).json()
     assert [b["board"] for b in listed["boards"]] == ["course:python-101", "course:python-201"]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{server.url}/admin")
-            signs_in(page)
-            expect(page.locator("#boards-kind option")).to_have_text(["Courses (course)"])
-            page.locator("#boards-search").fill("python")
-            page.locator("#kind-boards").get_by_role("button", name="Find").click()
-            seasons = page.locator("#seasons tbody tr")
-            expect(seasons).to_have_count(3, timeout=15_000)  # the whole board, two courses
-            expect(seasons.nth(1)).to_contain_text("course:python-101")
-            seasons.nth(2).get_by_role("button", name="Verify").click()
-            expect(page.locator("#verify-result")).to_contain_text("consistent")
-        finally:
-            browser.close()
+    with console(server) as page:
+        expect(page.locator("#boards-kind option")).to_have_text(["Courses (course)"])
+        page.locator("#boards-search").fill("python")
+        page.locator("#kind-boards").get_by_role("button", name="Find").click()
+        seasons = page.locator("#seasons tbody tr")
+        expect(seasons).to_have_count(3, timeout=15_000)  # the whole board, two courses
+        expect(seasons.nth(1)).to_contain_text("course:python-101")
+        seasons.nth(2).get_by_role("button", name="Verify").click()
+        expect(page.locator("#verify-result")).to_contain_text("consistent")
