@@ -82,6 +82,7 @@ WRITERS: dict[str, tuple[str, str]] = {
     "Groups.put": (INTERLEAVED, "group_put"),
     "Groups.delete": (INTERLEAVED, "group_delete"),
     "Groups.change_members": (INTERLEAVED, "group_members"),
+    "Groups.forget": (INTERLEAVED, "erase"),  # an erasure's step (lifecycle.Forgets)
     # faults (DESIGN.md: faults are moves too)
     "fault restart from an older snapshot": (FAULTS, "restart_from_snapshot"),
     "fault failover to a replica one step behind": (FAULTS, "failover"),
@@ -102,12 +103,14 @@ READERS: dict[str, str] = {
     "loop webhook-metrics": "measures the deliveries",
     "loop private-files": "rewrites the embedded Valkey's files from what it holds",
     "BoardKinds.live": "reads the kinds",
+    "BoardKinds.boards": "reads a kind's boards of a season (the console)",
     "BoardKinds.defined": "reads the kinds",
     "BoardKinds.fresh": "reads the kinds",
     "BoardKinds.find": "reads the kinds",
     "BoardKinds.all": "reads the kinds",
     "BoardKinds.get": "reads a kind",
     "Groups.get": "reads a group",
+    "Groups.hold": "an erasure's step that takes no lock and writes nothing",
     "Groups.of_learner": "reads a learner's groups",
     "Groups.read_access": "reads who may read a group",
     "Groups.standings": "reads a board",

@@ -23,7 +23,7 @@ from datetime import datetime
 from laurels import shapes
 from laurels.board import Entry, Scored, default_name
 from laurels.board.roles import MemberReader
-from laurels.db import Database, Row
+from laurels.db import Database, Row, Tx
 from laurels.errors import DomainError
 from laurels.privacy import Privacy
 from laurels.ranking import Position, TiePolicy, assign_ranks
@@ -144,6 +144,16 @@ class Groups:
         await self.board.publish_group_change(group_id)
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
+
+    holds = "none"  # an erasure (lifecycle.Forgets): nothing before their seasons
+
+    async def hold(self, tx: Tx, user_id: int) -> None:
+        return None
+
+    async def forget(self, tx: Tx, user_id: int) -> list[str]:
+        """An erasure: the learner's memberships, and the groups they were in."""
+        rows = await self.db.fetch("delete_user_memberships", tx, user_id=user_id)
+        return [r["group_id"] for r in rows]
 
     async def of_learner(self, user_id: int) -> shapes.LearnerGroups:
         rows = await self.db.fetch("user_groups", user_id=user_id)

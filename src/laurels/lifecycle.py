@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from laurels import failpoints
 from laurels.board.roles import Keeper
-from laurels.db import Database, Jsonb, Tx
+from laurels.db import LOCK_ORDER, Database, Jsonb, Tx
 from laurels.errors import StoreUnavailable
-from laurels.league_rules import Cohort
 from laurels.metrics import SEASONS_FINALIZED
 from laurels.seasons import (
     END_OF_TIME,
@@ -38,6 +37,18 @@ log = logging.getLogger("laurels.lifecycle")
 FINALIZE_BOARDS = 1_000
 
 
+class Forgets(Protocol):
+    """A concern keeping rows of a learner: the erasure has it `hold` its lock
+    (`holds`: db.LOCK_ORDER's order) before their seasons, then `forget` them
+    (in `Lifecycle.concerns`' order): the groups and cohorts that changed."""
+
+    holds: str
+
+    async def hold(self, tx: Tx, user_id: int) -> None: ...
+
+    async def forget(self, tx: Tx, user_id: int) -> list[str]: ...
+
+
 class Lifecycle:
     def __init__(self, settings: Settings, db: Database, board: Keeper) -> None:
         self.settings = settings
@@ -48,6 +59,7 @@ class Lifecycle:
         self.on_finalized: list[Any] = []
         self.after_finalized: list[Any] = []
         self._files_rewritten_for: datetime | None = None  # the erasure last scrubbed
+        self.concerns: list[Forgets] = []  # what the erasure makes forget (runtime.wire)
 
     # -- erasure -------------------------------------------------------------
 
@@ -61,14 +73,10 @@ class Lifecycle:
             await self.db.fetch("share_board_kinds", tx)
             tombstone = await self.db.fetch_one("erase_user", tx, user_id=user_id)
             again = bool(tombstone and tombstone["again"])
-            # Webhook deliveries in flight that concern the learner are sent
-            # first (webhooks.py); none is sent unscrubbed after this commits.
-            await self.db.fetch("erase_lock", tx, user_id=user_id)
-            # The league locks of every week they joined (name order): a
-            # placement, zone pass or decision of theirs has committed (and
-            # is undone below) or waits and then finds them gone.
-            for week in await self.db.fetch("learner_league_weeks", tx, user_id=user_id):
-                await self.db.fetch("lock_league_weeks_of", tx, season=week["season"])
+            # Each concern that keeps rows of a learner takes its locks
+            # (webhooks: the learner's erasure lock; leagues: their weeks')...
+            for concern in sorted(self.concerns, key=lambda c: LOCK_ORDER.index(c.holds)):
+                await concern.hold(tx, user_id)
             locked = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
             seasons = {r["season"] for r in locked}  # every period's
             # Every board of a kind they count on, built or not: a tombstone
@@ -86,24 +94,17 @@ class Lifecycle:
                 "delete_user_completions", tx, user_id=user_id)}
             archived = {r["season"] for r in await self.db.fetch(
                 "delete_user_standings", tx, user_id=user_id)}
-            await self.db.run("delete_user_notifications", tx, user_id=user_id)
-            # The others of their cohorts move up: the zone pass reads them again.
-            await self.db.run("touch_learner_cohorts", tx, user_id=user_id, season=None,
-                              seq=None)
-            cohorts = [Cohort(r["season"], r["tier"], r["cohort"]) for r in await self.db.fetch(
-                "delete_league_history", tx, user_id=user_id)]
-            groups = [r["group_id"] for r in await self.db.fetch(
-                "delete_user_memberships", tx, user_id=user_id)]
-            groups += [c.stream_id for c in cohorts]
-            await self.db.run("scrub_notifications_about", tx, user_id=str(user_id))
+            # ...and, once the completions are gone, forgets them, in the
+            # order of the locks its statements take (members, group,
+            # deliveries): what it names changed membership (groups, cohorts).
+            groups: list[str] = []
+            for concern in self.concerns:
+                groups += await concern.forget(tx, user_id)
             await self.rerank(tx, sorted(archived))
             await self.db.run("record_erasure", tx, user_id=user_id,
                               seasons=sorted(seasons | archived))
             # The audit keeps the user id and nothing else about the learner,
-            # and so does the webhook; the learner's events (sent or not) go,
-            # and others' stop naming them.
-            await self.db.run("delete_deliveries_of", tx, user_id=user_id)
-            await self.db.run("scrub_deliveries_about", tx, user_id=str(user_id))
+            # and so does the webhook.
             if not again:  # erased before: no second entry, no second webhook
                 await self.db.run("insert_audit", tx, action="erase", target=str(user_id),
                                   reason=None, details=None)

@@ -75,6 +75,18 @@ class Notifications:
         self.db = db
         self.kinds = kinds
 
+    holds = "none"  # an erasure (lifecycle.Forgets): nothing before their seasons
+
+    async def hold(self, tx: Tx, user_id: int) -> None:
+        return None
+
+    async def forget(self, tx: Tx, user_id: int) -> list[str]:
+        """An erasure: the learner's notifications go, and others' stop naming
+        them (their id scrubbed from every `by_user_id`)."""
+        await self.db.run("delete_user_notifications", tx, user_id=user_id)
+        await self.db.run("scrub_notifications_about", tx, user_id=str(user_id))
+        return []
+
     async def titles(self) -> Mapping[str, str]:
         """Each board kind's title, by name (as the reads see the kinds)."""
         if self.kinds is None:

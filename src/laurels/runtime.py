@@ -35,6 +35,7 @@ from laurels.history import Partitions
 from laurels.hub import Hub
 from laurels.ingest import Clock, Ingestor
 from laurels.keys import Keys
+from laurels.league_erasure import LeagueErasure
 from laurels.leagues import Leagues
 from laurels.learners import Learners
 from laurels.lifecycle import Lifecycle
@@ -168,6 +169,10 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     # Board reads wait while a server is doubted; a doubt is settled from
     # the servers and PostgreSQL's record (board/trust.py).
     board.trust.current, board.trust.recorded = board.fingerprint, epoch.recorded
+    deliveries = Deliveries(db, settings)
+    # What an erasure makes forget, in the order of the locks their statements
+    # take (members, group, deliveries): lifecycle.Forgets.
+    lifecycle.concerns = [LeagueErasure(db), groups, notifications, deliveries]
     webhooks = None
     if settings.webhook_url is not None:
         webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
@@ -192,7 +197,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         epoch=epoch,
         secrets=secrets,
         webhooks=webhooks,
-        deliveries=Deliveries(db, settings),
+        deliveries=deliveries,
         board_kinds=board_kinds,
         # A serve's worker keeps its serve alive among the deployment's processes.
         membership=(Membership(db, "serve", settings.process_id, joined=(settings, secrets),

@@ -335,6 +335,19 @@ class Deliveries:
         self.db = db
         self.settings = settings
 
+    holds = "erasure"  # an erasure (lifecycle.Forgets), before the league locks
+
+    async def hold(self, tx: Tx, user_id: int) -> None:
+        """The learner's erasure lock: deliveries in flight that concern them
+        are sent first (Webhooks._send); none goes out unscrubbed after."""
+        await self.db.fetch("erase_lock", tx, user_id=user_id)
+
+    async def forget(self, tx: Tx, user_id: int) -> list[str]:
+        """Their events (sent or not) go, and others' stop naming them."""
+        await self.db.run("delete_deliveries_of", tx, user_id=user_id)
+        await self.db.run("scrub_deliveries_about", tx, user_id=str(user_id))
+        return []
+
     async def store_settings(self) -> None:
         """This deployment's webhook settings, for every writer (`store_settings`)."""
         await store_settings(self.db, self.settings)

@@ -66,3 +66,8 @@ WHERE st.season = %(season)s AND st.user_id = ANY(%(user_ids)s) AND u.erased_at 
 SELECT g.access, EXISTS (SELECT 1 FROM group_members m
                          WHERE m.group_id = g.group_id AND m.user_id = %(user_id)s) AS member
 FROM groups g WHERE g.group_id = %(group_id)s;
+
+-- name: delete_user_memberships
+-- An erasure: the learner's group memberships (their groups' caches hear of
+-- it).
+DELETE FROM group_members WHERE user_id = %(user_id)s RETURNING group_id;

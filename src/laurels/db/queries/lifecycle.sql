@@ -146,15 +146,6 @@ SELECT season FROM boards;
 -- after).
 DELETE FROM season_standings WHERE user_id = %(user_id)s RETURNING season;
 
--- name: delete_user_notifications
--- An erasure: the learner's notifications.
-DELETE FROM notifications WHERE user_id = %(user_id)s;
-
--- name: scrub_notifications_about
--- An erasure: others' notifications stop naming the learner.
-UPDATE notifications SET data = data - 'by_user_id' - 'by_display_name'
-WHERE data ->> 'by_user_id' = %(user_id)s::text;
-
 -- name: record_erasure
 -- The erasure's job: done once every board in Redis has forgotten the learner.
 INSERT INTO erasures AS e (user_id, seasons) VALUES (%(user_id)s, %(seasons)s)
@@ -178,51 +169,6 @@ SELECT max(erased_at) AS at FROM users;
 -- The finalized ones among some seasons, with the tie policy of each archive.
 SELECT season, coalesce(tie_policy, %(tie_policy)s) AS tie_policy FROM seasons
 WHERE season = ANY(%(seasons)s) AND finalized_at IS NOT NULL;
-
--- name: delete_user_memberships
--- An erasure: the learner's group memberships (their groups' caches hear of
--- it).
-DELETE FROM group_members WHERE user_id = %(user_id)s RETURNING group_id;
-
--- name: erase_lock
--- locks: erasure
--- An erasure waits for the deliveries in flight that concern the learner.
-SELECT pg_advisory_xact_lock(hashtextextended('laurels erasure ' || %(user_id)s, 0));
-
--- name: delete_deliveries_of
--- An erasure: the learner's events go, sent or not (PostgreSQL keeps
--- nothing of theirs).
-DELETE FROM webhook_deliveries WHERE user_id = %(user_id)s;
-
--- name: scrub_deliveries_about
--- An erasure: others' notifications, sent or not, name them no more.
-UPDATE webhook_deliveries
-SET body = jsonb_set(body, '{data,data}',
-                     (body #> '{data,data}') - 'by_user_id' - 'by_display_name')
-WHERE type = 'notification.created'
-  AND body #>> '{data,data,by_user_id}' = %(user_id)s::text;
-
--- name: lock_league_weeks_of
--- locks: league
--- An erasure: the placer/decider lock of one week the learner joined (the
--- caller takes them in name order, before the learner's seasons), so no
--- placement, zone pass or decision of theirs runs across the erasure.
-SELECT pg_advisory_xact_lock(hashtextextended('laurels league ' || %(season)s, 0)) AS locked;
-
--- name: learner_league_weeks
--- The weeks a learner joined (placed or not), in name order.
-SELECT DISTINCT season FROM league_joins WHERE user_id = %(user_id)s ORDER BY season;
-
--- name: delete_league_history
--- An erasure: the learner's joins, memberships, results and tier go (the
--- others keep their outcomes). Returns the cohorts they were in (their
--- live streams check their readers again).
-WITH j AS (DELETE FROM league_joins WHERE user_id = %(user_id)s),
-     m AS (DELETE FROM league_members WHERE user_id = %(user_id)s
-           RETURNING season, tier, cohort),
-     r AS (DELETE FROM league_results WHERE user_id = %(user_id)s),
-     t AS (DELETE FROM league_tiers WHERE user_id = %(user_id)s)
-SELECT season, tier, cohort FROM m;
 
 -- name: seal_lock_shared
 -- locks: seal

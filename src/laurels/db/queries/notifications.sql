@@ -28,3 +28,12 @@ WHERE user_id = %(user_id)s AND kind = %(kind)s AND season = %(season)s;
 UPDATE notifications SET read = true
 WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) AND NOT read
 RETURNING id;
+
+-- name: delete_user_notifications
+-- An erasure: the learner's notifications.
+DELETE FROM notifications WHERE user_id = %(user_id)s;
+
+-- name: scrub_notifications_about
+-- An erasure: others' notifications stop naming the learner.
+UPDATE notifications SET data = data - 'by_user_id' - 'by_display_name'
+WHERE data ->> 'by_user_id' = %(user_id)s::text;

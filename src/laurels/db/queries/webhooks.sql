@@ -93,3 +93,21 @@ ORDER BY created_at DESC, id DESC LIMIT %(limit)s;
 -- name: delivery_counts
 -- Webhook deliveries by status (the metrics).
 SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status;
+
+-- name: erase_lock
+-- locks: erasure
+-- An erasure waits for the deliveries in flight that concern the learner.
+SELECT pg_advisory_xact_lock(hashtextextended('laurels erasure ' || %(user_id)s, 0));
+
+-- name: delete_deliveries_of
+-- An erasure: the learner's events go, sent or not (PostgreSQL keeps
+-- nothing of theirs).
+DELETE FROM webhook_deliveries WHERE user_id = %(user_id)s;
+
+-- name: scrub_deliveries_about
+-- An erasure: others' notifications, sent or not, name them no more.
+UPDATE webhook_deliveries
+SET body = jsonb_set(body, '{data,data}',
+                     (body #> '{data,data}') - 'by_user_id' - 'by_display_name')
+WHERE type = 'notification.created'
+  AND body #>> '{data,data,by_user_id}' = %(user_id)s::text;
