@@ -496,8 +496,9 @@ async def _webhooks_shown(svc: Services, deliveries: list[Any]) -> Shown:
         names = await svc.notifications.public_names(
             sorted(json_ids([n["data"] for n in notes])), tx)
     shown = []
+    titles = await svc.notifications.titles()
     for row in out.rows:
-        body = out.body(row, names)
+        body = out.body(row, names, titles)
         if body is not None and row["type"] == "notification.created":
             shown.append((f"webhook {row['id']}", json_ids(body["data"]["data"])))
     return shown
