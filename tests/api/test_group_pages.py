@@ -36,7 +36,8 @@ async def test_one_client_computes_at_most_two_group_pages_at_once(
 
     one, other = client("198.51.100.7"), client("2001:db8:1:2::5")
     page = "/v1/groups/big/leaderboards/current?limit={}".format
-    with failpoints.hold("group_page_computed", times=None) as held:
+    with failpoints.hold("group_page_computed", times=None) as held, \
+            failpoints.hold("group_page_awaited", times=None) as waiting:
         first = [asyncio.create_task(one.get(page(n))) for n in (2, 3)]
         for _ in range(200):
             if held.arrivals == 2:
@@ -52,11 +53,11 @@ async def test_one_client_computes_at_most_two_group_pages_at_once(
         same = [asyncio.create_task(c.get(page(2))) for c in (one, one, other)]
         theirs = asyncio.create_task(other.get(page(5)))  # another client's own: computed
         for _ in range(200):
-            if held.arrivals == 3:
+            if held.arrivals == 3 and waiting.arrivals == 3:
                 break
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
-        assert held.arrivals == 3  # the waiters computed nothing
+        # All three are waiting for the computation under way: none computes.
+        assert (held.arrivals, waiting.arrivals) == (3, 3)
     for resp in [*await asyncio.gather(*first, *same), await theirs]:
         assert resp.status_code == 200, resp.text
         assert [e["user_id"] for e in resp.json()["entries"]][:2] == [3, 2]

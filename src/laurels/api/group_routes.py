@@ -174,6 +174,7 @@ async def get_group_board(request: Request, season: SeasonPath,
     key = (gid, the_season.name, limit)
     pending = state.group_fills.get(key)
     if pending is not None:
+        await failpoints.pause("group_page_awaited")
         return _etagged(request, await asyncio.shield(pending))
     done: asyncio.Future[Cached] = asyncio.get_running_loop().create_future()
     state.group_fills[key] = done
