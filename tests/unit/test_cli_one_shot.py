@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from laurels import embedded
-from laurels.cli import _known_secrets, _shown, app
+from laurels.cli import app
+from laurels.cli.one_shot import _known_secrets, _shown
 from laurels.settings import Settings
 
 pytestmark = pytest.mark.once

@@ -1,7 +1,7 @@
 """Whether PostgreSQL's failure to take a connection is for now or for good.
 
 `StoreUnavailable` says PostgreSQL did not answer; a long-running process
-starting (cli.py, `_patiently`) waits only for one that does not answer
+starting (cli/stores.py, `_patiently`) waits only for one that does not answer
 *yet*: refused, gone, starting up or shutting down, out of connections.
 Anything else stops it at once: PostgreSQL refusing this process (a
 password, a database that does not exist, SSL), a mistake in the URL, an

@@ -66,7 +66,7 @@ def never_started(settings: Settings) -> list[str]:
     """The embedded servers `start` would need that were never started in
     the data dir ("PostgreSQL", "Valkey"): no initialized PostgreSQL data
     (PG_VERSION), no Valkey state file. `laurels serve` leaves both; a
-    one-shot command refuses to be the first (cli.py)."""
+    one-shot command refuses to be the first (cli/one_shot.py)."""
     needed = []
     if settings.database_url is None:
         needed.append(("PostgreSQL", settings.data_dir / "postgres" / "PG_VERSION"))
