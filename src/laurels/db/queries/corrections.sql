@@ -3,7 +3,9 @@
 
 -- name: insert_outbox
 -- A correction's new outbox row (the projector applies it if the fast path
--- does not).
+-- does not). Fires `outbox_notify` (laurels_outbox_notify_v1): NOTIFY
+-- laurels_outbox at commit, the projector's wake-up (PostgreSQL's lock for
+-- queueing notifications, at commit, as ingest_batch says).
 INSERT INTO outbox (seq) SELECT unnest(%(seqs)s::bigint[]);
 
 -- name: get_user
@@ -39,6 +41,11 @@ WHERE k.completion_id = %(completion_id)s;
 -- up. The caller then replaces its outbox row (delete_outbox, which waits for
 -- a projector that holds the old one, then insert_outbox), so the new state
 -- is projected and never lost.
+-- Fires `league_join_on_restore` (laurels_league_join_v1, once for the
+-- statement, the leagues' work): a restore joins its learner to the week's
+-- leagues as an ingest does (league_join, ingest_batch); a void joins
+-- nobody. No lock of LOCK_ORDER's; a join waits for another transaction
+-- joining the same learner to the same week.
 UPDATE completions SET voided_at = CASE WHEN %(voided)s THEN now() END,
                        correction = correction + 1
 WHERE seq = %(seq)s RETURNING correction;
@@ -92,7 +99,9 @@ ORDER BY c.seq FOR UPDATE OF c;
 
 -- name: set_voided_many
 -- A bulk correction's completions voided (voided = true) or restored, each
--- correction number up by one, in one statement (as set_voided).
+-- correction number up by one, in one statement (as set_voided). Fires
+-- `league_join_on_restore` once, as set_voided: a restore joins the learner
+-- to the leagues of each week they count in again.
 UPDATE completions SET voided_at = CASE WHEN %(voided)s THEN now() END,
                        correction = correction + 1
 WHERE seq = ANY(%(seqs)s::bigint[]) AND completed_at = ANY(%(ats)s::timestamptz[])
@@ -112,5 +121,5 @@ WHERE w.decided_at IS NULL;
 -- name: enqueue_correction_webhooks
 -- A bulk correction's events for the webhook, one a completion (as
 -- enqueue_webhook), naming the learner for erasure.
-SELECT count(laurels_enqueue_webhook(%(type)s, %(user_id)s, d)) AS n
+SELECT count(laurels_enqueue_webhook_v1(%(type)s, %(user_id)s, d)) AS n
 FROM unnest(%(data)s::jsonb[]) AS d;

@@ -11,7 +11,7 @@ ORDER BY season;
 -- name: ensure_partition
 -- locks: partitions
 -- The month's partition of completions (migration 013), made if missing.
-SELECT laurels_completions_partition(%(month)s::date) AS name;
+SELECT laurels_completions_partition_v1(%(month)s::date) AS name;
 
 -- name: board_weeks
 -- The weeks of a board of a kind PostgreSQL knows (`pattern`: its name's
@@ -26,7 +26,7 @@ SELECT max(month) AS month FROM retired_months;
 
 -- name: completion_months
 -- The months completions are kept in (migration 014).
-SELECT name, month FROM laurels_completion_months();
+SELECT name, month FROM laurels_completion_months_v1();
 
 -- name: seasons_touching
 -- The seasons of every period whose names a caller lists, with whether each
@@ -51,12 +51,12 @@ ON CONFLICT (season) DO NOTHING;
 -- caller's own settings say).
 SELECT DISTINCT j.season FROM league_joins j
 LEFT JOIN league_weeks w ON w.season = j.season
-WHERE j.season = ANY(%(seasons)s) AND w.decided_at IS NULL AND laurels_leagues_on();
+WHERE j.season = ANY(%(seasons)s) AND w.decided_at IS NULL AND laurels_leagues_on_v1();
 
 -- name: seal_completion_ids
 -- locks: seal
 -- One step of moving finalized weeks' ids to the sealed partition (migration 020).
-SELECT staged, moved FROM laurels_seal_completion_ids(%(cutoff)s, %(limit)s);
+SELECT staged, moved FROM laurels_seal_completion_ids_v1(%(cutoff)s, %(limit)s);
 
 -- name: vacuum_open_ids
 -- After a seal: the moved rows' space in the open partition, for new ids;
@@ -67,6 +67,6 @@ VACUUM (ANALYZE) completion_ids_open, completion_ids_filter;
 
 -- name: retire_month
 -- locks: partitions, seal, outbox
--- Drops a month of completions whose seasons are archived (migration 020's
--- laurels_retire_month).
-SELECT laurels_retire_month(%(month)s::date) AS retired;
+-- Drops a month of completions whose seasons are archived
+-- (laurels_retire_month_v1: migration 020's, named by 038).
+SELECT laurels_retire_month_v1(%(month)s::date) AS retired;

@@ -153,6 +153,10 @@ GROUP BY 1, 2 ORDER BY 1, 2 LIMIT %(limit)s;
 -- `cutoffs` for every tier and `n`, the one rule; the others stay, rank
 -- null); the tiers that change; a league_result notification each. The
 -- caller holds the week's lock and the season row.
+-- Its notifications fire `notification_webhook`
+-- (laurels_notifications_webhook_v1, once for the statement, the webhooks'
+-- work): while the settings want `league_result`, a delivery for each, in
+-- the decision's transaction. No lock.
 WITH scores AS (
     SELECT m.user_id, sum(c.points) AS score, max(c.completed_at) AS last_at
     FROM league_members m
@@ -264,9 +268,18 @@ FROM unnest(%(user_ids)s::bigint[], %(zones)s::text[]) AS z(user_id, zone)
 WHERE m.season = %(season)s AND m.user_id = z.user_id;
 
 -- name: notify_league_zones
+-- locks: deliveries
 -- One league_zone per learner given: at most one unread per learner and week,
 -- so an unread one is refreshed (its new dedup_key sends it to webhooks
 -- again), else one is created. Returns each learner's notification id.
+-- Triggers (the webhooks' work, in the zone pass's transaction): each row
+-- refreshed fires `notification_refreshed_webhook`
+-- (laurels_notification_webhook_v1: a delivery still waiting for its first
+-- attempt is locked FOR SHARE until commit and carries the new state, else
+-- a new one is queued after the coalescing window, as refresh_overtaken);
+-- the insert fires `notification_webhook` (laurels_notifications_webhook_v1,
+-- once for the statement: a delivery for each notification inserted). Both
+-- only while the webhook settings want `league_zone`.
 WITH z AS (
     SELECT * FROM unnest(%(user_ids)s::bigint[], %(data)s::text[], %(dedup_keys)s::text[])
         AS z(user_id, data, dedup_key)),

@@ -47,7 +47,7 @@ WHERE season = ANY(%(seasons)s);
 
 -- name: enqueue_webhooks
 -- Events of one type for the webhook, one a `data` (as enqueue_webhook).
-SELECT count(laurels_enqueue_webhook(%(type)s, NULL, d)) AS n
+SELECT count(laurels_enqueue_webhook_v1(%(type)s, NULL, d)) AS n
 FROM unnest(%(data)s::jsonb[]) AS d;
 
 -- name: lock_archives
@@ -133,7 +133,7 @@ SELECT season FROM gone;
 -- those with no `seasons` row (never built) recorded in board_tombstones, so
 -- that their kind's deletion drops their keys (delete_kind_seasons), in name
 -- order (two erasures wait on each other's rows in one order: no deadlock).
-WITH boards AS (SELECT laurels_board_seasons(%(user_id)s) AS season),
+WITH boards AS (SELECT laurels_board_seasons_v1(%(user_id)s) AS season),
      unbuilt AS (INSERT INTO board_tombstones (season)
                  SELECT b.season FROM boards b
                  WHERE NOT EXISTS (SELECT 1 FROM seasons s WHERE s.season = b.season)

@@ -34,6 +34,8 @@ RETURNING id;
 DELETE FROM notifications WHERE user_id = %(user_id)s;
 
 -- name: scrub_notifications_about
--- An erasure: others' notifications stop naming the learner.
+-- An erasure: others' notifications stop naming the learner. It sets data
+-- but not dedup_key: `notification_refreshed_webhook` does not fire (its
+-- WHEN), nothing is sent again.
 UPDATE notifications SET data = data - 'by_user_id' - 'by_display_name'
 WHERE data ->> 'by_user_id' = %(user_id)s::text;

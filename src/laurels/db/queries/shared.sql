@@ -36,7 +36,7 @@ WHERE season IN (SELECT season FROM completions WHERE user_id = %(user_id)s
                  -- retired holds their archived weeks (it never closes)
                  UNION SELECT 'all' FROM season_standings WHERE user_id = %(user_id)s
                  -- the boards of kinds their tags name (migration 026)
-                 UNION SELECT laurels_board_seasons(%(user_id)s))
+                 UNION SELECT laurels_board_seasons_v1(%(user_id)s))
 ORDER BY season FOR SHARE;
 
 -- name: lock_season_for_finalize
@@ -67,14 +67,16 @@ WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 
 -- name: insert_audit
 -- An audit entry (void, restore, suspend, unsuspend, erase, rebuild,
--- group_delete, kind_define, kind_delete).
+-- group_delete, kind_define, kind_delete). An insert fires no trigger; the
+-- audit's `audit_append_only` and `audit_no_truncate` refuse any UPDATE,
+-- DELETE or TRUNCATE of it (no query runs one).
 INSERT INTO audit (action, target, reason, details)
 VALUES (%(action)s, %(target)s, %(reason)s, %(details)s) RETURNING id;
 
 -- name: enqueue_webhook
 -- An event for the webhook (migrations 008, 011), in the caller's
 -- transaction; nothing unless the deployment's webhook settings want it.
-SELECT laurels_enqueue_webhook(%(type)s, %(user_id)s, %(data)s);
+SELECT laurels_enqueue_webhook_v1(%(type)s, %(user_id)s, %(data)s);
 
 -- name: touch_learner_cohorts
 -- Something moved a learner (a void or restore: `seq` is its completion's,

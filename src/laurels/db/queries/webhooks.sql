@@ -50,7 +50,7 @@ WHERE d.id = k.id AND d.status = 'pending';
 UPDATE webhook_deliveries
 SET last_error = %(error)s,
     errors = errors || jsonb_build_array(jsonb_build_object(
-        'attempt', attempts, 'at', laurels_utc(now()), 'error', %(error)s::text)),
+        'attempt', attempts, 'at', laurels_utc_v1(now()), 'error', %(error)s::text)),
     status = CASE WHEN now() + make_interval(secs => %(delay)s) > give_up_at
                   THEN 'failed' ELSE 'pending' END,
     next_attempt_at = now() + make_interval(secs => %(delay)s)
