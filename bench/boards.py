@@ -126,7 +126,7 @@ async def memory(rt: Runtime, week: str) -> dict[str, dict[str, int]]:
     return out
 
 
-async def entries(rt: Runtime, seasons: list[str]) -> int:
+async def entries(rt: Runtime, seasons: list[Season]) -> int:
     total = 0
     for i in range(0, len(seasons), 500):
         pipe = rt.redis.pipeline(transaction=False)
@@ -230,7 +230,7 @@ def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week:
 
 
 async def restarted(args: argparse.Namespace, rt: Runtime, svc: Any, week: Any,
-                    seasons: list[str], restart: Callable[[], None]) -> None:
+                    seasons: list[Season], restart: Callable[[], None]) -> None:
     """Redis restarted from a snapshot `--gap` completions old (nothing else
     lost): how long until every board is caught up (epoch.py, catchup.py),
     and whether a sample of them is then exact."""
@@ -250,7 +250,7 @@ async def restarted(args: argparse.Namespace, rt: Runtime, svc: Any, week: Any,
         raise RuntimeError("the restart was not noticed")
     seconds = time.perf_counter() - started
     sample = random.Random(3).sample(seasons, 50) + sorted(
-        {week.on(it["tags"][0], "points").name for it in gap})[:50]
+        {week.on(it["tags"][0], "points") for it in gap})[:50]
     for season in sample:
         if not (await svc.verifier.verify(season)).consistent:
             raise RuntimeError(f"{season} is not exact after the catch-up")
@@ -305,7 +305,7 @@ async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: P
         started = time.perf_counter()
         seconds = await ingest_round(svc, work, args.batch, args.clients)
         await svc.projector.drain(min_age_seconds=0)
-        seasons = [week.on(f"course:c{b}", "points").name for b in range(args.boards)]
+        seasons = [week.on(f"course:c{b}", "points") for b in range(args.boards)]
         while True:  # every board built (its first apply asked for a rebuild)
             pipe = rt.redis.pipeline(transaction=False)
             for s in seasons:
@@ -323,7 +323,7 @@ async def measure(args: argparse.Namespace, url: str, redis_url: str, workdir: P
             f"{time.perf_counter() - started:.1f} s")
         used = await memory(rt, week.name)
         n_entries = await entries(rt, [s for s in seasons])
-        learners = await entries(rt, [week.name])
+        learners = await entries(rt, [week])
         boards_total, whole_total = sum(used["boards"].values()), sum(used["whole"].values())
         log(f"memory, the {args.boards:,} boards: {boards_total / 2**20:,.1f} MiB for "
             f"{n_entries:,} (learner, board) entries: {boards_total / n_entries:,.0f} B each")

@@ -84,13 +84,13 @@ async def measure(args: argparse.Namespace) -> None:
         try:
             svc = rt.derive(clock=lambda: NOW)
             started, cpu0 = time.perf_counter(), cpu_by_process()
-            await svc.rebuilder.run(SEASON)
+            await svc.rebuilder.run(parse_season(SEASON, zone="UTC"))
             whole = time.perf_counter() - started
             log_cpu("the whole board's rebuild", cpu0)
             periods = args.periods.split(",")
             await svc.board_kinds.define("course", {"periods": periods})
             week, ever = parse_season(SEASON, zone="UTC"), parse_season("all", zone="UTC")
-            seasons = {s.on(f"course:c{b}", "points").name for b in range(args.boards)
+            seasons = {s.on(f"course:c{b}", "points") for b in range(args.boards)
                        for s in (week, ever) if s.period in periods}
             started, cpu0 = time.perf_counter(), cpu_by_process()
             if not await svc.healer.heal(seasons, 3600):

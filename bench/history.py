@@ -83,13 +83,14 @@ from bench.support import BenchError, dump_json, log, loopback_only  # noqa: E40
 from laurels.db import migrate, statement  # noqa: E402
 from laurels.history import history_of, month_of  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from laurels.seasons import Period, Season, season_of  # noqa: E402
+from laurels.seasons import Period, Season, parse_season, season_of  # noqa: E402
 from laurels.settings import Secrets, Settings  # noqa: E402
 from tests.helpers import free_port, with_database  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 RESULTS = Path(__file__).resolve().with_name("results-history.json")
 PERIODS: tuple[Period, ...] = ("week", "all")
+EVER = parse_season("all", zone="UTC")  # the all-time board
 STEP = 7919  # learner of completion g: 1 + g * STEP % learners (prime: every learner each week)
 INGEST_FIRST = 1_000_000_000  # g of the first ingested completion (above any loaded one)
 EXPLAIN_FIRST = 2_000_000_000  # g of the EXPLAINed batches (never committed)
@@ -318,7 +319,7 @@ async def close_seasons(svc: Services, seasons: list[Season], how: str) -> float
     started = time.perf_counter()
     for n, season in enumerate(sorted(seasons, key=lambda s: (s.ends_at, s.period))):
         done = (await finalize_sql(svc, season.name) if how == "sql"
-                else await svc.lifecycle.finalize(season.name))
+                else await svc.lifecycle.finalize(season))
         if not done:
             raise BenchError(f"{season.name} was not finalized")
         if n % 10 == 9:
@@ -342,7 +343,7 @@ async def expected_events(svc: Services, url: str, week: str) -> tuple[int, int]
     """What each rebuild must count, from the archive itself: the open week's
     completions; the standings of the weeks the all-time board is built from
     plus the completions from its cutoff on."""
-    found = await history_of(svc.db, PERIODS, "all")
+    found = await history_of(svc.db, PERIODS, EVER)
     if found is None:
         raise BenchError("the all-time board has no closed weeks to be built from")
     archived = int(await scalar(url, "SELECT count(*) FROM season_standings "
@@ -357,11 +358,12 @@ async def expected_events(svc: Services, url: str, week: str) -> tuple[int, int]
 async def rebuilds(svc: Services, week: str, expect_week: int, expect_all: int,
                    figures: list[Figure], out: dict[str, Any]) -> None:
     """Twice each, in turn (week, all, week, all): the better of each."""
+    boards = {week: parse_season(week, zone="UTC"), "all": EVER}
     times: dict[str, list[float]] = {week: [], "all": []}
     for _ in range(2):
         for season, expect in ((week, expect_week), ("all", expect_all)):
             started = time.perf_counter()
-            result = await svc.rebuilder.run(season)
+            result = await svc.rebuilder.run(boards[season])
             times[season].append(time.perf_counter() - started)
             if result.events != expect:
                 raise BenchError(f"rebuild of {season}: {result.events} events, "
@@ -372,7 +374,7 @@ async def rebuilds(svc: Services, week: str, expect_week: int, expect_all: int,
     for _ in range(2):
         for season in (week, "all"):
             started = time.perf_counter()
-            verified = await svc.verifier.verify(season)
+            verified = await svc.verifier.verify(boards[season])
             checks[season].append(time.perf_counter() - started)
             if not verified.consistent:
                 raise BenchError(f"verify of {season}: {verified.body()}")
@@ -404,7 +406,7 @@ async def query_profile(svc: Services, url: str, week: str, out: dict[str, Any])
     """EXPLAIN (ANALYZE, BUFFERS) of what the rebuild (aggregates) and verify
     (sums, then sums_for per 2,000 learners on the board) ask PostgreSQL,
     for the week and for all time: how much of each figure is PostgreSQL."""
-    found = await history_of(svc.db, PERIODS, "all")
+    found = await history_of(svc.db, PERIODS, EVER)
     if found is None:
         raise BenchError("the all-time board has no history: nothing was archived")
     out["queries"] = {}
@@ -587,8 +589,8 @@ async def week_start(plan: Plan, hist: Services, fresh: Services, open_week: Sea
     log(f"  {open_week.name} finalized and {moved:,} ids sealed in {closed_seconds:.0f} s")
     for svc in (hist, fresh):
         await settle_database(svc.settings.database_url)
-        await svc.rebuilder.run(week.name)  # the boards exist (the fast path finds them)
-        await svc.rebuilder.run("all")
+        await svc.rebuilder.run(week)  # the boards exist (the fast path finds them)
+        await svc.rebuilder.run(EVER)
     sides = [Side("empty", fresh.settings.database_url, fresh.derive(clock=lambda: later.now)),
              Side("history", hist.settings.database_url, hist.derive(clock=lambda: later.now))]
     held = int(await scalar(sides[1].url, "SELECT count(*) FROM completions"))
@@ -851,8 +853,8 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
         await query_profile(hist, hist_url, week, out)
         # the empty database's boards exist too (the fast path finds them)
         for other in (empty, current):
-            await other.rebuilder.run(week)
-            await other.rebuilder.run("all")
+            await other.rebuilder.run(open_week.season)
+            await other.rebuilder.run(EVER)
         log(f"ingest: {plan.rounds} rounds of {plan.ingest:,} on each database, alternating")
         empty_side = Side("empty", empty_url, empty.derive(clock=lambda: plan.now))
         current_side = Side("current", current_url, current.derive(clock=lambda: plan.now))
@@ -869,7 +871,7 @@ async def measure(plan: Plan, admin_url: str, names: tuple[str, ...], redis_url:
         await disk(plan, hist, hist_url, loaded, figures, out)
         log("verify of the all-time board after retention")
         started = time.perf_counter()
-        result = await hist.verifier.verify("all")
+        result = await hist.verifier.verify(EVER)
         if not result.consistent:
             raise BenchError(f"verify of all after retention: {result.body()}")
         out["verify_after_retention_seconds"] = time.perf_counter() - started

@@ -39,7 +39,7 @@ from laurels.db import migrate, q, statement
 from laurels.history import month_of
 from laurels.leagues import PLACE_BATCH, Leagues
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.settings import Secrets, Settings
 from tests.helpers import stop_process, with_database
 
@@ -122,7 +122,7 @@ class Placer:
 
     leagues: Leagues
     url: str
-    season: str
+    season: Season
     seconds: float = 0.0
     passes: int = 0
     expect: int | None = None
@@ -137,7 +137,7 @@ class Placer:
             self.passes += 1
             if self.expect is not None and not self.done.is_set():
                 placed = await scalar(self.url, "SELECT count(*) FROM league_members "
-                                      "WHERE season = %s", (self.season,))
+                                      "WHERE season = %s", (self.season.name,))
                 if placed >= self.expect:
                     self.placed_at = time.perf_counter()
                     self.done.set()
@@ -220,7 +220,7 @@ async def joins(run: LeagueRun, learners: int, clients: int = 4, batch: int = 10
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as c:
                 await c.execute("INSERT INTO users (user_id) "
                                 "SELECT g FROM generate_series(1, %s) g", (learners,))
-        placer = Placer(rt.leagues, on_url, JOIN_WEEK)
+        placer = Placer(rt.leagues, on_url, parse_season(JOIN_WEEK, zone="UTC"))
         rates = JoinRates(analyze=run.analyze)
         half = learners // 2
         for k, (first, last) in enumerate([(0, half), (half, learners)]):
@@ -238,7 +238,7 @@ async def joins(run: LeagueRun, learners: int, clients: int = 4, batch: int = 10
                              "with leagues off")
         log(f"a zone pass over the {cohorts:,} cohorts (what the loop also runs)")
         started = time.perf_counter()
-        notified = await rt.leagues.zones(JOIN_WEEK)
+        notified = await rt.leagues.zones(parse_season(JOIN_WEEK, zone="UTC"))
         zone_seconds = time.perf_counter() - started
     finally:
         await rt.close()
@@ -391,8 +391,9 @@ async def decision(run: LeagueRun, members: int, explain: bool = False) -> str:
     plan = ""
     try:
         copy_seconds = await placement_baseline(url, rt.leagues.rules.size)
+        week = parse_season(DECIDE_WEEK, zone="UTC")
         started = time.perf_counter()
-        grown = await rt.leagues.place(DECIDE_WEEK)
+        grown = await rt.leagues.place(week)
         place_seconds = time.perf_counter() - started
         placed = await scalar(url, "SELECT count(*) FROM league_members WHERE season = %s",
                               (DECIDE_WEEK,))
@@ -408,7 +409,7 @@ async def decision(run: LeagueRun, members: int, explain: bool = False) -> str:
             plan = await explain_decision(rt, url)
         log("decide()")
         started = time.perf_counter()
-        if not await rt.leagues.decide(DECIDE_WEEK):
+        if not await rt.leagues.decide(week):
             raise BenchError("the week was decided already")
         decide_seconds = time.perf_counter() - started
         results = await scalar(url, "SELECT count(*) FROM league_results WHERE season = %s",

@@ -33,7 +33,7 @@ from bench.support import ROOT, BenchError, dump_json, log, loopback_only
 from laurels.db import migrate
 from laurels.errors import StoreUnavailable
 from laurels.runtime import Runtime
-from laurels.seasons import PERIODS, parse_season, seasons_of
+from laurels.seasons import PERIODS, Season, parse_season, seasons_of
 from laurels.settings import Secrets, Settings
 from tests.helpers import free_port
 
@@ -43,15 +43,15 @@ LEARNERS = 200_000
 SPAN_SECONDS = 500_000  # the completions' spread from the week's start (5.8 days)
 
 
-def boards() -> list[str]:
+def boards() -> list[Season]:
     """Every board the week's completions count on, the week first."""
     start = parse_season(SEASON, zone="UTC").starts_at
-    names: list[str] = []
+    found: list[Season] = []
     for hours in range(0, SPAN_SECONDS // 3600 + 1):
         for season in seasons_of(start + timedelta(hours=hours), PERIODS, zone="UTC"):
-            if season.name not in names:
-                names.append(season.name)
-    return names
+            if season not in found:
+                found.append(season)
+    return found
 
 
 def redis_server(folder: Path, port: int) -> subprocess.Popen[bytes]:
@@ -76,7 +76,7 @@ async def fill(url: str, completions: int) -> None:
     start = parse_season(SEASON, zone="UTC").starts_at
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute("INSERT INTO seasons (season) SELECT unnest(%s::text[])"
-                           " ON CONFLICT DO NOTHING", (boards(),))
+                           " ON CONFLICT DO NOTHING", ([b.name for b in boards()],))
         await conn.execute(
             "WITH c AS (INSERT INTO completions (completion_id, user_id, points, completed_at,"
             " received_at, season) SELECT 'r' || g, 1 + g %% %s, 1 + g %% 7,"

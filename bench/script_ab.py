@@ -72,8 +72,8 @@ async def measure(a: Path, b: Path, policy: TiePolicy, whole: bool, learners: in
     sides = [await side(a, policy), await side(b, policy)]
     start = datetime(2026, 11, 23, tzinfo=UTC)
     week = season_of(start, "week", zone="UTC")
-    names = ([week.name] if whole
-             else [week.on(f"course:c{c}", "points").name for c in range(boards)])
+    names = ([week] if whole
+             else [week.on(f"course:c{c}", "points") for c in range(boards)])
     rnd = random.Random(1)
     seq = 0
 
@@ -83,7 +83,7 @@ async def measure(a: Path, b: Path, policy: TiePolicy, whole: bool, learners: in
         for _ in range(BATCH):
             seq += 1
             at = start + timedelta(seconds=rnd.randrange(400_000), microseconds=seq)
-            d = Delta.recorded(seq, 1 + rnd.randrange(learners), 1 + seq % 9, at, week.name,
+            d = Delta.recorded(seq, 1 + rnd.randrange(learners), 1 + seq % 9, at, week,
                                Profile(0, "public", ""))
             out.append(d if whole else d.on_board(names[rnd.randrange(boards)], d.points, False))
         return out

@@ -288,11 +288,11 @@ async def measure(args: argparse.Namespace, urls: dict[str, str], redis_url: str
         await tagged.projector.drain(min_age_seconds=0)
         for board in ("course:c7", "track:t3", "skill:s42"):
             kind = (await tagged.board_kinds.live())[board.partition(":")[0]]
-            name = week.on(board, kind.metric).name
-            verdict = await tagged.verifier.verify(name)
-            log(f"verify {name}: consistent={verdict.consistent} "
+            season = week.on(board, kind.metric)
+            verdict = await tagged.verifier.verify(season)
+            log(f"verify {season.name}: consistent={verdict.consistent} "
                 f"({verdict.players_checked} learners)")
-        verdict = await tagged.verifier.verify(week.name)
+        verdict = await tagged.verifier.verify(week)
         log(f"verify {week.name} (the whole board): consistent={verdict.consistent}")
     finally:
         for rt in opened.values():

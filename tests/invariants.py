@@ -26,7 +26,7 @@ import orjson
 from laurels.keys import SeasonKeys
 from laurels.ranking import member_uid
 from laurels.runtime import Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.settings import per_tier
 from tests.helpers import eventually
 
@@ -43,7 +43,7 @@ async def _season_keys(svc: Services, sk: SeasonKeys) -> list[str]:
     return [k async for k in svc.redis.scan_iter(match=pattern, count=1000)]
 
 
-async def check_season(svc: Services, season: str, erased: set[int] | None = None) -> None:
+async def check_season(svc: Services, season: Season, erased: set[int] | None = None) -> None:
     redis = svc.redis
     erased = await erased_ids(svc) if erased is None else erased
     sk = svc.board.season_keys(season)
@@ -99,7 +99,7 @@ async def check_postgres(svc: Services, erased: set[int]) -> None:
             assert by not in erased, f"a notification naming erased learner {by}"
 
 
-async def check_all(svc: Services, seasons: list[str], in_flight: set[int] | None = None
+async def check_all(svc: Services, seasons: list[Season], in_flight: set[int] | None = None
                     ) -> None:
     """Every invariant; `in_flight`: learners whose erasure has not returned
     yet (PostgreSQL forgot them, Redis may still hold them until it does)."""
@@ -115,7 +115,7 @@ class HintTap:
     drain: it publishes a marker on each channel and reads up to every one,
     so no hint sent before the call can still be on its way."""
 
-    def __init__(self, svc: Services, seasons: list[str]) -> None:
+    def __init__(self, svc: Services, seasons: list[Season]) -> None:
         self.svc = svc
         self.cluster = svc.board.cluster
         keys = svc.keys

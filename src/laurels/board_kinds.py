@@ -30,11 +30,7 @@ from laurels.kind_rules import (
     kind_pattern,
     parse_definition,
 )
-from laurels.seasons import (
-    Season,
-    is_board_season,
-    parse_season,
-)
+from laurels.seasons import Season, kind_of, season_named
 
 DROPS_AT_ONCE = 1_000  # deleted boards whose keys go in one batch (drop_pending)
 
@@ -67,14 +63,13 @@ class BoardKinds:
         self._read_at = time.monotonic()
         return self._live
 
-    async def defined(self, season: str) -> bool:
+    async def defined(self, season: Season) -> bool:
         """Whether a season is of the whole board or of a board of a kind
         defined now (as PostgreSQL has the kinds)."""
-        if not is_board_season(season):
+        if season.kind is None:
             return True
-        board = parse_season(season, zone="UTC")
-        kind = (await self.live()).get(board.board.partition(":")[0])
-        return kind is not None and kind.defines(board)
+        kind = (await self.live()).get(season.kind)
+        return kind is not None and kind.defines(season)
 
     async def fresh(self, max_age: float = FRESH_SECONDS) -> Mapping[str, BoardKind]:
         """The kinds as read at most `max_age` seconds ago (the reads' view:
@@ -174,7 +169,7 @@ class BoardKinds:
             await self._audit(tx, "kind_delete", BoardKind.from_row(row), len(rows))
         await self.live()
         try:
-            await self._drop([r["season"] for r in rows])
+            await self._drop([season_named(r["season"], "UTC") for r in rows])
         except StoreUnavailable as exc:
             log.warning("board kind %s deleted; %d boards' keys wait for Redis (%s)", kind,
                         len(rows), exc)
@@ -198,7 +193,7 @@ class BoardKinds:
         pattern = kind_pattern(kind) if kind is not None else "%"
         done = 0
         while rows := await self.db.fetch("board_drops", pattern=pattern, limit=DROPS_AT_ONCE):
-            await self._drop([r["season"] for r in rows])
+            await self._drop([season_named(r["season"], "UTC") for r in rows])
             done += len(rows)
         return done
 
@@ -211,7 +206,7 @@ class BoardKinds:
             await self.db.fetch("share_board_kinds", tx)
             kinds = await self.live(tx)
             return await self._drop_held(None, lambda b: (k := kinds.get(
-                b.board.partition(":")[0])) is None or not k.defines(b))
+                kind_of(b.board))) is None or not k.defines(b))
 
     async def _drop_held(self, kind: str | None,
                          which: Callable[[Season], bool] = lambda _: True) -> int:
@@ -219,25 +214,22 @@ class BoardKinds:
         says, found by a scan of their keys, dropped; how many."""
         dropped = 0
         for season, keys in (await self.board.held_boards(kind) if self.board else {}).items():
-            try:
-                if self.board is None or not which(parse_season(season, zone="UTC")):
-                    continue
-            except ValueError:  # no season's name: not laurels's key
+            if self.board is None or not which(season):
                 continue
             await self.board.unlink_keys(keys)
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
             dropped += 1
         log.log(logging.WARNING if dropped else logging.DEBUG,
                 "%d boards of kinds not defined so found in Redis: dropped", dropped)
         return dropped
 
-    async def _drop(self, seasons: list[str]) -> None:
+    async def _drop(self, seasons: list[Season]) -> None:
         """Every key of these seasons at once (a built board has a row), a
         hint to their readers, then their board_drops rows."""
         if self.board is None or not seasons:
             return
         for season in seasons:
             await self.board.drop_season(season)
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
         await self.db.run("forget_board_drops", seasons=seasons)
 

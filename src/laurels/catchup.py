@@ -33,7 +33,7 @@ from laurels.db import Database
 from laurels.filling import LOAD_BATCH, SEQ_BATCH, Source
 from laurels.history import history_of
 from laurels.projector import Projector
-from laurels.seasons import Period
+from laurels.seasons import Period, Season
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
@@ -46,7 +46,7 @@ PROFILES_BY_LEARNERS = 10_000  # a board with fewer: its own learners' profiles 
 class CaughtUp:
     """What catching one board up replayed."""
 
-    season: str
+    season: Season
     completions: int = 0
     corrections: int = 0
     profiles: int = 0
@@ -61,7 +61,7 @@ class CatchUp:
         self.lifecycle = lifecycle
         self.periods = periods
 
-    async def season(self, season: str) -> CaughtUp | None:
+    async def season(self, season: Season) -> CaughtUp | None:
         """Catch a season's board up with PostgreSQL; None when it cannot be
         (no board, a version being built, a bitmap gone): rebuild it then."""
         state = await self.board.board_state(season)
@@ -94,19 +94,19 @@ class CatchUp:
             # of the season (a page cached before the restart is older than
             # the truth the repair put back, never newer: reads were refused
             # meanwhile, board/trust.py).
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
         return done
 
-    async def _replay(self, season: str, seqs: list[int]) -> None:
+    async def _replay(self, season: Season, seqs: list[int]) -> None:
         """Apply these completions again, each with its state now, to this
         season's board only (the projector's path: a void's tie time)."""
         rows = await self.db.fetch("replay_rows", seqs=seqs)
-        deltas = [d for d in await self.projector.boards_of([Delta.from_row(r) for r in rows])
-                  if d.season == season]
+        deltas = [d for d in await self.projector.boards_of(
+            [Delta.from_row(r, self.db.zone) for r in rows]) if d.season.name == season.name]
         if deltas:
             await self.projector.apply(deltas)
 
-    async def _profiles(self, season: str, version: str) -> int:
+    async def _profiles(self, season: Season, version: str) -> int:
         """Profiles the board holds an older version of, projected again:
         on a board of at most PROFILES_BY_LEARNERS learners (a board of a
         kind's, most often), its own learners' profiles; else every profile
@@ -122,7 +122,7 @@ class CatchUp:
                 changed += await self._reproject(season, rows)
         return changed
 
-    async def _reproject(self, season: str, rows: list[Any]) -> int:
+    async def _reproject(self, season: Season, rows: list[Any]) -> int:
         on_board = await self.board.profile_versions(season, [r["user_id"] for r in rows])
         changed = 0
         for r in rows:
@@ -133,7 +133,7 @@ class CatchUp:
                 changed += 1
         return changed
 
-    async def _tombstones(self, season: str) -> int:
+    async def _tombstones(self, season: Season) -> int:
         """The season's tombstones put back (every learner erased since the
         season could concern them, as a rebuild does), each off the board
         and out of its stream (erase.lua); how many."""

@@ -39,10 +39,11 @@ from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError, StoreUnavailable
 from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.kind_rules import board_seasons
+from laurels.kinds import CompletionCorrected
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
 from laurels.reads import iso
-from laurels.seasons import END_OF_TIME, GLOBAL, Period, Season, seasons_of
+from laurels.seasons import END_OF_TIME, GLOBAL, Period, Season, season_named, seasons_of
 
 log = logging.getLogger("laurels.corrections")
 
@@ -105,8 +106,9 @@ class Corrections:
             await failpoints.pause("correction_locked")
             numbers: dict[int, int] = {}
             if rows:
-                numbers = await self._correct_rows(tx, rows, [r["season"] for r in locked
-                                                              if r["finalized"]], voided)
+                numbers = await self._correct_rows(tx, rows, [
+                    season_named(r["season"], self.db.zone) for r in locked if r["finalized"]],
+                    voided)
                 await self.db.run("insert_audit", tx, action="void" if voided else "restore",
                                   target=str(user_id) if board == GLOBAL
                                   else f"{user_id} on {board}", reason=reason, details=Jsonb({
@@ -120,31 +122,27 @@ class Corrections:
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
             deltas = [Delta(r["seq"], r["user_id"], r["points"], r["completed_at"],
-                            r["season"], profile, numbers[r["seq"]], not voided,
-                            tags=tuple(r["tags"] or ())) for r in rows]
-            try:
-                await self.projector.apply_now(deltas, REQUEST_HEAL_WAIT_SECONDS)
-            except Exception as exc:  # committed: the projector applies them from the outbox
-                log.warning("correction of learner %s not applied at once (the projector "
-                            "will): %s: %s", user_id, type(exc).__name__, exc)
+                            season_named(r["season"], self.db.zone), profile,
+                            numbers[r["seq"]], not voided, tags=tuple(r["tags"] or ()))
+                      for r in rows]
+            await self._apply_now(deltas, f"correction of learner {user_id}")
         if voided:
             return {"user_id": user_id, "voided": len(rows)}
         return {"user_id": user_id, "restored": len(rows)}
 
-    async def _seasons_of(self, rows: list[Any], tx: Tx) -> set[str]:
+    async def _seasons_of(self, rows: list[Any], tx: Tx) -> set[Season]:
         """Every season (every period, every board of a kind) of completions,
         the kinds read in `tx` (under their lock, shared)."""
         kinds = (await self.projector.kinds.live(tx)
                  if self.projector.kinds is not None and any(r["tags"] for r in rows) else {})
-        out: set[str] = set()
+        out: set[Season] = set()
         for r in rows:
-            out.update(s.name for s in seasons_of(r["completed_at"], self.periods,
-                                                  zone=self.db.zone))
+            out.update(seasons_of(r["completed_at"], self.periods, zone=self.db.zone))
             if r["tags"] and kinds:
                 out.update(board_seasons(r["completed_at"], r["tags"], kinds))
         return out
 
-    async def _correct_rows(self, tx: Tx, rows: list[Any], finalized: list[str],
+    async def _correct_rows(self, tx: Tx, rows: list[Any], finalized: list[Season],
                             voided: bool) -> dict[int, int]:
         """The writes of a bulk correction, each a statement for all rows;
         each completion's new correction number, by seq."""
@@ -204,7 +202,8 @@ class Corrections:
                                                voided=voided)
                 correction = int(done["correction"]) if done else correction + 1
                 finals = await self._correct_archives(
-                    tx, [r["season"] for r in locked if r["finalized"]], row["user_id"])
+                    tx, [season_named(r["season"], self.db.zone) for r in locked
+                         if r["finalized"]], row["user_id"])
                 # Its outbox row last (the lock order: a projector holding the
                 # old one is waited for after the archives' locks).
                 await self.db.run("delete_outbox", tx, seqs=[row["seq"]])
@@ -212,13 +211,13 @@ class Corrections:
                 # The learner's cohort of the week: read again once applied.
                 await self.db.run("touch_learner_cohorts", tx, user_id=row["user_id"],
                                   season=row["season"], seq=row["seq"])
+                event: CompletionCorrected = {
+                    "completion_id": completion_id, "seq": row["seq"], "season": row["season"],
+                    "user_id": row["user_id"], "points": row["points"],
+                    "status": "voided" if voided else "recorded"}
                 await self.db.run("enqueue_webhook", tx,
                                   type="completion.voided" if voided else "completion.restored",
-                                  user_id=row["user_id"], data=Jsonb({
-                                      "completion_id": completion_id, "seq": row["seq"],
-                                      "season": row["season"], "user_id": row["user_id"],
-                                      "points": row["points"],
-                                      "status": "voided" if voided else "recorded"}))
+                                  user_id=row["user_id"], data=Jsonb(event))
                 await self.db.run("insert_audit", tx, action="void" if voided else "restore",
                                   target=completion_id, reason=reason,
                                   details=Jsonb({"seq": row["seq"], "points": row["points"],
@@ -226,21 +225,24 @@ class Corrections:
             user = await self.db.fetch_one("get_user", tx, user_id=row["user_id"])
         await failpoints.pause("correction_committed")
         if changed and user is not None:
-            # The fast path: every board at once; the outbox row covers a failure.
             profile = Profile(user["profile_version"], user["visibility"],
                               user["display_name"] or "")
             delta = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
-                          row["season"], profile, correction, not voided,
-                          tags=tuple(row["tags"] or ()))
-            try:
-                await self.projector.apply_now([delta], REQUEST_HEAL_WAIT_SECONDS)
-            except Exception as exc:  # committed: the projector applies it from the outbox
-                log.warning("correction of %s not applied at once (the projector will): "
-                            "%s: %s", completion_id, type(exc).__name__, exc)
+                          season_named(row["season"], self.db.zone), profile, correction,
+                          not voided, tags=tuple(row["tags"] or ()))
+            await self._apply_now([delta], f"correction of {completion_id}")
         return {"completion_id": completion_id, "seq": row["seq"], "season": row["season"],
                 "status": "voided" if voided else "recorded"}, changed
 
-    async def _correct_archives(self, tx: Tx, seasons: list[str], user_id: int
+    async def _apply_now(self, deltas: list[Delta], what: str) -> None:
+        """The fast path: every board at once; the outbox rows cover a failure."""
+        try:
+            await self.projector.apply_now(deltas, REQUEST_HEAL_WAIT_SECONDS)
+        except Exception as exc:  # committed: the projector applies them from the outbox
+            log.warning("%s not applied at once (the projector will): %s: %s", what,
+                        type(exc).__name__, exc)
+
+    async def _correct_archives(self, tx: Tx, seasons: list[Season], user_id: int
                                 ) -> list[dict[str, Any]]:
         """Finalized seasons: the learner's standing from what counts now,
         ranks closed up; their final rank before and after, per season."""
@@ -257,7 +259,7 @@ class Corrections:
             await self.lifecycle.rerank(tx, [season])
             after = await self.db.fetch_one("archived_rank", tx, season=season,
                                             user_id=user_id)
-            out.append({"season": season,  # the completion's learner's final rank
+            out.append({"season": season.name,  # the completion's learner's final rank
                         "rank_before": before["rank"] if before else None,
                         "rank_after": after["rank"] if after else None})
         return out

@@ -32,6 +32,7 @@ from laurels.catchup import CatchUp
 from laurels.db import Database
 from laurels.filling import RebuildFailed
 from laurels.rebuild import Rebuilder, RebuildRunning
+from laurels.seasons import Season, season_named
 
 log = logging.getLogger("laurels.epoch")
 
@@ -104,7 +105,7 @@ class EpochWatch:
         doubted until the repair)."""
         self.board.trust.load(await self.recorded(), await self.board.fingerprint())
 
-    async def repair(self) -> tuple[list[str], int, int]:
+    async def repair(self) -> tuple[list[Season], int, int]:
         """Catch every season whose board Redis holds up with PostgreSQL, or
         rebuild it when it cannot be; returns the ones rebuilt, how many
         facts (completions, corrections, profiles) were applied again, and
@@ -115,12 +116,12 @@ class EpochWatch:
         if self.kinds is not None:  # boards of kinds deleted since Redis's snapshot
             await self.kinds.drop_undefined()
 
-        async def one(season: str) -> tuple[bool, int]:
+        async def one(season: Season) -> tuple[bool, int]:
             async with turns:
                 return await self._repair(season)
 
         rows = await self.db.fetch("all_seasons")
-        seasons = [row["season"] for row in rows]
+        seasons = [season_named(row["season"], self.db.zone) for row in rows]
         outcomes = await asyncio.gather(*(one(s) for s in seasons), return_exceptions=True)
         done: list[tuple[bool, int]] = []
         for outcome in outcomes:
@@ -132,7 +133,7 @@ class EpochWatch:
         return ([s for s, (rebuilt, _) in zip(seasons, done, strict=True) if rebuilt],
                 sum(max(n, 0) for _, n in done), lost)
 
-    async def _repair(self, season: str) -> tuple[bool, int]:
+    async def _repair(self, season: Season) -> tuple[bool, int]:
         """One season caught up (False, facts applied again), rebuilt (True,
         0) or absent from Redis (False, -1)."""
         if not await self.board.present(season):

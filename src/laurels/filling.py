@@ -21,7 +21,7 @@ from laurels.db import Database, Row, Tx
 from laurels.history import History
 from laurels.keys import ChunkBits, chunk_bits, hashed_bits
 from laurels.kind_rules import score_of
-from laurels.seasons import is_board_season, parse_season
+from laurels.seasons import GLOBAL, Season
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
@@ -40,19 +40,19 @@ BOARDS_A_FETCH = 8
 Progress = Callable[[int, int], None]
 
 
-def group_of(season: str) -> str | None:
+def group_of(season: Season) -> str | None:
     """What boards built together from one scan share (run_many): a board
     of a kind's metric (its season's range, in its zone, is the board's
     own in the scan: every period of a kind at once, an all-time board
     being named in UTC); None for the whole board's seasons, built alone."""
-    if not is_board_season(season):
+    if season.board == GLOBAL:
         return None
-    return season.split("/")[1]
+    return season.metric
 
 
-def board_of(season: str) -> str:
-    """A board of a kind's tag, from its season's name."""
-    return season.partition("/")[0]
+def board_of(season: Season) -> str:
+    """A board of a kind's tag."""
+    return season.board
 
 
 class RebuildFailed(Exception):
@@ -65,7 +65,7 @@ class Source:
     queries season_*), or, for a long board with closed parts, their
     archives plus its completions from the cutoff on (long_*)."""
 
-    season: str
+    season: Season
     count: str
     seqs: str
     aggregates: str
@@ -77,7 +77,7 @@ class Source:
         return self.count == "long_event_count"
 
     @classmethod
-    def of(cls, season: str, history: History | None) -> Source:
+    def of(cls, season: Season, history: History | None) -> Source:
         if history is None:
             return cls(season, "season_event_count", "season_seqs", "season_aggregates",
                        {"season": season})
@@ -91,7 +91,7 @@ class Building:
     the current one, where its snapshot comes from, how many completions
     it is built from."""
 
-    season: str
+    season: Season
     rebuild_id: str
     version: str
     current: str
@@ -213,7 +213,7 @@ class Filler:
         snapshot, each statement (boards_*) reading their completions once
         for all of them, whatever their periods, its rows dealt to each
         board by its number (`i`: its place in `builds`, from 1)."""
-        seasons = [parse_season(b.season, zone=self.db.zone) for b in builds]
+        seasons = [b.season for b in builds]
 
         def params() -> dict[str, Any]:
             return {"season": seasons[0], "boards": [s.board for s in seasons],
@@ -281,7 +281,7 @@ class Filler:
         back: load_board.lua keeps the higher of the two, and a completion
         voided in the snapshot that reached the version live cannot be
         told from one that counts, so the rebuild fails and runs again."""
-        metric = parse_season(built.season, zone=self.db.zone).metric
+        metric = built.season.metric
         live: dict[int, int] = {}
         if not already:
             return live

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from laurels.board.roles import Presence
 from laurels.filling import BOARDS_AT_ONCE, board_of, group_of
 from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
-from laurels.seasons import END_OF_TIME, Period, seasons_of
+from laurels.seasons import END_OF_TIME, Period, Season, seasons_of
 
 if TYPE_CHECKING:
     from laurels.lifecycle import Lifecycle
@@ -41,16 +41,16 @@ class Healer:
         self.rebuilder = rebuilder
         self.lifecycle = lifecycle
         self.periods = periods  # the boards `prepare` creates ahead
-        self._local: dict[str, asyncio.Task[RebuildResult | None]] = {}
+        self._local: dict[Season, asyncio.Task[RebuildResult | None]] = {}
         # Heals build at most this many boards at once in a process (each
         # holds a pooled connection for its snapshot): with several periods,
         # a start-up or a Redis restart finds many boards missing at once.
         self._slots = asyncio.Semaphore(HEALS_AT_ONCE)
         # Boards of kinds waiting for a slot, by group (rebuild.group_of).
-        self._waiting: dict[str, dict[str, asyncio.Future[RebuildResult | None]]] = {}
+        self._waiting: dict[str, dict[Season, asyncio.Future[RebuildResult | None]]] = {}
         self._group_builds = 0  # slots building boards of kinds now
 
-    def ensure(self, season: str) -> asyncio.Task[RebuildResult | None]:
+    def ensure(self, season: Season) -> asyncio.Task[RebuildResult | None]:
         """Start (once per process) a rebuild of a season whose board is missing."""
         task = self._local.get(season)
         if task is None or task.done():
@@ -59,7 +59,7 @@ class Healer:
             self._local[season] = task
         return task
 
-    async def heal(self, seasons: set[str], wait_seconds: float) -> bool:
+    async def heal(self, seasons: set[Season], wait_seconds: float) -> bool:
         """Rebuild the seasons whose board is missing (here, or by waiting on
         another process that builds them); True once every board is back.
         Waits at most about `wait_seconds`; a rebuild still running goes on."""
@@ -92,9 +92,9 @@ class Healer:
             lead = timedelta(hours=1) if this.period == "day" else timedelta(days=1)
             if this.bounded and this.ends_at - now < lead and this.ends_at < END_OF_TIME:
                 seasons.append(this.next())
-        await self.heal({season.name for season in seasons}, BACKGROUND_HEAL_WAIT_SECONDS)
+        await self.heal(set(seasons), BACKGROUND_HEAL_WAIT_SECONDS)
 
-    async def _heal(self, season: str) -> RebuildResult | None:
+    async def _heal(self, season: Season) -> RebuildResult | None:
         group = group_of(season)
         if group is not None:
             return await self._heal_together(season, group)
@@ -110,7 +110,7 @@ class Healer:
             except RebuildRunning:
                 return None  # another process is building it
 
-    async def _heal_together(self, season: str, group: str) -> RebuildResult | None:
+    async def _heal_together(self, season: Season, group: str) -> RebuildResult | None:
         """A board of a kind waits with the others of its group: whoever gets
         a slot builds its share of those waiting, from one scan (run_many)."""
         mine: asyncio.Future[RebuildResult | None] = asyncio.get_running_loop().create_future()

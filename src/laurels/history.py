@@ -46,11 +46,10 @@ class History:
     cutoff: datetime  # its completions count from here on
 
 
-async def history_of(db: Database, periods: tuple[Period, ...], season: str,
+async def history_of(db: Database, periods: tuple[Period, ...], board: Season,
                      tx: Tx | None = None) -> History | None:
     """The history a long board is the sum of, or None: a board built from its
     own completions (not long, or nothing of it closed yet)."""
-    board = parse_season(season, zone=db.zone)
     if board.bounded:
         closed = await db.fetch("part_seasons", tx, pattern=_like(board.name),
                                 first=board.name, last=board.name)

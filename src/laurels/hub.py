@@ -22,6 +22,7 @@ from laurels.board import Hint, HintSubscription
 from laurels.group_index import GroupIndex
 from laurels.kinds import FOR_EVERYONE
 from laurels.metrics import HINTS_COALESCED, HINTS_SENT, NOTIFICATIONS_DROPPED, SSE_CONNECTIONS
+from laurels.seasons import Season
 
 log = logging.getLogger("laurels.hub")
 
@@ -36,8 +37,8 @@ class SeasonListener:
 
     __slots__ = ("closed", "group", "pending", "rebuilt", "season", "wake")
 
-    def __init__(self, season: str, group: str | None = None) -> None:
-        self.season = season
+    def __init__(self, season: Season, group: str | None = None) -> None:
+        self.season = season.name  # (hints name their season)
         self.group = group
         self.pending: dict[str, Any] | None = None
         self.rebuilt = False
@@ -97,8 +98,8 @@ class LearnerListener:
         self.ids.append(notification_id)
         self.wake.set()
 
-    def offer_final(self, kind: str, season: str) -> None:
-        self.finals.append((kind, season))
+    def offer_final(self, kind: str, name: str) -> None:  # (a hint's season name)
+        self.finals.append((kind, name))
         self.wake.set()
 
 
@@ -123,9 +124,9 @@ class Hub:
         """Set while the process's subscription is confirmed."""
         return self.subscription.connected
 
-    async def hinted(self, season: str) -> None:
+    async def hinted(self, season: Season) -> None:
         """Return once every later change of `season` will be hinted here."""
-        await self.subscription.hinted(season)
+        await self.subscription.hinted(season.name)
 
     # -- streams ---------------------------------------------------------------
 
@@ -137,10 +138,10 @@ class Hub:
         self._streams -= 1
         SSE_CONNECTIONS.labels(kind).dec()
 
-    def listen_board(self, season: str) -> SeasonListener:
+    def listen_board(self, season: Season) -> SeasonListener:
         listener = SeasonListener(season)
-        self.boards.setdefault(season, set()).add(listener)
-        self.subscription.follow(season)
+        self.boards.setdefault(listener.season, set()).add(listener)
+        self.subscription.follow(listener.season)
         self._opened("board")
         return listener
 
@@ -153,11 +154,12 @@ class Hub:
             if not listeners:
                 del self.boards[listener.season]
 
-    def listen_group(self, group_id: str, season: str) -> SeasonListener:
+    def listen_group(self, group_id: str, season: Season) -> SeasonListener:
         listener = SeasonListener(season, group_id)
-        self.group_boards.setdefault(season, {}).setdefault(group_id, set()).add(listener)
+        self.group_boards.setdefault(listener.season, {}).setdefault(group_id, set()).add(
+            listener)
         self.index.watch(group_id)
-        self.subscription.follow(season)
+        self.subscription.follow(listener.season)
         self._opened("group")
         return listener
 

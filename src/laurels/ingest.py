@@ -23,7 +23,7 @@ from laurels.heal import REQUEST_HEAL_WAIT_SECONDS
 from laurels.history import Partitions, month_of
 from laurels.metrics import COMPLETIONS
 from laurels.projector import Projector
-from laurels.seasons import END_OF_TIME, Found, shifted
+from laurels.seasons import END_OF_TIME, Found, Season, shifted
 from laurels.settings import Settings
 from laurels.shapes import Recorded, Rejected
 from laurels.states import OutcomeStatus
@@ -45,8 +45,12 @@ class Outcome:
 
     def body(self) -> Recorded | Rejected:
         if self.status == "rejected":
+            if self.code is None or self.detail is None:
+                raise RuntimeError("a refusal says why")
             return {"completion_id": self.completion_id, "status": "rejected",
                     "error": {"code": self.code, "detail": self.detail}}
+        if self.completion_id is None or self.seq is None or self.season is None:
+            raise RuntimeError("a stored completion has its id, seq and season")
         return {"completion_id": self.completion_id, "seq": self.seq, "season": self.season,
                 "status": self.status}
 
@@ -57,7 +61,7 @@ class _Item:
     data: Completion
     completed_at: datetime
     given: bool  # completed_at was sent (else: the time of receipt)
-    season: str  # its week
+    season: Season  # its week
     closed: bool  # one of its seasons no longer takes new completions (by the clock)
     others: str  # its seasons of the other configured periods, comma-joined
     closing: str  # the season it is refused for when closed: the first closed one
@@ -138,14 +142,14 @@ class Ingestor:
                                     self.settings.time_zone)
             closed = [s for s in seasons if s.is_closed(
                 now, self.settings.late_grace_seconds, self.settings.close_seasons)]
-            items.append(_Item(i, data, completed_at, at is not None, seasons[0].name,
+            items.append(_Item(i, data, completed_at, at is not None, seasons[0],
                                bool(closed), ",".join(s.name for s in seasons[1:]),
                                (closed or seasons)[0].name))
         return items
 
     async def _record(self, items: list[_Item], now: datetime,
                       outcomes: list[Outcome | None]) -> list[Delta]:
-        """One round trip to PostgreSQL for the batch (laurels_ingest), then each
+        """One round trip to PostgreSQL for the batch (laurels_ingest_v1), then each
         item's outcome; returns the deltas to apply."""
         rows = await self._insert(items, now)
         raced = sorted({it.data.completion_id for it, r in zip(items, rows, strict=True)
@@ -163,7 +167,7 @@ class Ingestor:
             elif status in ("closed", "finalized"):
                 outcomes[it.index] = _closed(it)
             elif status == "recorded":
-                outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season)
+                outcomes[it.index] = Outcome(cid, "recorded", row["seq"], it.season.name)
                 deltas.append(Delta.recorded(row["seq"], it.data.user_id, it.data.points,
                                              it.completed_at, it.season,
                                              Profile(row["profile_version"],
@@ -185,7 +189,7 @@ class Ingestor:
             user_ids=int_array([it.data.user_id for it in items]),
             points=int_array([it.data.points for it in items]),
             completed_ats=timestamp_array([it.completed_at for it in items]),
-            received_at=now, seasons=text_array([it.season for it in items]),
+            received_at=now, seasons=text_array([it.season.name for it in items]),
             closed=bool_array([it.closed for it in items]),
             others=text_array([it.others for it in items]),
             tags=text_array([",".join(it.data.tags) for it in items]))

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from laurels.seasons import is_board_season, period_of
+from laurels.seasons import Season, is_board_season, period_of
 
 CHUNK_BITS = 16  # one idempotency bitmap per 65,536 seqs: at most 8 KiB each
 # A board of a kind holds few of a deployment's seqs, spread over all of them:
@@ -137,14 +137,14 @@ class Keys:
         self.prefix = prefix
         self.policy = policy
 
-    def season(self, season: str) -> SeasonKeys:
+    def season(self, season: Season | str) -> SeasonKeys:
         return SeasonKeys(f"{self.prefix}:{tag(season)}:{self.policy}")
 
     def hint_channel(self) -> str:
         """Pub/Sub channel of refresh hints (season, maybe a user id: never a score)."""
         return f"{self.prefix}:hints"
 
-    def shard_hint_channel(self, season: str) -> str:
+    def shard_hint_channel(self, season: Season | str) -> str:
         """On Redis Cluster: a season's hints, on the shard of its board (SPUBLISH)."""
         return f"{self.prefix}:{tag(season)}:hints"
 
@@ -185,11 +185,12 @@ def glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-def tag(season: str) -> str:
+def tag(season: Season | str) -> str:
     """The cluster hash tag of a season's keys (weeks keep the name they had
     before there were other periods); a board's seasons (seasons.Season.name)
-    put their board, metric and zone before it."""
-    board, _, label = season.rpartition("/")
+    put their board, metric and zone before it. Keys are the text form's
+    edge: a season here is a Season, or a name read back from Redis."""
+    board, _, label = str(season).rpartition("/")
     head = f"{board}/" if board else ""
     period = period_of(label)
     if period == "all":
@@ -197,13 +198,13 @@ def tag(season: str) -> str:
     return f"{{{head}{'weekly' if period == 'week' else period}:{label}}}"
 
 
-def hashed_bits(season: str) -> bool:
+def hashed_bits(season: Season | str) -> bool:
     """Whether a season's idempotency bits live in one hash per version
     (a board of a kind's: VersionKeys.bits) rather than a bitmap per chunk."""
-    return is_board_season(season)
+    return is_board_season(str(season))
 
 
-def chunk_bits(season: str) -> int:
+def chunk_bits(season: Season | str) -> int:
     """How many low bits of a seq are its offset in its chunk, on this season."""
     return BOARD_CHUNK_BITS if hashed_bits(season) else CHUNK_BITS
 

@@ -15,7 +15,7 @@ from laurels.board import Delta
 from laurels.db import Row
 from laurels.errors import DomainError
 from laurels.kinds import METRICS, Metric
-from laurels.seasons import BOARD_RE, GLOBAL, PERIODS, Found, Period, Season
+from laurels.seasons import BOARD_RE, GLOBAL, PERIODS, Found, Period, Season, kind_of
 from laurels.validation import unknown_field
 from laurels.zones import BadZone, zone_info
 
@@ -43,7 +43,7 @@ class BoardKind:
     def defines(self, season: Season) -> bool:
         """Whether `season` is one of this kind's boards as it is defined
         now (its metric, zone and periods)."""
-        return (season.board.partition(":")[0] == self.kind and season.metric == self.metric
+        return (season.kind == self.kind and season.metric == self.metric
                 and season.period in self.periods
                 and season.zone == ("UTC" if season.period == "all" else self.time_zone))
 
@@ -130,7 +130,7 @@ def score_of(metric: Metric, points: int) -> int:
 
 
 def board_seasons(at: datetime, tags: Iterable[str], kinds: Mapping[str, BoardKind]
-                  ) -> list[str]:
+                  ) -> list[Season]:
     """The seasons of the boards of defined kinds a completion at `at` with
     these tags counts on (as tagged_boards puts it there)."""
     return [board[0] for board in _tags_boards(tuple(tags), at, kinds, Found()).boards]
@@ -170,7 +170,7 @@ class _TagBoards(NamedTuple):
     makes rank events, and its part (Delta.on_boards's)."""
 
     bounds: tuple[tuple[datetime, datetime], ...]
-    boards: tuple[tuple[str, int | None, bool, str], ...]
+    boards: tuple[tuple[Season, int | None, bool, str], ...]
 
 
 def _tags_boards(tags: tuple[str, ...], at: datetime, kinds: Mapping[str, BoardKind],
@@ -178,7 +178,7 @@ def _tags_boards(tags: tuple[str, ...], at: datetime, kinds: Mapping[str, BoardK
     bounds: dict[tuple[datetime, datetime], None] = {}
     boards = []
     for tag in tags:
-        kind = kinds.get(tag.partition(":")[0])
+        kind = kinds.get(kind_of(tag))
         if kind is None:
             continue  # kept: it counts once the kind is defined
         score, week = fixed_score(kind.metric), ""
@@ -186,11 +186,11 @@ def _tags_boards(tags: tuple[str, ...], at: datetime, kinds: Mapping[str, BoardK
             season = found.season(at, period, kind.time_zone)
             if period != "all":
                 bounds[season.starts_at, season.ends_at] = None
-            name = season.on(tag, kind.metric).name
+            board = season.on(tag, kind.metric)
             # On the all-time board, its week: a part once its month was
             # retired (history.history_of).
-            boards.append((name, score, kind.notify and period == "week",
+            boards.append((board, score, kind.notify and period == "week",
                            week if period == "all" else ""))
             if period == "week":
-                week = name
+                week = board.name
     return _TagBoards(tuple(bounds), tuple(boards))

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from laurels.kinds import Zone
-from laurels.seasons import Season, parse_season, shifted
+from laurels.seasons import Season, shifted
 from laurels.settings import Settings, per_tier
 
 Outcome = Literal["promoted", "demoted", "stayed"]
@@ -128,5 +128,5 @@ class LeagueRules:
         """When a week's leagues are decided: its end plus the league grace."""
         return shifted(week.ends_at, timedelta(seconds=self.grace_seconds))
 
-    def due(self, season: str, now: datetime) -> bool:
-        return now >= self.decides_at(parse_season(season, zone=self.time_zone))
+    def due(self, week: Season, now: datetime) -> bool:
+        return now >= self.decides_at(week)

@@ -43,7 +43,7 @@ from laurels.league_boards import OUTCOME_ZONES, CohortRows, board_rows
 from laurels.league_rules import Cohort, LeagueRules, parse_cohort_id
 from laurels.privacy import Privacy
 from laurels.reads import iso
-from laurels.seasons import Season, parse_season, season_of
+from laurels.seasons import Season, parse_season, season_named, season_of
 from laurels.settings import Settings
 
 log = logging.getLogger("laurels.leagues")
@@ -72,18 +72,18 @@ class Leagues:
 
     # -- placement -------------------------------------------------------------
 
-    async def _place(self, tx: Tx, season: str) -> list[Cohort]:
+    async def _place(self, tx: Tx, season: Season) -> list[Cohort]:
         """Place every placeable join of a week (the caller holds its lock);
         the cohorts that gained members."""
         grown: list[Cohort] = []
         while True:
             rows = await self.db.fetch("place_joins", tx, season=season, top=self.rules.top,
                                        size=self.rules.size, limit=PLACE_BATCH)
-            grown += [Cohort(season, r["tier"], r["cohort"]) for r in rows]
+            grown += [Cohort(season.name, r["tier"], r["cohort"]) for r in rows]
             if sum(int(r["joined"]) for r in rows) < PLACE_BATCH:
                 return grown
 
-    async def place(self, season: str) -> int:
+    async def place(self, season: Season) -> int:
         """Place what joined a week and is not placed yet; how many cohorts grew."""
         async with self.db.transaction() as tx:
             await self.db.fetch("lock_league_week", tx, season=season)
@@ -96,12 +96,13 @@ class Leagues:
             await self.board.publish_group_change(cohort.stream_id)
         return len(grown)
 
-    async def open_weeks(self) -> list[str]:
-        return [r["season"] for r in await self.db.fetch("league_weeks_open")]
+    async def open_weeks(self) -> list[Season]:
+        return [season_named(r["season"], self.rules.time_zone)
+                for r in await self.db.fetch("league_weeks_open")]
 
     # -- the decision ------------------------------------------------------------
 
-    async def decide(self, season: str) -> bool:
+    async def decide(self, season: Season) -> bool:
         """Decide a week's leagues once; True if this call did."""
         names = list(self.rules.tiers)
         async with self.db.transaction() as tx:
@@ -120,7 +121,7 @@ class Leagues:
         await self.board.announce_league_result(season)
         return True
 
-    async def decide_due(self, now: datetime | None = None) -> list[str]:
+    async def decide_due(self, now: datetime | None = None) -> list[Season]:
         """Decide every week due (end plus grace passed), oldest first."""
         now = now or datetime.now(UTC)
         done = []
@@ -172,7 +173,7 @@ class Leagues:
                               OUTCOME_ZONES[r["outcome"]], r["outcome"]))
         return board_rows(shown, caller, len(rows))  # n: the ranked at the decision
 
-    async def zones(self, season: str) -> int:
+    async def zones(self, season: Season) -> int:
         """Notify the members of the week's touched cohorts who entered a
         zone since their last notification; how many were notified. Set-based:
         one statement locks the touched cohorts' members, their scores are
@@ -211,7 +212,7 @@ class Leagues:
             await self.board.publish_notification(uid, nid)
         return len(created)
 
-    async def _shown(self, season: str, members: list[dict[str, Any]]) -> dict[int, Any]:
+    async def _shown(self, season: Season, members: list[dict[str, Any]]) -> dict[int, Any]:
         """By learner, what their cohort's board shows of them (rank, score,
         zone), for the members given (whole cohorts): one read of the week's
         board for all of them, then each cohort ranked as board_of ranks it."""
@@ -219,7 +220,7 @@ class Leagues:
         for m in members:
             cohorts.setdefault((m["tier"], m["cohort"]), set()).add(m["user_id"])
         policy, scored = await self.groups.standings(
-            parse_season(season, zone=self.rules.time_zone), [m["user_id"] for m in members])
+            season, [m["user_id"] for m in members])
         # Who is shown, as PostgreSQL says now (the members' rows were read in
         # this pass, after any touch it takes): a visibility change counts
         # here whether or not Redis holds the new profile yet.
@@ -233,7 +234,7 @@ class Leagues:
                                            "zone": self.rules.zone(tier, r.rank, len(ranked))}
         return shown
 
-    async def _notify_zones(self, tx: Tx, season: str,
+    async def _notify_zones(self, tx: Tx, season: Season,
                             entered: list[tuple[dict[str, Any], Any]]) -> list[tuple[int, int]]:
         """One league_zone notification per member who entered a zone (an
         unread one refreshed); (learner, notification id) of each."""
@@ -244,7 +245,7 @@ class Leagues:
             "notify_league_zones", tx, season=season,
             user_ids=[m["user_id"] for m, _ in entered],
             data=[orjson.dumps({"tier": self.rules.tier_name(m["tier"]),
-                                "cohort_id": Cohort(season, m["tier"], m["cohort"]).id,
+                                "cohort_id": Cohort(season.name, m["tier"], m["cohort"]).id,
                                 "zone": now["zone"], "rank": now["rank"]}).decode()
                   for m, now in entered],
             dedup_keys=[f"league_zone:{season}:{now['zone']}:{now['rank']}:{stamp}"
@@ -266,7 +267,7 @@ class Leagues:
         week = self.week(season)
         row = await self.db.fetch_one("league_membership", season=week.name, user_id=user_id)
         if row is not None and not row["placed"] and row["waiting_for"] is None:
-            await self.place(week.name)  # joined a moment ago: placed now, not "pending"
+            await self.place(week)  # joined a moment ago: placed now, not "pending"
             row = await self.db.fetch_one("league_membership", season=week.name,
                                           user_id=user_id)
         status: Literal["none", "pending", "placed"]

@@ -13,6 +13,7 @@ from laurels.db import Database, Tx
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
+from laurels.seasons import Season, season_named
 from laurels.shapes import LearnerProfile, Suspend, visibility
 from laurels.validation import ProfileIn
 
@@ -58,10 +59,10 @@ class Learners:
             seasons = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
             await failpoints.pause("profile_locked")
             if body.visibility is not None:
-                await self.lifecycle.rerank(tx, [r["season"] for r in seasons
+                await self.lifecycle.rerank(tx, [self._season(r["season"]) for r in seasons
                                                    if r["finalized"]])
                 await self._touch_leagues(tx, user_id)
-        await self._project(row, [r["season"] for r in seasons])
+        await self._project(row, [self._season(r["season"]) for r in seasons])
         # Their own choice (while suspended, they stay hidden on every board).
         return Learner(user_id, row["display_name"] or default_name(user_id),
                        row["own_visibility"])
@@ -71,7 +72,10 @@ class Learners:
         join the cohort's board): the zone pass reads those cohorts again."""
         await self.db.run("touch_learner_cohorts", tx, user_id=user_id, season=None, seq=None)
 
-    async def _project(self, row: Any, seasons: list[str]) -> None:
+    def _season(self, name: str) -> Season:
+        return season_named(name, self.db.zone)
+
+    async def _project(self, row: Any, seasons: list[Season]) -> None:
         """A committed profile change onto every board of the learner."""
         user_id = row["user_id"]
         profile = Profile(row["profile_version"], row["visibility"], row["display_name"] or "")
@@ -81,8 +85,9 @@ class Learners:
         # them (a late kind's board built for the first time: its snapshot
         # may precede this commit; one whose row comes after this read
         # snapshots after the commit and holds the change: issue 63).
-        later = [r["season"] for r in await self.db.fetch("lock_user_seasons", user_id=user_id)
-                 if r["season"] not in seasons]
+        named = {s.name for s in seasons}
+        later = [self._season(r["season"]) for r in await self.db.fetch(
+            "lock_user_seasons", user_id=user_id) if r["season"] not in named]
         for season in [*seasons, *later]:
             # A season without a board needs nothing: its rebuild reads
             # PostgreSQL, and a finalized one is read from its archive
@@ -91,7 +96,7 @@ class Learners:
             # A Redis error surfaces as 503; the stored change is kept and a
             # retried PUT projects it again.
             await self.board.set_profile(season, user_id, profile)
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
 
     async def suspend(self, user_id: int, suspended: bool, reason: str | None
                       ) -> Suspend:
@@ -108,10 +113,11 @@ class Learners:
             if row is None:
                 raise DomainError("user_erased", "this learner was erased")
             seasons = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
-            await self.lifecycle.rerank(tx, [r["season"] for r in seasons if r["finalized"]])
+            await self.lifecycle.rerank(tx, [self._season(r["season"]) for r in seasons
+                                             if r["finalized"]])
             await self._touch_leagues(tx, user_id)
             await self.db.run("insert_audit", tx,
                               action="suspend" if suspended else "unsuspend",
                               target=str(user_id), reason=reason, details=None)
-        await self._project(row, [r["season"] for r in seasons])
+        await self._project(row, [self._season(r["season"]) for r in seasons])
         return {"user_id": user_id, "suspended": bool(row["suspended"])}

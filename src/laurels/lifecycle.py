@@ -10,7 +10,7 @@ many processes try, and gives its Redis keys an expiry.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -18,13 +18,14 @@ from laurels import failpoints
 from laurels.board.roles import Keeper
 from laurels.db import LOCK_ORDER, Database, Jsonb, Tx
 from laurels.errors import StoreUnavailable
+from laurels.kinds import SeasonFinalized, UserErased
 from laurels.metrics import SEASONS_FINALIZED
 from laurels.seasons import (
     END_OF_TIME,
     GLOBAL,
     Season,
-    is_board_season,
-    parse_season,
+    kind_of,
+    season_named,
     season_of,
     shifted,
     spanned,
@@ -35,6 +36,10 @@ log = logging.getLogger("laurels.lifecycle")
 # Boards' seasons of one kind's period finalized in one transaction
 # (finalize_boards): closing 10,000 boards one by one took 153 s (issue 42).
 FINALIZE_BOARDS = 1_000
+
+
+def finalized_event(season: Season) -> SeasonFinalized:
+    return {"season": season.label, "period": season.period, "board": season.board}
 
 
 class Forgets(Protocol):
@@ -78,21 +83,22 @@ class Lifecycle:
             for concern in sorted(self.concerns, key=lambda c: LOCK_ORDER.index(c.holds)):
                 await concern.hold(tx, user_id)
             locked = await self.db.fetch("lock_user_seasons", tx, user_id=user_id)
-            seasons = {r["season"] for r in locked}  # every period's
+            seasons = {self._season(r["season"]) for r in locked}  # every period's
             # Every board of a kind they count on, built or not: a tombstone
             # in each keeps a board built later from ever taking them.
-            seasons |= {r["season"] for r in await self.db.fetch(
+            seasons |= {self._season(r["season"]) for r in await self.db.fetch(
                 "user_board_seasons", tx, user_id=user_id)}
             # The archives' locks before their standings are deleted (a
             # re-rank holding one must not wait for a row deleted here).
-            await self.lock_archives(tx, [r["season"] for r in locked if r["finalized"]])
+            await self.lock_archives(tx, [self._season(r["season"]) for r in locked
+                                          if r["finalized"]])
             await failpoints.pause("erase_locked")
             # Ids are not moved between completion_ids' partitions while
             # they are deleted here (migration 020: the seal's move).
             await self.db.fetch("seal_lock_shared", tx)
-            seasons |= {r["season"] for r in await self.db.fetch(
+            seasons |= {self._season(r["season"]) for r in await self.db.fetch(
                 "delete_user_completions", tx, user_id=user_id)}
-            archived = {r["season"] for r in await self.db.fetch(
+            archived = {self._season(r["season"]) for r in await self.db.fetch(
                 "delete_user_standings", tx, user_id=user_id)}
             # ...and, once the completions are gone, forgets them, in the
             # order of the locks its statements take (members, group,
@@ -108,8 +114,9 @@ class Lifecycle:
             if not again:  # erased before: no second entry, no second webhook
                 await self.db.run("insert_audit", tx, action="erase", target=str(user_id),
                                   reason=None, details=None)
+                erased: UserErased = {"user_id": user_id}
                 await self.db.run("enqueue_webhook", tx, type="user.erased", user_id=None,
-                                  data=Jsonb({"user_id": user_id}))
+                                  data=Jsonb(erased))
             await failpoints.pause("erase_deleted")
         if committed is not None:
             committed()
@@ -122,20 +129,21 @@ class Lifecycle:
         await self.finish_erasure(user_id, sorted(seasons | archived))
         return not again
 
-    async def finish_erasure(self, user_id: int, seasons: list[str]) -> None:
+    async def finish_erasure(self, user_id: int, seasons: list[Season]) -> None:
         """Remove the learner from every board (idempotent); then close the job."""
         for season in seasons:
             # The tombstone is kept even without a board (an archive lost
             # them in the erasure's transaction); every process drops pages.
             await self.board.erase(season, user_id, self.expires_at(season))
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
         await self.db.run("finish_erasure", user_id=user_id, seasons=seasons)
 
     async def resume_erasures(self, min_age_seconds: float = 5.0) -> int:
         done = 0
         for row in await self.db.fetch("pending_erasures", min_age_seconds=min_age_seconds):
             try:
-                await self.finish_erasure(row["user_id"], list(row["seasons"]))
+                await self.finish_erasure(row["user_id"],
+                                          [self._season(s) for s in row["seasons"]])
                 done += 1
             except StoreUnavailable as exc:
                 log.warning("erasure of %s still pending: %s", row["user_id"], exc)
@@ -159,20 +167,20 @@ class Lifecycle:
 
     # -- visibility of archived seasons ---------------------------------------
 
-    async def rerank(self, tx: Tx, seasons: list[str]) -> None:
+    async def rerank(self, tx: Tx, seasons: list[Season]) -> None:
         """Recompute the public ranks of archived seasons (in the caller's
         transaction): after a visibility change or an erasure, ranks close up."""
         for season in seasons:
             await self._rerank(tx, season)
 
-    async def lock_archives(self, tx: Tx, seasons: list[str]) -> None:
+    async def lock_archives(self, tx: Tx, seasons: list[Season]) -> None:
         """The re-rank locks of archived seasons, in name order, held to the
         end of the caller's transaction: taken before any standing row is
         written, so a re-rank never waits for a row while holding one."""
         for season in sorted(seasons):
             await self.db.run("lock_archive", tx, season=season)
 
-    async def _rerank(self, tx: Tx, season: str) -> None:
+    async def _rerank(self, tx: Tx, season: Season) -> None:
         row = await self.db.fetch_one("season_policies", tx, seasons=[season],
                                       tie_policy=self.settings.tie_policy)
         policy = row["tie_policy"] if row else self.settings.tie_policy
@@ -183,56 +191,47 @@ class Lifecycle:
     # -- seasons ---------------------------------------------------------------
 
     def _season(self, name: str) -> Season:
-        return parse_season(name, zone=self.settings.time_zone)
+        """A season's name, as a row holds it, read at the edge."""
+        return season_named(name, self.settings.time_zone)
 
-    def _closed(self, season: str, now: datetime) -> bool:
-        return self._closed_season(self._season(season), now)
-
-    def _closed_season(self, season: Season, now: datetime) -> bool:
+    def _closed(self, season: Season, now: datetime) -> bool:
         return season.is_closed(now, self.settings.late_grace_seconds,
                                 self.settings.close_seasons)
 
-    async def finalize_due(self, now: datetime | None = None) -> list[str]:
+    async def finalize_due(self, now: datetime | None = None) -> list[Season]:
         """Finalize every season past its end plus grace (none if seasons never close)."""
         if not self.settings.close_seasons:
             return []
         now = now or datetime.now(UTC)
-        due = [r["season"] for r in await self.db.fetch("unfinalized_seasons")
-               if self._closed(r["season"], now)]
+        due = [s for s in map(self._season, (r["season"] for r in await self.db.fetch(
+            "unfinalized_seasons"))) if self._closed(s, now)]
         # The whole board's seasons first, in order; then the boards of
         # kinds, each waiting for the whole board's weeks it spans. A kind
         # may have 10,000 boards closing at once: those of one period (one
         # range, one metric) are finalized together, FINALIZE_BOARDS a
         # transaction (finalize_boards).
-        done = [s for s in due if not is_board_season(s) and await self.finalize(s)]
+        done = [s for s in due if s.board == GLOBAL and await self.finalize(s)]
         memo: dict[tuple[str, ...], bool] = {}
-        together: dict[tuple[Any, ...], list[str]] = {}
-        for name in due:
-            if is_board_season(name) and await self._spanned_weeks_final(name, now, memo):
-                b = self._season(name)
-                together.setdefault((b.period, b.metric, b.starts_at, b.ends_at), []).append(name)
+        together: dict[tuple[Any, ...], list[Season]] = {}
+        for b in due:
+            if b.board != GLOBAL and await self._weeks_final(b, now, memo):
+                together.setdefault((b.period, b.metric, b.starts_at, b.ends_at), []).append(b)
         for names in together.values():
             for i in range(0, len(names), FINALIZE_BOARDS):
                 done += await self.finalize_boards(names[i:i + FINALIZE_BOARDS])
         return done
 
-    async def _spanned_weeks_final(self, name: str, now: datetime,
-                                   memo: dict[tuple[str, ...], bool]) -> bool:
-        """A board of a kind's season closes once every whole board's week it
-        spans is finalized (or has no row: nothing was recorded in it, and
-        nothing can be once it is closed): a completion is accepted by the
-        whole board's week alone, so no completion of this season can come
-        after (docs/boards.md). The whole board's own seasons: True."""
-        board = self._season(name)
-        return board.board == GLOBAL or await self._weeks_final(board, now, memo)
-
     async def _weeks_final(self, board: Season, now: datetime,
                            memo: dict[tuple[str, ...], bool], tx: Tx | None = None) -> bool:
         """Whether every whole board's week `board`'s range spans is closed
-        and finalized (or has no row)."""
+        and finalized (or has no row). A board of a kind's season closes
+        once every whole board's week it spans is finalized (or has no row:
+        nothing was recorded in it, and nothing can be once it is closed): a
+        completion is accepted by the whole board's week alone, so no
+        completion of this season can come after (docs/boards.md)."""
         weeks, week = [], season_of(board.starts_at, "week", zone=self.settings.time_zone)
         while week.starts_at < board.ends_at:
-            if not self._closed(week.name, now):
+            if not self._closed(week, now):
                 return False
             weeks.append(week.name)
             week = week.next()
@@ -241,7 +240,7 @@ class Lifecycle:
             memo[tuple(weeks)] = all(r["finalized"] for r in rows)
         return memo[tuple(weeks)]
 
-    async def finalize(self, season: str) -> bool:
+    async def finalize(self, season: Season) -> bool:
         """Archive a closed season's standings once; True if this call did it."""
         async with self.db.transaction() as tx:
             row = await self.db.fetch_one("lock_season_for_finalize", tx, season=season)
@@ -250,10 +249,8 @@ class Lifecycle:
             await self.db.run("archive_standings", tx, season=season)
             await self.db.run("mark_finalized", tx, season=season,
                               tie_policy=self.settings.tie_policy)
-            closed = self._season(season)
             await self.db.run("enqueue_webhook", tx, type="season.finalized", user_id=None,
-                              data=Jsonb({"season": closed.label, "period": closed.period,
-                                          "board": closed.board}))
+                              data=Jsonb(finalized_event(season)))
             await self._rerank(tx, season)
             for callback in self.on_finalized:
                 await callback([season], tx)
@@ -263,7 +260,7 @@ class Lifecycle:
         await self._after([season])
         return True
 
-    async def finalize_boards(self, names: list[str]) -> list[str]:
+    async def finalize_boards(self, names: list[Season]) -> list[Season]:
         """Finalize boards' seasons of one period of one kind's (one range,
         one metric) as `finalize` does one, in one transaction of a few
         statements: their rows locked in name order, their archives written
@@ -278,21 +275,20 @@ class Lifecycle:
         await self._after(todo)
         return todo
 
-    async def _finalize_boards(self, tx: Tx, names: list[str], quiet: bool = False
-                               ) -> list[str]:
+    async def _finalize_boards(self, tx: Tx, names: list[Season], quiet: bool = False
+                               ) -> list[Season]:
         rows = await self.db.fetch("lock_boards_for_finalize", tx, seasons=names)
-        todo = [r["season"] for r in rows if not r["finalized"]]
+        named = {s.name: s for s in names}
+        todo = boards = [named[r["season"]] for r in rows if not r["finalized"]]
         if not todo:
             return []
-        boards = [self._season(n) for n in todo]
         await self.db.run("archive_boards_standings", tx, season=boards[0], seasons=todo,
                           boards=[b.board for b in boards])
         await self.db.run("mark_boards_finalized", tx, seasons=todo,
                           tie_policy=self.settings.tie_policy)
         if not quiet:
-            await self.db.fetch("enqueue_webhooks", tx, type="season.finalized", data=[
-                Jsonb({"season": b.label, "period": b.period, "board": b.board})
-                for b in boards])
+            await self.db.fetch("enqueue_webhooks", tx, type="season.finalized",
+                                data=[Jsonb(finalized_event(b)) for b in boards])
         await self.db.fetch("lock_archives", tx, seasons=todo)
         await self.db.run("rank_archives", tx, seasons=todo, tie_policy=self.settings.tie_policy)
         for callback in self.on_finalized if not quiet else ():
@@ -315,12 +311,12 @@ class Lifecycle:
         for k in kinds.values():  # closed, as finalize_due closes a board's season
             for p in k["periods"]:
                 for s in spanned(start, end, p, k["time_zone"]) if p != "all" else []:
-                    if not (self._closed_season(s, now) and await self._weeks_final(s, now, memo)):
+                    if not (self._closed(s, now) and await self._weeks_final(s, now, memo)):
                         return False
         tags = await self.db.fetch("month_tags", starts=start, ends=end) if kinds else []
-        together: dict[tuple[Any, ...], list[str]] = {}
+        together: dict[tuple[Any, ...], list[Season]] = {}
         for t in tags:  # each season of its boards holding one of them
-            if (kind := kinds.get(t["tag"].partition(":")[0])) is None:
+            if (kind := kinds.get(kind_of(t["tag"]))) is None:
                 continue
             for p in kind["periods"]:
                 held = spanned(t["first_at"], t["last_at"] + timedelta(microseconds=1), p,
@@ -328,14 +324,14 @@ class Lifecycle:
                 for s in held:
                     on = s.on(t["tag"], kind["metric"])
                     together.setdefault((on.period, on.metric, on.starts_at, on.ends_at),
-                                        []).append(on.name)
+                                        []).append(on)
         for names in together.values():
             names.sort()
             for i in range(0, len(names), FINALIZE_BOARDS):
                 await self._archive_quietly(names[i:i + FINALIZE_BOARDS])
         return True
 
-    async def _archive_quietly(self, names: list[str]) -> None:
+    async def _archive_quietly(self, names: list[Season]) -> None:
         """archive_boards_of's transaction, under the kinds' lock (shared):
         those of `names` (one period's) whose kind is still defined as they
         say archived, their rows then their archives locked in name order."""
@@ -343,18 +339,17 @@ class Lifecycle:
             await self.db.fetch("share_board_kinds", tx)
             live = {r["kind"]: r for r in await self.db.fetch("board_kinds", tx)}
             chunk = []
-            for name in names:
-                b = self._season(name)
-                k = live.get(b.board.partition(":")[0])
+            for b in names:
+                k = live.get(b.kind)
                 if k is not None and (k["metric"], k["time_zone"]) == (b.metric, b.zone):
-                    chunk.append(name)
+                    chunk.append(b)
             if not chunk:
                 return
             await self.db.run("ensure_seasons", tx, seasons=chunk)
             done = await self._finalize_boards(tx, chunk, quiet=True)
         await self._expire(done)  # (a board built meanwhile has keys)
 
-    async def _after(self, seasons: list[str]) -> None:
+    async def _after(self, seasons: list[Season]) -> None:
         """After seasons' finalizations commit: the callbacks, then their
         keys' expiry in Redis (Redis unavailable: logged, as a Redis that
         lost the keys needs none)."""
@@ -362,39 +357,41 @@ class Lifecycle:
             await after(seasons)
         await self._expire(seasons)
 
-    async def _expire(self, seasons: list[str]) -> None:
+    async def _expire(self, seasons: list[Season]) -> None:
         if not seasons:
             return
         try:
             await self.board.expire_many({s: self.expires_at(s) for s in seasons})
         except StoreUnavailable as exc:
-            log.warning("could not set the expiry of %s in Redis: %s", ", ".join(seasons[:3]),
-                        exc)
+            log.warning("could not set the expiry of %s in Redis: %s",
+                        ", ".join(s.name for s in seasons[:3]), exc)
 
-    def expires_at(self, season: str) -> datetime:
+    def expires_at(self, season: Season) -> datetime:
         """A closed season stays in Redis while it is among the KEEP most
         recent of its period (`all` never closes, never expires)."""
         try:
-            later = self._season(season).later(self.settings.keep_seasons)
+            later = season.later(self.settings.keep_seasons)
         except (OverflowError, ValueError):  # its successors would lie past year 9999
             return END_OF_TIME
         return later.closes_at(self.settings.late_grace_seconds)
 
-    def erasures_since(self, season: str) -> datetime | None:
+    def erasures_since(self, season: Season) -> datetime | None:
         """The earliest erasure that may concern a season (None: any): its
         start less the allowed clock skew, and a day for clocks that disagree."""
-        start = self._season(season)
-        if not start.bounded:
+        if not season.bounded:
             return None
-        return shifted(start.starts_at,
+        return shifted(season.starts_at,
                        -timedelta(seconds=self.settings.max_future_skew_seconds, days=1))
 
-    async def expire(self, season: str) -> int:
+    async def expire(self, season: Season) -> int:
         """Give every Redis key of a season its expiry; returns how many keys."""
         return await self.board.expire(season, self.expires_at(season))
 
-    async def finalized(self, seasons: list[str], tx: Tx | None = None) -> dict[str, str]:
+    async def finalized(self, seasons: Iterable[Season], tx: Tx | None = None
+                        ) -> dict[Season, str]:
         """The finalized ones among `seasons`, with their tie policy."""
-        rows = await self.db.fetch("season_policies", tx, seasons=seasons,
+        wanted = list(seasons)
+        rows = await self.db.fetch("season_policies", tx, seasons=wanted,
                                    tie_policy=self.settings.tie_policy)
-        return {r["season"]: r["tie_policy"] for r in rows}
+        policies = {r["season"]: r["tie_policy"] for r in rows}
+        return {s: policies[s.name] for s in wanted if s.name in policies}

@@ -27,7 +27,7 @@ from laurels.history import history_of
 from laurels.kind_rules import tagged_boards
 from laurels.lifecycle import Lifecycle
 from laurels.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
-from laurels.seasons import Found, Period, parse_season, part_period
+from laurels.seasons import Found, Period, Season, part_period
 from laurels.states import ApplyResult
 
 log = logging.getLogger("laurels.projector")
@@ -58,7 +58,7 @@ def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str,
         out.append(d)
         for p in periods[1:]:
             part = parts[p]
-            out.append(d.on_board(found.season(d.completed_at, p, zone).name, d.points,
+            out.append(d.on_board(found.season(d.completed_at, p, zone), d.points,
                                   d.notify, found.season(d.completed_at, part, zone).name
                                   if part else ""))
         if tagged is not None:
@@ -85,7 +85,7 @@ class Projector:
         self._applied: list[int] = []
 
     async def _claim_and_apply(self, query: str, path: str, **params: Any
-                               ) -> tuple[int, set[str]]:
+                               ) -> tuple[int, set[Season]]:
         """One transaction: claim outbox rows (locked), apply them, delete what
         was applied. Returns (rows applied, seasons that have no board).
 
@@ -94,13 +94,13 @@ class Projector:
         here is never one whose completion is already gone: no erased learner
         can come back from a stale copy in memory.
         """
-        archived: dict[str, str] = {}
+        archived: dict[Season, str] = {}
         async with self.db.transaction() as tx:
             rows = await self.db.fetch(query, tx, **params)
             if not rows:
                 return 0, set()
             await failpoints.pause(f"{path}_claimed")
-            boards = await self.boards_of([Delta.from_row(r) for r in rows], tx)
+            boards = await self.boards_of([Delta.from_row(r, self.db.zone) for r in rows], tx)
             results = await self.apply(boards, tx)
             missing = {d.season for d, res in zip(boards, results, strict=True)
                        if res == "missing"}
@@ -108,7 +108,7 @@ class Projector:
                 # A finalized season is read from its archive (built from the
                 # completions themselves): nothing is left to apply.
                 archived = await self.lifecycle.finalized(sorted(missing), tx)
-                missing -= set(archived)
+                missing -= archived.keys()
             blocked = {d.seq for d, res in zip(boards, results, strict=True)
                        if d.season in missing or res == "deferred"}
             done = [r["seq"] for r in rows if r["seq"] not in blocked]
@@ -118,7 +118,7 @@ class Projector:
             if r["seq"] not in blocked:
                 APPLY_LAG.labels(path).observe(float(r["queued_seconds"]))
         for season in sorted(archived):  # a correction re-ranked its archive (as apply_now)
-            await self.board.publish_hint({"season": season})
+            await self.board.publish_hint({"season": season.name})
         return len(done), missing
 
     async def apply_now(self, deltas: list[Delta], heal_wait_seconds: float) -> None:
@@ -141,13 +141,13 @@ class Projector:
         if missing:
             archived = set(await self.lifecycle.finalized(sorted(missing)))
             for season in sorted(archived):  # a correction re-ranked its archive
-                await self.board.publish_hint({"season": season})
+                await self.board.publish_hint({"season": season.name})
             missing -= archived
         if missing:
             await failpoints.pause("fast_missing")
             if await self.healer.heal(missing, heal_wait_seconds):
                 for season in sorted(missing):  # the board changed; name nobody
-                    await self.board.publish_hint({"season": season})
+                    await self.board.publish_hint({"season": season.name})
                 missing = set()
         blocked = ({d.seq for d, res in zip(boards, results, strict=True)
                     if d.season in missing or res == "deferred"}  # the projector retries
@@ -200,7 +200,7 @@ class Projector:
         if not voids:
             return boards
         tokens: dict[int, str] = {}
-        by_season: dict[str, list[int]] = {}
+        by_season: dict[Season, list[int]] = {}
         for i in voids:
             by_season.setdefault(boards[i].season, []).append(i)
         for season, idxs in by_season.items():
@@ -217,8 +217,8 @@ class Projector:
         await failpoints.pause("void_tie_read")
         return out
 
-    def _best(self, season: str) -> bool:
-        return parse_season(season, zone=self.db.zone).metric == "best"
+    def _best(self, season: Season) -> bool:
+        return season.metric == "best"
 
     async def _fallback(self, d: Delta, tx: Tx | None) -> Any:
         """The learner's state from what still counts on a void's board (see

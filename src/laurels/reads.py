@@ -25,7 +25,7 @@ from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
 from laurels.ranking import UNIX_EPOCH, Position, TiePolicy
-from laurels.seasons import GLOBAL, Season, configured_season, shifted
+from laurels.seasons import GLOBAL, Season, configured_season, kind_of, shifted
 from laurels.settings import Settings
 from laurels.shapes import tie_policy, visibility
 
@@ -111,17 +111,17 @@ class Reads:
         else:
             if blank(found):
                 await self._still_defined(season)
-                await self.lifecycle.finalized([season.name])
+                await self.lifecycle.finalized([season])
                 await self.db.fetch_one("season_has_completions", season=season)
             return found
         await self._still_defined(season)
-        policies = await self.lifecycle.finalized([season.name])
-        if season.name in policies:
-            return await archived(policies[season.name])
+        policies = await self.lifecycle.finalized([season])
+        if season in policies:
+            return await archived(policies[season])
         row = await self.db.fetch_one("season_has_completions", season=season)
         if not row or not row["present"]:
             return empty()
-        await self.healer.heal({season.name}, REQUEST_HEAL_WAIT_SECONDS)
+        await self.healer.heal({season}, REQUEST_HEAL_WAIT_SECONDS)
         try:
             return await read()
         except BoardMissing:
@@ -133,8 +133,8 @@ class Reads:
         read the kinds is gone here too, as in the process that deleted it:
         404, not a heal's 503 (one small statement: board_kinds.live)."""
         if season.board != GLOBAL and self.kinds is not None \
-                and not await self.kinds.defined(season.name):
-            raise DomainError("not_found", f"no board kind {season.board.partition(':')[0]} "
+                and not await self.kinds.defined(season):
+            raise DomainError("not_found", f"no board kind {season.kind} "
                               "is defined")
 
     async def learner_boards(self, user_id: int, week: str) -> shapes.LearnerBoards:
@@ -150,7 +150,7 @@ class Reads:
                                        starts=shifted(whole.starts_at, -timedelta(days=2)),
                                        ends=shifted(whole.ends_at, timedelta(days=2)))
             for tag in sorted(r["tag"] for r in rows):
-                kind = kinds.get(tag.partition(":")[0])
+                kind = kinds.get(kind_of(tag))
                 if kind is not None:
                     local = configured_season(week, ("week",), zone=kind.time_zone)
                     seasons.append((local.on(tag, kind.metric), kind.kind, kind.title))
@@ -311,7 +311,7 @@ async def _retired_score(db: Database, season: Season, user_id: int, periods: An
     if season.bounded:
         row = await db.fetch_one("archived_score", season=season, user_id=user_id)
         return int(row["score"]) if row else 0
-    history = await history_of(db, periods, season.name)
+    history = await history_of(db, periods, season)
     if history is None:  # pragma: no cover - retired months imply closed weeks
         return 0
     rows = await db.fetch("long_sums_for", season=season, user_ids=[user_id],

@@ -28,7 +28,7 @@ from laurels.db import Database, Jsonb, Tx
 from laurels.errors import DomainError
 from laurels.filling import Building, Filler, Progress, RebuildFailed, Source, group_of
 from laurels.history import history_of
-from laurels.seasons import GLOBAL, Period, parse_season, whole_week
+from laurels.seasons import GLOBAL, Period, Season, season_named, whole_week
 from laurels.states import RebuildStatus
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class NotDefined(RebuildFailed, LookupError):
 @dataclass
 class RebuildResult:
     rebuild_id: str
-    season: str
+    season: Season
     events: int
     version: str
 
@@ -60,7 +60,7 @@ def retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def lock_key(prefix: str, policy: str, season: str) -> int:
+def lock_key(prefix: str, policy: str, season: Season) -> int:
     digest = hashlib.blake2b(f"{prefix}:{policy}:{season}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -77,10 +77,10 @@ class Rebuilder:
         self.filler = Filler(db, board, lifecycle)
         self._running: dict[str, asyncio.Task[Any]] = {}  # by rebuild id
 
-    def _lock(self, season: str) -> int:
+    def _lock(self, season: Season) -> int:
         return lock_key(self.board.keys.prefix, self.board.policy, season)
 
-    async def start_record(self, season: str, audited: bool = False) -> str:
+    async def start_record(self, season: Season, audited: bool = False) -> str:
         """The rebuild's row (and, for one an operator asked for, its audit
         entry, in the same transaction)."""
         rebuild_id = str(uuid.uuid4())
@@ -89,19 +89,19 @@ class Rebuilder:
             # later, for a past season) gets its season row: the lifecycle
             # finalizes, archives and expires it like any other. (A week's
             # row comes with its first completion, as before periods.)
-            if not whole_week(season):
+            if not whole_week(season.name):
                 await self.db.run("ensure_seasons", tx, seasons=[season])
             await self.db.run("insert_rebuild", tx, rebuild_id=rebuild_id, season=season,
                               tie_policy=self.board.policy)
             if audited:
-                named = parse_season(season, zone=self.db.zone)
+                named = season
                 target = named.label if named.board == GLOBAL else f"{named.label} of {named.board}"
                 await self.db.run("insert_audit", tx, action="rebuild", target=target,
                                   reason=None, details=Jsonb({"rebuild_id": rebuild_id,
                                                               "board": named.board}))
         return rebuild_id
 
-    async def start(self, season: str, progress: Progress | None = None,
+    async def start(self, season: Season, progress: Progress | None = None,
                     audited: bool = False) -> tuple[str, asyncio.Task[RebuildResult]]:
         """Take the season's rebuild lock, then build in the background.
 
@@ -130,14 +130,14 @@ class Rebuilder:
         task.add_done_callback(lambda _t: self._running.pop(rebuild_id, None))
         return rebuild_id, task
 
-    async def run(self, season: str, progress: Progress | None = None,
+    async def run(self, season: Season, progress: Progress | None = None,
                   audited: bool = False) -> RebuildResult:
         """Build, verify and switch in the foreground."""
         _, task = await self.start(season, progress, audited)
         return await task
 
-    async def run_many(self, seasons: Sequence[str]
-                       ) -> dict[str, RebuildResult | BaseException]:
+    async def run_many(self, seasons: Sequence[Season]
+                       ) -> dict[Season, RebuildResult | BaseException]:
         """Build, verify and switch many boards of kinds of one `group_of`
         (a heal of a kind defined late, of a Redis that lost them) as `run`
         builds each, from one snapshot and one scan of their completions
@@ -146,7 +146,7 @@ class Rebuilder:
         groups = {group_of(s) for s in seasons}
         if len(groups) != 1 or None in groups:
             raise ValueError("run_many builds boards of kinds of one metric")
-        outcome: dict[str, RebuildResult | BaseException] = {}
+        outcome: dict[Season, RebuildResult | BaseException] = {}
         todo = []
         for season in dict.fromkeys(seasons):
             if self.kinds is not None and not await self.kinds.defined(season):
@@ -168,14 +168,14 @@ class Rebuilder:
         outcome.update(await task)
         return outcome
 
-    async def _start_many(self, seasons: list[str],
-                          outcome: dict[str, RebuildResult | BaseException]
-                          ) -> tuple[Tx, dict[str, str]]:
+    async def _start_many(self, seasons: list[Season],
+                          outcome: dict[Season, RebuildResult | BaseException]
+                          ) -> tuple[Tx, dict[Season, str]]:
         """`start`'s locks and records for many seasons, on one held
         connection: a season another builder holds is `RebuildRunning` in
         `outcome`. Returns the connection and each locked season's rebuild id."""
         tx = await self.db.hold()
-        locked: list[str] = []
+        locked: list[Season] = []
         try:
             for season in seasons:
                 if await self.db.try_session_lock(tx, self._lock(season)):
@@ -188,14 +188,14 @@ class Rebuilder:
             await self._release_many(tx, locked, discard=True)
             raise
 
-    async def _locked_build_many(self, tx: Tx, records: dict[str, str]
-                                 ) -> dict[str, RebuildResult | BaseException]:
+    async def _locked_build_many(self, tx: Tx, records: dict[Season, str]
+                                 ) -> dict[Season, RebuildResult | BaseException]:
         try:
             return await self._build_many(tx, records)
         finally:
             await self._release_many(tx, list(records))
 
-    async def _release_many(self, tx: Tx, seasons: list[str], discard: bool = False) -> None:
+    async def _release_many(self, tx: Tx, seasons: list[Season], discard: bool = False) -> None:
         """`_release` of many seasons' locks held on one connection."""
         try:
             if not discard and not tx.closed:
@@ -208,10 +208,10 @@ class Rebuilder:
         finally:
             await self.db.release(tx, discard)
 
-    async def _build_many(self, tx: Tx, records: dict[str, str]
-                          ) -> dict[str, RebuildResult | BaseException]:
+    async def _build_many(self, tx: Tx, records: dict[Season, str]
+                          ) -> dict[Season, RebuildResult | BaseException]:
         builds: list[Building] = []
-        outcome: dict[str, RebuildResult | BaseException] = {}
+        outcome: dict[Season, RebuildResult | BaseException] = {}
         try:
             for season, rebuild_id in records.items():
                 builds.append(await self._begin(season, rebuild_id))
@@ -231,7 +231,7 @@ class Rebuilder:
 
     async def _fill_and_switch(self, tx: Tx, batch: list[Building], many: bool,
                                progress: Progress | None = None
-                               ) -> dict[str, RebuildResult | BaseException]:
+                               ) -> dict[Season, RebuildResult | BaseException]:
         """Fill the batch's new versions (together, or one alone), then
         switch each: each board's result, or why it failed (recorded). An
         interruption is the caller's to record."""
@@ -246,7 +246,7 @@ class Rebuilder:
                 await self._failed(b, b.rebuild_id, b.season, exc)
             failed = RebuildFailed(str(exc)) if isinstance(exc, BuildGone) else exc
             return {b.season: failed for b in batch}
-        outcome: dict[str, RebuildResult | BaseException] = {}
+        outcome: dict[Season, RebuildResult | BaseException] = {}
         for b in batch:
             try:
                 previous = await self.board.switch(b.season, b.version)
@@ -260,14 +260,14 @@ class Rebuilder:
                     exc, BuildGone) else exc
         return outcome
 
-    async def _locked_build(self, tx: Tx, season: str, rebuild_id: str,
+    async def _locked_build(self, tx: Tx, season: Season, rebuild_id: str,
                             progress: Progress | None) -> RebuildResult:
         try:
             return await self._build(tx, season, rebuild_id, progress)
         finally:
             await self._release(tx, season, locked=True)
 
-    async def _release(self, tx: Tx, season: str, locked: bool,
+    async def _release(self, tx: Tx, season: Season, locked: bool,
                        discard: bool = False) -> None:
         """Unlock and give the connection back; if unlocking is not certain
         (an error, a cancellation), close it: a closed session holds no lock."""
@@ -281,7 +281,7 @@ class Rebuilder:
         finally:
             await self.db.release(tx, discard)
 
-    async def start_or_join(self, season: str, attempts: int = 20) -> str | None:
+    async def start_or_join(self, season: Season, attempts: int = 20) -> str | None:
         """Start a rebuild in the background (an operator's: audited), or name
         the one already running (in any process). None only if neither could
         be seen for a while."""
@@ -299,7 +299,7 @@ class Rebuilder:
             await asyncio.sleep(0.05)
         return None
 
-    async def running(self, season: str) -> str | None:
+    async def running(self, season: Season) -> str | None:
         """The id of the rebuild of `season` that is running now, if any."""
         row = await self.db.fetch_one("running_rebuild", season=season,
                                       tie_policy=self.board.policy)
@@ -309,16 +309,15 @@ class Rebuilder:
         row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
         if row is None:
             return None
+        named = season_named(row["season"], self.db.zone)
         if row["status"] == "running" and rebuild_id not in self._running \
-                and await self.db.lock_is_free(self._lock(row["season"])):
+                and await self.db.lock_is_free(self._lock(named)):
             # Its builder died (kill -9, crash): nobody holds the lock any more.
             await self._finish(rebuild_id, "failed", row["events"], "interrupted")
             row = await self.db.fetch_one("get_rebuild", rebuild_id=rebuild_id)
             if row is None:  # erased meanwhile? report it as unknown
                 return None
-        board, _, label = str(row["season"]).rpartition("/")  # a board's: its tag first
-        return {"rebuild_id": str(row["rebuild_id"]), "season": label,
-                "board": board.split("/", 1)[0] if board else GLOBAL,
+        return {"rebuild_id": str(row["rebuild_id"]), "season": named.label, "board": named.board,
                 "status": row["status"], "events": row["events"], "error": row["error"]}
 
     async def cancel_all(self) -> None:
@@ -334,7 +333,7 @@ class Rebuilder:
         await self.db.run("update_rebuild", rebuild_id=rebuild_id, status=status,
                           events=events, error=error)
 
-    async def _begin(self, season: str, rebuild_id: str) -> Building:
+    async def _begin(self, season: Season, rebuild_id: str) -> Building:
         """A new version of `season` marked building (every apply from now on
         also reaches it), its stale versions dropped; before the snapshot."""
         # A long board is built from its closed parts' archives (history.py):
@@ -349,7 +348,7 @@ class Rebuilder:
             await self.board.drop_version(season, old)
         return Building(season, rebuild_id, version, current, Source.of(season, history))
 
-    async def _build(self, tx: Tx, season: str, rebuild_id: str,
+    async def _build(self, tx: Tx, season: Season, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:
         built = None
         try:
@@ -363,7 +362,7 @@ class Rebuilder:
             raise result
         return result
 
-    async def _failed(self, built: Building | None, rebuild_id: str, season: str,
+    async def _failed(self, built: Building | None, rebuild_id: str, season: Season,
                       exc: BaseException) -> None:
         """Leave the current board serving; stop feeding the new one and free
         it; record and log why."""
@@ -389,7 +388,7 @@ class Rebuilder:
             await self.board.drop_season(season)
             await self._finish(rebuild_id, "failed", built.events, "its board kind was deleted")
             raise RebuildFailed(f"{season}: its board kind was deleted")
-        await self.board.publish_hint({"season": season, "kind": "rebuilt"})
+        await self.board.publish_hint({"season": season.name, "kind": "rebuilt"})
         if previous:
             await self.board.drop_version(season, previous)
         if self.lifecycle and await self.lifecycle.finalized([season]):

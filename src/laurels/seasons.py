@@ -58,6 +58,10 @@ SEASON_FORMS = ("season must be YYYY-Www (e.g. 2026-W49), YYYY-MM-DD, YYYY-MM, a
                 "current, current-day or current-month")
 
 
+def kind_of(board: str) -> str:  # `course` of `course:python-101`
+    return board.partition(":")[0]
+
+
 class BadSeason(ValueError):
     pass
 
@@ -82,7 +86,7 @@ def _add_months(d: date, n: int) -> date:
     return date(months // 12, months % 12 + 1, 1)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Season:
     """A season of a board: the whole platform's (`global`), or a board of a
     kind (`course:python-101`, docs/design.md, "Boards of a kind"), which
@@ -108,6 +112,10 @@ class Season:
         return f"{self.board}/{self.metric}/{self.zone}/{self.label}"
 
     @property
+    def kind(self) -> str | None:  # its board's kind; None for `global`
+        return None if self.board == GLOBAL else kind_of(self.board)
+
+    @property
     def shown(self) -> str:
         """How a message names it: `2026-W49`, or `2026-W49 of course:python-101`."""
         return self.label if self.board == GLOBAL else f"{self.label} of {self.board}"
@@ -125,8 +133,7 @@ class Season:
         return "all"
 
     @property
-    def bounded(self) -> bool:
-        """False for `all`: no end, never closes."""
+    def bounded(self) -> bool:  # False for `all`: no end, never closes
         return self.period != "all"
 
     @cached_property
@@ -200,6 +207,11 @@ class Season:
 
     def __str__(self) -> str:
         return self.name
+
+    def __lt__(self, other: Season) -> bool:
+        """Seasons sort by name, as their rows and locks do (the lock order
+        takes archives in name order)."""
+        return self.name < other.name
 
 
 def _season(period: Period, start: date, zone: str, board: str = GLOBAL,
@@ -297,8 +309,7 @@ def parse_periods(text: str) -> tuple[Period, ...]:
 
 
 def label_of(name: str) -> str:
-    """A season's name as the API shows it: a board's season by its
-    period's name (`2026-W49`), any other as it is."""
+    """A season's name as the API shows it (a board's: its period's name)."""
     return name.rpartition("/")[2]
 
 
@@ -352,6 +363,14 @@ def parse_season(text: str, now: datetime | None = None, *, zone: str) -> Season
             raise
         raise BadSeason(f"{text} is not a date ({exc})") from None
     raise BadSeason(SEASON_FORMS)
+
+
+@lru_cache(maxsize=32_768)
+def season_named(name: str, zone: str) -> Season:
+    """A stored season's name (a row's, a key's, a hint's) as its Season, in
+    the calendar of `zone` (a board's season name carries its own): the
+    text form read back at an edge, once."""
+    return parse_season(name, zone=zone)
 
 
 def _parse_board_season(text: str) -> Season:

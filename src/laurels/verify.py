@@ -28,7 +28,7 @@ from laurels.db import Database
 from laurels.history import history_of
 from laurels.lifecycle import Lifecycle
 from laurels.projector import Projector
-from laurels.seasons import GLOBAL, Period, parse_season
+from laurels.seasons import Period, Season, season_named
 from laurels.shapes import MismatchField
 
 BATCH = 2000
@@ -70,7 +70,7 @@ def describe(redis: State, postgres: State) -> tuple[MismatchField, str]:
 
 @dataclass
 class VerifyResult:
-    season: str
+    season: Season
     players_checked: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
     mismatch_count: int = 0
@@ -80,8 +80,7 @@ class VerifyResult:
         return self.mismatch_count == 0
 
     def body(self) -> shapes.Verified:
-        board, _, label = self.season.rpartition("/")  # a board's season: its tag first
-        return {"season": label, "board": board.split("/", 1)[0] if board else GLOBAL,
+        return {"season": self.season.label, "board": self.season.board,
                 "consistent": self.consistent,
                 "players_checked": self.players_checked,
                 "mismatches": [{"user_id": m.user_id, "redis": m.redis, "postgres": m.postgres,
@@ -99,7 +98,7 @@ class Verifier:
         self.projector = projector
         self.lifecycle = lifecycle
 
-    async def _redis_scores(self, season: str, user_ids: list[int]) -> dict[int, State]:
+    async def _redis_scores(self, season: Season, user_ids: list[int]) -> dict[int, State]:
         try:
             stored = await self.board.scores(season, user_ids)
             return {u: (*s[:3], s[3] if self._ties else None) for u, s in stored.items()}
@@ -112,7 +111,7 @@ class Verifier:
             return {u: found.get(u, NONE) for u in user_ids}
         return dict.fromkeys(user_ids, NONE)
 
-    async def _sums(self, season: str) -> Sums:
+    async def _sums(self, season: Season) -> Sums:
         """The PostgreSQL side of a season: its completions' sums, or for a
         long board its closed parts' archives plus the rest (history.py)."""
         history = await history_of(self.db, self.periods, season)
@@ -120,7 +119,7 @@ class Verifier:
             return "season_sums", "season_sums_for", {}
         return "long_sums", "long_sums_for", {"parts": history.parts, "cutoff": history.cutoff}
 
-    async def _pg_scores(self, season: str, user_ids: list[int], sums: Sums
+    async def _pg_scores(self, season: Season, user_ids: list[int], sums: Sums
                          ) -> dict[int, State]:
         _, by_id, params = sums
         rows = await self.db.fetch(by_id, season=season, user_ids=user_ids, **params)
@@ -131,20 +130,21 @@ class Verifier:
     def _ties(self) -> bool:
         return self.board.policy == "first"
 
-    def _state(self, season: str, row: Any) -> State:
-        tie = (parse_season(season, zone=self.db.zone).offset_us(row["last_at"])
+    def _state(self, season: Season, row: Any) -> State:
+        tie = (season.offset_us(row["last_at"])
                if self._ties else None)
         return (int(row["score"]), row["visibility"], row["display_name"], tie)
 
     async def _settle(self) -> None:
         await self.projector.drain(min_age_seconds=0)
 
-    async def every_season(self) -> list[tuple[str, bool]]:
+    async def every_season(self) -> list[tuple[Season, bool]]:
         """Every season PostgreSQL knows, of every board, open and closed:
-        (name, finalized), in name order (`laurels verify --all`)."""
-        return [(r["season"], bool(r["finalized"])) for r in await self.db.fetch("every_season")]
+        (season, finalized), in name order (`laurels verify --all`)."""
+        return [(season_named(r["season"], self.db.zone), bool(r["finalized"]))
+                for r in await self.db.fetch("every_season")]
 
-    async def verify(self, season: str) -> VerifyResult:
+    async def verify(self, season: Season) -> VerifyResult:
         result = VerifyResult(season)
         await self._settle()
         sums = await self._sums(season)
@@ -163,7 +163,7 @@ class Verifier:
             await self._compare_archive(result, season)
         return result
 
-    async def _compare_archive(self, result: VerifyResult, season: str) -> None:
+    async def _compare_archive(self, result: VerifyResult, season: Season) -> None:
         """A finalized season's archive (what its board is compared with
         above: history.history_of) against its completions' sums, whether
         or not Redis still holds its board: every learner of either, each
@@ -174,8 +174,8 @@ class Verifier:
         seen = array("q")
         async with self.db.snapshot() as tx:
             retired = await self.db.fetch_one("last_retired", tx)
-            if retired is not None and retired["month"] is not None and parse_season(
-                    season, zone=self.db.zone).starts_at.date() < _month_after(retired["month"]):
+            if retired is not None and retired["month"] is not None and (
+                    season.starts_at.date()) < _month_after(retired["month"]):
                 return
             async for rows in self.db.stream("season_sums", tx, BATCH, season=season):
                 seen.extend(r["user_id"] for r in rows)
@@ -199,7 +199,7 @@ class Verifier:
         result.mismatches.append(Mismatch(uid, archived[0], postgres[0], what,
                                           "archive: " + difference.replace("Redis", "archive")))
 
-    async def _compare_streamed(self, result: VerifyResult, candidates: set[int], season: str,
+    async def _compare_streamed(self, result: VerifyResult, candidates: set[int], season: Season,
                                 sums: Sums) -> array[int]:
         """Every learner PostgreSQL knows, against Redis; the ids streamed,
         in id order (the sums are ORDER BY user_id)."""
@@ -213,7 +213,7 @@ class Verifier:
                         self._note(result, candidates, r["user_id"])
         return seen
 
-    async def _find_extra(self, result: VerifyResult, candidates: set[int], season: str,
+    async def _find_extra(self, result: VerifyResult, candidates: set[int], season: Season,
                           sums: Sums, seen: array[int]) -> int:
         """Learners on the board that PostgreSQL did not stream (extra
         points), looked up again in case they scored since; how many."""
@@ -232,7 +232,7 @@ class Verifier:
                     self._note(result, candidates, uid)
         return extra
 
-    async def _check_again(self, result: VerifyResult, ids: list[int], season: str,
+    async def _check_again(self, result: VerifyResult, ids: list[int], season: Season,
                            sums: Sums) -> None:
         """The differences seen, once more after settling: only lasting ones are listed."""
         for i in range(0, len(ids), BATCH):

@@ -222,6 +222,7 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
     from datetime import UTC, datetime
 
     from laurels.runtime import Runtime
+    from laurels.seasons import parse_season
     from laurels.settings import Secrets
     from tests.helpers import USER_SECRET, make_settings
 
@@ -239,9 +240,10 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
                 {"completion_id": f"c{u}", "user_id": u, "points": 10 * u,
                  "completed_at": "2026-11-17T10:00:00Z", "tags": ["course:a"]}
                 for u in (1, 2, 3)])
-            assert await svc.lifecycle.finalize("2026-W47")
-            await svc.rebuilder.run("course:a/points/UTC/2026-W47")
-            assert "course:a/points/UTC/2026-W47" in await svc.lifecycle.finalize_due(
+            assert await svc.lifecycle.finalize(parse_season("2026-W47", zone="UTC"))
+            course = parse_season("course:a/points/UTC/2026-W47", zone="UTC")
+            await svc.rebuilder.run(course)
+            assert course in await svc.lifecycle.finalize_due(
                 datetime(2026, 12, 7, tzinfo=UTC))
         finally:
             await rt.close()

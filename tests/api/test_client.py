@@ -61,6 +61,7 @@ from laurels.client import (
     ValidationError,
     VerifyResult,
 )
+from laurels.seasons import parse_season
 from tests.api.conftest import BASE_URL, Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, eventually, free_port, token_for
 
@@ -402,7 +403,7 @@ async def test_the_league_calls(serve: ApiFactory) -> None:
                 return len((await laurels.board(week))["entries"]) == 2
 
             await eventually(scored, what=f"the board of {week}")
-            await leagues.place(week)
+            await leagues.place(parse_season(week, zone=api.runtime.settings.time_zone))
             mine = shaped(await one.league(1, week), League)
             assert mine["status"] == "placed" and mine["cohort_id"]
             each(mine["entries"], LeagueEntry)
@@ -411,7 +412,7 @@ async def test_the_league_calls(serve: ApiFactory) -> None:
             each(board["entries"], LeagueEntry)
             assert board["entries"] == mine["entries"]
             await only_mine_marked(board, await laurels.cohort(week, mine["cohort_id"]))
-            assert await leagues.decide(week)
+            assert await leagues.decide(parse_season(week, zone=api.runtime.settings.time_zone))
             shaped((await one.league(1, week))["result"], LeagueResult)
         # W47: both bronze, 1 promoted; W48: 1 alone in silver (the highest
         # tier: stays), 2 alone in bronze (promoted); W49: both silver.

@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_periods import ALL, post, scores
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
@@ -149,8 +150,8 @@ async def test_a_void_in_a_finalized_season_reranks_its_archive(serve: ApiFactor
     api = await serve(close_seasons=False)
     await post(api.client(INGEST), ITEMS)
     await api.close_seasons()
-    assert "2025-W49" in await api.runtime.lifecycle.finalize_due(
-        datetime(2025, 12, 20, tzinfo=UTC))
+    assert parse_season("2025-W49", zone=api.runtime.settings.time_zone) in (
+        await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC)))
     mine = api.client(token_for(api.env, 1))
     before = (await mine.get("/v1/users/1/notifications")).json()["notifications"]
     assert [(n["kind"], n["data"]["rank"]) for n in before] == [("season_final", 1)]

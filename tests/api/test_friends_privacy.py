@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import ADMIN, INGEST, token_for
@@ -135,12 +136,13 @@ async def test_a_finalized_season_s_archive_leaves_them_out_too(serve: ApiFactor
     await c.put(f"/v1/users/{ANN}", json={"display_name": "Ann", "visibility": "anonymous"})
     await c.put(f"/v1/users/{HAL}", json={"display_name": "Hal", "visibility": "hidden"})
     await post_all(c, {1: 5, ANN: 9, HAL: 7, 4: 3}, "2026-11-03T10:00:00Z")  # 2026-W45
-    assert await api.runtime.lifecycle.finalize("2026-W45")
+    w45 = parse_season("2026-W45", zone=api.runtime.settings.time_zone)
+    assert await api.runtime.lifecycle.finalize(w45)
     for version in await api.runtime.redis.smembers(
             api.runtime.keys.season("2026-W45").versions):
-        await api.runtime.board.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version(w45, str(version))
     await api.runtime.redis.delete(api.runtime.keys.season("2026-W45").current)
-    api.runtime.board.forget("2026-W45")
+    api.runtime.board.forget(w45)
     five = api.client(token_for(api.env, 5))
     nobody = await ranks(five, "2026-W45", [NOBODY, 1, 4])
     assert [(e["rank"], e["board_rank"], e["user_id"]) for e in nobody["entries"]] == [

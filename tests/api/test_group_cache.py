@@ -13,6 +13,7 @@ import pytest
 
 from laurels.api.caches import GroupCache
 from laurels.hub import SeasonListener
+from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import board, post_all
 from tests.helpers import INGEST, completion, eventually, token_for
@@ -141,9 +142,10 @@ async def test_group_streams_hear_only_their_members(serve: ApiFactory) -> None:
     await two_groups(api)
     hub, c = api.runtime.hub, api.client(INGEST)
     season = (await board(api, BOARD.format("a")))["season"]
-    everything = hub.listen_board(season)
-    a, b = hub.listen_group("a", season), hub.listen_group("b", season)
-    await hub.hinted(season)  # on a cluster: the season's shard channel is subscribed
+    shown = parse_season(season, zone=api.runtime.settings.time_zone)
+    everything = hub.listen_board(shown)
+    a, b = hub.listen_group("a", shown), hub.listen_group("b", shown)
+    await hub.hinted(shown)  # on a cluster: the season's shard channel is subscribed
     members = api.runtime.groups.member_ids
     for listener in (a, b):
         gid = str(listener.group)

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from laurels.ranking import Standing, rank_all
+from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.helpers import (
     ADMIN,
@@ -282,12 +283,13 @@ async def test_a_finalized_season_s_group_board_reads_its_archive(serve: ApiFact
     await c.put("/v1/groups/g", json={"access": "public"})
     await c.post("/v1/groups/g/members", json={"add": [2, 3, 4]})
     live = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
-    assert await api.runtime.lifecycle.finalize("2026-W45")
+    w45 = parse_season("2026-W45", zone=api.runtime.settings.time_zone)
+    assert await api.runtime.lifecycle.finalize(w45)
     for version in await api.runtime.redis.smembers(
             api.runtime.keys.season("2026-W45").versions):
-        await api.runtime.board.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version(w45, str(version))
     await api.runtime.redis.delete(api.runtime.keys.season("2026-W45").current)
-    api.runtime.board.forget("2026-W45")
+    api.runtime.board.forget(w45)
     archived = await board(api, "/v1/groups/g/leaderboards/2026-W45", None)
     assert archived["entries"] == live["entries"] == [
         {"rank": 1, "user_id": 2, "display_name": "Learner 2", "score": 9},

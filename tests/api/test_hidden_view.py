@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from laurels.seasons import parse_season
 from tests.api.conftest import ApiFactory
 from tests.api.test_periods import post
 from tests.helpers import INGEST, eventually, token_for
@@ -44,10 +45,11 @@ async def test_a_hidden_learner_s_neighbourhood_ranks_them_all_consistently(
     await api.close_seasons()
     # (The app's own lifecycle loop may close it first, now that it may.)
     await api.runtime.lifecycle.finalize_due(datetime(2025, 12, 20, tzinfo=UTC))
-    assert SEASON in await api.runtime.lifecycle.finalized([SEASON])
+    season = parse_season(SEASON, zone=api.runtime.settings.time_zone)
+    assert season in await api.runtime.lifecycle.finalized([season])
 
     async def dropped() -> bool:  # (the closer drops the board after its commit)
-        return not await api.runtime.board.present(SEASON)
+        return not await api.runtime.board.present(season)
 
     await eventually(dropped, what=f"the board of {SEASON} dropped once archived")
     assert await view() == WANT[policy]  # the archive

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import deadlines
 from tests.api.conftest import BASE_URL, ApiFactory
 from tests.helpers import ADMIN
 
@@ -109,7 +110,7 @@ async def test_hostile_shapes_get_no_5xx_and_a_bounded_cost(serve: ApiFactory) -
         for address in ADDRESSES}  # each as if it came from that address
     seen: dict[str, int] = {}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=EXAMPLES, deadline=deadlines.HOSTILE, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture,
                                      HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())

@@ -29,6 +29,7 @@ LEAGUES: dict[str, Any] = {
     # Past weeks are accepted, and no week is due while the test runs.
     "close_seasons": False, "late_grace_seconds": 10**9, "league_grace_seconds": 10**9}
 W40, W41 = "2026-W40", "2026-W41"
+S40, S41 = (parse_season(w, zone="UTC") for w in (W40, W41))  # (as Seasons)
 SITE = "https://platform.test"
 
 LEAGUE_KEYS = {"season", "status", "tier", "tier_index", "cohort_id", "ends_at", "decides_at",
@@ -89,7 +90,7 @@ async def six_learners_this_week(api: Api) -> str:
     for uid in range(1, 7):
         await record(api, uid, 10 * uid)
     await applied(api, week, {uid: 10 * uid for uid in range(1, 7)})
-    await api.runtime.leagues.place(week)
+    await api.runtime.leagues.place(parse_season(week, zone="UTC"))
     return week
 
 
@@ -187,7 +188,7 @@ async def test_a_learner_in_no_league_is_told_why(serve: ApiFactory) -> None:
     resp = await api.client(ADMIN).post("/v1/admin/users/8/suspend", json={"reason": "test"})
     assert resp.status_code == 200, resp.text
     await record(api, 8, 40)
-    await api.runtime.leagues.place(week)
+    await api.runtime.leagues.place(parse_season(week, zone="UTC"))
     for uid, reason in ((7, "hidden"), (8, "suspended"), (9, "no_completion")):
         body = await get(api, f"/v1/users/{uid}/league", token_for(api.env, uid))
         assert (body["status"], body["reason"], body["waiting_for"], body["cohort_id"]) == (
@@ -203,8 +204,8 @@ async def test_a_decided_cohort_board_is_the_decision(serve: ApiFactory) -> None
     for uid in range(1, 6):
         await record(api, uid, 10 * uid, W40)
     await applied(api, W40, {uid: 10 * uid for uid in range(1, 6)})
-    await api.runtime.leagues.place(W40)
-    assert await api.runtime.leagues.decide(W40)
+    await api.runtime.leagues.place(S40)
+    assert await api.runtime.leagues.decide(S40)
     path = f"/v1/leagues/{W40}/cohorts/{W40}.0.0"
     before = await get(api, path, INGEST)
     decided = [(1, 5, 50, "promotion"), (2, 4, 40, "promotion"), (3, 3, 30, None),
@@ -347,10 +348,10 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
     for uid in range(1, 11):  # two bronze cohorts: 1 to 5, 6 to 10
         await record(api, uid, uid, W40)
     await applied(api, W40, {uid: uid for uid in range(1, 11)})
-    await leagues.place(W40)
+    await leagues.place(S40)
     # Learner 10 plays W41 before W40 is decided: pending until it is.
     await record(api, 10, 40, W41)
-    await leagues.place(W41)
+    await leagues.place(S41)
     pending = await get(api, "/v1/users/10/league", token_for(api.env, 10), season=W41)
     assert (pending["status"], pending["tier"], pending["cohort_id"], pending["entries"],
             pending["self"], pending["result"]) == ("pending", "bronze", None, [], None, None)
@@ -363,7 +364,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
         {"tier": "bronze", "cohorts": 2, "members": 10, "promoted": 0, "demoted": 0},
         {"tier": "silver", "cohorts": 0, "members": 0, "promoted": 0, "demoted": 0},
         {"tier": "gold", "cohorts": 0, "members": 0, "promoted": 0, "demoted": 0}]}
-    assert await leagues.decide(W40)
+    assert await leagues.decide(S40)
     summary = await get(api, f"/v1/admin/leagues/{W40}", ADMIN)
     assert summary["decided"] and summary["tiers"][0] == {
         "tier": "bronze", "cohorts": 2, "members": 10, "promoted": 4, "demoted": 0}
@@ -383,7 +384,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
     for uid, points in ((9, 30), (5, 20), (4, 10), (1, 5)):
         await record(api, uid, points, W41)
     await applied(api, W41, {10: 40, 9: 30, 5: 20, 4: 10, 1: 5})
-    await leagues.place(W41)
+    await leagues.place(S41)
     four = await get(api, "/v1/users/4/league", token_for(api.env, 4), season=W41)
     assert (four["status"], four["tier"], four["tier_index"], four["cohort_id"]) == (
         "placed", "silver", 1, f"{W41}.1.0")
@@ -392,7 +393,7 @@ async def test_decisions_pending_history_and_summary(serve: ApiFactory) -> None:
                                      (3, 5, 20, None), (4, 4, 10, None)]
     assert (four["promote"], four["demote"]) == (2, 0)
     assert four["self"] == {"rank": 4, "score": 10, "zone": None}
-    assert await leagues.decide(W41)
+    assert await leagues.decide(S41)
     assert (await get(api, f"/v1/admin/leagues/{W41}", ADMIN))["tiers"] == [
         {"tier": "bronze", "cohorts": 1, "members": 1, "promoted": 1, "demoted": 0},
         {"tier": "silver", "cohorts": 1, "members": 4, "promoted": 2, "demoted": 0},
@@ -439,7 +440,7 @@ async def test_a_weeks_cohorts_are_listed_for_operators(serve: ApiFactory) -> No
     for uid in range(1, 13):  # bronze: cohorts of 5, 5 and 2
         await record(api, uid, uid, W40)
     await applied(api, W40, {uid: uid for uid in range(1, 13)})
-    await api.runtime.leagues.place(W40)
+    await api.runtime.leagues.place(S40)
     path = f"/v1/admin/leagues/{W40}/cohorts"
     whole = await get(api, path, ADMIN)
     assert whole == {"cohorts": [
@@ -452,7 +453,7 @@ async def test_a_weeks_cohorts_are_listed_for_operators(serve: ApiFactory) -> No
     assert await get(api, path, ADMIN, tier="silver") == {"cohorts": [], "next": None}
     assert await get(api, path, ADMIN, tier="bronze") == whole
     assert await get(api, path, ADMIN, tier="") == whole  # `?tier=`: every tier
-    assert await api.runtime.leagues.decide(W40)
+    assert await api.runtime.leagues.decide(S40)
     assert all(c["decided"] for c in (await get(api, path, ADMIN))["cohorts"])
     admin = api.client(ADMIN)
     for params in ({"tier": "platinum"}, {"limit": 0}, {"after": "nope"},

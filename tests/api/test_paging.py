@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from laurels.ranking import Standing, rank_all
+from laurels.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.helpers import INGEST, assert_problem, completion
 
@@ -109,12 +110,13 @@ async def test_paging_an_archived_season(serve: ApiFactory) -> None:
     scores = {u: 1 + u % 4 for u in range(1, 26)}
     await c.post("/v1/completions/batch", json={"completions": [
         completion(f"z{u}", u, p, "2026-11-03T10:00:00Z") for u, p in scores.items()]})
-    assert await api.runtime.lifecycle.finalize("2026-W45")
+    w45 = parse_season("2026-W45", zone=api.runtime.settings.time_zone)
+    assert await api.runtime.lifecycle.finalize(w45)
     sk = api.runtime.keys.season("2026-W45")
     for version in await api.runtime.redis.smembers(sk.versions):
-        await api.runtime.board.drop_version("2026-W45", str(version))
+        await api.runtime.board.drop_version(w45, str(version))
     await api.runtime.redis.delete(sk.current)
-    api.runtime.board.forget("2026-W45")
+    api.runtime.board.forget(w45)
     got, pages = await scan(api, "/v1/leaderboards/2026-W45", 4)
     want = [(r, s.user_id, s.score) for r, s in rank_all(
         [Standing(u, p) for u, p in scores.items()], "shared")]

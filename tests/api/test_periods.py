@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from laurels.seasons import season_of
+from laurels.seasons import parse_season, season_of
 from tests.api.conftest import Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually, token_for
 
@@ -202,7 +202,8 @@ async def test_day_seasons_close_and_are_archived_without_season_final(
     await post(c, ITEMS[:2])
     lifecycle = api.runtime.lifecycle
     await api.close_seasons()
-    seasons = ["2025-11-30", "2025-12-01", "2025-11", "2025-W48"]
+    seasons = [parse_season(name, zone=api.runtime.settings.time_zone)
+               for name in ("2025-11-30", "2025-12-01", "2025-11", "2025-W48")]
     done = await lifecycle.finalize_due(datetime(2025, 12, 4, tzinfo=UTC))
     assert set(done) == set(seasons)  # the seasons loop is stopped: this call did all
     assert set(await lifecycle.finalized(seasons)) == set(seasons)
@@ -227,10 +228,14 @@ async def test_a_neighbourhood_on_every_period_and_keep_seasons_per_period(
         assert resp.json()["user"]["rank"] == rank
     assert_problem(await me.get("/v1/leaderboards/2024-02/users/2"), 404, "not_ranked")
     lifecycle = api.runtime.lifecycle  # closed seasons stay 2 of their period, then expire
-    assert lifecycle.expires_at("2020-12-31") == datetime(2021, 1, 5, tzinfo=UTC)
-    assert lifecycle.expires_at("2020-12") == datetime(2021, 3, 3, tzinfo=UTC)
-    assert lifecycle.expires_at("2020-W53") == datetime(2021, 1, 20, tzinfo=UTC)
-    assert lifecycle.expires_at("all").year == 9999
+    zone = api.runtime.settings.time_zone
+    assert lifecycle.expires_at(parse_season("2020-12-31", zone=zone)) == datetime(
+        2021, 1, 5, tzinfo=UTC)
+    assert lifecycle.expires_at(parse_season("2020-12", zone=zone)) == datetime(
+        2021, 3, 3, tzinfo=UTC)
+    assert lifecycle.expires_at(parse_season("2020-W53", zone=zone)) == datetime(
+        2021, 1, 20, tzinfo=UTC)
+    assert lifecycle.expires_at(parse_season("all", zone=zone)).year == 9999
 
 
 EDGES = {  # the first and the last instant a board can hold, and their seasons

@@ -19,18 +19,18 @@ from laurels.projector import boards_of
 from laurels.ranking import pad_uid
 from laurels.rebuild import Rebuilder
 from laurels.runtime import Runtime
-from laurels.seasons import PERIODS, parse_season, season_of
+from laurels.seasons import PERIODS, Season, parse_season, season_of
 
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)
 
 
-async def built(rt: Runtime, board: Board, seasons: list[str]) -> None:
-    for name in seasons:
-        await Rebuilder(rt.db, board).run(name)  # empty: nothing in PostgreSQL
+async def built(rt: Runtime, board: Board, seasons: list[Season]) -> None:
+    for season in seasons:
+        await Rebuilder(rt.db, board).run(season)  # empty: nothing in PostgreSQL
 
 
-async def current_of(rt: Runtime, board: Board, season: str) -> str:
+async def current_of(rt: Runtime, board: Board, season: Season) -> str:
     return str(await rt.redis.get(board.season_keys(season).current))
 
 
@@ -38,7 +38,7 @@ async def test_a_completion_s_boards_go_in_one_call_as_one_item(rt: Runtime) -> 
     board = Board(rt.redis, Keys(rt.keys.prefix, "first"), "first", zone="UTC")
     at = datetime(2026, 12, 2, 10, 30, 15, 250_000, tzinfo=UTC)
     evs = [Delta(next(_seq), uid, 3, at + timedelta(minutes=uid),
-                 season_of(at, "week", zone="UTC").name, PUBLIC) for uid in (1, 2, 3)]
+                 season_of(at, "week", zone="UTC"), PUBLIC) for uid in (1, 2, 3)]
     boards = boards_of(evs, PERIODS, "UTC")
     seasons = sorted({b.season for b in boards})
     assert len(seasons) == 4 and len(boards) == 12
@@ -66,7 +66,7 @@ async def test_a_completion_s_boards_in_several_calls_share_its_item(
     board = Board(rt.redis, Keys(rt.keys.prefix, "first"), "first", zone="UTC")
     at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
     evs = [Delta(next(_seq), uid, uid, at + timedelta(minutes=10 - uid),
-                 season_of(at, "week", zone="UTC").name, PUBLIC) for uid in range(1, 7)]
+                 season_of(at, "week", zone="UTC"), PUBLIC) for uid in range(1, 7)]
     boards = boards_of(evs, PERIODS, "UTC")
     seasons = sorted({b.season for b in boards})
     await built(rt, board, seasons)
@@ -94,13 +94,13 @@ async def test_a_stale_season_is_refused_alone(rt: Runtime) -> None:
     if board.cluster:  # (three seasons' keys are three slots: CROSSSLOT)
         pytest.skip("a cluster sends one season a call (the test above checks it)")
     at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
-    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC").name, PUBLIC)
+    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC"), PUBLIC)
            for uid in (1, 2)]
     boards = boards_of(evs, ("week", "day", "all"), "UTC")
-    week, day, every = (season_of(at, p, zone="UTC").name for p in ("week", "day", "all"))
+    week, day, every = (season_of(at, p, zone="UTC") for p in ("week", "day", "all"))
     await built(rt, board, [week, day, every])
-    believed = {s: (await current_of(rt, board, s), "") for s in (week, every)}
-    believed[day] = ("999", "")
+    believed = {s.name: (await current_of(rt, board, s), "") for s in (week, every)}
+    believed[day.name] = ("999", "")
     [(_, batch)] = board._batches(boards, list(range(len(boards))))
     assert [boards[i].season for i in batch] == [week, week, day, day, every, every]
     _, keys, args = board._apply_call(boards, batch, believed=believed)
@@ -127,7 +127,7 @@ async def test_a_call_takes_a_season_s_deltas_together(rt: Runtime) -> None:
     `_batches` puts each season's deltas together, in their order."""
     board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
     at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
-    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC").name, PUBLIC)
+    evs = [Delta(next(_seq), uid, uid, at, season_of(at, "week", zone="UTC"), PUBLIC)
            for uid in (1, 2, 3)]
     boards = boards_of(evs, ("week", "day"), "UTC")
     with pytest.raises(ValueError, match="a season at a time"):
@@ -140,7 +140,7 @@ async def test_a_call_takes_a_season_s_deltas_together(rt: Runtime) -> None:
 async def test_a_missing_season_is_missing_alone(rt: Runtime) -> None:
     board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
     at = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
-    evs = [Delta(next(_seq), 5, 4, at, season_of(at, "week", zone="UTC").name, PUBLIC)]
+    evs = [Delta(next(_seq), 5, 4, at, season_of(at, "week", zone="UTC"), PUBLIC)]
     boards = boards_of(evs, ("week", "day"), "UTC")
     await built(rt, board, [boards[0].season])  # the day has no board
     assert await board.apply(boards) == ["applied", "missing"]
@@ -158,7 +158,7 @@ async def test_tie_times_are_the_season_s_own(rt: Runtime, zone: str) -> None:
     instants = [datetime(2026, 10, 25, 22, 59, 59, 999_999, tzinfo=ZoneInfo(zone)),
                 datetime(2026, 11, 1, 0, 0, 0, 1, tzinfo=ZoneInfo(zone)),
                 datetime(2026, 12, 2, 9, 8, 7, 654_321, tzinfo=UTC)]
-    evs = [Delta(next(_seq), 10 + k, 1, at, season_of(at, "week", zone=zone).name, PUBLIC)
+    evs = [Delta(next(_seq), 10 + k, 1, at, season_of(at, "week", zone=zone), PUBLIC)
            for k, at in enumerate(instants)]
     boards = boards_of(evs, PERIODS, zone)
     seasons = sorted({b.season for b in boards})
@@ -166,7 +166,7 @@ async def test_tie_times_are_the_season_s_own(rt: Runtime, zone: str) -> None:
     assert set(await board.apply(boards)) == {"applied"}
     checked = 0
     for b in boards:
-        season = parse_season(b.season, zone=zone)
+        season = parse_season(b.season.name, zone=zone)
         users = board.season_keys(b.season).version(await current_of(rt, board, b.season)).users
         stored = await rt.redis.hget(users, pad_uid(b.user_id))
         assert stored is not None
@@ -183,7 +183,7 @@ async def test_items_and_entries_cross_as_json_exactly(rt: Runtime, policy: str)
     number holds exactly; profile versions and points as stored."""
     board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy, zone="UTC")  # type: ignore[arg-type]
     at = datetime(2026, 12, 2, 10, 30, 15, 999_999, tzinfo=UTC)
-    season = season_of(at, "week", zone="UTC").name
+    season = season_of(at, "week", zone="UTC")
     names = ['say "hi" \\o/', "Zoë Ångström", "🏆 top", '{"a": [1, 2]}', "",
              "\u200b".join("ab"), "ünï\u00a0cödé"]
     big = 2**53 - 1  # the largest integer a Lua number (a double) holds exactly
@@ -213,7 +213,7 @@ async def test_a_board_of_a_kind_s_bits_are_setbit_s_bitmaps(rt: Runtime) -> Non
     duplicate in a later one."""
     board = Board(rt.redis, Keys(rt.keys.prefix, "shared"), "shared", zone="UTC")
     at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
-    name = season_of(at, "week", zone="UTC").on("course:python-101", "points").name
+    name = season_of(at, "week", zone="UTC").on("course:python-101", "points")
     await built(rt, board, [name])
 
     def deltas(seqs: list[int]) -> list[Delta]:

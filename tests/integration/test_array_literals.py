@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from laurels.db import bool_array, int_array, text_array, timestamp_array
 from laurels.runtime import Runtime
+from tests import deadlines
 
 TEXTS = ["NULL", "null", "", "a,b", " spaced ", "2026-W49,2026-11-30,2026-11", "{x}",
          "Zoë ✓", "9001", "a.b:c-d_e"]
@@ -46,7 +47,7 @@ async def test_a_quote_or_backslash_goes_to_psycopg_as_a_list(rt: Runtime) -> No
     assert await _round_trip(rt, text_array(odd), "text[]") == odd
 
 
-@settings(max_examples=50, deadline=None,
+@settings(max_examples=50, deadline=deadlines.ARRAY_LITERALS,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
                         max_size=12), max_size=8))

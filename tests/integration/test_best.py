@@ -37,7 +37,7 @@ async def board(svc: Services, season: Any = BOARD) -> list[tuple[int | None, in
 
 async def consistent(svc: Services) -> None:
     for season in (BOARD, ALL):
-        verdict = await svc.verifier.verify(season.name)
+        verdict = await svc.verifier.verify(season)
         assert verdict.consistent, verdict.body()
 
 
@@ -62,7 +62,7 @@ async def test_best_keeps_the_highest_and_a_void_falls_back(rt: Runtime, policy:
     body = await svc.reads.top(BOARD, 10)
     assert (body["board"], body["metric"]) == ("course:sql", "best")
     await consistent(svc)
-    await svc.rebuilder.run(BOARD.name)
+    await svc.rebuilder.run(BOARD)
     assert await board(svc) == [(1, 9), (2, 8)]
 
 
@@ -78,16 +78,16 @@ async def test_under_first_the_earliest_completion_giving_the_best_wins(rt: Runt
                                at("a0", 1, 3, 10)])
     assert await board(svc) == [(1, 8), (2, 8)]
     await svc.ingestor.record([at("a3", 1, 8, 60)])
-    [standing] = await svc.board.standings_of(BOARD.name, [1])
+    [standing] = await svc.board.standings_of(BOARD, [1])
     assert standing.last_ts == BOARD.offset_us(W49.starts_at + timedelta(minutes=60))
     await consistent(svc)
     await svc.corrections.void("a3", "copied")
     await svc.corrections.void("a1", "copied")
     assert await board(svc) == [(2, 8), (1, 8)]
-    [standing] = await svc.board.standings_of(BOARD.name, [1])
+    [standing] = await svc.board.standings_of(BOARD, [1])
     assert standing.last_ts == BOARD.offset_us(W49.starts_at + timedelta(minutes=240))
     await consistent(svc)
-    await svc.rebuilder.run(BOARD.name)  # a rebuild ranks them the same
+    await svc.rebuilder.run(BOARD)  # a rebuild ranks them the same
     assert await board(svc) == [(2, 8), (1, 8)]
 
 
@@ -119,7 +119,7 @@ async def test_a_void_never_writes_a_stale_next_best(rt: Runtime, racer: str) ->
         await race()
     await void
     assert await board(svc) == [(1, 6), (2, 4)]
-    verdict = await svc.verifier.verify(BOARD.name)
+    verdict = await svc.verifier.verify(BOARD)
     assert verdict.consistent, verdict.body()
 
 
@@ -141,7 +141,7 @@ async def test_a_snapshot_completion_applied_live_counts_once_on_a_board(
                                                           at("s3", 2, 1, 30)]))
         await ingest_held.reached()  # committed, not applied yet
         with failpoints.hold("rebuild_snapshot_taken") as rebuild_held:
-            rebuild = asyncio.create_task(svc.rebuilder.run(season.name))
+            rebuild = asyncio.create_task(svc.rebuilder.run(season))
             await rebuild_held.reached()  # building, the snapshot holds s2 and s3
             ingest_held.release()
             await ingest  # applied to the current and the building version
@@ -149,8 +149,8 @@ async def test_a_snapshot_completion_applied_live_counts_once_on_a_board(
     await svc.ingestor.record([at("s4", 2, 3, 40)])  # after the switch
     want = {"points": {1: 10, 2: 6}, "completions": {1: 2, 2: 3}, "best": {1: 6, 2: 3}}
     assert dict(await board(svc, season)) == want[metric]
-    verdict = await svc.verifier.verify(season.name)
+    verdict = await svc.verifier.verify(season)
     assert verdict.consistent, verdict.body()
-    sk = svc.board.season_keys(season.name)
+    sk = svc.board.season_keys(season)
     vk = sk.version(await svc.redis.get(sk.current))
     assert await svc.redis.exists(vk.bits) and not await svc.redis.scard(vk.chunks)

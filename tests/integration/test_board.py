@@ -18,10 +18,11 @@ from laurels.projector import boards_of
 from laurels.ranking import Standing, rank_all
 from laurels.rebuild import Rebuilder
 from laurels.runtime import Runtime, redis_client
-from laurels.seasons import PERIODS, parse_season, season_of
+from laurels.seasons import PERIODS, parse_season, season_of, week
+from tests import deadlines
 
-SEASON = "2026-W49"
-START = parse_season(SEASON, zone="UTC").starts_at
+SEASON = week(2026, 49)
+START = SEASON.starts_at
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)
 
@@ -74,7 +75,7 @@ async def test_stale_versions_write_nothing(rt: Runtime) -> None:
     board = await fresh_board(rt, "shared")
     current = await rt.redis.get(board.season_keys(SEASON).current)
     e = ev(8, 3)
-    _, keys, args = board._apply_call([e], [0], believed={SEASON: ("999", "")})
+    _, keys, args = board._apply_call([e], [0], believed={SEASON.name: ("999", "")})
     reply = await board.scripts["apply"](keys=keys, args=args)
     assert reply[1] == "STALE" and reply[2] == current
     vk = board.season_keys(SEASON).version("999")
@@ -146,7 +147,7 @@ async def test_rebuild_equals_incremental(rt: Runtime, policy: str) -> None:
     assert after == before
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=25, deadline=deadlines.BOARD_ORDER,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 async def test_board_independent_of_arrival_order(rt: Runtime, data: st.DataObject) -> None:
@@ -189,7 +190,7 @@ INSTANTS = [datetime(2025, 11, 30, 23, 59, 59, 999999, tzinfo=UTC),
             datetime(2024, 2, 29, 12, tzinfo=UTC)]
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=15, deadline=deadlines.BOARD_PERIODS,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 async def test_every_period_s_board_is_independent_of_arrival_order(
@@ -202,7 +203,7 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
                                        st.integers(0, len(INSTANTS) - 1)),
                              min_size=1, max_size=15))
     evs = [Delta(next(_seq), uid, pts, INSTANTS[k],
-                 season_of(INSTANTS[k], "week", zone="UTC").name, PUBLIC)
+                 season_of(INSTANTS[k], "week", zone="UTC"), PUBLIC)
            for uid, pts, k in raw]
     boards = boards_of(evs, PERIODS, "UTC")
     order = data.draw(st.permutations(range(len(boards))))
@@ -215,7 +216,7 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
     assert set(await board.apply([boards[i] for i in order] + [boards[i] for i in dup])) <= {
         "applied", "duplicate"}
     for name in seasons:
-        season = parse_season(name, zone="UTC")
+        season = parse_season(name.name, zone="UTC")
         standings: dict[int, Standing] = {}
         for e in evs:
             if season.contains(e.completed_at):

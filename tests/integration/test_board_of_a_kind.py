@@ -66,11 +66,11 @@ async def test_a_board_is_rebuilt_from_its_tagged_completions(rt: Runtime,
         season = WEEK.on(board, metric)
         want = expected(work, board, season, metric)
         assert len(want) > 10
-        await rt.rebuilder.run(season.name)
+        await rt.rebuilder.run(season)
         top = await rt.board.top(season, 1000)
         assert {e.user_id: e.score for e in top.entries} == want
         assert top.total == len(want)
-        verdict = await rt.verifier.verify(season.name)
+        verdict = await rt.verifier.verify(season)
         assert verdict.consistent, verdict
     # The whole board is every completion's, in the deployment's zone (UTC).
     whole = parse_season("2026-W49", zone="UTC")
@@ -97,7 +97,7 @@ async def test_a_kind_defined_late_counts_from_the_start_then_live(rt: Runtime,
             top = await rt.board.top(season, 1000)
             got = {e.user_id: e.score for e in top.entries}
             assert got == expected(recorded, board, season, metric), season.name
-            assert (await rt.verifier.verify(season.name)).consistent
+            assert (await rt.verifier.verify(season)).consistent
     # Tags of a kind not defined count nowhere but on the whole board.
     with pytest.raises(BoardMissing):
         await rt.board.top(WEEK.on("track:data", metric), 10)
@@ -130,7 +130,7 @@ async def test_hidden_and_erased_learners_are_on_no_board_of_a_kind(rt: Runtime)
     top = await svc.reads.top(sql, 1000)
     assert hidden not in {e["user_id"] for e in top["entries"]}
     assert erased not in {e["user_id"] for e in top["entries"]}
-    assert (await svc.verifier.verify(sql.name)).consistent
+    assert (await svc.verifier.verify(sql)).consistent
     await check_erased_everywhere(svc, {erased})
     await check_hidden_nowhere(svc, {hidden, erased})
 
@@ -157,7 +157,7 @@ async def test_a_void_and_a_restore_reach_every_board_of_the_completion(
                         season.metric)
         top = await svc.board.top(season, 1000)
         assert {e.user_id: e.score for e in top.entries} == want, season.name
-        assert (await svc.verifier.verify(season.name)).consistent
+        assert (await svc.verifier.verify(season)).consistent
 
 
 async def test_a_board_is_built_only_while_its_kind_is_defined(rt: Runtime) -> None:
@@ -167,16 +167,16 @@ async def test_a_board_is_built_only_while_its_kind_is_defined(rt: Runtime) -> N
     await rt.derive(clock=lambda: NOW).ingestor.record(items(50, seed=4))
     await rt.board_kinds.define("course", {"time_zone": PARIS})
     season = WEEK.on("course:sql", "points")
-    await rt.rebuilder.run(season.name)
+    await rt.rebuilder.run(season)
     for other in (WEEK.on("course:sql", "completions"), WEEK.on("track:data", "points"),
                   parse_season("2026-W49", zone="UTC").on("course:sql", "points")):
         with pytest.raises(RebuildFailed):
-            await rt.rebuilder.run(other.name)
+            await rt.rebuilder.run(other)
     assert await rt.board_kinds.delete("course")
     with pytest.raises(BoardMissing):
         await rt.board.top(season, 10)
     with pytest.raises(RebuildFailed):
-        await rt.rebuilder.run(season.name)
+        await rt.rebuilder.run(season)
 
 
 async def test_a_closed_board_of_a_kind_is_archived_in_its_own_zone(rt: Runtime) -> None:
@@ -192,17 +192,17 @@ async def test_a_closed_board_of_a_kind_is_archived_in_its_own_zone(rt: Runtime)
     outcomes = await svc.ingestor.record(work)
     work = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
     season = WEEK.on("course:sql", "completions")
-    await svc.rebuilder.run(season.name)
+    await svc.rebuilder.run(season)
     grace = timedelta(seconds=svc.settings.late_grace_seconds)
     still_open = season.ends_at + grace - timedelta(minutes=1)
-    assert season.name not in await svc.lifecycle.finalize_due(still_open)
+    assert season not in await svc.lifecycle.finalize_due(still_open)
     # Its own end (Sunday 23:00 UTC) is not enough: the whole board's W49
     # (UTC), which still accepts completions it holds, closes first.
     whole = parse_season("2026-W49", zone="UTC")
-    assert season.name not in await svc.lifecycle.finalize_due(season.ends_at + grace)
+    assert season not in await svc.lifecycle.finalize_due(season.ends_at + grace)
     done = await svc.lifecycle.finalize_due(whole.ends_at + grace + timedelta(seconds=1))
-    assert done.index("2026-W49") < done.index(season.name)
-    assert season.name in await svc.lifecycle.finalized([season.name])  # read from its archive
+    assert done.index(whole) < done.index(season)
+    assert season in await svc.lifecycle.finalized([season])  # read from its archive
     top = await svc.reads.top(season, 1000)
     want = expected(work, "course:sql", season, "completions")
     assert {e["user_id"]: e["score"] for e in top["entries"]} == want
@@ -292,8 +292,8 @@ async def test_the_notifier_reads_a_board_only_once_told_it_changed(rt: Runtime)
     read: list[str] = []
     rank_events = svc.notifier.board.rank_events
 
-    async def counting(season: str, *args: Any, **kwargs: Any) -> Any:
-        read.append(season)
+    async def counting(season: Season, *args: Any, **kwargs: Any) -> Any:
+        read.append(season.name)
         return await rank_events(season, *args, **kwargs)
 
     svc.notifier.board.rank_events = counting  # type: ignore[method-assign]
@@ -342,7 +342,7 @@ async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_defini
     work = [it for it in items(120, seed=8) if it["completed_at"] >= "2026-11-30"]
     work = await recorded_of(svc, work)
     season = WEEK.on("course:sql", "points")
-    await svc.rebuilder.run(season.name)
+    await svc.rebuilder.run(season)
     down = StoreUnavailable("redis", ConnectionError("refused"))
 
     async def refused(*_args: Any) -> int:
@@ -350,7 +350,7 @@ async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_defini
 
     monkeypatch.setattr(svc.board_kinds.board, "drop_season", refused)
     assert await svc.board_kinds.delete("course")  # deleted; its keys wait
-    assert await svc.board.present(season.name)
+    assert await svc.board.present(season)
     pending = await svc.db.fetch("board_drops", pattern="course:%", limit=100)
     assert season.name in {r["season"] for r in pending}
     victim = sorted({it["user_id"] for it in work if "course:sql" in it["tags"]})[0]
@@ -360,10 +360,10 @@ async def test_a_deletion_redis_could_not_finish_is_finished_before_a_new_defini
     assert await svc.board_kinds.get("course") is None
     monkeypatch.undo()
     assert await svc.board_kinds.drop_pending() == len(pending)
-    assert not await svc.board.present(season.name)
+    assert not await svc.board.present(season)
     assert await svc.db.fetch("board_drops", pattern="%", limit=100) == []
     await svc.board_kinds.define("course", {"time_zone": PARIS})
-    assert await svc.healer.heal({season.name}, 30)
+    assert await svc.healer.heal({season}, 30)
     top = await svc.board.top(season, 1000)
     kept = [it for it in work if it["user_id"] != victim]
     assert {e.user_id: e.score for e in top.entries} == expected(kept, "course:sql", season,
@@ -401,7 +401,8 @@ async def test_a_deleted_kind_takes_the_tombstones_of_its_boards_never_built(
                                                           first="a", last="z")}
     assert not set(never) & built
     for season in never:
-        assert await svc.redis.exists(svc.board.season_keys(season).erased), season
+        assert await svc.redis.exists(
+            svc.board.season_keys(parse_season(season, zone="UTC")).erased), season
     assert await svc.board_kinds.delete("course")
     assert await unbuilt() == []
     left = [key async for key in svc.redis.scan_iter(match=f"{svc.keys.prefix}:*course:*")]

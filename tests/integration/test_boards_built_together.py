@@ -29,12 +29,12 @@ BOARDS = ("course:python-101", "course:sql", "course:go")
 EVER = parse_season("all", zone=PARIS)
 
 
-def counted(monkeypatch: pytest.MonkeyPatch, rebuilder: Rebuilder) -> list[list[str]]:
+def counted(monkeypatch: pytest.MonkeyPatch, rebuilder: Rebuilder) -> list[list[Season]]:
     """The seasons of each run_many call (our own code spied, no store mocked)."""
-    calls: list[list[str]] = []
+    calls: list[list[Season]] = []
     real = rebuilder.run_many
 
-    async def spy(seasons: Any) -> dict[str, RebuildResult | BaseException]:
+    async def spy(seasons: Any) -> dict[Season, RebuildResult | BaseException]:
         calls.append(list(seasons))
         return await real(seasons)
 
@@ -51,7 +51,7 @@ async def exact(svc: Services, season: Season, work: list[dict[str, Any]]) -> No
     top = await svc.board.top(season, 1000)
     want = expected(work, season.board, season, season.metric)
     assert {e.user_id: e.score for e in top.entries} == want, season.name
-    verdict = await svc.verifier.verify(season.name)
+    verdict = await svc.verifier.verify(season)
     assert verdict.consistent, verdict
 
 
@@ -75,7 +75,7 @@ async def test_a_kind_defined_late_is_built_from_one_scan(
     await svc.board_kinds.define("course", {"metric": metric, "time_zone": PARIS,
                                             "periods": ["week", "all"]})
     seasons = [s.on(b, metric) for b in BOARDS for s in (WEEK, EVER)]
-    assert await svc.healer.heal({s.name for s in seasons}, 60)
+    assert await svc.healer.heal(set(seasons), 60)
     # Its weeks and all time built together (one group: one metric), a
     # board's periods by the same build; none alone.
     assert {group_of(c[0]) for c in calls} == {metric}
@@ -91,15 +91,15 @@ async def test_a_kind_defined_late_is_built_from_one_scan(
     for season in seasons:
         if "course:sql" in season.name and season.contains(row["completed_at"]):
             stale = Delta(row["seq"], row["user_id"], row["points"], row["completed_at"],
-                          season.name, Profile(user["profile_version"], "public", ""), 2, True)
+                          season, Profile(user["profile_version"], "public", ""), 2, True)
             assert await svc.board.apply([stale]) != ["applied"]
     for season in seasons:
         await exact(svc, season, work)
     await check_erased_everywhere(svc, {erased})
-    await check_all(svc, [s.name for s in seasons])
+    await check_all(svc, seasons)
 
 
-async def stored(svc: Services, season: str) -> tuple[Any, ...]:
+async def stored(svc: Services, season: Season) -> tuple[Any, ...]:
     """A board's current version as Redis holds it: its members (tie times
     in them under `first`) with their scores, its profiles and its
     idempotency bits."""
@@ -146,16 +146,16 @@ async def test_boards_of_several_periods_and_zones_from_one_scan(
     seasons = [WEEK.on("course:sql", metric), EVER.on("course:sql", metric),
                parse_season("2026-W49", zone="America/New_York").on("track:data", metric),
                EVER.on("track:data", metric)]
-    outcome = await svc.rebuilder.run_many([s.name for s in seasons])
+    outcome = await svc.rebuilder.run_many(seasons)
     assert all(isinstance(r, RebuildResult) for r in outcome.values()), outcome
     totals = [sum(expected(work, s.board, s, metric).values()) for s in seasons]
     assert totals[0] < totals[1] and totals[2] < totals[3]  # the ranges matter
-    together = {s.name: await stored(svc, s.name) for s in seasons}
+    together = {s.name: await stored(svc, s) for s in seasons}
     for season in seasons:
         await exact(svc, season, work)
-        assert isinstance(await svc.rebuilder.run(season.name), RebuildResult)
-        assert await stored(svc, season.name) == together[season.name], season.name
-    await check_all(svc, [s.name for s in seasons])
+        assert isinstance(await svc.rebuilder.run(season), RebuildResult)
+        assert await stored(svc, season) == together[season.name], season.name
+    await check_all(svc, seasons)
 
 
 async def test_the_slots_share_the_boards_waiting_evenly(
@@ -169,7 +169,7 @@ async def test_the_slots_share_the_boards_waiting_evenly(
                          for i in range(40)])
     calls = counted(monkeypatch, svc.rebuilder)
     await svc.board_kinds.define("course", {"time_zone": PARIS})
-    assert await svc.healer.heal({WEEK.on(c, "points").name for c in courses}, 60)
+    assert await svc.healer.heal({WEEK.on(c, "points") for c in courses}, 60)
     assert sorted(len(c) for c in calls) == [4, 4], calls
 
 
@@ -191,7 +191,7 @@ async def test_completions_and_an_erasure_during_the_scan_count_once(rt: Runtime
         ingest = asyncio.create_task(recorded(svc, both))
         await committed.reached()  # committed, not applied yet: in the snapshot
         with failpoints.hold("rebuild_snapshot_taken") as held:
-            build = asyncio.create_task(svc.rebuilder.run_many([s.name for s in seasons]))
+            build = asyncio.create_task(svc.rebuilder.run_many(seasons))
             await held.reached()
             committed.release()
             work += await ingest  # applied live to the building versions too: once
@@ -204,7 +204,7 @@ async def test_completions_and_an_erasure_during_the_scan_count_once(rt: Runtime
     for season in seasons:
         await exact(svc, season, work)
     await check_erased_everywhere(svc, {victim})
-    await check_all(svc, [s.name for s in seasons])
+    await check_all(svc, seasons)
 
 
 async def test_a_board_another_builds_is_left_to_it_and_a_deleted_kind_fails(
@@ -212,7 +212,7 @@ async def test_a_board_another_builds_is_left_to_it_and_a_deleted_kind_fails(
     svc = rt.derive(clock=lambda: NOW)
     work = await recorded(svc, items(100, seed=7))
     await svc.board_kinds.define("course", {"time_zone": PARIS})
-    python, sql, go = (WEEK.on(b, "points").name for b in BOARDS)
+    python, sql, go = (WEEK.on(b, "points") for b in BOARDS)
     with failpoints.hold("rebuild_before_switch", times=1) as held:
         alone = asyncio.create_task(svc.rebuilder.run(sql))
         await held.reached()
@@ -220,8 +220,8 @@ async def test_a_board_another_builds_is_left_to_it_and_a_deleted_kind_fails(
         assert isinstance(outcome[sql], RebuildRunning)
         assert isinstance(outcome[python], RebuildResult)
     await alone
-    for name in (python, sql):
-        await exact(svc, parse_season(name, zone="UTC"), work)
+    for season in (python, sql):
+        await exact(svc, season, work)
     # A kind deleted while its boards are built: none of them stays.
     with failpoints.hold("rebuild_before_switch") as held:
         build = asyncio.create_task(svc.rebuilder.run_many([go, python]))
@@ -232,4 +232,4 @@ async def test_a_board_another_builds_is_left_to_it_and_a_deleted_kind_fails(
     assert not await svc.board.present(go)
     assert not await svc.board.present(python)
     with pytest.raises(ValueError, match="one metric"):
-        await svc.rebuilder.run_many([go, "2026-W49"])
+        await svc.rebuilder.run_many([go, parse_season("2026-W49", zone="UTC")])

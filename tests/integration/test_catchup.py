@@ -18,7 +18,7 @@ import redis
 
 from laurels.errors import StoreUnavailable
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.settings import Secrets
 from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET, free_port, make_settings
@@ -29,7 +29,9 @@ pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
               pytest.mark.once]
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49
 # The whole board's and a board of a kind's (course:a, defined by each test).
-BOARDS = ["2026-W49", "all", "course:a/points/UTC/2026-W49", "course:a/points/UTC/all"]
+BOARDS = [parse_season(name, zone="UTC") for name in (
+    "2026-W49", "all", "course:a/points/UTC/2026-W49", "course:a/points/UTC/all")]
+W49 = BOARDS[0]
 
 
 class Server:
@@ -110,8 +112,8 @@ async def rebuilds(svc: Services) -> int:
     return int(row["n"]) if row else 0
 
 
-async def board(svc: Services, season: str) -> list[tuple[Any, ...]]:
-    body = await svc.reads.top(parse_season(season, zone="UTC"), 100)
+async def board(svc: Services, season: Season) -> list[tuple[Any, ...]]:
+    body = await svc.reads.top(season, 100)
     return [(e["rank"], e["user_id"], e["display_name"], e["score"]) for e in body["entries"]]
 
 
@@ -146,7 +148,7 @@ async def test_a_restart_from_an_older_snapshot_replays_the_gap(
         server.start()  # back from the snapshot: a new run id, the gap lost
         await reconnected(svc)
         with pytest.raises(StoreUnavailable):  # the gap is real, and never served
-            await board(svc, "2026-W49")
+            await board(svc, W49)
         assert await check_after_restart(svc)
         assert await rebuilds(svc) == before, "caught up, not rebuilt"
         for season in BOARDS:
@@ -167,17 +169,17 @@ async def test_a_flushed_redis_is_rebuilt(tmp_path: Path, database_url: str,
     await rt.open(run_migrations=False)
     try:
         svc = rt.derive(clock=lambda: NOW)
-        await svc.rebuilder.run("2026-W49")
+        await svc.rebuilder.run(W49)
         await svc.ingestor.record([item(f"f{u}", u, u) for u in range(1, 4)])
-        expected = await board(svc, "2026-W49")
+        expected = await board(svc, W49)
         await svc.epoch.check()
         before = await rebuilds(svc)
         redis.Redis.from_url(server.url).flushall()
         server.stop()
         server.start()  # nothing was saved: an empty Redis
         await check_after_restart(svc)  # no board left to catch up
-        assert await board(svc, "2026-W49") == expected  # healed: rebuilt on first use
+        assert await board(svc, W49) == expected  # healed: rebuilt on first use
         assert await rebuilds(svc) > before
-        assert (await svc.verifier.verify("2026-W49")).consistent
+        assert (await svc.verifier.verify(W49)).consistent
     finally:
         await rt.close()

@@ -36,7 +36,7 @@ async def test_boards_closed_together_archive_what_each_board_showed(
     await svc.projector.drain(min_age_seconds=0)
     seasons = [WEEK.on(b, metric) for b in (*BOARDS, "track:data")]
     for season in seasons:
-        await svc.rebuilder.run(season.name)
+        await svc.rebuilder.run(season)
     recorded = [it for it, o in zip(work, outcomes, strict=True) if o.status == "recorded"]
     hidden = next(it["user_id"] for it in recorded if "course:sql" in it["tags"])
     await svc.learners.update(hidden, ProfileIn(visibility="hidden"))
@@ -49,14 +49,14 @@ async def test_boards_closed_together_archive_what_each_board_showed(
     # (Past the UTC week's close too: the Paris week closes once the whole
     # board's weeks it spans are finalized.)
     closing = WEEK.closes_at(svc.settings.late_grace_seconds) + timedelta(hours=2)
-    assert await svc.lifecycle.finalize(seasons[-1].name)
+    assert await svc.lifecycle.finalize(seasons[-1])
     done = await svc.lifecycle.finalize_due(closing)  # the whole board's weeks, then these
-    assert sorted(d for d in done if "/" in d) == sorted(s.name for s in seasons[:-1])
+    assert sorted(d.name for d in done if "/" in d.name) == sorted(s.name for s in seasons[:-1])
     assert await svc.lifecycle.finalize_due(closing) == []  # once
     # Every key of the boards expired now: each is read from its archive.
     # (An instant long past, whatever this process's clock says against Redis's.)
     gone = datetime(2000, 1, 1, tzinfo=UTC)
-    assert await svc.board.expire_many({s.name: gone for s in seasons}) > 0
+    assert await svc.board.expire_many({s: gone for s in seasons}) > 0
     for s in seasons:
         assert not await rt.redis.exists(svc.keys.season(s.name).current)
         archived = await svc.reads.top(s, 1000)

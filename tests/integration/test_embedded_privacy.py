@@ -27,6 +27,7 @@ import redis
 from laurels import embedded
 from laurels.datadir import resolve_secrets
 from laurels.runtime import Runtime
+from laurels.seasons import week
 from laurels.settings import ConfigError, Settings
 from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET, embedded_dir
@@ -196,7 +197,7 @@ async def test_an_erasure_leaves_the_embedded_valkeys_files(data_dir: Path,
     try:
         svc = rt.derive(clock=lambda: datetime(2026, 12, 2, 12, tzinfo=UTC))
         assert not await svc.lifecycle.scrub_files()  # no erasure yet: nothing to do
-        await svc.rebuilder.run("2026-W49")
+        await svc.rebuilder.run(week(2026, 49))
         await svc.learners.update(4242, ProfileIn(display_name=SECRET_NAME))
         body: dict[str, Any] = {"completion_id": "p1", "user_id": 4242, "points": 5,
                                 "completed_at": "2026-12-01T10:00:00Z"}

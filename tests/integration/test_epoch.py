@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from laurels.runtime import Runtime
+from laurels.seasons import week
 
 
 async def test_a_first_start_records_the_run_id_without_a_warning(
@@ -57,7 +58,7 @@ async def test_a_redis_that_came_back_empty_is_a_warning(
                                 "completed_at": "2026-12-01T10:00:00Z"}])
     await svc.projector.drain(min_age_seconds=0)
     await rt.epoch.check()
-    assert await rt.board.drop_season("2026-W49")  # this test's keys only
+    assert await rt.board.drop_season(week(2026, 49))  # this test's keys only
     await rt.db.run("set_redis_epoch", key_prefix=rt.keys.prefix, fingerprint="an-older-run")
     rt.epoch.seen = ""
     caplog.clear()

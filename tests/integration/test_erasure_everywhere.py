@@ -27,6 +27,8 @@ from tests.invariants import (
 )
 
 W48, W49, W50 = "2026-W48", "2026-W49", "2026-W50"
+S48, S49, S50 = (parse_season(w, zone="UTC") for w in (W48, W49, W50))  # (as Seasons)
+ALL = parse_season("all", zone="UTC")
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49, open
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver", "gold"), "league_size": 5,
                            "league_promote": (2,), "league_demote": (1,)}
@@ -79,12 +81,12 @@ async def test_a_placement_racing_an_erasure_places_nobody_erased(rt: Runtime) -
     with failpoints.hold("erase_deleted") as held:
         erase = asyncio.create_task(svc.learners.erase(5))
         await held.reached()
-        place = asyncio.create_task(svc.leagues.place(W49))
+        place = asyncio.create_task(svc.leagues.place(S49))
         await blocked_or_done(svc, place)
         assert not place.done(), "the placer must wait for the erasure"
     await erase
     await place
-    assert await svc.leagues.decide(W49)
+    assert await svc.leagues.decide(S49)
     assert not await rows(svc, "SELECT 1 FROM league_members WHERE user_id = 5")
     assert not await rows(svc, "SELECT 1 FROM league_results WHERE user_id = 5")
     assert (await svc.leagues.summary(parse_season(W49, zone="UTC")))["tiers"][0]["members"] == 5
@@ -94,9 +96,9 @@ async def test_a_placement_racing_an_erasure_places_nobody_erased(rt: Runtime) -
 async def test_a_decision_racing_an_erasure_keeps_no_result_of_the_erased(rt: Runtime) -> None:
     svc = await leagues(rt)
     await svc.ingestor.record([item(f"d{u}", u, u) for u in range(1, 7)])
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     with failpoints.hold("league_deciding") as held:
-        decide = asyncio.create_task(svc.leagues.decide(W49))
+        decide = asyncio.create_task(svc.leagues.decide(S49))
         await held.reached()
         erase = asyncio.create_task(svc.learners.erase(6))
         await blocked_or_done(svc, erase)
@@ -118,10 +120,10 @@ async def test_the_zone_pass_racing_an_erasure_leaves_no_notice_of_the_erased(
     (the week's league lock) and then deletes the notice it wrote."""
     svc = await leagues(rt)
     await svc.ingestor.record([item(f"z{u}", u, u) for u in range(1, 6)])
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     await svc.projector.drain(min_age_seconds=0)
     with failpoints.hold("league_zoning") as held:
-        zones = asyncio.create_task(svc.leagues.zones(W49))
+        zones = asyncio.create_task(svc.leagues.zones(S49))
         await held.reached()
         erase = asyncio.create_task(svc.learners.erase(5))
         await blocked_or_done(svc, erase)
@@ -151,7 +153,7 @@ async def retired(rt: Runtime) -> Services:
     await svc.learners.update(4, ProfileIn(display_name="Dora"))
     closing = rt.derive(clock=lambda: NOW, **cfg)
     await closing.lifecycle.finalize_due(NOW)
-    await closing.rebuilder.run("all")
+    await closing.rebuilder.run(ALL)
     assert date(2026, 10, 1) in await closing.partitions.retire(NOW, 30)
     assert not await rows(closing, "SELECT 1 FROM completions WHERE user_id = 4")
     return closing
@@ -172,7 +174,7 @@ async def test_erasing_a_learner_whose_completions_were_all_retired_reaches_all_
     with pytest.raises(DomainError) as refused:
         await svc.reads.around(parse_season("all", zone="UTC"), 4, 5)
     assert refused.value.code in ("not_ranked", "user_erased")
-    assert (await svc.verifier.verify("all")).consistent
+    assert (await svc.verifier.verify(ALL)).consistent
     assert not await rows(svc, "SELECT 1 FROM erasures WHERE user_id = 4")  # job done
     await check_erased_everywhere(svc, {4})
 
@@ -189,7 +191,7 @@ async def test_hiding_or_renaming_a_retired_learner_reaches_all_time(rt: Runtime
         assert [e[0] for e in board] == [2, 1]
     else:
         assert (4, "Dorothea", 9) in board
-    assert (await svc.verifier.verify("all")).consistent
+    assert (await svc.verifier.verify(ALL)).consistent
     await invariants_hold(svc)
 
 
@@ -201,7 +203,7 @@ async def test_a_late_completion_joins_no_earlier_week(rt: Runtime) -> None:
     on W49's board and joins no league of W49."""
     svc = await leagues(rt, now=NOW + timedelta(days=7), league_grace_seconds=86_400)
     await svc.ingestor.record([item(f"a{u}", u, 3, W50) for u in (1, 2, 3)])
-    await svc.leagues.place(W50)
+    await svc.leagues.place(S50)
     await svc.ingestor.record([item("late", 1, 9, W49)])
     assert not await rows(svc, "SELECT 1 FROM league_joins WHERE user_id = 1 AND season = %s",
                           W49)
@@ -226,8 +228,8 @@ async def test_two_joins_that_raced_keep_the_learner_in_the_week_joined_first(
     async with svc.db.connection() as conn:  # as the two ingests leave them, in this order
         await conn.execute("INSERT INTO league_joins (season, user_id) VALUES (%s, 7), (%s, 7)",
                            (W50, W49))
-    await svc.leagues.place(W49)
-    await svc.leagues.place(W50)
+    await svc.leagues.place(S49)
+    await svc.leagues.place(S50)
     placed = await rows(svc, "SELECT season FROM league_members WHERE user_id = 7")
     assert placed == [{"season": W50}]
     assert not await rows(svc, "SELECT 1 FROM league_joins WHERE user_id = 7 AND season = %s",
@@ -252,7 +254,7 @@ async def test_whatever_moves_a_member_into_the_zone_notifies_them(rt: Runtime,
     public again, puts 3 first. Either way 3 is told."""
     svc = await leagues(rt)
     await svc.ingestor.record([item(f"m{u}", u, u) for u in range(1, 6)])
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     await svc.ingestor.record([item("big3", 3, 100)])
     if move == "restore":
         await svc.corrections.void("big3", "test")
@@ -261,7 +263,7 @@ async def test_whatever_moves_a_member_into_the_zone_notifies_them(rt: Runtime,
     if move in ("void", "suspend", "hide", "erase"):
         await svc.corrections.void("big3", "test")
     await svc.projector.drain(min_age_seconds=0)
-    await svc.leagues.zones(W49)
+    await svc.leagues.zones(S49)
     assert await zone_notices(svc, 3) == []
     moved = {
         "void": lambda: svc.corrections.void("m5", "test"),
@@ -273,7 +275,7 @@ async def test_whatever_moves_a_member_into_the_zone_notifies_them(rt: Runtime,
     }[move]
     await moved()
     await svc.projector.drain(min_age_seconds=0)
-    assert await svc.leagues.zones(W49) >= 1
+    assert await svc.leagues.zones(S49) >= 1
     rank = 1 if move in ("restore", "unhide") else 2
     assert await zone_notices(svc, 3) == [{"tier": "bronze", "cohort_id": f"{W49}.0.0",
                                            "zone": "promotion", "rank": rank}]
@@ -286,15 +288,15 @@ async def test_a_void_is_read_by_the_zone_pass_only_once_applied(rt: Runtime) ->
     void's commit and its apply leaves the touch for the next pass."""
     svc = await leagues(rt)
     await svc.ingestor.record([item(f"v{u}", u, u) for u in range(1, 6)])
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     await svc.projector.drain(min_age_seconds=0)
-    await svc.leagues.zones(W49)
+    await svc.leagues.zones(S49)
     with failpoints.hold("correction_committed") as held:
         void = asyncio.create_task(svc.corrections.void("v5", "test"))
         await held.reached()
-        assert await svc.leagues.zones(W49) == 0  # not applied yet: nothing read
+        assert await svc.leagues.zones(S49) == 0  # not applied yet: nothing read
     await void
-    assert await svc.leagues.zones(W49) == 1  # 3 enters the zone
+    assert await svc.leagues.zones(S49) == 1  # 3 enters the zone
     assert await zone_notices(svc, 3) == [{"tier": "bronze", "cohort_id": f"{W49}.0.0",
                                            "zone": "promotion", "rank": 2}]
     await invariants_hold(svc)
@@ -310,17 +312,17 @@ async def test_a_pending_learner_placed_late_is_seen_by_the_zone_pass(rt: Runtim
         await conn.execute("INSERT INTO league_tiers (user_id, tier, season)"
                            " VALUES (7, 1, '2026-W47'), (8, 1, '2026-W47')")
     await svc.ingestor.record([item("p49", 1, 9, W49)])
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     await svc.ingestor.record([item("p50-1", 1, 50, W50)])
     await svc.ingestor.record([item("p50-7", 7, 1, W50), item("p50-8", 8, 2, W50)])
-    await svc.leagues.place(W50)
+    await svc.leagues.place(S50)
     await svc.projector.drain(min_age_seconds=0)
     # 8 in silver's promotion zone: two of five promote ceil(2 * 2 / 5) = 1.
-    assert await svc.leagues.zones(W50) == 1
+    assert await svc.leagues.zones(S50) == 1
     assert await zone_notices(svc, 1) == []  # pending: no cohort yet
-    assert await svc.leagues.decide(W49)  # 1 goes up to silver
-    await svc.leagues.place(W50)
-    await svc.leagues.zones(W50)
+    assert await svc.leagues.decide(S49)  # 1 goes up to silver
+    await svc.leagues.place(S50)
+    await svc.leagues.zones(S50)
     assert await zone_notices(svc, 1) == [{"tier": "silver", "cohort_id": f"{W50}.1.0",
                                            "zone": "promotion", "rank": 1}]
     await invariants_hold(svc)
@@ -336,7 +338,7 @@ async def test_rank_events_carry_no_name_and_an_erasure_scrubs_them(rt: Runtime)
     await svc.ingestor.record([item("r1", 1, 5)])
     await svc.ingestor.record([item("r2", 2, 9)])  # 2 enters the top 10 and passes 1
     await svc.ingestor.record([item("r3", 3, 20)])  # 3 passes 2 and 1
-    stream = svc.board.season_keys(W49).notify_stream
+    stream = svc.board.season_keys(S49).notify_stream
     events = [fields for _, fields in await svc.redis.xrange(stream)]
     assert events and all("name" not in f for f in events)
     assert not any(b"Ada" in v or b"Bo" in v for f in events for v in
@@ -367,7 +369,7 @@ async def test_retention_waits_for_the_deployments_league_weeks_whatever_its_set
     await closing.lifecycle.finalize_due(NOW)
     assert await closing.partitions.retire(NOW, 30) == []
     for week in OLD:
-        assert await svc.leagues.decide(week)
+        assert await svc.leagues.decide(parse_season(week, zone="UTC"))
     assert date(2026, 10, 1) in await closing.partitions.retire(NOW, 30)
     await invariants_hold(svc)
 
@@ -380,12 +382,12 @@ async def test_a_correction_the_projector_applies_to_an_archived_week_sends_a_hi
     svc = rt.derive(clock=lambda: NOW - timedelta(days=1))  # W48 in its grace
     await svc.ingestor.record([item("f1", 1, 5, W48), item("f2", 2, 3, W48)])
     closing = rt.derive(clock=lambda: NOW)
-    assert await closing.lifecycle.finalize(W48)
+    assert await closing.lifecycle.finalize(S48)
     keys = [k async for k in svc.redis.scan_iter(
-        match=f"{svc.board.season_keys(W48).base}:*", count=1000)]
+        match=f"{svc.board.season_keys(S48).base}:*", count=1000)]
     await svc.redis.unlink(*keys)  # the archive's keys expired
-    svc.board.forget(W48)
-    async with HintTap(svc, [W48]) as tap:
+    svc.board.forget(S48)
+    async with HintTap(svc, [S48]) as tap:
         with failpoints.hold("correction_committed") as held:
             void = asyncio.create_task(closing.corrections.void("f1", "test"))
             await held.reached()
@@ -421,12 +423,12 @@ async def test_the_erasure_invariant_covers_a_table_and_a_key_added_later(rt: Ru
         await check_erased_everywhere(svc, {2})
     async with svc.db.connection() as conn:
         await conn.execute("DROP TABLE later_feature")
-    stray = svc.board.season_keys(W49).base + ":v1:stray"
+    stray = svc.board.season_keys(S49).base + ":v1:stray"
     await svc.redis.set(stray, "2")
     with pytest.raises(AssertionError, match=r"keys\.py does not declare"):
         await check_erased_everywhere(svc, {2})
     await svc.redis.delete(stray)
-    hidden = svc.board.season_keys(W49).version("99").hidden
+    hidden = svc.board.season_keys(S49).version("99").hidden
     await svc.redis.zadd(hidden, {"0000000000000000002": 1})
     with pytest.raises(AssertionError, match=r"names \[2\]"):
         await check_erased_everywhere(svc, {2})
@@ -440,12 +442,12 @@ async def test_the_visibility_invariant_sees_every_read_it_names(rt: Runtime) ->
     from laurels.validation import GroupIn, MembersIn
 
     svc = await leagues(rt)
-    await svc.rebuilder.run(W49)
+    await svc.rebuilder.run(S49)
     await svc.groups.put("g", GroupIn(name="G", access="public"))
     await svc.groups.change_members("g", MembersIn(add=[1, 2], remove=[]))
     await svc.ingestor.record([item("s1", 1, 5)])
     await svc.ingestor.record([item("s2", 2, 9)])  # 2 passes 1
-    await svc.leagues.place(W49)
+    await svc.leagues.place(S49)
     await svc.notifier.consume()
     await check_hidden_nowhere(svc, set())
     with pytest.raises(AssertionError) as found:

@@ -20,6 +20,8 @@ from tests.invariants import check_all
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)  # W49; W45..W47 closed, W48 in its grace
 WEEKS = ["2026-W45", "2026-W46", "2026-W47", "2026-W48", "2026-W49"]
+ALL = parse_season("all", zone="UTC")
+MONTH = parse_season("2026-12", zone="UTC")
 
 
 def item(cid: str, uid: int, points: int, week: str, hours: int = 1) -> dict[str, Any]:
@@ -37,7 +39,7 @@ async def history(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Service
         await svc.ingestor.record([item(f"{week}-{u}", u, u + n, week) for u in (1, 2, 3)])
     closing = rt.derive(clock=lambda: now, periods=("week", "all"), **overrides)
     done = await closing.lifecycle.finalize_due(now)
-    assert sorted(done) == WEEKS[:3]
+    assert sorted(done) == [parse_season(w, zone="UTC") for w in WEEKS[:3]]
     return closing
 
 
@@ -54,22 +56,22 @@ async def pg_all(svc: Services) -> dict[int, int]:
 
 
 async def parts_of(svc: Services) -> set[str]:
-    sk = svc.board.season_keys("all")
+    sk = svc.board.season_keys(ALL)
     version = await svc.redis.get(sk.current)
     return {str(p) for p in await svc.redis.smembers(sk.version(str(version)).parts)}
 
 
 async def test_the_all_time_board_is_rebuilt_from_the_archive(rt: Runtime) -> None:
     svc = await history(rt)
-    found = await history_of(svc.db, svc.settings.periods, "all")
+    found = await history_of(svc.db, svc.settings.periods, ALL)
     assert found is not None and found.parts == WEEKS[:3]
     assert found.cutoff == parse_season("2026-W48", zone="UTC").starts_at
-    result = await svc.rebuilder.run("all")
+    result = await svc.rebuilder.run(ALL)
     assert await parts_of(svc) == set(WEEKS[:3])
     assert result.events == 3 * 2 + 3 * 3  # the open weeks' completions, the closed standings
     assert await scores(svc, "all") == await pg_all(svc)
-    assert (await svc.verifier.verify("all")).consistent
-    await check_all(svc, ["all"])
+    assert (await svc.verifier.verify(ALL)).consistent
+    await check_all(svc, [ALL])
 
 
 async def test_an_old_completion_replayed_onto_the_rebuilt_board_counts_once(
@@ -77,14 +79,14 @@ async def test_an_old_completion_replayed_onto_the_rebuilt_board_counts_once(
     """A delta of a closed week's completion reaching the rebuilt board (an
     outbox row re-delivered) is a duplicate: the archive counts it."""
     svc = await history(rt)
-    await svc.rebuilder.run("all")
+    await svc.rebuilder.run(ALL)
     before = await scores(svc, "all")
     async with svc.db.connection() as conn:
         cur = await conn.execute("SELECT seq, points, completed_at FROM completions"
                                  " WHERE completion_id = '2026-W45-2'")
         row = await cur.fetchone()
     assert row is not None
-    delta = Delta(row["seq"], 2, row["points"], row["completed_at"], "all",
+    delta = Delta(row["seq"], 2, row["points"], row["completed_at"], ALL,
                   Profile(1, "public", ""), part="2026-W45")
     assert await svc.board.apply([delta]) == ["duplicate"]
     assert await scores(svc, "all") == before
@@ -93,15 +95,15 @@ async def test_an_old_completion_replayed_onto_the_rebuilt_board_counts_once(
 async def test_a_void_of_an_old_completion_reaches_the_rebuilt_board_once(
         rt: Runtime) -> None:
     svc = await history(rt)
-    await svc.rebuilder.run("all")
+    await svc.rebuilder.run(ALL)
     await svc.corrections.void("2026-W46-3", "copied")
     assert await scores(svc, "all") == await pg_all(svc)
     await svc.projector.drain(min_age_seconds=0)  # a re-delivery changes nothing
     assert await scores(svc, "all") == await pg_all(svc)
     await svc.corrections.restore("2026-W46-3")
     assert await scores(svc, "all") == await pg_all(svc)
-    assert (await svc.verifier.verify("all")).consistent
-    assert (await svc.verifier.verify("2026-W46")).consistent
+    assert (await svc.verifier.verify(ALL)).consistent
+    assert (await svc.verifier.verify(parse_season("2026-W46", zone="UTC"))).consistent
 
 
 async def test_a_completion_and_a_closing_week_during_the_rebuild(rt: Runtime) -> None:
@@ -112,30 +114,31 @@ async def test_a_completion_and_a_closing_week_during_the_rebuild(rt: Runtime) -
     svc = await history(rt)
     later = NOW + timedelta(days=1)  # W48's grace is over
     with failpoints.hold("rebuild_snapshot_taken") as held:
-        building = asyncio.create_task(svc.rebuilder.run("all"))
+        building = asyncio.create_task(svc.rebuilder.run(ALL))
         await held.reached()
         await svc.ingestor.record([item("live-1", 1, 50, "2026-W49")])
         closing = rt.derive(clock=lambda: later, periods=("week", "all"))
-        assert await closing.lifecycle.finalize_due(later) == ["2026-W48"]
+        assert await closing.lifecycle.finalize_due(later) == [
+            parse_season("2026-W48", zone="UTC")]
     await building
     await svc.projector.drain(min_age_seconds=0)
     assert await scores(svc, "all") == await pg_all(svc)
-    await svc.rebuilder.run("all")
+    await svc.rebuilder.run(ALL)
     assert await parts_of(svc) == set(WEEKS[:4])
     assert await scores(svc, "all") == await pg_all(svc)
-    assert (await svc.verifier.verify("all")).consistent
+    assert (await svc.verifier.verify(ALL)).consistent
 
 
 async def test_verify_of_the_all_time_board_reads_the_archive(rt: Runtime) -> None:
     """verify compares the board with the archive plus the open weeks: a
     score drifted in Redis is reported, a consistent one is not."""
     svc = await history(rt)
-    await svc.rebuilder.run("all")
-    assert (await svc.verifier.verify("all")).consistent
-    sk = svc.board.season_keys("all")
+    await svc.rebuilder.run(ALL)
+    assert (await svc.verifier.verify(ALL)).consistent
+    sk = svc.board.season_keys(ALL)
     vk = sk.version(str(await svc.redis.get(sk.current)))
     await svc.redis.zincrby(vk.public, -5, pad_uid(2))  # `shared`: the member is the id
-    result = await svc.verifier.verify("all")
+    result = await svc.verifier.verify(ALL)
     assert not result.consistent and [m["user_id"] for m in result.body()["mismatches"]] == [2]
 
 
@@ -149,9 +152,9 @@ async def test_a_month_is_built_from_its_closed_days(rt: Runtime) -> None:
                                     "points": u * day, "completed_at": at.isoformat()}
                                    for u in (1, 2)])
     closing = rt.derive(clock=lambda: later, periods=("week", "day", "month"))
-    assert "2026-12-01" in await closing.lifecycle.finalize_due(later)
-    found = await history_of(svc.db, svc.settings.periods, "2026-12")
+    assert parse_season("2026-12-01", zone="UTC") in await closing.lifecycle.finalize_due(later)
+    found = await history_of(svc.db, svc.settings.periods, MONTH)
     assert found is not None and found.parts == ["2026-12-01"]
-    await svc.rebuilder.run("2026-12")
+    await svc.rebuilder.run(MONTH)
     assert await scores(svc, "2026-12") == {1: 3, 2: 6}
-    assert (await svc.verifier.verify("2026-12")).consistent
+    assert (await svc.verifier.verify(MONTH)).consistent

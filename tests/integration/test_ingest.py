@@ -11,6 +11,7 @@ import psycopg
 from laurels.api.problems import outcome_status
 from laurels.ingest import Ingestor
 from laurels.runtime import Runtime
+from laurels.seasons import parse_season
 from tests.helpers import eventually
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -28,7 +29,7 @@ def item(cid: str, uid: int, points: int, at: str | None = "2026-11-30T10:00:00Z
 
 
 async def score(rt: Runtime, season: str, uid: int) -> int | None:
-    top = await rt.board.top(season, 1000)
+    top = await rt.board.top(parse_season(season, zone="UTC"), 1000)
     return next((e.score for e in top.entries if e.user_id == uid), None)
 
 

@@ -20,17 +20,19 @@ from laurels.board import Delta, Profile
 from laurels.keys import chunk_of
 from laurels.ranking import member_uid, pad_uid
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.validation import ProfileIn
 from tests.invariants import HintTap, blocked_or_done, check_all
 
-W47, W49 = "2026-W47", "2026-W49"
+W47, W49 = (parse_season(w, zone="UTC") for w in ("2026-W47", "2026-W49"))
+ALL = parse_season("all", zone="UTC")
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W49; W47 closed, W48 in its grace
 LATE_W47 = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W47 still in its grace
 
 
-def item(cid: str, uid: int, points: int, season: str = W49, hour: int = 1) -> dict[str, Any]:
-    at = parse_season(season, zone="UTC").starts_at + timedelta(hours=hour)
+def item(cid: str, uid: int, points: int, season: Season = W49, hour: int = 1
+         ) -> dict[str, Any]:
+    at = season.starts_at + timedelta(hours=hour)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -39,12 +41,12 @@ def services(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Services:
     return rt.derive(clock=lambda: now, **overrides)
 
 
-async def top(svc: Services, season: str) -> list[tuple[int | None, str, int]]:
-    body = await svc.reads.top(parse_season(season, zone="UTC"), 100)
+async def top(svc: Services, season: Season) -> list[tuple[int | None, str, int]]:
+    body = await svc.reads.top(season, 100)
     return [(e["user_id"], e["display_name"], e["score"]) for e in body["entries"]]
 
 
-async def consistent(svc: Services, season: str) -> None:
+async def consistent(svc: Services, season: Season) -> None:
     result = await svc.verifier.verify(season)
     assert result.consistent, result.body()
 
@@ -116,7 +118,7 @@ async def test_finalize_racing_hidden_keeps_the_archive_private(rt: Runtime) -> 
     assert await finalize
     await hide
     assert await top(svc, W47) == [(1, "Learner 1", 5)]
-    me = await svc.reads.around(parse_season(W47, zone="UTC"), 2, 1)
+    me = await svc.reads.around(W47, 2, 1)
     assert me["user"]["rank"] == 1 and me["user"]["visibility"] == "hidden"
     await check_all(svc, [W47])
 
@@ -155,7 +157,7 @@ async def test_no_hint_names_a_learner_hidden_during_a_heal(rt: Runtime) -> None
     assert hints, "the change was hinted"
     assert all(h.get("user_id") is None for h in hints), hints
     assert await top(svc, W49) == []
-    me = await svc.reads.around(parse_season(W49, zone="UTC"), 2, 0)
+    me = await svc.reads.around(W49, 2, 0)
     assert me["user"]["visibility"] == "hidden" and me["user"]["score"] == 7
     await check_all(svc, [W49])
 
@@ -169,7 +171,7 @@ async def test_hints_name_only_public_learners(rt: Runtime) -> None:
         for i, uid in enumerate((1, 3, 4)):
             await svc.ingestor.record([item(f"p{i}", uid, 2)])
         hints = await tap.drain()
-    assert [h.get("user_id") for h in hints if h["season"] == W49] == [1, None, None]
+    assert [h.get("user_id") for h in hints if h["season"] == W49.name] == [1, None, None]
 
 
 # -- 6. smaller leaks ------------------------------------------------------------------------
@@ -321,7 +323,7 @@ async def test_a_correction_during_a_rebuild_waits_for_the_new_version(rt: Runti
 # -- tombstones lost with the board (issue 15's model test found it) --------------------
 
 
-async def lose_board(svc: Services, season: str) -> None:
+async def lose_board(svc: Services, season: Season) -> None:
     """Redis forgets every key of a season, its erased set too (a flush, a
     failover to a replica that had nothing)."""
     base = svc.board.season_keys(season).base
@@ -331,7 +333,7 @@ async def lose_board(svc: Services, season: str) -> None:
     svc.board.forget(season)
 
 
-async def on_board(svc: Services, season: str) -> set[int]:
+async def on_board(svc: Services, season: Season) -> set[int]:
     """Who the current version holds, in Redis itself (reads also filter
     erased learners at the boundary, which would hide a leak from `top`)."""
     sk = svc.board.season_keys(season)
@@ -406,7 +408,7 @@ async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
     the season, and its rebuild does not carry them (the all-time board,
     which has no start, carries every one)."""
     svc = services(rt, periods=("week", "all"), max_future_skew_seconds=300)
-    since = parse_season(W49, zone="UTC").starts_at - timedelta(days=1, seconds=300)
+    since = W49.starts_at - timedelta(days=1, seconds=300)
     erased_at = {5: since - timedelta(minutes=1), 6: since + timedelta(minutes=1), 7: NOW}
     for uid, at in erased_at.items():
         await svc.learners.erase(uid)
@@ -414,12 +416,12 @@ async def test_a_rebuild_tombstones_only_erasures_that_may_concern_its_season(
             await conn.execute("UPDATE users SET erased_at = %s WHERE user_id = %s",
                                (at, uid))
     await svc.ingestor.record([item("q1", 1, 3)])
-    for season in (W49, "all"):
+    for season in (W49, ALL):
         await lose_board(svc, season)
         await svc.rebuilder.run(season)
     erased = {s: {int(u) for u in await svc.redis.smembers(svc.board.season_keys(s).erased)}
-              for s in (W49, "all")}
-    assert erased == {W49: {6, 7}, "all": {5, 6, 7}}
+              for s in (W49, ALL)}
+    assert erased == {W49: {6, 7}, ALL: {5, 6, 7}}
 
 
 async def test_a_rebuild_after_a_rollback_takes_erased_learners_off_the_current_board(
@@ -566,13 +568,13 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
     assert await svc.lifecycle.finalize(W47)
     await lose_board(svc, W47)  # its keys expired: read from the archive
     with failpoints.hold("archive_around_placed") as held:
-        read = asyncio.create_task(svc.reads.around(parse_season(W47, zone="UTC"), 3, 1))
+        read = asyncio.create_task(svc.reads.around(W47, 3, 1))
         await held.reached()  # learner 3 is third
         await svc.learners.update(1, ProfileIn(visibility="hidden"))  # now second
     me = await read
     assert me["user"]["rank"] == 3
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
-    me = await svc.reads.around(parse_season(W47, zone="UTC"), 3, 1)
+    me = await svc.reads.around(W47, 3, 1)
     assert me["user"]["rank"] == 2
     assert [n["user_id"] for n in me["neighbors"]] == [2, 3]
 
@@ -582,7 +584,7 @@ async def test_an_archived_neighbourhood_is_read_in_one_snapshot(rt: Runtime) ->
 
 def at(cid: str, uid: int, points: int, minutes: int) -> dict[str, Any]:
     """A completion `minutes` into W49."""
-    when = parse_season(W49, zone="UTC").starts_at + timedelta(minutes=minutes)
+    when = W49.starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": when.isoformat()}
 
@@ -634,8 +636,8 @@ async def test_a_void_never_writes_a_stale_tie_time(rt: Runtime, path: str, race
     assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
     [(uid, score, tie)] = [(s.user_id, s.score, s.last_ts)
                            for s in await svc.board.standings_of(W49, [1])]
-    assert (uid, score, tie) == (1, 8, parse_season(W49, zone="UTC").offset_us(
-        parse_season(W49, zone="UTC").starts_at + timedelta(minutes=150)))
+    assert (uid, score, tie) == (1, 8, W49.offset_us(
+        W49.starts_at + timedelta(minutes=150)))
     await consistent(svc, W49)
     await svc.rebuilder.run(W49)  # a rebuild ranks them the same
     assert await top(svc, W49) == [(2, "Learner 2", 8), (1, "Learner 1", 8)]
@@ -651,7 +653,7 @@ async def test_verify_sees_a_stale_tie_time(rt: Runtime) -> None:
     vk = sk.version(await svc.redis.get(sk.current))
     uid = pad_uid(1)
     version, vis, ts, name = (await svc.redis.hget(vk.users, uid)).split("\t")
-    w49 = parse_season(W49, zone="UTC")
+    w49 = W49
     stale = w49.pad_ts(w49.starts_at + timedelta(minutes=60))
     score = await svc.redis.zscore(vk.public, ts + uid)
     await svc.redis.zrem(vk.public, ts + uid)  # the drift a stale void once left

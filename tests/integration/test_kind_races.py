@@ -11,28 +11,28 @@ from typing import Any
 
 from laurels import failpoints
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
-from tests.integration.test_interleavings import LATE_W47, NOW, W47, services
+from laurels.seasons import Season, parse_season
+from tests.integration.test_interleavings import LATE_W47, NOW, W47, W49, services
 from tests.invariants import blocked_or_done
 
-COURSE_W47 = "course:a/points/UTC/2026-W47"
+COURSE_W47 = parse_season("course:a/points/UTC/2026-W47", zone="UTC")
 
 
-def tagged(cid: str, uid: int, points: int, season: str = W47, hour: int = 1
+def tagged(cid: str, uid: int, points: int, season: Season = W47, hour: int = 1
            ) -> dict[str, Any]:
-    at = parse_season(season, zone="UTC").starts_at + timedelta(hours=hour)
+    at = season.starts_at + timedelta(hours=hour)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat(), "tags": ["course:a"]}
 
 
-async def archived(svc: Services, season: str) -> list[tuple[int, int]]:
+async def archived(svc: Services, season: Season) -> list[tuple[int, int]]:
     async with svc.db.connection() as conn:
         cur = await conn.execute("SELECT user_id, score FROM season_standings"
                                  " WHERE season = %s ORDER BY user_id", (season,))
         return [(r["user_id"], r["score"]) for r in await cur.fetchall()]
 
 
-async def build_and_close(svc: Services, season: str) -> None:
+async def build_and_close(svc: Services, season: Season) -> None:
     """A late kind's closed week: built, then finalized (the whole board's
     week it spans is finalized already)."""
     await svc.rebuilder.run(season)
@@ -62,7 +62,7 @@ async def test_a_void_racing_a_kinds_definition_reaches_its_archive(rt: Runtime)
         await build_and_close(svc, COURSE_W47)
     assert await archived(svc, COURSE_W47) == [(2, 30)]
     assert await archived(svc, W47) == [(2, 30)]
-    body = await svc.reads.top(parse_season(COURSE_W47, zone="UTC"), 10)
+    body = await svc.reads.top(COURSE_W47, 10)
     assert [(e["user_id"], e["score"]) for e in body["entries"]] == [(2, 30)]
     assert (await svc.verifier.verify(COURSE_W47)).consistent
 
@@ -118,7 +118,7 @@ async def test_verify_checks_a_closed_seasons_archive(rt: Runtime) -> None:
         assert found == {(1, 45, 50), (2, None, 30), (9, 5, None)}, season
 
 
-COURSE_W49 = "course:a/points/UTC/2026-W49"
+COURSE_W49 = parse_season("course:a/points/UTC/2026-W49", zone="UTC")
 
 
 async def test_a_profile_change_racing_a_late_kinds_first_build_reaches_it(
@@ -132,8 +132,8 @@ async def test_a_profile_change_racing_a_late_kinds_first_build_reaches_it(
     from laurels.validation import ProfileIn
 
     svc = services(rt, NOW)
-    await svc.ingestor.record([tagged("p1", 1, 50, season="2026-W49"),
-                               tagged("p2", 2, 30, season="2026-W49")])
+    await svc.ingestor.record([tagged("p1", 1, 50, season=W49),
+                               tagged("p2", 2, 30, season=W49)])
     await svc.board_kinds.define("course", {})  # defined late: no board built yet
     with failpoints.hold("profile_locked") as held:
         hide = asyncio.create_task(svc.learners.update(1, ProfileIn(visibility="hidden",
@@ -144,7 +144,7 @@ async def test_a_profile_change_racing_a_late_kinds_first_build_reaches_it(
         assert build.done(), "the first build waits for nothing the change holds"
     await build
     await hide
-    body = await svc.reads.top(parse_season(COURSE_W49, zone="UTC"), 10)
+    body = await svc.reads.top(COURSE_W49, 10)
     assert [(e["user_id"], e["score"]) for e in body["entries"]] == [(2, 30)]
     assert body["total"] == 1
     assert (await svc.verifier.verify(COURSE_W49)).consistent

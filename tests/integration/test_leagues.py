@@ -15,18 +15,18 @@ import pytest
 from laurels import failpoints
 from laurels.league_rules import parse_cohort_id
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.validation import ProfileIn
 
-W49, W50 = "2026-W49", "2026-W50"
+W49, W50 = (parse_season(w, zone="UTC") for w in ("2026-W49", "2026-W50"))
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49, open
 LEAGUES: dict[str, Any] = {"league_tiers": ("bronze", "silver", "gold"), "league_size": 5,
                            "league_promote": (2,), "league_demote": (1,)}
 
 
-def item(cid: str, uid: int, points: int, season: str = W49, minutes: int = 60
+def item(cid: str, uid: int, points: int, season: Season = W49, minutes: int = 60
          ) -> dict[str, Any]:
-    at = parse_season(season, zone="UTC").starts_at + timedelta(minutes=minutes)
+    at = season.starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -37,7 +37,7 @@ async def leagues(rt: Runtime, now: datetime = NOW, **overrides: Any) -> Service
     return svc
 
 
-async def members(svc: Services, season: str) -> dict[int, tuple[int, int]]:
+async def members(svc: Services, season: Season) -> dict[int, tuple[int, int]]:
     """learner -> (tier, cohort)"""
     async with svc.db.connection() as conn:
         cur = await conn.execute("SELECT user_id, tier, cohort FROM league_members"
@@ -68,7 +68,7 @@ async def test_joining_placement_and_decision(rt: Runtime) -> None:
     assert {c for _, c in placed.values()} == {0, 1, 2}
     # The first five to join fill cohort 0, in joining order.
     assert sorted(u for u, (_, c) in placed.items() if c == 0) == [1, 2, 3, 4, 5]
-    cohort0 = (await svc.leagues.learner(3, parse_season(W49, zone="UTC")))
+    cohort0 = (await svc.leagues.learner(3, W49))
     assert cohort0["status"] == "placed" and cohort0["tier"] == "bronze"
     entries = cohort0["entries"]
     assert [(e["user_id"], e["zone"]) for e in entries] == [
@@ -101,7 +101,7 @@ async def test_a_learner_is_pending_until_their_earlier_week_is_decided(rt: Runt
     await svc.ingestor.record([item("p50", 1, 5, W50), item("r50", 3, 5, W50)])
     await svc.leagues.place(W50)
     assert await members(svc, W50) == {3: (0, 0)}  # learner 1 waits for W49
-    view = await svc.leagues.learner(1, parse_season(W50, zone="UTC"))
+    view = await svc.leagues.learner(1, W50)
     assert view["status"] == "pending" and view["cohort_id"] is None
     assert await svc.leagues.decide(W49)
     await svc.leagues.place(W50)
@@ -145,11 +145,11 @@ async def test_a_member_who_turns_hidden_leaves_the_board_and_stays(rt: Runtime,
     await svc.leagues.place(W49)
     if hidden_after:
         await svc.learners.update(5, ProfileIn(visibility="hidden"))
-    view = await svc.leagues.learner(1, parse_season(W49, zone="UTC"))
+    view = await svc.leagues.learner(1, W49)
     assert [e["user_id"] for e in view["entries"]] == ([4, 3, 2, 1] if hidden_after
                                                        else [5, 4, 3, 2, 1])
     await svc.leagues.decide(W49)
-    result = (await svc.leagues.learner(5, parse_season(W49, zone="UTC")))["result"]
+    result = (await svc.leagues.learner(5, W49))["result"]
     assert result == ({"rank": None, "outcome": "stayed", "new_tier": "bronze"} if hidden_after
                       else {"rank": 1, "outcome": "promoted", "new_tier": "silver"})
 
@@ -221,7 +221,7 @@ async def test_erasure_removes_a_learner_from_every_cohort_and_result(rt: Runtim
             cur = await conn.execute(f"SELECT count(*) AS n FROM {table} WHERE user_id = 5")  # noqa: S608
             row = await cur.fetchone()
             assert row is not None and row["n"] == 0, table
-    view = await svc.leagues.learner(4, parse_season(W49, zone="UTC"))
+    view = await svc.leagues.learner(4, W49)
     assert 5 not in [e["user_id"] for e in view["entries"]]
     assert view["result"] == {"rank": 2, "outcome": "promoted", "new_tier": "silver"}
 
@@ -261,7 +261,7 @@ async def test_someone_else_s_completion_pushes_a_learner_into_the_demotion_zone
     await step(item("s3b", 3, 100, W50))  # 3 first; 4 is now last
     assert await notices(4) == [{"tier": "silver", "cohort_id": cohort, "zone": "demotion",
                                  "rank": 3}]
-    view = await svc50.leagues.learner(4, parse_season(W50, zone="UTC"))
+    view = await svc50.leagues.learner(4, W50)
     assert view["self"] == {"rank": 3, "score": 40, "zone": "demotion"}
     assert [(e["user_id"], e["zone"]) for e in view["entries"]] == [
         (3, "promotion"), (5, None), (4, "demotion")]
@@ -278,10 +278,10 @@ async def test_a_suspended_learner_does_not_join_and_a_suspended_member_stays(
     await svc.leagues.place(W49)
     assert sorted(await members(svc, W49)) == [1, 2, 3, 4, 5]
     await svc.learners.suspend(5, True, "cheating")
-    view = await svc.leagues.learner(1, parse_season(W49, zone="UTC"))
+    view = await svc.leagues.learner(1, W49)
     assert [e["user_id"] for e in view["entries"]] == [4, 3, 2, 1]
     assert await svc.leagues.decide(W49)
-    assert (await svc.leagues.learner(5, parse_season(W49, zone="UTC")))["result"] == {
+    assert (await svc.leagues.learner(5, W49))["result"] == {
         "rank": None, "outcome": "stayed", "new_tier": "bronze"}
-    assert (await svc.leagues.learner(4, parse_season(W49, zone="UTC")))["result"] == {
+    assert (await svc.leagues.learner(4, W49))["result"] == {
         "rank": 1, "outcome": "promoted", "new_tier": "silver"}

@@ -15,21 +15,21 @@ from laurels.ingest import Ingestor
 from laurels.lifecycle import SEASONS_FINALIZED
 from laurels.reads import Reads
 from laurels.runtime import Runtime, redis_client, wire
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.validation import ProfileIn
 
-W47, W48, W49 = "2026-W47", "2026-W48", "2026-W49"
+W47, W48, W49 = (parse_season(w, zone="UTC") for w in ("2026-W47", "2026-W48", "2026-W49"))
 
 
-def at(season: str, hours: int) -> datetime:
-    return parse_season(season, zone="UTC").starts_at + timedelta(hours=hours)
+def at(season: Season, hours: int) -> datetime:
+    return season.starts_at + timedelta(hours=hours)
 
 
 def ing(rt: Runtime, now: datetime) -> Ingestor:
     return rt.derive(clock=lambda: now).ingestor
 
 
-async def record(rt: Runtime, season: str, rows: list[tuple[str, int, int]],
+async def record(rt: Runtime, season: Season, rows: list[tuple[str, int, int]],
                  hours: int = 10) -> list[Any]:
     now = at(season, 24 * 6)  # the season's last day: open
     return await ing(rt, now).record([
@@ -42,12 +42,12 @@ def reads(rt: Runtime) -> Reads:
     return rt.reads
 
 
-async def board_of(rt: Runtime, season: str) -> list[tuple[int, int | None, int]]:
-    body = await reads(rt).top(parse_season(season, zone="UTC"), 100)
+async def board_of(rt: Runtime, season: Season) -> list[tuple[int, int | None, int]]:
+    body = await reads(rt).top(season, 100)
     return [(e["rank"], e["user_id"], e["score"]) for e in body["entries"]]
 
 
-async def drop_redis(rt: Runtime, season: str) -> None:
+async def drop_redis(rt: Runtime, season: Season) -> None:
     for key in await rt.redis.keys(f"{rt.keys.prefix}:{{weekly:{season}}}:*"):
         await rt.redis.delete(key)
 
@@ -115,14 +115,14 @@ async def test_names_and_visibility_in_step_everywhere(rt: Runtime) -> None:
     learners = rt.learners
     await learners.update(3, ProfileIn(display_name="Cleo"))
     for season in (W47, W48, W49):
-        body = await reads(rt).top(parse_season(season, zone="UTC"), 10)
+        body = await reads(rt).top(season, 10)
         assert any(e["display_name"] == "Cleo" for e in body["entries"])
     await learners.update(1, ProfileIn(visibility="hidden"))
     for season in (W47, W48, W49):
         assert await board_of(rt, season) == [(1, 2, 20), (2, 3, 10), (2, 4, 10)]
     await drop_redis(rt, W47)
     assert await board_of(rt, W47) == [(1, 2, 20), (2, 3, 10), (2, 4, 10)]
-    own = await reads(rt).around(parse_season(W47, zone="UTC"), 1, 1)
+    own = await reads(rt).around(W47, 1, 1)
     assert own["user"]["rank"] == 1 and own["user"]["visibility"] == "hidden"
     assert [(n["user_id"], n["self"]) for n in own["neighbors"]] == [(1, True), (2, False)]
     await learners.update(1, ProfileIn(visibility="anonymous"))
@@ -149,13 +149,13 @@ async def test_finalize_once_under_concurrency(rt: Runtime) -> None:
     assert at_ms == int(rt.lifecycle.expires_at(W47).timestamp() * 1000)
     # Still readable, from Redis while the keys live, from the archive after.
     assert await board_of(rt, W47) == [(1, 2, 9), (2, 1, 5)]
-    body = await reads(rt).top(parse_season(W47, zone="UTC"), 10)
+    body = await reads(rt).top(W47, 10)
     assert body["status"] == "closed"
     await drop_redis(rt, W47)
     assert await board_of(rt, W47) == [(1, 2, 9), (2, 1, 5)]
-    assert (await reads(rt).around(parse_season(W47, zone="UTC"), 1, 5))["user"]["rank"] == 2
+    assert (await reads(rt).around(W47, 1, 5))["user"]["rank"] == 2
     with pytest.raises(DomainError):
-        await reads(rt).around(parse_season(W47, zone="UTC"), 3, 5)
+        await reads(rt).around(W47, 3, 5)
 
 
 async def test_finalized_season_refuses_completions(rt: Runtime) -> None:
@@ -168,7 +168,7 @@ async def test_finalized_season_refuses_completions(rt: Runtime) -> None:
 
 
 async def test_late_completion_inside_and_outside_the_grace(rt: Runtime) -> None:
-    end = parse_season(W48, zone="UTC").ends_at
+    end = W48.ends_at
     inside = ing(rt, end + timedelta(hours=47))
     outside = ing(rt, end + timedelta(hours=48))
     item = {"completion_id": "late", "user_id": 1, "points": 1,
@@ -176,7 +176,7 @@ async def test_late_completion_inside_and_outside_the_grace(rt: Runtime) -> None
     [refused] = await outside.record([item])
     assert refused.code == "season_closed"
     [accepted] = await inside.record([item])
-    assert accepted.status == "recorded" and accepted.season == W48
+    assert accepted.status == "recorded" and accepted.season == W48.name
 
 
 @pytest.mark.parametrize("policy", ["shared", "first"])

@@ -22,7 +22,7 @@ from psycopg.pq import TransactionStatus
 
 from laurels.db import LOCK_ORDER, LOCKS, QUERIES, Conn, migrations
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.validation import GroupIn, MembersIn, ProfileIn
 from laurels.webhooks import store_settings
 from tests.helpers import receiving
@@ -112,12 +112,12 @@ def out_of_order(locks: list[tuple[str, str]]) -> str | None:
     return None
 
 
-W47, W48, W49 = "2026-W47", "2026-W48", "2026-W49"
+W40, W47, W48, W49 = (parse_season(f"2026-W{n}", zone="UTC") for n in (40, 47, 48, 49))
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49
 
 
-def item(cid: str, uid: int, points: int, season: str = W49) -> dict[str, Any]:
-    at = parse_season(season, zone="UTC").starts_at + timedelta(hours=uid)
+def item(cid: str, uid: int, points: int, season: Season = W49) -> dict[str, Any]:
+    at = season.starts_at + timedelta(hours=uid)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -160,7 +160,7 @@ async def test_every_writer_takes_its_locks_in_the_order(rt: Runtime) -> None:
         await svc.leagues.store_settings()
         await store_settings(svc.db, svc.settings)
         recorded = await early.ingestor.record(
-            [item(f"old{u}", u, u, "2026-W40") for u in (1, 2, 3)])
+            [item(f"old{u}", u, u, W40) for u in (1, 2, 3)])
         assert {r.status for r in recorded} == {"recorded"}, recorded
         trace = LockTrace()
         svc.db.observer = trace
@@ -196,13 +196,12 @@ async def run_writers(svc: Services, writer: Callable[[str, Callable[[], Awaitab
     await writer("ingest", ingest)
     await writer("group membership", lambda: _group(svc))
     await writer("placement", lambda: svc.leagues.place(W49))
-    await writer("finalize", lambda: svc.lifecycle.finalize("2026-W40"))
+    await writer("finalize", lambda: svc.lifecycle.finalize(W40))
     await writer("kind definition", lambda: svc.board_kinds.define("course", {}))
     # Two boards of the kind (learner 5's alone: no other writer sees them).
     await svc.ingestor.record([{**item("k5", 5, 3), "tags": ["course:a", "course:b"]}])
-    w49 = parse_season(W49, zone="UTC")
     await writer("finalize boards", lambda: svc.lifecycle.finalize_boards(
-        [w49.on(b, "points").name for b in ("course:a", "course:b")]))
+        [W49.on(b, "points") for b in ("course:a", "course:b")]))
     await writer("profile change",
                  lambda: svc.learners.update(2, ProfileIn(visibility="anonymous")))
     await writer("suspension", lambda: svc.learners.suspend(3, True, "test"))
@@ -219,15 +218,15 @@ async def run_writers(svc: Services, writer: Callable[[str, Callable[[], Awaitab
     await writer("webhook delivery", lambda: _deliver(svc))
     await writer("erasure", lambda: svc.learners.erase(1))
     for season in ("2026-09-28", "2026-09"):  # September's other seasons (W40 is final)
-        await svc.lifecycle.finalize(season)
-    await svc.leagues.decide("2026-W40")
+        await svc.lifecycle.finalize(parse_season(season, zone="UTC"))
+    await svc.leagues.decide(W40)
     await writer("seal", svc.partitions.seal)
 
     async def retire() -> None:
         assert date(2026, 9, 1) in await svc.partitions.retire(NOW, 30)
 
     await writer("retention", retire)
-    await writer("rebuild", lambda: svc.rebuilder.run("all"))
+    await writer("rebuild", lambda: svc.rebuilder.run(parse_season("all", zone="UTC")))
 
 
 async def _group(svc: Services) -> None:

@@ -43,13 +43,15 @@ from laurels.runtime import Runtime
 from laurels.seasons import parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
+from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
 
 pytestmark = pytest.mark.slow
 
 SEASON = "2026-W47"
-START = parse_season(SEASON, zone="UTC").starts_at
+WEEK = parse_season(SEASON, zone="UTC")  # (as a Season)
+START = WEEK.starts_at
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)  # W47 still takes late completions (grace)
 POOL = [3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]  # 12: crosses the top 10
 NAMES = ["Ada", "Bo", "Émile", "Zoë 🚀", "Learner 3", "N" * 64]
@@ -559,7 +561,7 @@ class Run:
             self.model.erase(uid)
         elif kind == "rebuild":
             self.log.append("rebuild")
-            result = await self.sys.rebuilder.run(SEASON)
+            result = await self.sys.rebuilder.run(WEEK)
             if self.model.finalized:
                 # A closed season is rebuilt from its archive: a row per learner.
                 assert result.events == len(self.model.standings())
@@ -589,7 +591,7 @@ class Run:
             assert await self.sys.partitions.seal() == (0, staged)
         elif kind == "finalize":
             self.log.append("finalize")
-            done = await self.sys.lifecycle.finalize(SEASON)
+            done = await self.sys.lifecycle.finalize(WEEK)
             assert done == (self.model.season_row and not self.model.finalized)
             if done:
                 self.model.finalize()
@@ -634,12 +636,12 @@ class Run:
         """Place who joined the week's leagues, or decide them (once)."""
         self.log.append("decide leagues" if decide else "place leagues")
         if decide:
-            assert await self.sys.leagues.decide(SEASON) == (not self.model.decided)
+            assert await self.sys.leagues.decide(WEEK) == (not self.model.decided)
             self.model.decide(LEAGUES["league_size"])
             for outcome in sorted({o for _, o, _ in self.model.results.values()}):
                 event(f"a league decision with a learner {outcome}")
         else:
-            await self.sys.leagues.place(SEASON)
+            await self.sys.leagues.place(WEEK)
             self.model.place()
 
     async def suspend(self, uid: int, suspended: bool) -> None:
@@ -659,11 +661,11 @@ class Run:
     def keys_live(self) -> bool:
         """Whether a finalized season's Redis keys outlive now (Redis expires them by
         the real clock: with KEEP_SEASONS=0 already when the test runs)."""
-        return datetime.now(UTC) < self.sys.lifecycle.expires_at(SEASON)
+        return datetime.now(UTC) < self.sys.lifecycle.expires_at(WEEK)
 
     async def check(self, step: int) -> None:
         model, reads = self.model, self.sys.reads
-        season = parse_season(SEASON, zone="UTC")
+        season = WEEK
         limit = (100, 1, 3)[step % 3]
         body = await reads.top(season, limit)
         total, entries = model.top()
@@ -690,7 +692,7 @@ class Run:
         if alive and not model.finalized:
             model.board_live = True  # the read healed the lost board
         if model.board_live:
-            result = await self.sys.verifier.verify(SEASON)
+            result = await self.sys.verifier.verify(WEEK)
             assert result.consistent, result.body()
         async with self.sys.rt.db.connection() as conn:
             cur = await conn.execute("SELECT user_id, tier, slot FROM league_members")
@@ -850,7 +852,7 @@ def test_operations_match_the_model(settings: Settings, policy: str) -> None:
     machine = type(f"ModelMachine_{policy}", (ModelMachine,), {"cfg": settings,
                                                                "policy": policy})
     run_state_machine_as_test(machine, settings=hsettings(
-        max_examples=model_examples(20), stateful_step_count=30, deadline=None,
+        max_examples=model_examples(20), stateful_step_count=30, deadline=deadlines.MODEL,
         phases=NO_EXPLAIN,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
 
@@ -873,7 +875,7 @@ async def test_erasure_before_the_notifier_runs_leaves_no_trace(rt: Runtime) -> 
     back a notification for them, nor one naming them (docs/contract.md: erasure
     deletes the learner's name and notifications). Found by the model test."""
     system = System(rt, rt.keys.prefix, "shared")
-    await system.rebuilder.run(SEASON)  # the board exists: applies are live
+    await system.rebuilder.run(WEEK)  # the board exists: applies are live
     await system.ingestor.record([item("e1", 3, 5), item("e2", 5, 1), item("e3", 8, 2)])
     await system.learners.update(5, ProfileIn(display_name="Bea"))
     await system.consume()
@@ -892,11 +894,11 @@ async def test_top10_rank_is_the_board_rank(rt: Runtime) -> None:
     """Under `shared`, a learner who ties for rank 1 is told the board's rank (1),
     not their position among the tied (2). Found by the model test."""
     system = System(rt, rt.keys.prefix, "shared")
-    await system.rebuilder.run(SEASON)  # the board exists: applies are live
+    await system.rebuilder.run(WEEK)  # the board exists: applies are live
     await system.ingestor.record([item("t1", 3, 5)])
     await system.ingestor.record([item("t2", 5, 5)])
     await system.consume()
-    board = await system.reads.top(parse_season(SEASON, zone="UTC"), 10)
+    board = await system.reads.top(WEEK, 10)
     assert [(e["rank"], e["user_id"]) for e in board["entries"]] == [(1, 3), (1, 5)]
     assert await notes_of(rt, 5) == [{"kind": "top10", "data": {"rank": 1, "score": 5}}]
 
@@ -908,6 +910,6 @@ async def test_batch_repeating_a_new_completion_of_a_finalized_season(rt: Runtim
     system = System(rt, rt.keys.prefix, "shared")
     [first] = await system.ingestor.record([item("b1", 3, 1)])
     assert first.status == "recorded"
-    assert await system.lifecycle.finalize(SEASON)
+    assert await system.lifecycle.finalize(WEEK)
     outcomes = await system.ingestor.record([item("b2", 3, 1), item("b2", 3, 1)])
     assert [(o.status, o.code) for o in outcomes] == [("rejected", "season_closed")] * 2

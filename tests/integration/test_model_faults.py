@@ -47,9 +47,10 @@ from laurels.errors import DomainError, StoreUnavailable
 from laurels.filling import RebuildFailed
 from laurels.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
+from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.integration.test_catchup import Server
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
@@ -166,7 +167,7 @@ class FaultMachine(RuleBasedStateMachine):
     def finalize(self) -> None:
         """W47 closes: the whole board's week, then its boards of kinds."""
         async def work() -> Any:
-            await self.svc.lifecycle.finalize(W47)
+            await self.svc.lifecycle.finalize(parse_season(W47, zone="UTC"))
             return await self.svc.lifecycle.finalize_due(NOW + timedelta(days=14))
 
         self.run(self._do("finalize W47", work()))
@@ -251,12 +252,12 @@ class FaultMachine(RuleBasedStateMachine):
         return ({r["user_id"] for r in rows if r["hidden"] or r["erased"]},
                 {r["user_id"] for r in rows if r["erased"]})
 
-    async def _shown(self, season: str) -> set[int] | None:
+    async def _shown(self, season: Season) -> set[int] | None:
         """Who a public read of the season's board shows; None while Redis
         is not proven (the read refused). A board being healed is waited for."""
         for _ in range(SETTLE_TRIES):
             try:
-                body = await self.svc.reads.top(parse_season(season, zone="UTC"), 100)
+                body = await self.svc.reads.top(season, 100)
                 return {e["user_id"] for e in body["entries"] if e["user_id"] is not None}
             except Unproven:
                 return None
@@ -269,7 +270,7 @@ class FaultMachine(RuleBasedStateMachine):
 
     async def _check(self) -> None:
         private, erased = await self._private()
-        seasons = [name for name, _ in await self.svc.verifier.every_season()]
+        seasons = [season for season, _ in await self.svc.verifier.every_season()]
         proven = True
         for season in seasons:
             shown = await self._shown(season)
@@ -332,5 +333,5 @@ def test_faults_are_moves(settings: Settings, tmp_path: Path) -> None:
     FaultMachine.cfg = settings
     FaultMachine.folder = tmp_path
     run_state_machine_as_test(FaultMachine, settings=hsettings(
-        max_examples=model_examples(10), stateful_step_count=20, deadline=None,
+        max_examples=model_examples(10), stateful_step_count=20, deadline=deadlines.MODEL_FAULTS,
         phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck)))

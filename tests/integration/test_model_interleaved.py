@@ -50,10 +50,11 @@ from laurels.errors import DomainError
 from laurels.filling import RebuildFailed
 from laurels.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season, season_of
+from laurels.seasons import Season, parse_season, season_of
 from laurels.settings import Secrets, Settings
 from laurels.validation import GroupIn, MembersIn, ProfileIn
 from laurels.webhooks import store_settings
+from tests import deadlines
 from tests.helpers import (
     ADMIN,
     INGEST,
@@ -78,6 +79,12 @@ pytestmark = pytest.mark.slow
 
 SEASONS = ["2026-W47", "2026-W48"]
 BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
+
+
+def board(name: str) -> Season:  # (the rules draw names: their steps read as names)
+    return parse_season(name, zone="UTC")
+
+
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
 # Retention as if two months had passed: November (both weeks) is dropped
@@ -174,7 +181,7 @@ class InterleavingMachine(RuleBasedStateMachine):
             await store_settings(self.svc.db, self.svc.settings)
             assert self.svc.webhooks is not None
             self.http = self.svc.webhooks.client()
-            self.tap = HintTap(self.svc, BOARDS)
+            self.tap = HintTap(self.svc, [board(s) for s in BOARDS])
             await self.tap.__aenter__()
 
         self.run(go())
@@ -323,27 +330,27 @@ class InterleavingMachine(RuleBasedStateMachine):
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["finalize"]))
     def finalize(self, season: str, point: str | None) -> None:
         assert self.svc is not None
-        self.run(self._launch("finalize", None, point, self.svc.lifecycle.finalize(season)))
+        self.run(self._launch("finalize", None, point, self.svc.lifecycle.finalize(board(season))))
 
     @rule(season=st.sampled_from(BOARDS), point=st.sampled_from(POINTS["rebuild"]))
     def rebuild(self, season: str, point: str | None) -> None:
         assert self.svc is not None
-        self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(season)))
+        self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(board(season))))
 
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["place"]))
     def place(self, season: str, point: str | None) -> None:
         assert self.svc is not None
-        self.run(self._launch("place", None, point, self.svc.leagues.place(season)))
+        self.run(self._launch("place", None, point, self.svc.leagues.place(board(season))))
 
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["decide"]))
     def decide(self, season: str, point: str | None) -> None:
         assert self.svc is not None
-        self.run(self._launch("decide", None, point, self.svc.leagues.decide(season)))
+        self.run(self._launch("decide", None, point, self.svc.leagues.decide(board(season))))
 
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["zones"]))
     def zones(self, season: str, point: str | None) -> None:
         assert self.svc is not None
-        self.run(self._launch("zones", None, point, self.svc.leagues.zones(season)))
+        self.run(self._launch("zones", None, point, self.svc.leagues.zones(board(season))))
 
     @rule()
     def retire(self) -> None:
@@ -454,7 +461,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         self.log.append(f"lose board {season}")
 
         async def go() -> None:
-            base = svc.board.season_keys(season).base
+            base = svc.board.season_keys(board(season)).base
             keys = [k async for k in svc.redis.scan_iter(match=f"{base}:*", count=1000)]
             if keys:
                 await svc.redis.unlink(*keys)
@@ -489,7 +496,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         busy = {op.uid for op in self.ops if op.uid is not None}
         hidden, erased = await self._pg_state()
         private = (hidden | erased) - busy  # settled: no operation on them in flight
-        await check_all(svc, BOARDS, in_flight=busy)
+        await check_all(svc, [board(s) for s in BOARDS], in_flight=busy)
         await check_leagues(svc, erased)
         await check_erased_everywhere(svc, erased, in_flight=busy)
         await self._check_ids()
@@ -559,7 +566,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         await self._check()
         await self.svc.projector.drain(min_age_seconds=0)
         for season in BOARDS:
-            result = await self.svc.verifier.verify(season)
+            result = await self.svc.verifier.verify(board(season))
             assert result.consistent, (season, result.body())
 
     async def _close(self) -> None:
@@ -600,6 +607,7 @@ def test_interleavings_keep_privacy(settings: Settings, policy: str) -> None:
     machine = type(f"Interleaving_{policy}", (InterleavingMachine,),
                    {"cfg": settings, "policy": policy})
     run_state_machine_as_test(machine, settings=hsettings(
-        max_examples=model_examples(20), stateful_step_count=25, deadline=None,
+        max_examples=model_examples(20), stateful_step_count=25,
+        deadline=deadlines.MODEL_INTERLEAVED,
         phases=NO_EXPLAIN,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))

@@ -32,6 +32,7 @@ from laurels.runtime import Runtime
 from laurels.seasons import Season, parse_season, season_of
 from laurels.settings import Secrets, Settings
 from laurels.validation import ProfileIn
+from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
 
@@ -237,7 +238,7 @@ class KindsMachine(RuleBasedStateMachine):
                             for u, (_, tie) in self.model.standings(season).items()}
                     got = await self.svc.board.standings_of(season, list(want))
                     assert {s.user_id: s.last_ts for s in got} == want, season.name
-                assert (await self.svc.verifier.verify(season.name)).consistent, season.name
+                assert (await self.svc.verifier.verify(season)).consistent, season.name
         for name in sorted(self.model.gone):
             with pytest.raises(BoardMissing):
                 await self.svc.board.top(parse_season(name, zone="UTC"), 1)
@@ -258,6 +259,6 @@ class KindsMachine(RuleBasedStateMachine):
 def test_boards_of_kinds_match_the_model(settings: Settings, policy: str) -> None:
     machine = type("KindsMachine_", (KindsMachine,), {"cfg": settings, "policy": policy})
     run_state_machine_as_test(machine, settings=hsettings(
-        max_examples=model_examples(15), stateful_step_count=25, deadline=None,
+        max_examples=model_examples(15), stateful_step_count=25, deadline=deadlines.MODEL_KINDS,
         phases=NO_EXPLAIN,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))

@@ -69,7 +69,8 @@ async def passed_by_bob(rt: Runtime) -> Services:
     """Learner 2 ("Bob Secret", public) passes learner 1 on the live board;
     the rank events wait in the stream for the notifier."""
     svc = rt.derive(clock=lambda: NOW)
-    await svc.rebuilder.run(W49)  # a live board: rank events are computed
+    await svc.rebuilder.run(
+        parse_season(W49, zone="UTC"))  # a live board: rank events are computed
     await svc.learners.update(2, ProfileIn(display_name=SECRET_NAME))
     await svc.ingestor.record([item("n1", 1, 5)])
     await svc.ingestor.record([item("n2", 2, 9)])

@@ -20,18 +20,20 @@ from laurels.api import create_app
 from laurels.api.problems import outcome_status
 from laurels.errors import StoreUnavailable
 from laurels.notifications import utc
+from laurels.notifier import RankMove
 from laurels.rebuild import lock_key
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.supervisor import Supervisor, every
+from tests import deadlines
 from tests.helpers import ADMIN_AUTH, eventually
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
-W49 = "2026-W49"
+W49 = parse_season("2026-W49", zone="UTC")
 
 
 def item(cid: str, uid: int, points: int, minutes: int = 60) -> dict[str, Any]:
-    at = parse_season(W49, zone="UTC").starts_at + timedelta(minutes=minutes)
+    at = W49.starts_at + timedelta(minutes=minutes)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat()}
 
@@ -135,7 +137,7 @@ anything = st.one_of(json_value, completion_like)
 SAFE_CODES = {"validation_error", "season_closed", "completion_conflict", "user_erased"}
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=60, deadline=deadlines.PIPELINE,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(middle=st.lists(anything, min_size=1, max_size=4))
 async def test_arbitrary_items_never_break_their_neighbours(rt: Runtime,
@@ -170,7 +172,7 @@ async def test_a_failed_start_releases_the_rebuild_lock(rt: Runtime, monkeypatch
                                                         database_url: str) -> None:
     key = lock_key(rt.keys.prefix, rt.keys.policy, W49)
 
-    async def no_record(_season: str, _audited: bool = False) -> str:
+    async def no_record(_season: Season, _audited: bool = False) -> str:
         raise StoreUnavailable("postgresql", psycopg.OperationalError("pool timeout"))
 
     monkeypatch.setattr(rt.rebuilder, "start_record", no_record)
@@ -196,7 +198,8 @@ async def test_a_cancelled_start_releases_the_rebuild_lock(rt: Runtime,
 async def test_a_dead_rebuild_is_failed_while_another_runs_here(rt: Runtime) -> None:
     """A rebuild whose builder died shows `failed` even while this process
     runs a rebuild of another season."""
-    dead = await rt.rebuilder.start_record("2026-W40")  # its builder is gone
+    dead = await rt.rebuilder.start_record(
+        parse_season("2026-W40", zone="UTC"))  # its builder is gone
     with failpoints.hold("rebuild_snapshot_taken") as held:
         running = asyncio.create_task(rt.rebuilder.run(W49))
         await held.reached()
@@ -244,7 +247,8 @@ async def test_top10_comes_once_a_season_and_a_refreshed_notice_moves_up(rt: Run
     mine = await notes(1)
     assert [n["kind"] for n in mine] == ["overtaken", "top10"], mine
     overtaken = mine[0]
-    assert await svc.lifecycle.finalize("2026-W48")  # a newer notice: W48's final rank
+    assert await svc.lifecycle.finalize(
+        parse_season("2026-W48", zone="UTC"))  # a newer notice: W48's final rank
     assert [n["kind"] for n in await notes(1)] == ["season_final", "overtaken", "top10"]
     await svc.ingestor.record([item("p13", 13, 500)])  # passes 1: the unread one refreshed
     again = await notes(1)
@@ -265,12 +269,13 @@ async def test_the_last_notice_of_a_pass_stays_and_a_replay_changes_nothing(rt: 
 
     async def handle(*events: dict[str, str]) -> None:
         for fields in events:
-            await svc.notifier._handle(W49, fields)
+            await svc.notifier._handle(W49, RankMove.of(fields))
     svc = rt.derive(clock=lambda: NOW)
     await svc.ingestor.record([item(f"u{u}", u, u) for u in range(1, 8)])
 
     def passing(uid: int, seq: int, *passed: int) -> dict[str, str]:
-        return {"uid": str(uid), "seq": str(seq), "passed": ",".join(map(str, passed))}
+        return {"seq": str(seq), "uid": str(uid), "vis": "public", "rank": "1", "score": "0",
+                "top10": "0", "passed": ",".join(map(str, passed))}
 
     async def unread_of(uid: int) -> list[tuple[int, str]]:
         notes = (await svc.notifications.newest(uid))["notifications"]
@@ -310,7 +315,7 @@ async def test_season_final_counts_each_notification(rt: Runtime) -> None:
                                 "completed_at": (start + timedelta(hours=u)).isoformat()}
                                for u in (1, 2, 3)])
     before = NOTIFICATIONS_WRITTEN.labels("season_final")._value.get()
-    assert await svc.lifecycle.finalize("2026-W47")
+    assert await svc.lifecycle.finalize(parse_season("2026-W47", zone="UTC"))
     assert NOTIFICATIONS_WRITTEN.labels("season_final")._value.get() == before + 3
 
 

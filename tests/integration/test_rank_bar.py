@@ -26,17 +26,18 @@ from laurels.board.base import lua_text, script_source
 from laurels.board.hints import Hint
 from laurels.keys import Keys
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
+from tests import deadlines
 
-SEASON = "2026-W49"
-WEEK = parse_season(SEASON, zone="UTC")
+SEASON = parse_season("2026-W49", zone="UTC")
+WEEK = SEASON
 START = WEEK.starts_at
-# Where each board's deltas go: (its season's name, points of a delta's, notify).
-KIND = WEEK.on("course:c1", "points").name
+# Where each board's deltas go: (its season, points of a delta's, notify).
+KIND = WEEK.on("course:c1", "points")
 BOARDS = {
     "whole": (SEASON, False),  # the whole board's week: rank events
     "kind": (KIND, False),  # no rank events: ZINCRBY (the plain lane)
-    "best": (WEEK.on("course:c2", "best").name, True),  # a notifying kind, by best
+    "best": (WEEK.on("course:c2", "best"), True),  # a notifying kind, by best
     # the kind's board with a rebuild open (two targets: no plain lane)
     "building": (KIND, False),
     # the kind's board whose version counts this season from its archive
@@ -65,14 +66,14 @@ def general_path_script() -> str:
 @dataclass
 class Side:
     board: Board
-    season: str
+    season: Season
     notify: bool
     mixed: bool = False  # each delta on the whole board's week too
     answers: list[Any] = field(default_factory=list)
     hints: list[Hint] = field(default_factory=list)
 
     @property
-    def seasons(self) -> list[str]:
+    def seasons(self) -> list[Season]:
         return [self.season, SEASON] if self.mixed else [self.season]
 
     async def apply(self, deltas: list[Delta]) -> None:
@@ -104,7 +105,7 @@ async def two_boards(rt: Runtime, policy: str, where: str = "whole") -> tuple[Si
         if where == "building":
             await board.begin_build(season)  # (left open: a second target)
         if where == "parts":
-            await rt.redis.sadd(board.season_keys(season).version(version).parts, season)
+            await rt.redis.sadd(board.season_keys(season).version(version).parts, season.name)
         side = Side(board, season, notify, mixed=where == "mixed")
         board.signals.changes.append(side.hints.append)
         sides.append(side)
@@ -119,7 +120,7 @@ async def events(rt: Runtime, side: Side) -> list[dict[str, Any]]:
     return out
 
 
-async def standings(side: Side, season: str | None = None
+async def standings(side: Side, season: Season | None = None
                     ) -> list[tuple[int, int | None, int]]:
     top = await side.board.top(season or side.season, 200)
     return [(e.rank, e.user_id, e.score) for e in top.entries]
@@ -220,7 +221,7 @@ class Feed:
 
 @pytest.mark.parametrize("where", sorted(BOARDS))
 @pytest.mark.parametrize("policy", ["shared", "first"])
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=8, deadline=deadlines.RANK_BAR,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=st.lists(st.integers(1, 300), min_size=90, max_size=130),
        batches=st.lists(st.lists(OPS, min_size=1, max_size=40), min_size=1, max_size=4))

@@ -12,10 +12,10 @@ from laurels.errors import DomainError
 from laurels.ingest import Ingestor
 from laurels.rebuild import RebuildRunning, lock_key
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 
-SEASON = "2026-W48"
-START = parse_season(SEASON, zone="UTC").starts_at
+SEASON = parse_season("2026-W48", zone="UTC")
+START = SEASON.starts_at
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)  # W48 is still inside its grace
 
 
@@ -31,12 +31,12 @@ def items(prefix: str, n: int, users: int = 40, seed: int = 0) -> list[dict]:
             for i in range(n)]
 
 
-async def pg_sums(rt: Runtime, season: str = SEASON) -> dict[int, int]:
+async def pg_sums(rt: Runtime, season: Season = SEASON) -> dict[int, int]:
     return {r["user_id"]: int(r["score"]) for r in await rt.db.fetch("season_sums",
                                                                      season=season)}
 
 
-async def board_sums(rt: Runtime, season: str = SEASON) -> dict[int, int]:
+async def board_sums(rt: Runtime, season: Season = SEASON) -> dict[int, int]:
     top = await rt.board.top(season, 1000)
     return {e.user_id: e.score for e in top.entries}
 
@@ -151,7 +151,7 @@ async def test_flushed_board_heals_itself(rt: Runtime) -> None:
     for key in await rt.redis.keys(f"{rt.keys.prefix}:*"):
         await rt.redis.delete(key)
     reads = rt.reads
-    body = await reads.top(parse_season(SEASON, zone="UTC"), 1000)
+    body = await reads.top(SEASON, 1000)
     assert {e["user_id"]: e["score"] for e in body["entries"]} == expected
     # Applies after the loss land on the healed board, not on a partial one.
     await ingestor(rt).record(items("h2", 20, seed=9))
@@ -168,12 +168,12 @@ async def test_reads_answer_503_while_another_process_rebuilds(rt: Runtime) -> N
         await conn.execute("SELECT pg_advisory_lock(%s)",
                            (lock_key(rt.keys.prefix, rt.keys.policy, SEASON),))
         with pytest.raises(DomainError) as info:
-            await reads.top(parse_season(SEASON, zone="UTC"), 10)
+            await reads.top(SEASON, 10)
         assert info.value.code == "rebuilding" and info.value.retry_after
         # An apply meanwhile refuses to write into the missing board.
         assert await rt.board.apply([]) == []
         await conn.execute("SELECT pg_advisory_unlock_all()")
-    body = await reads.top(parse_season(SEASON, zone="UTC"), 10)
+    body = await reads.top(SEASON, 10)
     assert body["total"] == len(await pg_sums(rt))
 
 

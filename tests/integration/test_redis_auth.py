@@ -115,14 +115,15 @@ async def a_week_of_work(tmp_path: Path, database_url: str, redis_url: str) -> N
     await rt.open(run_migrations=False)
     try:
         svc = rt.derive(clock=lambda: datetime(2026, 12, 2, 12, tzinfo=UTC))
-        await svc.rebuilder.run("2026-W49")
+        w49 = parse_season("2026-W49", zone="UTC")
+        await svc.rebuilder.run(w49)
         items = [{"completion_id": f"r{u}", "user_id": u, "points": u,
                   "completed_at": "2026-12-01T10:00:00Z"} for u in (1, 2, 3)]
         assert {o.status for o in await svc.ingestor.record(items)} == {"recorded"}
-        top = await svc.reads.top(parse_season("2026-W49", zone="UTC"), 10)
+        top = await svc.reads.top(w49, 10)
         assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(3, 3), (2, 2), (1, 1)]
-        await svc.rebuilder.run("2026-W49")
-        assert (await svc.verifier.verify("2026-W49")).consistent
+        await svc.rebuilder.run(w49)
+        assert (await svc.verifier.verify(w49)).consistent
         await svc.board.publish_hint({"season": "2026-W49"})
     finally:
         await rt.close()

@@ -19,7 +19,7 @@ from laurels.api.problems import response_for
 from laurels.board.trust import Unproven
 from laurels.errors import StoreUnavailable
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, make_settings
 from tests.integration.test_catchup import (
@@ -32,12 +32,12 @@ from tests.integration.test_catchup import (
 from tests.integration.test_catchup import server as server  # the fixture
 from tests.invariants import HintTap, check_erased_everywhere
 
-WEEK = "2026-W49"
-COURSE = "course:a/points/UTC/2026-W49"
+WEEK = parse_season("2026-W49", zone="UTC")
+COURSE = parse_season("course:a/points/UTC/2026-W49", zone="UTC")
 
 
 def item(cid: str, uid: int, points: int, tagged: bool = True) -> dict[str, Any]:
-    at = parse_season(WEEK, zone="UTC").starts_at + timedelta(hours=uid)
+    at = WEEK.starts_at + timedelta(hours=uid)
     return {"completion_id": cid, "user_id": uid, "points": points,
             "completed_at": at.isoformat(), "tags": ["course:a"] if tagged else []}
 
@@ -56,12 +56,12 @@ async def kind_keys(svc: Services, kind: str = "") -> list[str]:
     return [str(k) async for k in svc.redis.scan_iter(match=pattern)]
 
 
-async def top(svc: Services, season: str) -> list[tuple[int | None, int]]:
-    body = await svc.reads.top(parse_season(season, zone="UTC"), 100)
+async def top(svc: Services, season: Season) -> list[tuple[int | None, int]]:
+    body = await svc.reads.top(season, 100)
     return [(e["user_id"], e["score"]) for e in body["entries"]]
 
 
-async def built(svc: Services, season: str) -> list[tuple[int | None, int]]:
+async def built(svc: Services, season: Season) -> list[tuple[int | None, int]]:
     """The board once built (a read heals it)."""
     for _ in range(200):
         try:
@@ -90,20 +90,20 @@ async def test_reads_refuse_a_redis_back_from_the_past_until_it_is_repaired(
         await reconnected(svc)  # a new connection: the server's run id is doubted
         # No epoch tick has run: the read itself refuses, never the past's board.
         with pytest.raises(Unproven):
-            await svc.reads.top(parse_season(WEEK, zone="UTC"), 100)
+            await svc.reads.top(WEEK, 100)
         with pytest.raises(StoreUnavailable):
-            await svc.reads.around(parse_season(WEEK, zone="UTC"), 2, 5)
+            await svc.reads.around(WEEK, 2, 5)
         answer = response_for(Unproven({"a-run"}))
         assert answer.status_code == 503 and answer.headers["Retry-After"]
         assert b"run" not in answer.body  # the cause stays in the log
         # A process started now (an API process beside the projector) doubts too.
         other = await runtime(tmp_path, database_url, server)
         with pytest.raises(Unproven):
-            await other.reads.top(parse_season(WEEK, zone="UTC"), 100)
+            await other.reads.top(WEEK, 100)
         async with HintTap(svc, [WEEK]) as tap:
             assert await check_after_restart(svc)  # the repair: erasure replayed, proven
             # Every process drops its cached pages of what the repair changed.
-            assert {h.get("season") for h in await tap.drain()} >= {WEEK}
+            assert {h.get("season") for h in await tap.drain()} >= {WEEK.name}
         assert await top(svc, WEEK) == [(3, 30), (1, 10)]
         for _ in range(100):  # the other process settles from PostgreSQL's record
             try:

@@ -36,8 +36,8 @@ async def setup(rt: Runtime) -> Services:
                         league_size=5, league_promote=(1,), league_demote=(1,))
     await closing.lifecycle.finalize_due(NOW)
     for week in OLD:
-        await closing.leagues.decide(week)
-    await closing.rebuilder.run("all")
+        await closing.leagues.decide(parse_season(week, zone="UTC"))
+    await closing.rebuilder.run(parse_season("all", zone="UTC"))
     return closing
 
 
@@ -75,10 +75,11 @@ async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime,
     assert ids is not None and ids["n"] == 0
     assert await everything(svc) == before
     # The all-time board and a retired week's, rebuilt: from their archives.
-    for season in ("all", "2026-W41"):
+    for name in ("all", "2026-W41"):
+        season = parse_season(name, zone="UTC")
         await svc.rebuilder.run(season)
-        top = await svc.reads.top(parse_season(season, zone="UTC"), 100)
-        assert top["entries"] == before[season]
+        top = await svc.reads.top(season, 100)
+        assert top["entries"] == before[name]
         assert (await svc.verifier.verify(season)).consistent
     why, _ = await svc.reads.completions(parse_season("2026-W41", zone="UTC"), 2, 50, None)
     assert why == {"season": "2026-W41", "board": "global", "metric": "points", "user_id": 2,
@@ -130,11 +131,11 @@ async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
               "track-w42": parse_season("2026-W42", zone="UTC").on("track:data", "best"),
               "sql-oct": parse_season("2026-10", zone="Europe/Paris").on("course:sql", "points")}
     for name in ("sql-all", "sql-w41"):
-        await closing.rebuilder.run(boards[name].name)
+        await closing.rebuilder.run(boards[name])
     await closing.lifecycle.finalize_due(NOW)
     before = {}
     for name, season in boards.items():
-        await closing.rebuilder.run(season.name)  # (an archive's read needs none)
+        await closing.rebuilder.run(season)  # (an archive's read needs none)
         before[name] = (await closing.reads.top(season, 100))["entries"]
     assert before["sql-all"] == [
         {"rank": 1, "user_id": 2, "display_name": "Learner 2", "score": 2 + 3 + 4 + 5},
@@ -156,9 +157,9 @@ async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
     assert await closing.db.fetch("season_final_of", user_id=3, kind="season_final",
                                   season=boards["go-w40"].name) == finals
     for name, season in boards.items():
-        await closing.rebuilder.run(season.name)
+        await closing.rebuilder.run(season)
         assert (await closing.reads.top(season, 100))["entries"] == before[name], name
-        assert (await closing.verifier.verify(season.name)).consistent, name
+        assert (await closing.verifier.verify(season)).consistent, name
 
 
 async def test_a_month_waits_for_its_empty_weeks_which_then_take_no_completion(
@@ -174,8 +175,8 @@ async def test_a_month_waits_for_its_empty_weeks_which_then_take_no_completion(
     svc = rt.derive(clock=lambda: early, periods=("week", "all"), retain_completions_days=1)
     first = item("c1", 1, 1, "2026-W48")
     assert [o.status for o in await svc.ingestor.record([first])] == ["recorded"]
-    await svc.lifecycle.finalize("2026-W48")
-    await svc.rebuilder.run("all")
+    await svc.lifecycle.finalize(parse_season("2026-W48", zone="UTC"))
+    await svc.rebuilder.run(parse_season("all", zone="UTC"))
     # W49 (30 November - 6 December) touches November and closes on 9 December.
     assert await svc.partitions.retire(datetime(2026, 12, 8, tzinfo=UTC), 1) == []
     assert await svc.db.fetch("seasons_touching", seasons=["2026-W47", "2026-W49"]) == []
@@ -190,7 +191,7 @@ async def test_a_month_waits_for_its_empty_weeks_which_then_take_no_completion(
                          retain_completions_days=1)
     outcomes = [*await svc.ingestor.record([moved]), *await open_w49.ingestor.record([late])]
     assert [(o.status, o.code) for o in outcomes] == [("rejected", "season_closed")] * 2
-    verdict = await svc.verifier.verify("all")
+    verdict = await svc.verifier.verify(parse_season("all", zone="UTC"))
     assert verdict.consistent, verdict.body()
     top = await svc.reads.top(parse_season("all", zone="UTC"), 10)
     assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(1, 1)]

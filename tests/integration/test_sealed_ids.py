@@ -17,8 +17,9 @@ import pytest
 from laurels.db import migrate, migrations
 from laurels.history import history_of
 from laurels.runtime import Runtime, Services
+from laurels.seasons import parse_season
 from tests.helpers import eventually, with_database
-from tests.integration.test_history import WEEKS, history, item, pg_all, scores
+from tests.integration.test_history import ALL, WEEKS, history, item, pg_all, scores
 from tests.invariants import check_all
 
 SEAL_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtext('laurels completion ids seal'))"
@@ -50,7 +51,7 @@ async def test_a_seal_moves_the_finalized_weeks_ids_and_nothing_else(rt: Runtime
     svc = await history(rt)
     before = (await scores(svc, "all"), await where(svc))
     assert before[1]["completion_ids_open"] == ids_of(WEEKS)  # every recording lands open
-    found = await history_of(svc.db, svc.settings.periods, "all")
+    found = await history_of(svc.db, svc.settings.periods, ALL)
     assert found is not None and found.parts == WEEKS[:3]
     await sealed(svc)
     after = await where(svc)
@@ -58,7 +59,7 @@ async def test_a_seal_moves_the_finalized_weeks_ids_and_nothing_else(rt: Runtime
                      "completion_ids_sealed": ids_of(WEEKS[:3])}
     assert await svc.partitions.seal() == (0, 0)  # nothing left before the cutoff
     assert await scores(svc, "all") == before[0] == await pg_all(svc)
-    await check_all(svc, ["all", "2026-W49"])
+    await check_all(svc, [ALL, parse_season("2026-W49", zone="UTC")])
 
 
 async def test_a_replay_of_a_sealed_id_is_a_duplicate_or_a_conflict(rt: Runtime) -> None:
@@ -91,7 +92,7 @@ async def test_a_sealed_completion_is_voided_and_erased_through_the_sealed_ids(
     left = await where(svc)
     assert not {i for part in left.values() for i in part if i.endswith("-1")}
     assert 1 not in await scores(svc, "all")
-    assert (await svc.verifier.verify("all")).consistent
+    assert (await svc.verifier.verify(ALL)).consistent
 
 
 async def test_the_move_waits_for_transactions_running_at_the_staging(

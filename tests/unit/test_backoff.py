@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels import backoff, webhooks
 from laurels.backoff import jittered_seconds
+from tests import deadlines
 
 pytestmark = pytest.mark.once
 
@@ -31,6 +32,7 @@ def jitter(end: str) -> Iterator[None]:
         yield
 
 
+@settings(deadline=deadlines.PURE)
 @given(attempts, bases, caps)
 def test_a_delay_lies_between_half_its_ceiling_and_its_ceiling(
         attempt: int, base: float, cap: float) -> None:
@@ -39,6 +41,7 @@ def test_a_delay_lies_between_half_its_ceiling_and_its_ceiling(
     assert ceiling / 2 <= delay <= ceiling <= cap
 
 
+@settings(deadline=deadlines.PURE)
 @given(st.integers(min_value=0, max_value=60), bases, caps)
 def test_the_ceiling_doubles_until_the_cap_and_stays_there(
         attempt: int, base: float, cap: float) -> None:

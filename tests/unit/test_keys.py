@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.keys import CHUNK_BITS, ChunkBits, Keys, chunk_of
+from tests import deadlines
 
 pytestmark = pytest.mark.once
 
@@ -83,6 +84,7 @@ def test_chunk_of_examples() -> None:
     assert chunk_of(2**63 - 1) == (2**47 - 1, 65535)
 
 
+@settings(deadline=deadlines.PURE)
 @given(seq=st.integers(min_value=0, max_value=2**63 - 1))
 def test_chunk_of_property(seq: int) -> None:
     chunk, bit = chunk_of(seq)
@@ -125,6 +127,7 @@ def test_every_key_declares_what_it_holds_of_learners() -> None:
     assert keys.holds(keys.season("all").version("1").hidden) == "learners"
 
 
+@settings(deadline=deadlines.PURE)
 @given(st.sampled_from([8, CHUNK_BITS]),
        st.sets(st.integers(1, 1 << 20), max_size=300), st.integers(1, 60))
 def test_chunk_bits_marks_every_seq_whatever_the_fetches(width: int, seqs: set[int],

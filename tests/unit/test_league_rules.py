@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.league_rules import MAX_COHORT, LeagueRules
 from laurels.settings import Settings
+from tests import deadlines
 
 TIERS = ("bronze", "silver", "gold", "diamond")
 
@@ -37,6 +38,7 @@ def test_the_issue_s_small_cohorts_promote_few() -> None:
     assert r.scaled(0, 0) == (0, 0) and zones(r, 2, 1) == ["promotion"]
 
 
+@settings(deadline=deadlines.PURE)
 @given(size=st.integers(5, 100), p=st.integers(0, 99), d=st.integers(0, 99),
        tier=st.integers(0, 3), n=st.integers(0, 100))
 def test_the_zones_follow_the_contract_s_formula(size: int, p: int, d: int, tier: int,

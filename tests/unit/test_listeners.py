@@ -7,12 +7,13 @@ import json
 import pytest
 
 from laurels.hub import LEARNER_BUFFER, LearnerListener, SeasonListener
+from laurels.seasons import week
 
 pytestmark = pytest.mark.once
 
 
 def test_board_listener_coalesces_a_storm_into_one_event() -> None:
-    listener = SeasonListener("2026-W49")
+    listener = SeasonListener(week(2026, 49))
     listener.offer({"season": "2026-W49", "user_id": 1})
     assert listener.wake.is_set()
     for uid in range(10_000):
@@ -24,14 +25,14 @@ def test_board_listener_coalesces_a_storm_into_one_event() -> None:
 
 
 def test_single_hint_keeps_its_user_and_drops_anything_else() -> None:
-    listener = SeasonListener("2026-W49")
+    listener = SeasonListener(week(2026, 49))
     listener.offer({"season": "2026-W49", "user_id": None, "score": 99})
     [event] = listener.take()
     assert json.loads(event["data"]) == {"season": "2026-W49", "user_id": None}
 
 
 def test_rebuilt_comes_first_and_once() -> None:
-    listener = SeasonListener("2026-W49")
+    listener = SeasonListener(week(2026, 49))
     listener.offer({"season": "2026-W49", "kind": "rebuilt"})
     listener.offer({"season": "2026-W49", "user_id": 3})
     listener.offer({"season": "2026-W49", "kind": "rebuilt"})

@@ -20,6 +20,7 @@ from laurels.ranking import (
     rank_all,
     sort_key,
 )
+from tests import deadlines
 
 pytestmark = pytest.mark.once
 
@@ -120,7 +121,7 @@ standings = st.lists(
 ).map(lambda ts: [Standing(u, s, o) for u, s, o in ts])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=deadlines.PURE)
 @given(board=standings, policy=st.sampled_from(["shared", "first"]), seed=st.integers())
 def test_rank_all_does_not_depend_on_input_order(board: list[Standing], policy: str,
                                                  seed: int) -> None:
@@ -130,7 +131,7 @@ def test_rank_all_does_not_depend_on_input_order(board: list[Standing], policy: 
     assert rank_all(reversed(board), policy) == rank_all(board, policy)  # type: ignore[arg-type]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=deadlines.PURE)
 @given(board=standings, policy=st.sampled_from(["shared", "first"]))
 def test_rank_all_invariants(board: list[Standing], policy: str) -> None:
     ranked = rank_all(board, policy)  # type: ignore[arg-type]
@@ -174,6 +175,7 @@ def test_first_policy_member_roundtrip() -> None:
         assert int(m[:TS_WIDTH]) == ts
 
 
+@settings(deadline=deadlines.PURE)
 @given(uid=uids, ts=offsets)
 def test_member_roundtrip_property(uid: int, ts: int) -> None:
     assert member_uid(pad_uid(uid)) == uid
@@ -185,7 +187,7 @@ def _member(s: Standing, policy: str) -> str:
         else pad_uid(s.user_id)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=deadlines.PURE)
 @given(
     entries=st.lists(st.tuples(uids, offsets), min_size=1, max_size=25, unique_by=lambda t: t[0]),
     policy=st.sampled_from(["shared", "first"]),

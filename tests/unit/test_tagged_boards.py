@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from laurels.board import Delta, Profile
 from laurels.kind_rules import BoardKind, board_seasons, score_of, tagged_boards
-from laurels.seasons import season_of
+from laurels.seasons import season_of, week
+from tests import deadlines
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
 KINDS = {
@@ -52,18 +53,18 @@ def looked_up(d: Delta) -> list[tuple[str, int, bool, str]]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=deadlines.PURE)
 @given(st.lists(st.tuples(st.sampled_from(EDGES), st.integers(-7_200, 7_200),
                           st.lists(st.sampled_from(TAGS), unique=True, max_size=4),
                           st.integers(1, 9)), min_size=1, max_size=30))
 def test_each_completion_is_on_the_boards_its_tags_name(
         batch: list[tuple[datetime, int, list[str], int]]) -> None:
-    deltas = [Delta.recorded(seq, 7, points, edge + timedelta(seconds=shift), "2026-W01",
+    deltas = [Delta.recorded(seq, 7, points, edge + timedelta(seconds=shift), week(2026, 1),
                              Profile(0, "public", ""), tuple(sorted(tags)))
               for seq, (edge, shift, tags, points) in enumerate(batch, 1)]
     got = tagged_boards(deltas, KINDS)
-    assert [[(b.season, b.points, b.notify, b.part) for b in on] for on in got] == [
+    assert [[(b.season.name, b.points, b.notify, b.part) for b in on] for on in got] == [
         looked_up(d) for d in deltas]
     assert all(b.seq == d.seq for d, on in zip(deltas, got, strict=True) for b in on)
-    assert [board_seasons(d.completed_at, d.tags, KINDS) for d in deltas] == [
+    assert [[s.name for s in board_seasons(d.completed_at, d.tags, KINDS)] for d in deltas] == [
         [name for name, _, _, _ in looked_up(d)] for d in deltas]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from laurels.seasons import PERIODS, parse_season, season_of
 from laurels.settings import Settings
 from laurels.zones import BadZone, zone_info
+from tests import deadlines
 
 pytestmark = pytest.mark.once
 
@@ -98,7 +99,7 @@ ZONES = ["UTC", PARIS, "America/Santiago", "America/St_Johns", "Australia/Lord_H
          "Asia/Beirut", "Africa/Casablanca", "Pacific/Apia", "Pacific/Kwajalein"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=deadlines.PURE)
 @given(at=st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2040, 1, 1),
                        timezones=st.just(UTC)),
        zone=st.sampled_from(ZONES), period=st.sampled_from(PERIODS))

@@ -164,14 +164,14 @@ async def audit(request: Request, limit: Limit = 100, after: Cursor = None) -> R
 
 @router.post("/v1/admin/leaderboards/{season}/rebuild", tags=["admin"], status_code=202,
              dependencies=[Depends(admin_token)],
-             responses={202: {"model": s.RebuildOut}, **s.problems(401, 403, 404, 422, 503)})
+             responses={202: {"model": s.RebuildStartedOut}, **s.problems(401, 403, 404, 422, 503)})
 async def post_rebuild(request: Request, season: SeasonPath,
                        board: BoardQuery = GLOBAL) -> Response:
     """Rebuild a season's board from PostgreSQL in the background, then switch.
     While one runs (in any process), a second request joins it: the answer
     names the running rebuild, so two builders never race."""
     named = await board_season(services(request), season, board)
-    rebuild_id = await services(request).rebuilder.start_or_join(named.name)
+    rebuild_id = await services(request).rebuilder.start_or_join(named)
     if rebuild_id is None:
         raise Problem("rebuilding", f"a rebuild of {named.label} is starting; retry shortly",
                       retry_after=1)
@@ -197,4 +197,4 @@ async def get_verify(request: Request, season: SeasonPath,
                      board: BoardQuery = GLOBAL) -> Response:
     """Compare the board in Redis with the sums in PostgreSQL."""
     named = await board_season(services(request), season, board)
-    return JSONResponse((await services(request).verifier.verify(named.name)).body())
+    return JSONResponse((await services(request).verifier.verify(named)).body())

@@ -18,7 +18,7 @@ from laurels.errors import DomainError
 from laurels.hub import CHANGED_PER_SECOND
 from laurels.league_rules import Cohort
 from laurels.metrics import STREAMS_REFUSED
-from laurels.seasons import GLOBAL, Season
+from laurels.seasons import GLOBAL, Season, season_named
 
 log = logging.getLogger("laurels.api")
 
@@ -61,12 +61,11 @@ def _closing(*steps: Callable[[], None]) -> Callable[[], None]:
 def board_stream(svc: RouteServices, season: Season, client: str) -> EventStream:
     """A season's hints: `ready`, then `changed` and `rebuilt` (or a Problem)."""
     hub = svc.hub
-    name = season.name
     release = stream_budget(svc, client)
-    listener = hub.listen_board(name)
+    listener = hub.listen_board(season)
 
     async def ready() -> bytes:
-        await hub.hinted(name)  # `ready` means: every later change is hinted here
+        await hub.hinted(season)  # `ready` means: every later change is hinted here
         return frame("ready", orjson.dumps({"season": season.label, "board": season.board}))
 
     async def due() -> list[bytes]:
@@ -86,7 +85,6 @@ def group_stream(svc: RouteServices, gid: str, season: Season, client: str,
     """A group board's hints: the hub routes them by member (group_index.py).
     `reader` is who reads it; their access is checked again whenever the
     group changes (a member removed, the group turned members-only)."""
-    name = season.name
 
     async def members() -> list[int]:
         return await svc.groups.member_ids(gid)
@@ -97,7 +95,7 @@ def group_stream(svc: RouteServices, gid: str, season: Season, client: str,
 
     ready = {"season": season.label, "group_id": gid,
              **({"board": season.board} if season.board != GLOBAL else {})}
-    return _member_stream(svc, gid, name, members, ready, client, may_read)
+    return _member_stream(svc, gid, season, members, ready, client, may_read)
 
 
 def cohort_stream(svc: RouteServices, cohort: Cohort, client: str,
@@ -113,20 +111,21 @@ def cohort_stream(svc: RouteServices, cohort: Cohort, client: str,
     async def may_read() -> bool:  # a member still (an erasure takes them out)
         return reader is None or reader in await svc.leagues.members(cohort)
 
-    return _member_stream(svc, cohort.stream_id, cohort.season, members,
+    week = season_named(cohort.season, svc.settings.time_zone)
+    return _member_stream(svc, cohort.stream_id, week, members,
                           {"season": cohort.season, "cohort_id": cohort.id}, client, may_read)
 
 
-def _member_stream(svc: RouteServices, gid: str, name: str,
+def _member_stream(svc: RouteServices, gid: str, season: Season,
                    members: Callable[[], Awaitable[list[int]]],
                    hello: dict[str, str], client: str, may_read: MayRead) -> EventStream:
-    """The hints of the season `name` routed to a set of learners (a group's
+    """The hints of `season` routed to a set of learners (a group's
     or a cohort's, under the id `gid` in the hub's index): the members are
     (re)loaded into the index whenever they are not loaded, before it says
     `ready` (with `hello`) and after each change."""
     hub = svc.hub
     release = stream_budget(svc, client)
-    listener = hub.listen_group(gid, name)
+    listener = hub.listen_group(gid, season)
 
     def end() -> None:
         listener.closed = True
@@ -151,7 +150,7 @@ def _member_stream(svc: RouteServices, gid: str, name: str,
             log.warning("members of group %s not loaded: %s", gid, exc)
 
     async def ready() -> bytes:
-        await hub.hinted(name)
+        await hub.hinted(season)
         await load()
         return frame("ready", orjson.dumps(hello))
 

@@ -25,7 +25,7 @@ from laurels.board.lua_args import (
 from laurels.board.values import Delta, Profile
 from laurels.keys import Keys, VersionKeys, chunk_bits, hashed_bits
 from laurels.ranking import UNIX_EPOCH, pad_uid
-from laurels.seasons import Season, parse_season, whole_week
+from laurels.seasons import Season, whole_week
 from laurels.states import ApplyResult
 
 # Seasons whose parsed name and keys a process keeps, the last used (about
@@ -67,7 +67,7 @@ class _Season(NamedTuple):
 
 
 class _SeasonCall:
-    def __init__(self, index: int, season: str, versions: tuple[str, str], targets: list[str],
+    def __init__(self, index: int, season: Season, versions: tuple[str, str], targets: list[str],
                  known: _Season, first: int) -> None:
         self.index = index
         self.first = first  # the call's entry its entries start at
@@ -82,11 +82,10 @@ class _SeasonCall:
 
 
 @lru_cache(maxsize=SEASONS_KNOWN)
-def _known(keys: Keys, season: str, zone: str) -> _Season:
-    start = parse_season(season, zone=zone)
+def _known(keys: Keys, season: Season) -> _Season:
     sk = keys.season(season)
-    origin = start.starts_at - UNIX_EPOCH
-    return _Season(start, chunk_bits(season), hashed_bits(season), whole_week(season),
+    origin = season.starts_at - UNIX_EPOCH
+    return _Season(season, chunk_bits(season), hashed_bits(season), whole_week(season.name),
                    origin.days * 86400 + origin.seconds,
                    (sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties))
 
@@ -113,9 +112,17 @@ class Applying(BoardBase):
         `encoded` keeps each completion's item values for the next call
         (a completion's boards are mostly in several calls)."""
         call = _Call(batch)
-        items, item_args, entry_args = call.items, call.item_args, call.entry_args
+        self._encode(call, deltas, only_version, believed, {} if encoded is None else encoded)
+        keys, args = self._keys_and_args(call, only_version)
+        return call, keys, args
+
+    def _encode(self, call: _Call, deltas: list[Delta], only_version: str | None,
+                believed: dict[str, tuple[str, str]] | None,
+                encoded: dict[tuple[Any, ...], tuple[Any, ...]]) -> None:
+        """A call's seasons, items and entries, from its deltas in order."""
+        batch, items, item_args, entry_args = call.deltas, call.items, call.item_args, \
+            call.entry_args
         seasons = call.seasons
-        encoded = {} if encoded is None else encoded
         sc = None
         chunks: dict[int, None] = {}
         bits = 0
@@ -127,7 +134,7 @@ class Applying(BoardBase):
         for k, (seq, user_id, points, completed_at, season, p, correction, counted, reset_at,
                 reset_score, tie_token, part, _, notify) in enumerate(
                     map(deltas.__getitem__, batch)):
-            if sc is None or sc.season != season:
+            if sc is None or (sc.season is not season and sc.season != season):
                 sc = self._season_call(seasons, season, only_version, believed, k)
                 chunks, bits = sc.chunks, sc.bits
             chunks[seq >> bits] = None
@@ -152,6 +159,12 @@ class Applying(BoardBase):
             if reset_at or reset_score or tie_token:  # (a correction's: few)
                 call.reset_args += (k, sc.start.pad_ts(reset_at) if reset_at else "",
                                     reset_score or 0, tie_token)
+
+    def _keys_and_args(self, call: _Call, only_version: str | None
+                       ) -> tuple[list[str], list[Any]]:
+        """The call's KEYS (each season's fixed keys, its versions' keys,
+        its chunks) and ARGV (apply.lua's head, items, entries, resets)."""
+        seasons, batch = call.seasons, call.deltas
         keys: list[str] = []
         head: list[Any] = []
         chunk_ids: list[str] = []
@@ -162,7 +175,7 @@ class Applying(BoardBase):
         for sc, end in zip(seasons.values(), ends, strict=True):
             known = sc.known
             keys += known.fixed_keys
-            per_version = [_version_keys(self.keys, sc.season, v) for v in sc.targets]
+            per_version = [_version_keys(self.keys, sc.season.name, v) for v in sc.targets]
             for _, named in per_version:
                 keys += named
             for vk, _ in per_version:  # (one hash holds every chunk of a board of a kind)
@@ -174,7 +187,7 @@ class Applying(BoardBase):
             head += ApplySeason(
                 expected_current=sc.versions[0], expected_building=sc.versions[1],
                 on_current=("1" if sc.ranked else "h") if on_current else "0",
-                targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season,
+                targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season.name,
                 hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
                 metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
                 origin=known.origin, width=sc.start.ts_width, entries=end - sc.first)
@@ -183,22 +196,22 @@ class Applying(BoardBase):
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"
         args = list(ApplyHead(
             policy=self.policy, hint_command=command, seasons=len(seasons),
-            heads=json_list(head + chunk_ids), items=json_list(item_args),
-            entries=json_list(entry_args), resets=json_list(call.reset_args)))
-        return call, keys, args
+            heads=json_list(head + chunk_ids), items=json_list(call.item_args),
+            entries=json_list(call.entry_args), resets=json_list(call.reset_args)))
+        return keys, args
 
-    def _season_call(self, seasons: dict[str, _SeasonCall], season: str,
+    def _season_call(self, seasons: dict[str, _SeasonCall], season: Season,
                      only_version: str | None, believed: dict[str, tuple[str, str]] | None,
                      first: int) -> _SeasonCall:
         """A call's next season (`_apply_call`), on the versions it applies to."""
-        if season in seasons:
+        if season.name in seasons:
             raise ValueError("a call's deltas come a season at a time")
-        versions = (believed or {}).get(season) or self.versions(season)
+        versions = (believed or {}).get(season.name) or self.versions(season)
         targets = [v for v in versions if v]
         if only_version is not None:
             versions, targets = (versions[0], only_version), [only_version]
-        sc = seasons[season] = _SeasonCall(len(seasons), season, versions, targets,
-                                           _known(self.keys, season, self.zone), first)
+        sc = seasons[season.name] = _SeasonCall(len(seasons), season, versions, targets,
+                                                _known(self.keys, season), first)
         return sc
 
     async def apply(self, deltas: list[Delta], only_version: str | None = None
@@ -247,7 +260,7 @@ class Applying(BoardBase):
         keep its calls in order."""
         by_season: dict[str, list[int]] = {}
         for i in pending:
-            by_season.setdefault(deltas[i].season, []).append(i)
+            by_season.setdefault(deltas[i].season.name, []).append(i)
         parts = [(season, idxs[k:k + APPLY_BATCH]) for season, idxs in by_season.items()
                  for k in range(0, len(idxs), APPLY_BATCH)]
         if self.cluster:
@@ -267,11 +280,11 @@ class Applying(BoardBase):
         for sc in call.seasons.values():
             status, current, building, hint = reply[1 + 4 * sc.index: 5 + 4 * sc.index]
             if status == "STALE":
-                self._versions[sc.season] = (current, building)
+                self._versions[sc.season.name] = (current, building)
                 if only_version is not None and building != only_version:
                     status = "MISSING"  # the version being built is gone
             if status != "OK":
-                refused[sc.season] = status
+                refused[sc.season.name] = status
             elif hint and (parsed := hint_of(orjson.loads(hint))) is not None:
                 hints.append(parsed)
         again: list[int] = []
@@ -283,7 +296,7 @@ class Applying(BoardBase):
                 results[i] = answer_of(applied, "applied")  # (the script's numbers: ints)
             return again
         for i, applied in zip(call.deltas, answers, strict=True):
-            status = refused.get(deltas[i].season)
+            status = refused.get(deltas[i].season.name)
             if status == "STALE":
                 again.append(i)
             elif status == "MISSING":
@@ -292,7 +305,7 @@ class Applying(BoardBase):
                 results[i] = answer_of(applied, "applied")
         return again
 
-    async def mark_ties(self, season: str, user_ids: list[int]) -> list[str]:
+    async def mark_ties(self, season: Season, user_ids: list[int]) -> list[str]:
         """Mark learners a void is about to be applied for, before their
         fallback tie time is read (apply.lua, "Ties"): their tokens, in order."""
         reply = await self.scripts["mark_ties"](
@@ -300,7 +313,7 @@ class Applying(BoardBase):
             args=flat(MarkTiesArgs(ttl_ms=TIES_TTL_MS), [Learner(pad_uid(u)) for u in user_ids]))
         return [str(t) for t in reply]
 
-    async def set_profile(self, season: str, user_id: int, profile: Profile) -> bool:
+    async def set_profile(self, season: Season, user_id: int, profile: Profile) -> bool:
         """Project a profile onto one season; False when the season has no board."""
         return await self._write(
             "set_profile", season, lambda vk: [vk.public, vk.hidden, vk.users],
@@ -310,7 +323,7 @@ class Applying(BoardBase):
                 profile_version=profile.version, visibility=profile.visibility,
                 name=profile.display_name, policy=self.policy))
 
-    async def erase(self, season: str, user_id: int, tombstone_until: datetime) -> bool:
+    async def erase(self, season: Season, user_id: int, tombstone_until: datetime) -> bool:
         """Remove an erased learner from a season's board; False when it has no
         board (the tombstone is kept all the same, until `tombstone_until`)."""
         return await self._write(

@@ -26,6 +26,7 @@ from laurels.board.signals import Signals
 from laurels.board.values import BoardMissing
 from laurels.keys import Keys, SeasonKeys
 from laurels.ranking import TiePolicy
+from laurels.seasons import Season
 
 T = TypeVar("T")
 MAX_STALE_RETRIES = 8
@@ -195,21 +196,21 @@ class BoardBase:
         await self.redis.bgsave(schedule=True)
         return True
 
-    def season_keys(self, season: str) -> SeasonKeys:
+    def season_keys(self, season: Season) -> SeasonKeys:
         return self.keys.season(season)
 
-    async def version_keys(self, season: str, version: str) -> list[str]:
+    async def version_keys(self, season: Season, version: str) -> list[str]:
         """Every key of one version of a season's board: its idempotency
         chunks, then its sets and hash, the chunk index last (so a cleanup
         cut short still finds what is left)."""
         vk = self.season_keys(season).version(version)
         return vk.every(await self.redis.smembers(vk.chunks))
 
-    def versions(self, season: str) -> tuple[str, str]:
-        return self._versions.get(season, ("", ""))
+    def versions(self, season: Season) -> tuple[str, str]:
+        return self._versions.get(season.name, ("", ""))
 
-    def forget(self, season: str) -> None:
-        self._versions.pop(season, None)
+    def forget(self, season: Season) -> None:
+        self._versions.pop(season.name, None)
 
     async def _run_in_order(self, script: str,
                             calls: list[tuple[str, tuple[list[str], list[Any]]]]) -> list[Any]:
@@ -247,7 +248,7 @@ class BoardBase:
                 await self.scripts[script](keys=keys, args=args, client=pipe)
             return list(await pipe.execute())
 
-    async def _write(self, script: str, season: str, keys_of: Any, head: list[str],
+    async def _write(self, script: str, season: Season, keys_of: Any, head: list[str],
                      args_of: Callable[[str, str], tuple[Any, ...]]) -> bool:
         """Run a write script on the current and building versions (its
         arguments, given the versions this process believes: `args_of`);
@@ -261,12 +262,12 @@ class BoardBase:
                     keys += keys_of(sk.version(v))
             reply = await self.scripts[script](keys=keys, args=list(args_of(*versions)))
             if reply[0] == "STALE":
-                self._versions[season] = (reply[1], reply[2])
+                self._versions[season.name] = (reply[1], reply[2])
                 continue
             return bool(reply[0] == "OK")
         raise RuntimeError(f"board versions kept changing during {script}")
 
-    async def _read(self, script: str, season: str, version_keys: Any,
+    async def _read(self, script: str, season: Season, version_keys: Any,
                     args_of: Callable[[str], list[Any]], proven: bool = True) -> list[Any]:
         """Run a read script on the current version (its arguments, given the
         version this process believes current: `args_of`). Never from a
@@ -287,18 +288,18 @@ class BoardBase:
             if proven:
                 await self.trust.check()
             if reply[0] == "STALE":
-                self._versions[season] = (reply[1], self.versions(season)[1])
+                self._versions[season.name] = (reply[1], self.versions(season)[1])
                 continue
             if reply[0] == "MISSING":
-                self._versions.pop(season, None)
+                self._versions.pop(season.name, None)
                 raise BoardMissing(season)
             return reply
         raise RuntimeError("board versions kept changing during a read")
 
-    async def present(self, season: str) -> bool:
+    async def present(self, season: Season) -> bool:
         return bool(await self.redis.exists(self.season_keys(season).current))
 
-    async def wait_present(self, season: str, timeout_seconds: float) -> bool:
+    async def wait_present(self, season: Season, timeout_seconds: float) -> bool:
         deadline = asyncio.get_running_loop().time() + timeout_seconds
         while True:
             if await self.present(season):

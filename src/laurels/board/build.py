@@ -27,7 +27,7 @@ from laurels.board.lua_args import (
 )
 from laurels.board.values import Standing
 from laurels.ranking import pad_uid
-from laurels.seasons import parse_season
+from laurels.seasons import Season, parse_season
 
 UNLINK_BATCH = 500  # keys per UNLINK of a dropped version
 
@@ -38,7 +38,7 @@ class BuildGone(Exception):
 
 
 class Building(BoardBase):
-    async def begin_build(self, season: str, parts: Sequence[str] = ()
+    async def begin_build(self, season: Season, parts: Sequence[str] = ()
                           ) -> tuple[str, str, list[str]]:
         """Mark a new version of the season as building (every apply from now
         on reaches it too), with the closed seasons (`parts`) it is built
@@ -52,7 +52,7 @@ class Building(BoardBase):
             args=flat(VersionArgs(version), [Part(p) for p in parts]))
         return version, str(current), [str(v) for v in stale]
 
-    async def switch(self, season: str, version: str) -> str:
+    async def switch(self, season: Season, version: str) -> str:
         """Make the built version current, atomically; the previous one ('' if
         none). BuildGone if it no longer holds the building marker."""
         sk = self.season_keys(season)
@@ -63,12 +63,12 @@ class Building(BoardBase):
         self.forget(season)
         return str(reply[1] or "")
 
-    async def abort_build(self, season: str, version: str) -> None:
+    async def abort_build(self, season: Season, version: str) -> None:
         """Stop feeding a version being built (the current one keeps serving)."""
         await self.scripts["abort_build"](keys=[self.season_keys(season).building],
                                           args=list(VersionArgs(version)))
 
-    async def merge_bits(self, season: str, version: str, chunk: int, bits: bytes
+    async def merge_bits(self, season: Season, version: str, chunk: int, bits: bytes
                          ) -> list[int]:
         """Set a chunk's idempotency bits (65,536 seqs) on the version being
         built; the seqs among them an apply had set first (they reached the
@@ -82,7 +82,7 @@ class Building(BoardBase):
             raise BuildGone("the building board vanished from Redis")
         return [int(offset) for offset in reply[1:]]
 
-    async def merge_fields(self, season: str, version: str, fields: list[tuple[int, bytes]]
+    async def merge_fields(self, season: Season, version: str, fields: list[tuple[int, bytes]]
                            ) -> list[int]:
         """merge_bits on a board of a kind (keys.hashed_bits): many chunks'
         bits in one call; the seqs among them an apply had set first."""
@@ -94,7 +94,7 @@ class Building(BoardBase):
             raise BuildGone("the building board vanished from Redis")
         return [int(seq) for seq in reply[1:]]
 
-    async def load_erased(self, season: str, version: str, current: str,
+    async def load_erased(self, season: Season, version: str, current: str,
                           user_ids: Sequence[int]) -> None:
         """Put tombstones back and take those learners off the version being
         built and the current one (load_erased.lua)."""
@@ -110,7 +110,7 @@ class Building(BoardBase):
         if reply[0] != "OK":
             raise BuildGone("the building board vanished from Redis")
 
-    async def load_corrections(self, season: str, version: str,
+    async def load_corrections(self, season: Season, version: str,
                                corrected: Iterable[tuple[int, int, bool]]) -> None:
         """The snapshot's state (seq, correction number, counts) of corrected
         completions, unless a newer one reached the version live
@@ -125,7 +125,7 @@ class Building(BoardBase):
             if reply[0] != "OK":
                 raise BuildGone("the building board vanished from Redis")
 
-    async def load_standings(self, season: str, version: str,
+    async def load_standings(self, season: Season, version: str,
                              standings: Sequence[Standing]) -> int:
         """Add learners' points (user id, points, tie time, profile
         version, visibility, name) to the version being built
@@ -133,7 +133,7 @@ class Building(BoardBase):
         A tie time is a datetime, or microseconds since the season began."""
         sk = self.season_keys(season)
         vk = sk.version(version)
-        start = parse_season(season, zone=self.zone)
+        start = season
         # Built positionally (LoadRow's order): a rebuild loads every learner
         # of its board, and by keyword a row cost three times as much.
         rows: list[Any] = []
@@ -150,14 +150,14 @@ class Building(BoardBase):
             raise BuildGone("the building board vanished from Redis")
         return int(reply[1]) + int(reply[2])
 
-    async def drop_version(self, season: str, version: str) -> None:
+    async def drop_version(self, season: Season, version: str) -> None:
         """Free a version's keys without blocking Redis (UNLINK frees lazily)."""
         names = await self.version_keys(season, version)
         for i in range(0, len(names), UNLINK_BATCH):
             await self.redis.unlink(*names[i:i + UNLINK_BATCH])
         await self.redis.srem(self.season_keys(season).versions, version)
 
-    async def expire(self, season: str, at: datetime) -> int:
+    async def expire(self, season: Season, at: datetime) -> int:
         """Give every key of a season (each version's too) the expiry `at`;
         returns how many keys."""
         sk = self.season_keys(season)
@@ -168,7 +168,7 @@ class Building(BoardBase):
                                        CLUSTER_IN_FLIGHT)
         return sum(1 for r in replies if r)
 
-    async def drop_season(self, season: str) -> int:
+    async def drop_season(self, season: Season) -> int:
         """Delete every key of a season (each version's too) now; how many.
         Not an expiry at this process's clock: a clock ahead of Redis's would
         leave them for that long."""
@@ -179,7 +179,7 @@ class Building(BoardBase):
         self.forget(season)
         return await self.unlink_keys(names)
 
-    async def expire_many(self, seasons: dict[str, datetime]) -> int:
+    async def expire_many(self, seasons: dict[Season, datetime]) -> int:
         """`expire` for many seasons, in three pipelined round trips (their
         versions, their versions' chunks, the expiries); returns how many
         keys."""
@@ -202,18 +202,25 @@ class Building(BoardBase):
                 pipe.pexpireat(name, seasons[season])
         return sum(1 for r in await pipe.execute() if r)
 
-    async def held_boards(self, kind: str | None = None) -> dict[str, list[str]]:
+    async def held_boards(self, kind: str | None = None) -> dict[Season, list[str]]:
         """Every key Redis holds of a board of `kind` (or of any kind), by
         season: found by a scan, not from rows (a deleted kind's boards
         brought back by a Redis restored from before the deletion have no
-        row left). On a cluster, every primary is scanned."""
+        row left). On a cluster, every primary is scanned. (A board's
+        season names its zone: its name read back from a key is the season.)"""
         held: dict[str, list[str]] = {}
         async for key in self.redis.scan_iter(match=self.keys.boards_pattern(kind),
                                               count=1000):
             season = self.keys.season_of_key(str(key))
             if season is not None:
                 held.setdefault(season, []).append(str(key))
-        return held
+        out: dict[Season, list[str]] = {}
+        for name, keys in held.items():
+            try:
+                out[parse_season(name, zone="UTC")] = keys
+            except ValueError:  # no season's name: not laurels's key
+                continue
+        return out
 
     async def unlink_keys(self, keys: Sequence[str]) -> int:
         """Delete these keys of one season (one hash tag), UNLINK_BATCH at a time."""

@@ -12,6 +12,7 @@ import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board.base import BoardBase
+from laurels.seasons import Season
 
 log = logging.getLogger("laurels.board")
 
@@ -86,17 +87,17 @@ class Publishing(BoardBase):
         await self.redis.publish(self.keys.notification_channel(),
                                  orjson.dumps({"user_id": user_id, "id": notification_id}))
 
-    async def announce_final(self, season: str) -> None:
+    async def announce_final(self, season: Season) -> None:
         """Tell every process a season's final ranks are written."""
         await self._announce("season_final", season)
 
-    async def announce_league_result(self, season: str) -> None:
+    async def announce_league_result(self, season: Season) -> None:
         """Tell every process a week's league results are written."""
         await self._announce("league_result", season)
 
-    async def _announce(self, kind: str, season: str) -> None:
+    async def _announce(self, kind: str, season: Season) -> None:
         try:
             await self.redis.publish(self.keys.notification_channel(),
-                                     orjson.dumps({kind: season}))
+                                     orjson.dumps({kind: season.name}))
         except RedisError as exc:
             log.warning("%s of %s not announced live: %s", kind, season, exc)

@@ -13,6 +13,7 @@ from laurels.board.base import BoardBase
 from laurels.board.lua_args import Learner, ProfileVersionsArgs, flat
 from laurels.keys import chunk_bits, hashed_bits
 from laurels.ranking import member_uid, pad_uid
+from laurels.seasons import Season
 
 PROFILE_BATCH = 2_000  # learners per profile_versions.lua call
 MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most; HMGET: 32 B)
@@ -35,7 +36,7 @@ class BoardState:
 
 
 class Inspecting(BoardBase):
-    async def board_state(self, season: str) -> BoardState | None:
+    async def board_state(self, season: Season) -> BoardState | None:
         """The board's state, or None when Redis holds no board of the season."""
         sk = self.season_keys(season)
         current, building = await self.redis.mget([sk.current, sk.building])
@@ -50,7 +51,7 @@ class Inspecting(BoardBase):
         there = await self.redis.exists(*(vk.applied(c) for c in chunks)) if chunks else 0
         return BoardState(str(current), bool(building), there == len(chunks))
 
-    async def missing(self, season: str, version: str, seqs: list[int]) -> list[int]:
+    async def missing(self, season: Season, version: str, seqs: list[int]) -> list[int]:
         """Those of `seqs` (completions of the season) whose idempotency bit
         the version does not hold. The version's bitmaps they fall in are
         read with its current marker in one MGET (one slot: the season's
@@ -87,7 +88,7 @@ class Inspecting(BoardBase):
                     out.append(seq)
         return out
 
-    async def corrections_of(self, season: str, version: str) -> dict[int, tuple[int, bool]]:
+    async def corrections_of(self, season: Season, version: str) -> dict[int, tuple[int, bool]]:
         """The corrections a version holds: seq -> (correction number, counts)."""
         stored = await self.redis.hgetall(self.season_keys(season).version(version).corrections)
         out = {}
@@ -96,7 +97,7 @@ class Inspecting(BoardBase):
             out[int(seq)] = (int(n), counts == "1")
         return out
 
-    async def learners(self, season: str, version: str, most: int) -> list[int] | None:
+    async def learners(self, season: Season, version: str, most: int) -> list[int] | None:
         """The learners on a version of the season's board (public and
         hidden), or None when more than `most` are."""
         vk = self.season_keys(season).version(version)
@@ -106,7 +107,7 @@ class Inspecting(BoardBase):
                    *await self.redis.zrange(vk.hidden, 0, -1)]
         return sorted(member_uid(str(m)) for m in members)
 
-    async def profile_versions(self, season: str, user_ids: list[int]) -> dict[int, int]:
+    async def profile_versions(self, season: Season, user_ids: list[int]) -> dict[int, int]:
         """The profile version of each learner on the season's current board
         (0: a default profile); learners not on it are left out."""
         out: dict[int, int] = {}

@@ -20,15 +20,10 @@ from laurels.board.values import (
     parse_profile,
 )
 from laurels.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
-from laurels.seasons import Season, parse_season
+from laurels.seasons import Season
 
 
 class Reading(BoardBase):
-    def as_season(self, season: Season | str) -> Season:
-        """The season as the edge parsed it, or a name (from tests and tools)
-        read in the board's calendar."""
-        return season if isinstance(season, Season) else parse_season(season, zone=self.zone)
-
     def _entries(self, flat: list[Any], first_rank: int, first_index: int) -> list[Entry]:
         triples = [flat[i:i + 3] for i in range(0, len(flat), 3)]
         scores = [-int(float(t[1])) for t in triples]
@@ -40,17 +35,16 @@ class Reading(BoardBase):
             out.append(Entry(rank, uid, name, vis, score))
         return out
 
-    async def top(self, season: Season | str, limit: int, after: Position | None = None
+    async def top(self, season: Season, limit: int, after: Position | None = None
                   ) -> Top:
         """`limit` public entries from the top, or after the position `after`
         (an entry's (stored score, tie time, user id), as `Top.next` gives).
         The season as the edge parsed it (a name, from tests and tools, is
         parsed here)."""
-        season = self.as_season(season)
-        erased = self.season_keys(season.name).erased
+        erased = self.season_keys(season).erased
         where = ["", ""] if after is None else [str(after[0]), self._member(season, after)]
         reply = await self._read(
-            "read_top", season.name, lambda vk: [vk.public, vk.users, erased],
+            "read_top", season, lambda vk: [vk.public, vk.users, erased],
             lambda current: list(ReadTopArgs(expected_current=current, limit=limit,
                                              after_score=where[0], after_member=where[1])))
         total, start, better = int(reply[1]), int(reply[2]), int(reply[3])
@@ -67,12 +61,11 @@ class Reading(BoardBase):
         ts = int(member[:-UID_WIDTH]) if self.policy == "first" else 0
         return int(float(score)), ts, member_uid(member)
 
-    async def around(self, season: Season | str, user_id: int, radius: int) -> Around | None:
+    async def around(self, season: Season, user_id: int, radius: int) -> Around | None:
         """A learner's entry and neighbours, or None when they have no score this season."""
-        name = self.as_season(season).name
-        erased = self.season_keys(name).erased
+        erased = self.season_keys(season).erased
         reply = await self._read(
-            "read_around", name, lambda vk: [vk.public, vk.hidden, vk.users, erased],
+            "read_around", season, lambda vk: [vk.public, vk.hidden, vk.users, erased],
             lambda current: list(ReadAroundArgs(expected_current=current, uid=pad_uid(user_id),
                                                 radius=radius, policy=self.policy)))
         if reply[0] == "NOT_RANKED":
@@ -93,7 +86,7 @@ class Reading(BoardBase):
             neighbors[pos] = me
         return Around(me, pos, neighbors)
 
-    async def standings_of(self, season: Season | str, user_ids: list[int],
+    async def standings_of(self, season: Season, user_ids: list[int],
                            board_rank: bool = False) -> list[Scored]:
         """The learners among `user_ids` who have a score on the season's
         current board, with their stored profile (and, with `board_rank`, their
@@ -104,7 +97,7 @@ class Reading(BoardBase):
         for i in range(0, len(user_ids), MEMBERS_PER_CALL):
             chunk = user_ids[i:i + MEMBERS_PER_CALL]
             reply = await self._read(
-                "scores", self.as_season(season).name, lambda vk: [vk.public, vk.hidden, vk.users],
+                "scores", season, lambda vk: [vk.public, vk.hidden, vk.users],
                 lambda current, chunk=chunk: flat(  # type: ignore[misc]
                     ScoresArgs(expected_current=current, policy=self.policy,
                                with_rank="rank" if board_rank else ""),
@@ -120,7 +113,7 @@ class Reading(BoardBase):
                                   profile.tie_time or 0, rank))
         return out
 
-    async def scores(self, season: str, user_ids: list[int]
+    async def scores(self, season: Season, user_ids: list[int]
                      ) -> dict[int, tuple[int | None, str, str, int | None]]:
         """Each learner's (total or None, visibility, name, tie time or None)
         on the current board; the tie time is the stored offset of their
@@ -138,7 +131,7 @@ class Reading(BoardBase):
                         parsed.name, parsed.tie_time)
         return out
 
-    async def scan_scored(self, season: str, count: int = 2000) -> AsyncIterator[list[int]]:
+    async def scan_scored(self, season: Season, count: int = 2000) -> AsyncIterator[list[int]]:
         """Batches of the learners scored on the current board: both sorted
         sets, ZSCAN (bounded memory; the users hash holds no entry for a
         learner with the default profile under `shared`)."""

@@ -10,6 +10,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from laurels.board.base import BoardBase
+from laurels.seasons import Season
 
 GROUP = "laurels"
 RankEvent = tuple[str, dict[str, str]]  # (stream entry id, fields)
@@ -32,7 +33,7 @@ class RankStreams(BoardBase):
         self._stream_groups.add(stream)
         return True
 
-    async def rank_events(self, season: str, consumer: str, count: int, create: bool = True,
+    async def rank_events(self, season: Season, consumer: str, count: int, create: bool = True,
                           idle_ms: int = 30_000) -> list[RankEvent]:
         """Up to `count` new rank events of a season for `consumer`, after
         those another consumer left unacknowledged for `idle_ms`."""
@@ -53,7 +54,7 @@ class RankStreams(BoardBase):
             entries += items
         return entries
 
-    async def done_with(self, season: str, entry_id: str) -> None:
+    async def done_with(self, season: Season, entry_id: str) -> None:
         """Acknowledge a rank event and delete it: it is handled, and the
         stream keeps only what is not (an erasure scrubs that: erase.lua).
         One round trip (the stream's one key: one slot on a cluster)."""

@@ -42,27 +42,31 @@ class HintSubscription:
 
     # -- who follows what ---------------------------------------------------------
 
-    def follow(self, season: str) -> None:
-        self.followed[season] += 1
+    # Seasons are followed by name: the text form of the pub/sub edge, as
+    # hints name them (a hint's "season"); the caches and streams key their
+    # bodies and listeners by the same names.
 
-    def unfollow(self, season: str) -> None:
-        self.followed[season] -= 1
-        if self.followed[season] <= 0:
-            del self.followed[season]
+    def follow(self, name: str) -> None:
+        self.followed[name] += 1
 
-    def is_hinted(self, season: str) -> bool:
-        """Whether every change of `season` reaches this process now."""
+    def unfollow(self, name: str) -> None:
+        self.followed[name] -= 1
+        if self.followed[name] <= 0:
+            del self.followed[name]
+
+    def is_hinted(self, name: str) -> bool:
+        """Whether every change of season `name` reaches this process now."""
         if self.board.cluster:
-            ready = self.shards.get(season)
+            ready = self.shards.get(name)
             return ready is not None and ready.is_set()
         return self.connected.is_set()
 
-    async def hinted(self, season: str) -> None:
-        """Return once every later change of `season` will be hinted to this
-        process (Redis confirmed the subscription that carries it); the
+    async def hinted(self, name: str) -> None:
+        """Return once every later change of season `name` will be hinted to
+        this process (Redis confirmed the subscription that carries it); the
         season must be followed."""
         if self.board.cluster:
-            await self.shards.setdefault(season, asyncio.Event()).wait()
+            await self.shards.setdefault(name, asyncio.Event()).wait()
         else:
             await self.connected.wait()
 

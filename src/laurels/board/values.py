@@ -9,12 +9,13 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from laurels.ranking import Position, TiePolicy, ranks_beside
+from laurels.seasons import Season, season_named
 
 
 class BoardMissing(Exception):
     """The season has no board in Redis (never built, or lost): rebuild it."""
 
-    def __init__(self, season: str) -> None:
+    def __init__(self, season: Season) -> None:
         super().__init__(season)
         self.season = season
 
@@ -44,7 +45,7 @@ class Delta(NamedTuple):
     user_id: int
     points: int
     completed_at: datetime
-    season: str
+    season: Season
     profile: Profile
     # A correction (void, restore): the completion's correction number (0: as
     # recorded), whether it counts, and what a void falls back to in this
@@ -72,12 +73,12 @@ class Delta(NamedTuple):
     notify: bool = False
 
     @classmethod
-    def recorded(cls, seq: int, user_id: int, points: int, completed_at: datetime, season: str,
+    def recorded(cls, seq: int, user_id: int, points: int, completed_at: datetime, season: Season,
                  profile: Profile, tags: tuple[str, ...] = ()) -> Delta:
         """A completion as recorded: its other fields at their defaults."""
         return cls(seq, user_id, points, completed_at, season, profile, tags=tags)
 
-    def on_board(self, season: str, points: int, notify: bool, part: str = "") -> Delta:
+    def on_board(self, season: Season, points: int, notify: bool, part: str = "") -> Delta:
         """This completion on one other board (the whole board's other
         periods: projector.boards_of): its fields in order, four of them
         changed, as `_replace` would. (on_boards of one board costs a fifth
@@ -87,7 +88,7 @@ class Delta(NamedTuple):
         return _new(Delta, (seq, user_id, points, completed_at, season, profile, correction,
                             counted, reset_at, reset_score, tie_token, part, tags, notify))
 
-    def on_boards(self, boards: Iterable[tuple[str, int | None, bool, str]]) -> list[Delta]:
+    def on_boards(self, boards: Iterable[tuple[Season, int | None, bool, str]]) -> list[Delta]:
         """This completion on other boards (kind_rules.tagged_boards: its
         tags'): each board's season, its score there (None: the
         completion's points), whether it makes rank events, and its part.
@@ -104,11 +105,12 @@ class Delta(NamedTuple):
         return copies
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], season: str | None = None) -> Delta:
+    def from_row(cls, row: Mapping[str, Any], zone: str) -> Delta:
         """A completion row joined with its learner's profile, as the
-        projector and a catch-up read it (db/queries/)."""
+        projector and a catch-up read it (db/queries/): on its week's
+        board, the row's season, in the calendar of `zone`."""
         return cls(row["seq"], row["user_id"], row["points"], row["completed_at"],
-                   season or row["season"],
+                   season_named(row["season"], zone),
                    Profile(row["profile_version"], row["visibility"], row["display_name"]),
                    int(row.get("correction") or 0), bool(row.get("counted", True)),
                    tags=tuple(row.get("tags") or ()))

@@ -22,12 +22,14 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.types.json import Jsonb as Jsonb  # a JSON parameter, passed through
+from psycopg.types.string import StrDumper
 from psycopg_pool import AsyncConnectionPool
 
 from laurels.db.arrays import bool_array, int_array, text_array, timestamp_array
 from laurels.db.variants import variant
 from laurels.errors import StoreUnavailable
 from laurels.metrics import POOL_WAIT
+from laurels.seasons import Season
 
 __all__ = ["Database", "Jsonb", "Listener", "Row", "Tx", "bool_array",
            "int_array", "migrate", "text_array", "timestamp_array"]
@@ -157,6 +159,15 @@ async def _configure(conn: Conn) -> None:
     order, tens of ms, instead of by their index, 0.1 ms: once per board
     caught up after a Redis restart)."""
     await conn.execute("SET cursor_tuple_fraction = 1")
+    conn.adapters.register_dumper(Season, SeasonDumper)
+
+
+class SeasonDumper(StrDumper):
+    """A season as SQL stores it: its name (the text form lives at the
+    edges: here, keys.py and the URLs), alone or in a list."""
+
+    def dump(self, obj: Season) -> bytes:  # type: ignore[override]
+        return obj.name.encode()
 
 
 class Database:
