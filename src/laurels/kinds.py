@@ -41,15 +41,18 @@ class Ranked(TypedDict):
 
     rank: int
     score: int
+    board: NotRequired[str]  # from a board of a kind: its tag (CONTRACT.md, notifications)
 
 
 class Overtaken(TypedDict):
     """Passed by another learner, stored by id only: the name is resolved when
-    it is read or sent (null and "Anonymous" for one who may not be named)."""
+    it is read or sent (notifications.OvertakenShown: null and "Anonymous"
+    for one who may not be named); an erasure of the mover drops the id
+    (`scrub_notifications_about`)."""
 
     season: str
-    by_user_id: int | None
-    by_display_name: NotRequired[str]  # added when shown, never stored
+    by_user_id: NotRequired[int]
+    board: NotRequired[str]  # from a board of a kind: its tag
 
 
 class LeagueZoneData(TypedDict):
@@ -103,3 +106,27 @@ WEBHOOK_TYPES: tuple[WebhookType, ...] = get_args(WebhookType)
 # notification (`notification.<kind>`).
 WEBHOOK_EVENTS: tuple[str, ...] = (*WEBHOOK_TYPES,
                                    *(f"notification.{k}" for k in NOTIFICATION_KINDS))
+
+
+# The data of the events written where their change commits (the lifecycle,
+# corrections); `notification.created`'s is the notification as shown
+# (notifications.WEBHOOK_DATA holds every type's).
+class SeasonFinalized(TypedDict):
+    season: str  # its period's name (`2026-W49`)
+    period: Literal["week", "day", "month", "all"]
+    board: str  # `global`, or a board of a kind's tag
+
+
+class CompletionCorrected(TypedDict):
+    """`completion.voided` and `completion.restored`."""
+
+    completion_id: str
+    seq: int
+    season: str  # its week's name
+    user_id: int
+    points: int
+    status: Literal["voided", "recorded"]
+
+
+class UserErased(TypedDict):
+    user_id: int  # and nothing else about the learner

@@ -9,18 +9,32 @@ notifications): their id and name while they are public, `null` and
 learner who turns private stops being named at once, in every notification
 written about them before, and none can be matched to an Anonymous entry
 of the board.
+
+What the service writes for notifications and webhooks is declared here,
+one type per payload (the registries DATA and WEBHOOK_DATA), and each
+writer builds its payload as that type; tests/integration/test_payloads.py
+drives every writer and holds what it wrote to its type, field by field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from laurels import shapes
 from laurels.board import default_name
 from laurels.db import Database, Row, Tx
-from laurels.kinds import NAMING
+from laurels.kinds import (
+    NAMING,
+    PAYLOADS,
+    CompletionCorrected,
+    Metric,
+    NotificationKind,
+    SeasonFinalized,
+    UserErased,
+    WebhookType,
+)
 from laurels.seasons import is_board_season, label_of, parse_season
 
 if TYPE_CHECKING:
@@ -28,6 +42,60 @@ if TYPE_CHECKING:
 
 ANONYMOUS_NAME = "Anonymous"
 LIST_LIMIT = 100  # the newest notifications a learner's list shows
+
+# -- the payloads: notifications' data, webhooks' events ------------------------------
+
+
+class FromBoard(TypedDict, total=False):
+    """What the data of a notification from a board other than `global`
+    carries (CONTRACT.md, notifications): that board (`course:sql`)."""
+
+    board: str
+
+
+class OvertakenShown(FromBoard):
+    """`overtaken` as shown (`with_names`): the mover as they are now."""
+
+    season: str
+    by_user_id: int | None  # null: anonymous, hidden, suspended or erased now
+    by_display_name: str  # "Anonymous" then
+
+
+# Each notification kind's data as written (the registry, kinds.PAYLOADS),
+# and as shown (`shown`; BoardShown besides on a board of a kind).
+DATA: dict[NotificationKind, type] = PAYLOADS
+SHOWN: dict[NotificationKind, type] = {**DATA, "overtaken": OvertakenShown}
+
+
+class BoardShown(TypedDict):
+    """What a notification from a board of a kind shows beside its data
+    (beyond the contract: the page names the board by its kind's title and
+    value, and words it by the board's metric): `_on_board`."""
+
+    board_title: str
+    metric: Metric
+
+
+class NotificationCreated(shapes.Notification):
+    """`notification.created`: the notification as the API shows it, and whose."""
+
+    user_id: int
+
+
+# Each webhook event's `data`, by its type (kinds.WEBHOOK_TYPES).
+WEBHOOK_DATA: dict[WebhookType, type] = {
+    "notification.created": NotificationCreated, "season.finalized": SeasonFinalized,
+    "completion.voided": CompletionCorrected, "completion.restored": CompletionCorrected,
+    "user.erased": UserErased}
+
+
+class WebhookEvent(TypedDict):
+    """What is POSTed: `data` is its type's WEBHOOK_DATA."""
+
+    id: str
+    type: WebhookType
+    created_at: str
+    data: Mapping[str, object]
 
 
 def named_ids(data: Iterable[dict[str, Any]]) -> list[int]:
@@ -43,15 +111,15 @@ def with_names(kind: str, data: dict[str, Any], names: dict[int, str]) -> dict[s
     if kind not in NAMING:
         return data
     uid = data.get("by_user_id")
-    shown = dict(data)
+    named = dict(data)
     if isinstance(uid, int) and uid in names:
-        shown["by_user_id"], shown["by_display_name"] = uid, names[uid]
+        named["by_user_id"], named["by_display_name"] = uid, names[uid]
     else:
-        shown["by_user_id"], shown["by_display_name"] = None, ANONYMOUS_NAME
-    return shown
+        named["by_user_id"], named["by_display_name"] = None, ANONYMOUS_NAME
+    return named
 
 
-def on_board(data: dict[str, Any], season: str, titles: Mapping[str, str]
+def _on_board(data: dict[str, Any], season: str, titles: Mapping[str, str]
              ) -> dict[str, Any]:
     """A notification of a board of a kind as it may be shown: its data also
     names the board as the page does, by its kind's title and value
@@ -61,13 +129,24 @@ def on_board(data: dict[str, Any], season: str, titles: Mapping[str, str]
     if not isinstance(board, str) or not is_board_season(season):
         return data
     kind, _, value = board.partition(":")
-    return {**data, "board_title": f"{titles.get(kind, kind.capitalize())} · {value}",
-            "metric": parse_season(season, zone="UTC").metric}
+    extra: BoardShown = {"board_title": f"{titles.get(kind, kind.capitalize())} · {value}",
+                         "metric": parse_season(season, zone="UTC").metric}
+    return {**data, **extra}
 
 
 def utc(at: datetime) -> str:
     """An instant as the API writes it (the session's TimeZone made UTC)."""
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def shown(row: Row, names: dict[int, str], titles: Mapping[str, str]) -> shapes.Notification:
+    """A notification's row as the API shows it: the learner it names as
+    `names` has them (`public_names`), its board by `titles`."""
+    return {"id": row["id"], "kind": row["kind"], "season": label_of(row["season"]),
+            "data": _on_board(with_names(row["kind"], row["data"], names), row["season"],
+                             titles),
+            "created_at": utc(row["created_at"]), "updated_at": utc(row["updated_at"]),
+            "read": row["read"]}
 
 
 class Notifications:
@@ -116,11 +195,7 @@ class Notifications:
         """Notification rows as the API shows them, names resolved now."""
         names = await self.public_names(named_ids(r["data"] for r in rows), tx)
         titles = await self.titles()
-        return [{"id": r["id"], "kind": r["kind"], "season": label_of(r["season"]),
-                 "data": on_board(with_names(r["kind"], r["data"], names), r["season"],
-                                  titles),
-                 "created_at": utc(r["created_at"]), "updated_at": utc(r["updated_at"]),
-                 "read": r["read"]} for r in rows]
+        return [shown(r, names, titles) for r in rows]
 
     async def newest(self, user_id: int) -> shapes.Notifications:
         rows = await self.db.fetch("list_notifications", user_id=user_id, limit=LIST_LIMIT)

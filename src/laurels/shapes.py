@@ -2,9 +2,10 @@
 
 Each is the JSON body of an endpoint (or a part of one) as a `TypedDict`, so
 a service that builds one with a key missing, misspelt or of the wrong type
-fails mypy, not a client. tests/unit/test_shapes.py holds each to the API's
-own model of it (api/schemas.py, what OpenAPI publishes): the same keys, the
-same required ones. The routes serialize them as they are.
+fails mypy, not a client. tests/unit/test_bodies.py holds each to the API's
+own model of it (api/schemas.py, what OpenAPI publishes) and to the client's
+(client/types.py): the same keys, required alike, of the same types. The
+routes serialize them as they are.
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ class RebuildStatus(TypedDict):
     season: str
     board: str
     status: RebuildState
-    events: NotRequired[int | None]
-    error: NotRequired[str | None]
+    events: int | None  # completions streamed so far
+    error: str | None
 
 
 MismatchField = Literal["score", "profile", "tie"]
@@ -131,8 +132,8 @@ class Mismatch(TypedDict):
     user_id: int
     redis: int | None
     postgres: int | None
-    field: MismatchField
-    difference: NotRequired[str]  # beyond the contract: what differs, in words
+    field: MismatchField  # beyond the contract: what differs, and in words
+    difference: str
 
 
 class Verified(TypedDict):
@@ -323,9 +324,9 @@ class GroupAround(Around):
 
 
 class Recorded(TypedDict):
-    completion_id: str | None
-    seq: int | None
-    season: str | None
+    completion_id: str
+    seq: int
+    season: str
     status: Literal["recorded", "duplicate"]
 
 
@@ -335,8 +336,8 @@ class Suspend(TypedDict):
 
 
 class ItemError(TypedDict):
-    code: str | None
-    detail: str | None
+    code: str
+    detail: str
 
 
 class Rejected(TypedDict):
@@ -369,6 +370,12 @@ class Audit(TypedDict):
     next: str | None
 
 
+class AttemptError(TypedDict):
+    attempt: int
+    at: str
+    error: str
+
+
 class Delivery(TypedDict):
     id: str
     type: str
@@ -376,7 +383,7 @@ class Delivery(TypedDict):
     attempts: int
     last_error: str | None
     next_attempt_at: str | None
-    errors: NotRequired[list[dict[str, Any]]]  # beyond the contract: the attempts' errors
+    errors: list[AttemptError]  # beyond the contract: every failed attempt's error
 
 
 class Deliveries(TypedDict):

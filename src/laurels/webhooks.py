@@ -50,9 +50,14 @@ from laurels import failpoints, shapes
 from laurels.backoff import jittered_seconds
 from laurels.db import Database, Row, Tx
 from laurels.metrics import WEBHOOK_ATTEMPT_SECONDS, WEBHOOK_ATTEMPTS, WEBHOOK_DELIVERIES
-from laurels.notifications import Notifications, named_ids, on_board, utc, with_names
+from laurels.notifications import (
+    NotificationCreated,
+    Notifications,
+    WebhookEvent,
+    named_ids,
+    shown,
+)
 from laurels.reads import iso
-from laurels.seasons import label_of
 from laurels.settings import Settings, accepted
 
 log = logging.getLogger("laurels.webhooks")
@@ -156,23 +161,19 @@ class Outgoing:
         return out | set(named_ids(n["data"] for n in self.notes.values()))
 
     def body(self, row: Row, names: dict[int, str], titles: Mapping[str, str]
-             ) -> dict[str, Any] | None:
+             ) -> WebhookEvent | None:
         """The body sent for `row`: a notification as it is now (None when it
         is gone), every other event as it was written."""
-        body: dict[str, Any] = row["body"]
+        body: WebhookEvent = row["body"]
         nid = notification_of(row)
         if nid is None:
             return body
         note = self.notes.get(nid)
         if note is None:
             return None
-        return {**body, "data": {
-            "id": note["id"], "user_id": note["user_id"], "kind": note["kind"],
-            "season": label_of(note["season"]),
-            "data": on_board(with_names(note["kind"], note["data"], names), note["season"],
-                             titles),
-            "created_at": utc(note["created_at"]), "updated_at": utc(note["updated_at"]),
-            "read": note["read"]}}
+        data: NotificationCreated = {**shown(note, names, titles), "user_id": note["user_id"]}
+        return {"id": body["id"], "type": body["type"], "created_at": body["created_at"],
+                "data": data}
 
 
 class Webhooks:
@@ -266,7 +267,7 @@ class Webhooks:
             if delivered:
                 await self.db.run("deliveries_done", tx, ids=delivered)
 
-    async def _post(self, http: aiohttp.ClientSession, row: Row, body_json: dict[str, Any]
+    async def _post(self, http: aiohttp.ClientSession, row: Row, body_json: WebhookEvent
                     ) -> str | None:
         """One attempt; None when delivered, else what went wrong."""
         body = orjson.dumps(body_json)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from laurels.notifications import on_board
+from laurels.notifications import _on_board as on_board
 from laurels.seasons import parse_season
 from laurels.webhooks import Outgoing
 
@@ -35,6 +35,7 @@ def test_a_webhook_body_names_the_board() -> None:
     row: dict[str, Any] = {"id": "d1", "user_id": 3, "type": "notification.created",
                            "notification_id": 7,
                            "body": {"id": "d1", "type": "notification.created",
+                                    "created_at": "2026-12-08T00:00:00Z",
                                     "data": {"notification_id": 7}}}
     out = Outgoing([row], {7: note})
     sent = out.body(row, {}, {"skill": "Skills"})

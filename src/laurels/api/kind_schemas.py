@@ -65,4 +65,4 @@ class KindBoardsOut(BaseModel):
     kind: str
     season: str
     boards: list[KindBoardOut]
-    next: str | None = Field(None, description="the `after` of the next page; null: the last")
+    next: str | None = Field(description="the `after` of the next page; null: the last")

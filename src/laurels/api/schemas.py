@@ -1,4 +1,5 @@
-"""Response shapes, for /openapi.json (handlers build the JSON directly)."""
+"""Response shapes, for /openapi.json (handlers build the JSON directly), held
+to shapes.py's and the client's (client/types.py) by tests/unit/test_bodies.py."""
 
 from __future__ import annotations
 
@@ -19,6 +20,16 @@ from laurels.ranking import TiePolicy
 from laurels.shapes import AuditAction
 from laurels.states import RebuildStatus, Visibility
 from laurels.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def absent(description: str) -> Any:
+    """A field that is left out when it does not apply (a `NotRequired` key
+    of shapes.py): not required, and never null (no default published)."""
+    return Field(None, description=description, json_schema_extra=_no_default)
 
 
 class ProblemOut(BaseModel):
@@ -102,21 +113,29 @@ class GroupAroundOut(AroundOut):
     group_id: str
 
 
+class RebuildStartedOut(BaseModel):
+    rebuild_id: str
+    season: str
+    board: str
+    status: Literal["running"]
+
+
 class RebuildOut(BaseModel):
     rebuild_id: str
     season: str
     board: str
     status: RebuildStatus
-    events: int | None = None
-    error: str | None = None
+    events: int | None = Field(description="completions streamed so far")
+    error: str | None
 
 
 class MismatchOut(BaseModel):
     user_id: int
     redis: int | None
     postgres: int | None
-    field: Literal["score", "profile", "tie"]
-    difference: str | None = None  # beyond the contract: what differs, in words
+    field: Literal["score", "profile", "tie"] = Field(
+        description="beyond the contract: what differs")
+    difference: str = Field(description="beyond the contract: what differs, in words")
 
 
 class VerifyOut(BaseModel):
@@ -199,7 +218,7 @@ class GroupBoardOut(BoardOut):
 
 class FriendOut(EntryOut):
     board_rank: int | None
-    self: bool | None = None
+    self: bool = absent("only on the caller's own entry: true")
 
 
 class FriendsOut(BaseModel):
@@ -207,7 +226,6 @@ class FriendsOut(BaseModel):
     board: str
     metric: Metric
     entries: list[FriendOut]
-
 
 
 class CorrectionOut(BaseModel):
@@ -238,7 +256,7 @@ class AuditEntryOut(BaseModel):
     action: AuditAction
     target: str
     reason: str | None
-    details: dict[str, Any] | None = None
+    details: dict[str, Any] | None = Field(description="beyond the contract: the action's extras")
 
 
 class AuditOut(BaseModel):
@@ -261,9 +279,15 @@ class CompletionsOut(BaseModel):
     score: int
     completions: list[CompletionItemOut]
     next: str | None
-    # true when the season's completions were retired (LAURELS_RETAIN_COMPLETIONS_DAYS):
-    # the archived score, no completions
-    retired: bool | None = None
+    retired: bool = absent("only when the season's completions were retired "
+                           "(LAURELS_RETAIN_COMPLETIONS_DAYS): true, the archived score "
+                           "and no completions")
+
+
+class AttemptErrorOut(BaseModel):
+    attempt: int
+    at: str
+    error: str
 
 
 class DeliveryOut(BaseModel):
@@ -273,7 +297,8 @@ class DeliveryOut(BaseModel):
     attempts: int
     last_error: str | None
     next_attempt_at: str | None
-    errors: list[dict[str, Any]] | None = None  # beyond the contract: each attempt's error
+    errors: list[AttemptErrorOut] = Field(
+        description="beyond the contract: every failed attempt's error")
 
 
 class DeliveriesOut(BaseModel):
@@ -290,7 +315,7 @@ LeagueOutcome = Literal["promoted", "demoted", "stayed"]
 class LeagueEntryOut(EntryOut):
     zone: LeagueZone | None
     self: bool = Field(description="the caller's own entry, with their real name")
-    outcome: LeagueOutcome | None = Field(None, description="only once the week is decided")
+    outcome: LeagueOutcome = absent("only once the week is decided")
 
 
 class LeagueSelfOut(BaseModel):

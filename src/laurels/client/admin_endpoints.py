@@ -18,7 +18,8 @@ from laurels.client.types import (
     Deliveries,
     DeliveryStatus,
     KindBoards,
-    LearnerCorrection,
+    LearnerRestored,
+    LearnerVoided,
     Metric,
     Rebuild,
     RebuildStarted,
@@ -65,21 +66,21 @@ class AdminEndpoints:
 
     @Call
     def void_user(user_id: int, reason: str, season: str | None = None,
-                  board: str = "global") -> Request[LearnerCorrection]:
+                  board: str = "global") -> Request[LearnerVoided]:
         """Void every counted completion of a learner in `season`, or every
         one, all or none; on a board of a kind, that board's season (in its
         zone) and its completions only: `POST /v1/admin/users/{user_id}/void`
-        (admin). Returns a `LearnerCorrection` (`voided`). Raises
+        (admin). Returns a `LearnerVoided`. Raises
         `UserErased`, `NotFound` (a kind not defined)."""
         return Request("POST", f"/v1/admin/users/{user_id}/void",
                        json=correction(reason, season, board))
 
     @Call
     def restore_user(user_id: int, reason: str | None = None, season: str | None = None,
-                     board: str = "global") -> Request[LearnerCorrection]:
+                     board: str = "global") -> Request[LearnerRestored]:
         """Restore every voided completion of a learner in `season`, or every
         one (on `board`, as `void_user`): `POST /v1/admin/users/{user_id}/restore`
-        (admin). Returns a `LearnerCorrection` (`restored`). Raises
+        (admin). Returns a `LearnerRestored`. Raises
         `UserErased`, `NotFound`."""
         return Request("POST", f"/v1/admin/users/{user_id}/restore",
                        json=correction(reason, season, board))

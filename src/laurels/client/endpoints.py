@@ -24,6 +24,7 @@ from laurels.client.types import (
     FriendsBoard,
     Group,
     GroupBoard,
+    GroupNeighbourhood,
     LearnerBoards,
     MarkedRead,
     Membership,
@@ -139,10 +140,10 @@ class Endpoints(AdminEndpoints):
 
     @Call
     def group_around(group_id: str, season: str, user_id: int, radius: int = 5,
-                     board: str = "global") -> Request[Neighbourhood]:
+                     board: str = "global") -> Request[GroupNeighbourhood]:
         """A member's neighbourhood within a group:
         `GET /v1/groups/{group_id}/leaderboards/{season}/users/{user_id}`
-        (that member's learner token, or admin). Returns a `Neighbourhood`
+        (that member's learner token, or admin). Returns a `GroupNeighbourhood`
         (with `group_id`). Raises `NotFound` (not a member), `NotRanked`."""
         return Request(
             "GET", f"/v1/groups/{seg(group_id)}/leaderboards/{seg(season)}/users/{user_id}",

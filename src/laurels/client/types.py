@@ -96,6 +96,7 @@ class GroupBoard(Board):
     """A group's board: its members ranked among themselves."""
 
     group_id: str
+    name: str  # the group's name (its id when it has none)
 
 
 class Standing(TypedDict):
@@ -122,7 +123,10 @@ class Neighbourhood(TypedDict):
     metric: Metric
     user: Standing
     neighbors: list[Neighbor]  # from rank - radius to rank + radius
-    group_id: NotRequired[str]  # on a group's neighbourhood
+
+
+class GroupNeighbourhood(Neighbourhood):
+    group_id: str  # a member's neighbourhood within a group: `group_around`
 
 
 class FriendEntry(Entry):
@@ -240,11 +244,17 @@ class Correction(TypedDict):
 
 
 class LearnerCorrection(TypedDict):
-    """How many of a learner's completions a bulk void or restore changed."""
+    """A bulk void's or restore's answer: a `LearnerVoided`, a `LearnerRestored`."""
 
     user_id: int
-    voided: NotRequired[int]  # (void_user)
-    restored: NotRequired[int]  # (restore_user)
+
+
+class LearnerVoided(LearnerCorrection):
+    voided: int  # how many of the learner's completions a bulk void voided (`void_user`)
+
+
+class LearnerRestored(LearnerCorrection):
+    restored: int  # how many a bulk restore restored (`restore_user`)
 
 
 class Suspension(TypedDict):
@@ -262,7 +272,7 @@ class AuditEntry(TypedDict):
     action: AuditAction
     target: str  # a completion id, a user id, a season or a group id
     reason: str | None
-    details: NotRequired[dict[str, Any] | None]  # beyond the contract: the action's extras
+    details: dict[str, Any] | None  # beyond the contract: the action's extras
 
 
 class AuditLog(TypedDict):
@@ -298,8 +308,8 @@ class Mismatch(TypedDict):
     user_id: int
     redis: int | None
     postgres: int | None
-    field: NotRequired[Literal["score", "profile", "tie"]]  # beyond the contract: what differs
-    difference: NotRequired[str]  # beyond the contract: the difference, in words
+    field: Literal["score", "profile", "tie"]  # beyond the contract: what differs
+    difference: str  # beyond the contract: the difference, in words
 
 
 class VerifyResult(TypedDict):
@@ -328,7 +338,7 @@ class Delivery(TypedDict):
     status: DeliveryStatus
     attempts: int
     last_error: str | None  # the last failed attempt's error (kept once delivered)
-    errors: NotRequired[list[AttemptError]]  # extra: every failed attempt's error
+    errors: list[AttemptError]  # extra: every failed attempt's error
     next_attempt_at: str | None  # null unless pending
 
 
@@ -337,7 +347,6 @@ class Deliveries(TypedDict):
 
     deliveries: list[Delivery]  # newest first
     next: str | None
-
 
 
 class LearnerBoard(TypedDict):
@@ -365,7 +374,7 @@ class BoardKind(TypedDict):
     kind: str
     title: str
     metric: Metric
-    periods: list[str]
+    periods: list[Period]
     time_zone: str
     notify: bool
     created_at: str
