@@ -19,22 +19,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import orjson
 import redis
-from aiohttp import web
 from hypothesis import Phase
 
 from laurels.api.auth import mint
 from laurels.settings import Settings
 from tests.polling import eventually as eventually  # re-exported: the one way to poll
 from tests.polling import wait_until as wait_until
+from tests.webhook_receiver import Receiver as Receiver  # re-exported: the one receiver
 
 # The third store setup of .ci/run: LAURELS_TEST_REDIS_URL names a node of a
 # Redis Cluster (tests/cluster.py makes one from the machine's redis-server).
@@ -299,35 +298,10 @@ def model_examples(default: int) -> int:
     return int(os.environ.get("LAURELS_MODEL_EXAMPLES", str(default)))
 
 
-class Receiver:
-    """A webhook receiver on a free loopback port: takes every event (204)
-    and keeps it."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/hooks"
-        self.events: list[dict[str, Any]] = []
-        self.raw: list[bytes] = []
-
-    async def handle(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        self.raw.append(body)
-        self.events.append(orjson.loads(body))
-        return web.Response(status=204)
-
-
-@contextlib.asynccontextmanager
-async def receiving() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    app = web.Application()
-    app.router.add_post("/hooks", r.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", r.port).start()
-    try:
-        yield r
-    finally:
-        await runner.cleanup()
+def receiving() -> Receiver:
+    """A webhook receiver that takes every event (204) and keeps it
+    (tests/webhook_receiver.py), for `async with` or `with`."""
+    return Receiver()
 
 
 def one_line_of(result: subprocess.CompletedProcess[str]) -> str:

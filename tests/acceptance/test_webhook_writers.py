@@ -5,20 +5,14 @@ deployment. Each process runs with the deployment's settings (issue 40,
 "One deployment, one set of settings"): one started without the webhook
 variables is refused, never quietly sending nothing.
 
-The receiver is the threaded one docs/webhooks.md shows, checking each
-signature as the docs say."""
+The receiver is the suite's (tests/webhook_receiver.py): a
+`ThreadingHTTPServer` as docs/webhooks.md shows, checking each signature as
+the docs say, both ways."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,46 +27,9 @@ from tests.helpers import (
     stop_process,
     wait_until,
 )
+from tests.webhook_receiver import Receiver
 
 pytestmark = [pytest.mark.once, pytest.mark.slow]
-
-
-class Receiver(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.events: list[dict[str, Any]] = []
-        self.bad_signatures = 0
-        self.url = f"http://127.0.0.1:{self.server_port}/hooks"
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        parts = dict(p.split("=", 1) for p in self.headers["Laurels-Signature"].split(","))
-        want = hmac.new(WEBHOOK_SECRET.encode(), parts["t"].encode() + b"." + body,
-                        hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(want, parts["v1"]):
-            self.server.bad_signatures += 1
-        self.server.events.append(json.loads(body))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def receiving() -> Iterator[Receiver]:
-    receiver = Receiver()
-    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        receiver.shutdown()
-        receiver.server_close()
 
 
 def cli(env: dict[str, str], *args: str) -> str:
@@ -85,7 +42,7 @@ def cli(env: dict[str, str], *args: str) -> str:
 def test_events_of_every_writer_reach_the_receiver(tmp_path: Path, database_url: str,
                                                    redis_url: str, key_prefix: str,
                                                    serve: Any) -> None:
-    with receiving() as receiver:
+    with Receiver(secret=WEBHOOK_SECRET) as receiver:
         # The serving process has the URL (it sends); it runs no projector.
         server = serve("--no-projector", LAURELS_WEBHOOK_URL=receiver.url,
                        LAURELS_WEBHOOK_SECRET=WEBHOOK_SECRET)

@@ -1,10 +1,10 @@
 """Signed webhooks (issue 16; docs/contract.md, Webhooks), in process against
-the real stores, to a test receiver on a loopback port that fails, times
-out and answers 500 in turn before it takes each event."""
+the real stores, to the suite's receiver on a loopback port
+(tests/webhook_receiver.py) that answers 500, times out and redirects in
+turn before it takes each event."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -16,26 +16,17 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from laurels.seasons import season_of
+from laurels.seasons import parse_season, season_of
 from laurels.webhooks import signature, standard_signature
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post
-from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, eventually, free_port, token_for
+from tests.helpers import ADMIN, INGEST, WEBHOOK_SECRET, eventually, token_for
+from tests.webhook_receiver import FAIL, PATH, REDIRECT, SLOW, Receiver, standard_key, verify
 
 ITEMS = [("h1", 1, 10, "2025-12-01T10:00:00Z"), ("h2", 2, 12, "2025-12-01T11:00:00Z")]
-
-
-def verify(secret: str, header: str, body: bytes, tolerance: float = 300) -> bool:
-    """What a receiver does (docs/webhooks.md): genuine when any v1 matches."""
-    pairs = [p.split("=", 1) for p in header.split(",")]
-    t = int(next(v for k, v in pairs if k == "t"))
-    want = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
-    return abs(time.time() - t) <= tolerance and any(
-        hmac.compare_digest(want, v) for k, v in pairs if k == "v1")
 
 
 def test_a_rotating_secret_signs_with_both_values() -> None:
@@ -55,15 +46,6 @@ def test_a_rotating_secret_signs_with_both_values() -> None:
     header = signature("new-secret", now, body)
     assert header.count("v1=") == 1
     assert verify("new-secret", header, body) and not verify("old-secret", header, body)
-
-
-def standard_key(secret: str) -> str:
-    """What a receiver gives the Standard Webhooks library for laurels'
-    secret (docs/webhooks.md): a `whsec_` one as it is, any other as `whsec_`
-    and the base64 of its UTF-8 bytes."""
-    if secret.startswith("whsec_"):
-        return secret
-    return "whsec_" + base64.b64encode(secret.encode()).decode()
 
 
 @pytest.mark.parametrize("secret", ["plain-secret", "whsec_" + base64.b64encode(
@@ -86,62 +68,6 @@ def test_the_standard_signature_verifies_with_the_specifications_library(secret:
         Webhook(standard_key(value)).verify(body, {**headers, "webhook-signature": rotating})
 
 
-class Receiver:
-    """Answers each event 500, then nothing (past the timeout), then a broken
-    connection... as `script` says per attempt, then 204."""
-
-    def __init__(self, script: list[str]) -> None:
-        self.script = script
-        self.attempts: Counter[str] = Counter()
-        self.received: dict[str, dict[str, Any]] = {}
-        self.bad_signatures = 0
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/hooks"
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        event_id = request.headers["Laurels-Event-Id"]
-        if not verify(WEBHOOK_SECRET, request.headers["Laurels-Signature"], body):
-            self.bad_signatures += 1
-        try:  # issue 65, point 9: as a Standard Webhooks receiver, with its library
-            Webhook(standard_key(WEBHOOK_SECRET)).verify(body, dict(request.headers))
-            assert request.headers["webhook-id"] == request.headers["Laurels-Event-Id"]
-        except WebhookVerificationError:
-            self.bad_signatures += 1
-        n = self.attempts[event_id]
-        self.attempts[event_id] += 1
-        step = self.script[n] if n < len(self.script) else "ok"
-        if step == "500":
-            return web.Response(status=500)
-        if step == "timeout":
-            await asyncio.sleep(2)
-            return web.Response(status=204)
-        if step == "redirect":
-            return web.Response(status=302, headers={"Location": f"{self.url}/elsewhere"})
-        event = orjson.loads(body)
-        assert event["id"] == event_id
-        self.received[event_id] = event
-        return web.Response(status=204)
-
-    async def elsewhere(self, request: web.Request) -> web.Response:
-        self.attempts["followed a redirect"] += 1
-        return web.Response(status=204)
-
-
-async def running(receiver: Receiver) -> AsyncIterator[None]:
-    app = web.Application()
-    app.router.add_post("/hooks", receiver.handle)
-    app.router.add_post("/hooks/elsewhere", receiver.elsewhere)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", receiver.port)
-    await site.start()
-    try:
-        yield
-    finally:
-        await runner.cleanup()
-
-
 async def deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
     resp = await api.client(ADMIN).get("/v1/admin/webhooks/deliveries", params=params)
     assert resp.status_code == 200, resp.text
@@ -160,8 +86,7 @@ async def settled(api: Api, seconds: float = 30) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver(["500", "timeout", "redirect"])
-    async for _ in running(r):
+    async with Receiver([FAIL, SLOW, REDIRECT], secret=WEBHOOK_SECRET) as r:
         yield r
 
 
@@ -176,7 +101,7 @@ async def test_every_event_arrives_signed_after_failures(
     await restore(api, "h1")
     assert (await admin.delete("/v1/users/2")).status_code == 204
     await api.close_seasons()
-    assert "2025-W49" in await api.runtime.lifecycle.finalize_due(
+    assert parse_season("2025-W49", zone="UTC") in await api.runtime.lifecycle.finalize_due(
         datetime(2025, 12, 20, tzinfo=UTC))
     await api.runtime.notifier.consume()
     done = await settled(api)
@@ -195,7 +120,8 @@ async def test_every_event_arrives_signed_after_failures(
         assert [line.split(" failed: ")[0].rsplit(" ", 1)[-1] for line in logged] == [
             "1", "2", "3"], logged  # each failed attempt at INFO, with its number
         assert "HTTP 500" in logged[0] and "HTTP 302" in logged[2]
-    assert receiver.bad_signatures == 0 and receiver.attempts["followed a redirect"] == 0
+    assert receiver.bad_signatures == 0
+    assert {d.path for d in receiver.deliveries} == {PATH}  # no redirect followed
     assert set(receiver.received) == {d["id"] for d in done}
     events = {e["type"]: e for e in receiver.received.values()}
     assert events["user.erased"]["data"] == {"user_id": 2}
@@ -232,8 +158,7 @@ async def test_every_event_arrives_signed_after_failures(
 
 
 async def test_a_failed_delivery_and_its_retry(serve: ApiFactory) -> None:
-    receiver = Receiver(["500"] * 3)
-    async for _ in running(receiver):
+    async with Receiver([FAIL] * 3, secret=WEBHOOK_SECRET) as receiver:
         api = await serve(close_seasons=False, webhook_url=receiver.url,
                           webhook_timeout_seconds=0.5)
         await post(api.client(INGEST), ITEMS)
@@ -265,8 +190,7 @@ async def test_no_webhooks_without_a_url(serve: ApiFactory) -> None:
 async def test_only_the_events_asked_for_are_sent(serve: ApiFactory) -> None:
     """LAURELS_WEBHOOK_EVENTS: event types and notification kinds; the
     others are not recorded at all."""
-    receiver = Receiver([])
-    async for _ in running(receiver):
+    async with Receiver(secret=WEBHOOK_SECRET) as receiver:
         api = await serve(close_seasons=False, webhook_url=receiver.url,
                           webhook_events=("completion.voided", "notification.top10"))
         c = api.client(INGEST)
@@ -300,13 +224,12 @@ async def test_a_refreshed_notification_is_sent_once_per_window_with_its_latest_
     refreshes within LAURELS_WEBHOOK_COALESCE_SECONDS make one more
     delivery, sent when the window has passed, carrying the latest state
     (who passed them last)."""
-    receiver = Receiver([])
-    async for _ in running(receiver):
+    async with Receiver(secret=WEBHOOK_SECRET) as receiver:
         api = await serve(webhook_url=receiver.url, webhook_coalesce_seconds=2)
         rt = api.runtime
         c = api.client(INGEST)
         # live: rank events
-        await rt.rebuilder.run(season_of(datetime.now(UTC), "week", zone="UTC").name)
+        await rt.rebuilder.run(season_of(datetime.now(UTC), "week", zone="UTC"))
         for uid, points in ((1, 5), (2, 6), (3, 7), (4, 8), (5, 9)):
             resp = await c.post("/v1/completions", json={
                 "completion_id": f"o{uid}", "user_id": uid, "points": points})
@@ -343,15 +266,14 @@ async def test_league_notifications_reach_the_platform(serve: ApiFactory) -> Non
     reaches the receiver as notification.created, signed, carrying its kind
     and data as the API shows them, and LAURELS_WEBHOOK_EVENTS chooses them
     by kind."""
-    receiver = Receiver([])
-    async for _ in running(receiver):
+    async with Receiver(secret=WEBHOOK_SECRET) as receiver:
         api = await serve(close_seasons=False, late_grace_seconds=10**9,
                           league_grace_seconds=10**9, webhook_url=receiver.url,
                           league_tiers=("bronze", "silver"), league_size=5,
                           league_promote=(2,), league_demote=(1,),
                           webhook_events=("notification.league_zone",
                                           "notification.league_result"))
-        week = "2026-W40"
+        week = parse_season("2026-W40", zone="UTC")
         start = season_of(datetime(2026, 10, 1, tzinfo=UTC), "week", zone="UTC").starts_at
         await post(api.client(INGEST), [(f"lz{u}", u, u, start.replace(hour=u).isoformat())
                                         for u in range(1, 6)])

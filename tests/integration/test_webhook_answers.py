@@ -8,45 +8,17 @@ from __future__ import annotations
 
 import asyncio
 
-from aiohttp import web
-
 from laurels.runtime import Runtime
 from laurels.webhooks import store_settings
-from tests.helpers import free_port
+from tests.webhook_receiver import CHUNK, Answer, Receiver
 
-CHUNK = 1 << 20  # 1 MiB
-BODY_MB = 256
+BODY_MB = 256  # of CHUNK (1 MiB) each
+HUGE = Answer(200, body=BODY_MB * CHUNK)
 
 
 async def test_a_huge_answer_is_not_read(rt: Runtime) -> None:
-    written = {"bytes": 0, "requests": 0}
-    ended = asyncio.Event()  # the receiver's handler is done writing
-
-    async def huge(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        written["requests"] += 1
-        resp = web.StreamResponse(status=200)
-        resp.content_length = BODY_MB * CHUNK
-        await resp.prepare(request)
-        block = b"x" * CHUNK
-        try:
-            for _ in range(BODY_MB):
-                await resp.write(block)
-                written["bytes"] += CHUNK
-        except (ConnectionError, RuntimeError):
-            pass  # the sender went away: what it needed, it read
-        finally:
-            ended.set()
-        return resp
-
-    port = free_port()
-    app = web.Application()
-    app.router.add_post("/hooks", huge)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        svc = rt.derive(webhook_url=f"http://127.0.0.1:{port}/hooks")
+    with Receiver([HUGE]) as receiver:
+        svc = rt.derive(webhook_url=receiver.url)
         await store_settings(svc.db, svc.settings)
         async with svc.db.connection() as conn:
             await conn.execute("SELECT laurels_enqueue_webhook('season.finalized', NULL,"
@@ -54,10 +26,9 @@ async def test_a_huge_answer_is_not_read(rt: Runtime) -> None:
         assert svc.webhooks is not None
         async with svc.webhooks.client() as http:
             assert await svc.webhooks.deliver_due(http) == 1
-        await asyncio.wait_for(ended.wait(), 30)  # it wrote all it could
+        [answered] = receiver.deliveries
+        assert await asyncio.to_thread(answered.done.wait, 30)  # it wrote all it could
         rows = await svc.db.fetch("delivery_counts")
         assert {r["status"]: int(r["n"]) for r in rows} == {"delivered": 1}
-        assert written["requests"] == 1
-        assert written["bytes"] < BODY_MB * CHUNK // 4, written  # never read whole
-    finally:
-        await runner.cleanup()
+        assert len(receiver.deliveries) == 1
+        assert answered.written < BODY_MB * CHUNK // 4, answered.written  # never read whole
