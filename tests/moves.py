@@ -82,7 +82,7 @@ WRITERS: dict[str, tuple[str, str]] = {
     "Groups.put": (INTERLEAVED, "group_put"),
     "Groups.delete": (INTERLEAVED, "group_delete"),
     "Groups.change_members": (INTERLEAVED, "group_members"),
-    "Groups.forget": (INTERLEAVED, "erase"),  # an erasure's step (lifecycle.Forgets)
+    "Groups.forget": (INTERLEAVED, "erase"),  # an erasure's step (erasure.Forgets)
     # faults (DESIGN.md: faults are moves too)
     "fault restart from an older snapshot": (FAULTS, "restart_from_snapshot"),
     "fault failover to a replica one step behind": (FAULTS, "failover"),

@@ -145,7 +145,7 @@ class Groups:
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}
 
-    holds = "none"  # an erasure (lifecycle.Forgets): nothing before their seasons
+    holds = "none"  # an erasure (erasure.Forgets): nothing before their seasons
 
     async def hold(self, tx: Tx, user_id: int) -> None:
         return None

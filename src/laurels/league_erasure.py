@@ -1,4 +1,4 @@
-"""What an erasure asks of the leagues (lifecycle.Forgets; docs/concurrency.md,
+"""What an erasure asks of the leagues (erasure.Forgets; docs/concurrency.md,
 `league`): the lock of every week the learner joined, taken before their
 seasons, so that a placement, zone pass or decision of theirs has committed
 (and is undone here) or waits and then finds them gone; then their league

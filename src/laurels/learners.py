@@ -10,6 +10,7 @@ from laurels import failpoints
 from laurels.board import Profile, default_name
 from laurels.board.roles import Profiles
 from laurels.db import Database, Tx
+from laurels.erasure import Erasure
 from laurels.errors import DomainError
 from laurels.lifecycle import Lifecycle
 from laurels.privacy import Privacy
@@ -33,15 +34,16 @@ class Learner:
 
 class Learners:
     def __init__(self, db: Database, board: Profiles, lifecycle: Lifecycle,
-                 privacy: Privacy) -> None:
+                 privacy: Privacy, erasure: Erasure) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
         self.privacy = privacy
+        self.erasure = erasure
 
     async def erase(self, user_id: int) -> bool:
-        """False when the learner was erased already (lifecycle.erase)."""
-        return await self.lifecycle.erase(user_id, committed=lambda: self.privacy.note(
+        """False when the learner was erased already (erasure.py)."""
+        return await self.erasure.erase(user_id, committed=lambda: self.privacy.note(
             user_id, "public", erased=True))
 
     async def update(self, user_id: int, body: ProfileIn) -> Learner:

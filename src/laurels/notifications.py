@@ -154,7 +154,7 @@ class Notifications:
         self.db = db
         self.kinds = kinds
 
-    holds = "none"  # an erasure (lifecycle.Forgets): nothing before their seasons
+    holds = "none"  # an erasure (erasure.Forgets): nothing before their seasons
 
     async def hold(self, tx: Tx, user_id: int) -> None:
         return None

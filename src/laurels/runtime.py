@@ -28,6 +28,7 @@ from laurels.corrections import Corrections
 from laurels.db import Database, migrate
 from laurels.deployment import BEAT_SECONDS, Membership
 from laurels.epoch import EpochWatch
+from laurels.erasure import Erasure
 from laurels.errors import StoreUnavailable
 from laurels.groups import Groups
 from laurels.heal import Healer
@@ -75,6 +76,7 @@ class Services:
     keys: Keys
     board: Board
     lifecycle: Lifecycle
+    erasure: Erasure
     rebuilder: Rebuilder
     healer: Healer
     notifier: Notifier
@@ -171,8 +173,9 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     board.trust.current, board.trust.recorded = board.fingerprint, epoch.recorded
     deliveries = Deliveries(db, settings)
     # What an erasure makes forget, in the order of the locks their statements
-    # take (members, group, deliveries): lifecycle.Forgets.
-    lifecycle.concerns = [LeagueErasure(db), groups, notifications, deliveries]
+    # take (members, group, deliveries): erasure.Forgets.
+    erasure = Erasure(settings, db, board, lifecycle)
+    erasure.concerns = [LeagueErasure(db), groups, notifications, deliveries]
     webhooks = None
     if settings.webhook_url is not None:
         webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
@@ -180,10 +183,11 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
                             concurrency=settings.webhook_concurrency)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
+        erasure=erasure,
         rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, partitions, clock or _now),
         partitions=partitions,
-        learners=Learners(db, board, lifecycle, privacy),
+        learners=Learners(db, board, lifecycle, privacy, erasure),
         verifier=Verifier(db, board, projector, lifecycle, settings.periods),
         reads=reads, groups=groups, leagues=Leagues(settings, db, board, groups, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
@@ -217,13 +221,13 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
 
         loops["projector"] = svc.projector.run
         loops["notifier"] = every(0.25, svc.notifier.consume)
-        loops["erasures"] = every(10, svc.lifecycle.resume_erasures)
+        loops["erasures"] = every(10, svc.erasure.resume_erasures)
         loops["kind-drops"] = every(10, svc.board_kinds.drop_pending)  # keys a deletion left
         loops["seasons"] = every(10, seasons)
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
         if svc.settings.redis_url is None or svc.settings.redis_embedded:
-            loops["private-files"] = every(60, svc.lifecycle.scrub_files)
+            loops["private-files"] = every(60, svc.erasure.scrub_files)
         if svc.settings.leagues:
             loops["leagues"] = every(0.5, svc.leagues.tick)
         if svc.settings.retain_completions_days is not None:

@@ -336,7 +336,7 @@ class Deliveries:
         self.db = db
         self.settings = settings
 
-    holds = "erasure"  # an erasure (lifecycle.Forgets), before the league locks
+    holds = "erasure"  # an erasure (erasure.Forgets), before the league locks
 
     async def hold(self, tx: Tx, user_id: int) -> None:
         """The learner's erasure lock: deliveries in flight that concern them

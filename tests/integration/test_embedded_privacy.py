@@ -196,7 +196,7 @@ async def test_an_erasure_leaves_the_embedded_valkeys_files(data_dir: Path,
     await rt.open(run_migrations=False)
     try:
         svc = rt.derive(clock=lambda: datetime(2026, 12, 2, 12, tzinfo=UTC))
-        assert not await svc.lifecycle.scrub_files()  # no erasure yet: nothing to do
+        assert not await svc.erasure.scrub_files()  # no erasure yet: nothing to do
         await svc.rebuilder.run(week(2026, 49))
         await svc.learners.update(4242, ProfileIn(display_name=SECRET_NAME))
         body: dict[str, Any] = {"completion_id": "p1", "user_id": 4242, "points": 5,
@@ -205,10 +205,10 @@ async def test_an_erasure_leaves_the_embedded_valkeys_files(data_dir: Path,
         folder = data_dir / "valkey"
         await eventually_files(folder, SECRET_NAME.encode(), True)  # appendfsync everysec
         await svc.learners.erase(4242)
-        assert await svc.lifecycle.scrub_files()
+        assert await svc.erasure.scrub_files()
         await eventually_files(folder, SECRET_NAME.encode(), False)
         await eventually_files(folder, b"0000000000000004242", False)
-        assert not await svc.lifecycle.scrub_files()  # once per erasure
+        assert not await svc.erasure.scrub_files()  # once per erasure
     finally:
         await rt.close()
         servers.stop()

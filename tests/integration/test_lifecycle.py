@@ -90,7 +90,7 @@ async def test_erasure_everywhere_and_for_good(rt: Runtime) -> None:
 
 async def test_in_flight_apply_after_erasure_scores_nothing(rt: Runtime) -> None:
     await record(rt, W49, [("x1", 5, 7)])
-    await rt.lifecycle.erase(5)
+    await rt.erasure.erase(5)
     late = Delta(10**6, 5, 7, at(W49, 3), W49, Profile(0, "public", ""))
     assert await rt.board.apply([late]) == ["duplicate"]
     assert await board_of(rt, W49) == []
@@ -99,15 +99,15 @@ async def test_in_flight_apply_after_erasure_scores_nothing(rt: Runtime) -> None
 async def test_erasure_interrupted_after_commit_is_finished_later(rt: Runtime) -> None:
     await record(rt, W49, [("i1", 6, 3), ("i2", 7, 2)])
     dead = redis_client("redis://127.0.0.1:1/0", False)
-    broken = wire(rt.settings, rt.secrets, rt.db, dead).lifecycle
+    broken = wire(rt.settings, rt.secrets, rt.db, dead).erasure
     with pytest.raises(StoreUnavailable):
         await broken.erase(6)
     await dead.aclose()
     # PostgreSQL forgot them; Redis still shows them until the job is finished.
     assert [u for _, u, _ in await board_of(rt, W49)] == [6, 7]
-    assert await rt.lifecycle.resume_erasures(min_age_seconds=0) == 1
+    assert await rt.erasure.resume_erasures(min_age_seconds=0) == 1
     assert [u for _, u, _ in await board_of(rt, W49)] == [7]
-    assert await rt.lifecycle.resume_erasures(min_age_seconds=0) == 0
+    assert await rt.erasure.resume_erasures(min_age_seconds=0) == 0
 
 
 async def test_names_and_visibility_in_step_everywhere(rt: Runtime) -> None:

@@ -396,7 +396,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         """The erasures loop: an erasure whose Redis step did not finish, again."""
         assert self.svc is not None
         self.run(self._launch("resume erasures", None, None,
-                              self.svc.lifecycle.resume_erasures(min_age_seconds=0)))
+                              self.svc.erasure.resume_erasures(min_age_seconds=0)))
 
     @rule()
     def prepare(self) -> None:

@@ -187,7 +187,7 @@ async def correct_and_erase(svc: Services) -> None:
     await svc.corrections.correct_learner(2, True, "a test", None)
     await svc.corrections.correct_learner(2, False, None, None)
     await svc.projector.drain(min_age_seconds=0)
-    assert await svc.lifecycle.erase(5)
+    assert await svc.erasure.erase(5)
 
 
 async def end_the_week(svc: Services) -> None:

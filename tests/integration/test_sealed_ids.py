@@ -88,7 +88,7 @@ async def test_a_sealed_completion_is_voided_and_erased_through_the_sealed_ids(
     assert await scores(svc, "all") == await pg_all(svc)
     await svc.corrections.restore("2026-W46-3")
     assert await scores(svc, "all") == await pg_all(svc)
-    await svc.lifecycle.erase(1)
+    await svc.erasure.erase(1)
     left = await where(svc)
     assert not {i for part in left.values() for i in part if i.endswith("-1")}
     assert 1 not in await scores(svc, "all")
