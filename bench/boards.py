@@ -18,7 +18,7 @@ kind defined before any completion does).
 Printed:
 - ingest: completions a second, and how long until every board is built;
 - memory: every key of the run measured with MEMORY USAGE, by what it is
-  (keys.py: public, hidden, users, applied bitmaps, chunks, ...), summed
+  (board/keys.py: public, hidden, users, applied bitmaps, chunks, ...), summed
   over the boards of the kind and over the whole board's week; bytes per
   (learner, board) entry against the whole board's bytes per learner (the
   issue asks no more);
@@ -34,7 +34,7 @@ Printed:
   read again within it, as in a steady state); the server's CPU a
   request of each line;
 - with `--restart`: Redis restarted from a snapshot `--gap` completions
-  old (the service's epoch watch then catches every board up, catchup.py):
+  old (the service's epoch watch then catches every board up, projection/catchup.py):
   the seconds until every board is exact again, and a sample verified;
 - closing the week: `finalize_due` past its grace, every board archived,
   in seconds; then a pass with nothing due (the idle tick);
@@ -78,9 +78,9 @@ from bench.restart import reconnect  # noqa: E402
 from bench.support import start_service, wrk  # noqa: E402
 from bench.tags import DEFAULT_DATABASE_URL, ingest_round, log, runtime  # noqa: E402
 from laurels.api.caches import BOARD_SECONDS  # noqa: E402
+from laurels.core.seasons import Season, season_of  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from laurels.seasons import Season, season_of  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 _PART = re.compile(r":v\d+:([a-z]+)(?::\d+)?$|:([a-z]+)$")
@@ -232,7 +232,7 @@ def reads(args: argparse.Namespace, url: str, redis_url: str, prefix: str, week:
 async def restarted(args: argparse.Namespace, rt: Runtime, svc: Any, week: Any,
                     seasons: list[Season], restart: Callable[[], None]) -> None:
     """Redis restarted from a snapshot `--gap` completions old (nothing else
-    lost): how long until every board is caught up (epoch.py, catchup.py),
+    lost): how long until every board is caught up (projection/epoch.py, projection/catchup.py),
     and whether a sample of them is then exact."""
     await svc.epoch.check()  # the boards known good for this Redis
     await rt.redis.save()

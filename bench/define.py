@@ -30,10 +30,10 @@ import psycopg
 from bench.restart import NOW, SEASON, SPAN_SECONDS, redis_server
 from bench.support import BenchError, cpu_by_process, cpu_since, log, loopback_only
 from laurels.api.server import tune_collector
+from laurels.core.seasons import parse_season
 from laurels.db import migrate
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.settings import Secrets, Settings
 from tests.helpers import free_port
 
 LEARNERS = 200_000

@@ -80,11 +80,11 @@ from psycopg import sql  # noqa: E402
 
 from bench.phases import Figure, print_table  # noqa: E402
 from bench.support import BenchError, dump_json, log, loopback_only  # noqa: E402
+from laurels.core.seasons import Period, Season, parse_season, season_of  # noqa: E402
 from laurels.db import migrate, statement  # noqa: E402
-from laurels.history import history_of, month_of  # noqa: E402
+from laurels.lifecycle.history import history_of, month_of  # noqa: E402
+from laurels.process.settings import Secrets, Settings  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from laurels.seasons import Period, Season, parse_season, season_of  # noqa: E402
-from laurels.settings import Secrets, Settings  # noqa: E402
 from tests.helpers import free_port, with_database  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"

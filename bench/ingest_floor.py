@@ -65,10 +65,10 @@ from bench.support import (  # noqa: E402
     loopback_only,
     raw_batch,
 )
+from laurels.core.seasons import season_of  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.db.arrays import bool_array, int_array, text_array, timestamp_array  # noqa: E402
 from laurels.db.schema import SCHEMA_FILE  # noqa: E402
-from laurels.seasons import season_of  # noqa: E402
 
 BATCH, CLIENTS, LEARNERS = 1000, 4, 50_000
 CALL = ("SELECT seq FROM laurels_ingest(%s::text[], %s::bigint[], %s::int[], "

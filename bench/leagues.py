@@ -35,12 +35,12 @@ from psycopg import sql
 
 from bench.phases import Figure, batch_bodies, raw_insert, timed_batches
 from bench.support import RAW_TABLES, BenchError, Service, log, start_service
+from laurels.core.seasons import Season, parse_season
 from laurels.db import migrate, q, statement
-from laurels.history import month_of
-from laurels.leagues import PLACE_BATCH, Leagues
+from laurels.leagues.cohorts import PLACE_BATCH, Leagues
+from laurels.lifecycle.history import month_of
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season
-from laurels.settings import Secrets, Settings
 from tests.helpers import stop_process, with_database
 
 TIERS = ("bronze", "silver", "gold", "sapphire", "ruby")

@@ -31,7 +31,7 @@ from bench.support import (
     raw_batch,
     wrk,
 )
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 
 
 @dataclass

@@ -2,7 +2,7 @@
 period's boards (the week, its days, its months, all time: 10 boards),
 Redis restarted from a snapshot a few hundred completions old, then the
 repair of every board timed two ways in the same run, on the same state:
-- catching the boards up (today's epoch watch, catchup.py: only the gap is
+- catching the boards up (today's epoch watch, projection/catchup.py: only the gap is
   applied again), until every board is served;
 - rebuilding them (what every restart cost before: each board from
   PostgreSQL);
@@ -30,11 +30,11 @@ import psycopg
 import redis
 
 from bench.support import ROOT, BenchError, dump_json, log, loopback_only
+from laurels.core.errors import StoreUnavailable
+from laurels.core.seasons import PERIODS, Season, parse_season, seasons_of
 from laurels.db import migrate
-from laurels.errors import StoreUnavailable
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import PERIODS, Season, parse_season, seasons_of
-from laurels.settings import Secrets, Settings
 from tests.helpers import free_port
 
 SEASON = "2026-W49"

@@ -45,9 +45,9 @@ if str(ROOT) not in sys.path:
 
 from laurels.board import Board, Delta, Profile  # noqa: E402
 from laurels.board.base import script_source  # noqa: E402
-from laurels.keys import Keys  # noqa: E402
-from laurels.ranking import TiePolicy  # noqa: E402
-from laurels.seasons import season_of  # noqa: E402
+from laurels.board.keys import Keys  # noqa: E402
+from laurels.core.ranking import TiePolicy  # noqa: E402
+from laurels.core.seasons import season_of  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 BOARDS, LEARNERS, BATCH, WARM, ROUNDS = 50, 20_000, 1_000, 5, 60

@@ -66,10 +66,10 @@ from psycopg import sql  # noqa: E402
 
 from bench.support import cpu_by_process, cpu_since  # noqa: E402
 from laurels.api.server import tune_collector  # noqa: E402
+from laurels.core.seasons import season_of  # noqa: E402
 from laurels.db import migrate  # noqa: E402
+from laurels.process.settings import Secrets, Settings  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from laurels.seasons import season_of  # noqa: E402
-from laurels.settings import Secrets, Settings  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -25,9 +25,9 @@ import psycopg
 
 from bench.support import ROOT, BenchError, dump_json, log, loopback_only
 from laurels.db import Database, migrate
-from laurels.notifications import Notifications
-from laurels.settings import Settings
-from laurels.webhooks import Webhooks, store_settings
+from laurels.live.notifications import Notifications
+from laurels.live.webhooks import Webhooks, store_settings
+from laurels.process.settings import Settings
 from tests.helpers import free_port
 
 RECEIVER = '''

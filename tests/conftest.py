@@ -22,8 +22,8 @@ import psycopg
 import pytest
 
 from laurels.db import migrate
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.settings import Secrets, Settings
 from tests.helpers import (
     ADMIN,
     CLUSTER,

@@ -30,7 +30,7 @@ import redis
 from hypothesis import Phase
 
 from laurels.api.auth import mint
-from laurels.settings import Settings
+from laurels.process.settings import Settings
 from tests.polling import eventually as eventually  # re-exported: the one way to poll
 from tests.polling import wait_until as wait_until
 from tests.webhook_receiver import Receiver as Receiver  # re-exported: the one receiver

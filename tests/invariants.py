@@ -23,11 +23,11 @@ from typing import Any
 
 import orjson
 
-from laurels.keys import SeasonKeys
-from laurels.ranking import member_uid
+from laurels.board.keys import SeasonKeys
+from laurels.core.ranking import member_uid
+from laurels.core.seasons import Season, parse_season
+from laurels.process.settings import per_tier
 from laurels.runtime import Services
-from laurels.seasons import Season, parse_season
-from laurels.settings import per_tier
 from tests.helpers import eventually
 
 
@@ -232,7 +232,7 @@ async def check_leagues(svc: Services, erased: set[int]) -> None:
         down = [r["rank"] for r in cohort if r["outcome"] == "demoted"]
         assert not up or not down or max(up) < min(down), cohort
         # The zones scale with the ranked (CONTRACT.md, Leagues), written
-        # here from the contract, not from league_rules.py.
+        # here from the contract, not from leagues/rules.py.
         n = sum(r["rank"] is not None for r in cohort)
         p = math.ceil(per_tier(svc.settings.league_promote, tier) * n / size)
         d = math.floor(per_tier(svc.settings.league_demote, tier) * n / size)
@@ -264,7 +264,7 @@ async def check_leagues(svc: Services, erased: set[int]) -> None:
 #
 # Checked from what exists, never from a list kept by hand: the tables and
 # columns from PostgreSQL's catalogue, the keys from a SCAN of the prefix
-# (each read by what keys.py declares it holds), the boards from the seasons
+# (each read by what board/keys.py declares it holds), the boards from the seasons
 # PostgreSQL knows, the groups and cohorts from their tables. A table, key,
 # board or cohort added next month is covered without a change here.
 
@@ -379,12 +379,12 @@ async def tables_naming(svc: Services, learners: set[int]) -> list[str]:
 
 async def keys_naming(svc: Services, learners: set[int]) -> list[str]:
     """Where in Redis `learners` are named: every key under the prefix, read
-    by what keys.py declares it holds (an undeclared key is a failure)."""
+    by what board/keys.py declares it holds (an undeclared key is a failure)."""
     redis, keys = svc.redis, svc.keys
     found = []
     async for key in redis.scan_iter(match=f"{keys.prefix}:*", count=1000):
         holds = keys.holds(key)
-        assert holds is not None, f"a key keys.py does not declare: {key}"
+        assert holds is not None, f"a key board/keys.py does not declare: {key}"
         if holds in ("none", "tombstones"):
             continue
         kind = await redis.type(key)
@@ -444,8 +444,8 @@ async def _season_reads(svc: Services, name: str, learners: list[int], groups: l
     """What a season's public reads show: its board, the neighbourhoods of
     everyone not private, the friends board of everyone, each group's board
     and each member's neighbourhood in it."""
-    from laurels.errors import DomainError
-    from laurels.seasons import parse_season
+    from laurels.core.errors import DomainError
+    from laurels.core.seasons import parse_season
 
     season = parse_season(name, zone="UTC")
     try:
@@ -484,7 +484,7 @@ async def _season_reads(svc: Services, name: str, learners: list[int], groups: l
 async def _webhooks_shown(svc: Services, deliveries: list[Any]) -> Shown:
     """The learners pending webhooks would name if sent now (the body a
     delivery builds when it is sent: webhooks.Outgoing)."""
-    from laurels.webhooks import Outgoing
+    from laurels.live.webhooks import Outgoing
 
     if not deliveries:
         return []
@@ -510,8 +510,8 @@ async def check_hidden_nowhere(svc: Services, private: set[int]) -> None:
     neighbourhoods of others, every group's board, the friends board, every
     cohort's board, others' notifications, the webhooks as they would be
     sent. Enumerated from the tables, not listed here."""
-    from laurels.errors import DomainError
-    from laurels.league_rules import Cohort
+    from laurels.core.errors import DomainError
+    from laurels.leagues.rules import Cohort
 
     async with svc.db.connection() as conn:
         async def column(sql: str) -> list[Any]:

@@ -20,36 +20,36 @@ from redis.asyncio import Redis
 
 from laurels.board import Board, HintSubscription
 from laurels.board.connection import connect
+from laurels.board.keys import Keys
 from laurels.board.signals import Signals
 from laurels.board.trust import Unproven
-from laurels.board_kinds import BoardKinds
-from laurels.catchup import CatchUp
-from laurels.corrections import Corrections
+from laurels.core.errors import StoreUnavailable
 from laurels.db import Database, migrate
-from laurels.deployment import BEAT_SECONDS, Membership
-from laurels.epoch import EpochWatch
-from laurels.erasure import Erasure
-from laurels.errors import StoreUnavailable
-from laurels.groups import Groups
-from laurels.heal import Healer
-from laurels.history import Partitions
-from laurels.hub import Hub
-from laurels.ingest import Clock, Ingestor
-from laurels.keys import Keys
-from laurels.league_erasure import LeagueErasure
-from laurels.leagues import Leagues
-from laurels.learners import Learners
-from laurels.lifecycle import Lifecycle
-from laurels.notifications import Notifications
-from laurels.notifier import Notifier
-from laurels.privacy import REFRESH_SECONDS, Privacy
-from laurels.projector import Projector
-from laurels.reads import Reads
-from laurels.rebuild import Rebuilder
-from laurels.settings import Secrets, Settings
-from laurels.supervisor import Loop, every
-from laurels.verify import Verifier
-from laurels.webhooks import Deliveries, Webhooks
+from laurels.ingest.corrections import Corrections
+from laurels.ingest.record import Clock, Ingestor
+from laurels.leagues.cohorts import Leagues
+from laurels.leagues.erasure import LeagueErasure
+from laurels.learners.erasure import Erasure
+from laurels.learners.profiles import Learners
+from laurels.lifecycle.board_kinds import BoardKinds
+from laurels.lifecycle.closing import Lifecycle
+from laurels.lifecycle.history import Partitions
+from laurels.live.hub import Hub
+from laurels.live.notifications import Notifications
+from laurels.live.notifier import Notifier
+from laurels.live.webhooks import Deliveries, Webhooks
+from laurels.process.deployment import BEAT_SECONDS, Membership
+from laurels.process.settings import Secrets, Settings
+from laurels.process.supervisor import Loop, every
+from laurels.projection.catchup import CatchUp
+from laurels.projection.epoch import EpochWatch
+from laurels.projection.heal import Healer
+from laurels.projection.projector import Projector
+from laurels.projection.rebuild import Rebuilder
+from laurels.projection.verify import Verifier
+from laurels.reads.boards import Reads
+from laurels.reads.groups import Groups
+from laurels.reads.privacy import REFRESH_SECONDS, Privacy
 
 log = logging.getLogger("laurels.runtime")
 PROVEN_WAIT_SECONDS = 60.0  # a one-shot command waits this long for a Redis being repaired
@@ -100,7 +100,7 @@ class Services:
     deliveries: Deliveries  # the operator's view of them, with or without a URL
     board_kinds: BoardKinds
     # This process among the deployment's (a serve or projector the CLI
-    # started: deployment.py); it says it runs every 2 s.
+    # started: process/deployment.py); it says it runs every 2 s.
     membership: Membership | None = None
 
     async def ping(self) -> None:

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.helpers import ADMIN, INGEST, completion, token_for, wait_until
 
 CHROMIUM = "/usr/bin/chromium"

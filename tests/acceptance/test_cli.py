@@ -221,9 +221,9 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
     import asyncio
     from datetime import UTC, datetime
 
+    from laurels.core.seasons import parse_season
+    from laurels.process.settings import Secrets
     from laurels.runtime import Runtime
-    from laurels.seasons import parse_season
-    from laurels.settings import Secrets
     from tests.helpers import USER_SECRET, make_settings
 
     env = server_env(database_url, redis_url, key_prefix, tmp_path / "data")

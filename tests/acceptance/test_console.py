@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.acceptance.test_browser import CHROMIUM, DOCS_SCREENSHOT, FLAGS
 from tests.helpers import ADMIN, INGEST, completion, wait_until
 

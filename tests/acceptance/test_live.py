@@ -19,7 +19,7 @@ import httpx
 import psutil
 import pytest
 
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.acceptance.test_browser import CHROMIUM, browser_page
 from tests.helpers import (
     ADMIN,

@@ -23,8 +23,8 @@ import pytest
 
 from laurels.api import create_app, serving_app
 from laurels.board.hints import Hint
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime
-from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, WEBHOOK_SECRET, make_settings
 
 BASE_URL = "http://laurels.test"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from laurels.core.seasons import parse_season
 from laurels.db import Tx
-from laurels.privacy import Privacy
-from laurels.seasons import parse_season
+from laurels.reads.privacy import Privacy
 from tests.api.conftest import ApiFactory
 from tests.api.test_periods import post
 from tests.helpers import INGEST, token_for

@@ -17,7 +17,7 @@ from laurels.api.caches import (
     BoardCache,
     lasting,
 )
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.api.conftest import ApiFactory
 from tests.api.test_around_cache import Subscription, board_cache
 from tests.helpers import INGEST, completion

@@ -61,7 +61,7 @@ from laurels.client import (
     ValidationError,
     VerifyResult,
 )
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 from tests.api.conftest import BASE_URL, Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, eventually, free_port, token_for
 

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_periods import ALL, post, scores
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for

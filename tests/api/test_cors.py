@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from laurels.settings import parse_origins
+from laurels.process.settings import parse_origins
 from tests.api.conftest import ApiFactory
 from tests.helpers import INGEST, completion, token_for
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import ADMIN, INGEST, token_for

@@ -1,5 +1,5 @@
 """Group boards' per-process cache and the routing of hints by member
-(api/caches.py `GroupCache`, group_index.py, hub.py `Hub`), in process
+(api/caches.py `GroupCache`, live/group_index.py, live/hub.py `Hub`), in process
 against the real stores: a hint drops only the cached bodies (and wakes only
 the streams) of the groups that hold a learner it names; a membership
 change, here or in another process, shows on the next read."""
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from laurels.api.caches import GroupCache
-from laurels.hub import SeasonListener
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
+from laurels.live.hub import SeasonListener
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import board, post_all
 from tests.helpers import INGEST, completion, eventually, token_for

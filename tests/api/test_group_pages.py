@@ -20,7 +20,7 @@ pytestmark = pytest.mark.once
 
 async def test_one_client_computes_at_most_two_group_pages_at_once(
         serve: ApiFactory) -> None:
-    from laurels import failpoints
+    from laurels.core import failpoints
 
     api = await serve()
     ingest = api.client(INGEST)

@@ -139,7 +139,7 @@ async def test_one_client_holds_at_most_its_share_of_streams(serve: ApiFactory) 
 
     from laurels.api.clients import client_of
     from laurels.api.streams import board_stream, notification_stream, stream_budget
-    from laurels.seasons import parse_season
+    from laurels.core.seasons import parse_season
 
     api = await serve(max_streams_per_client=16)
     svc = api.runtime

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 from tests.api.conftest import ApiFactory
 from tests.api.test_periods import post
 from tests.helpers import INGEST, eventually, token_for

@@ -15,7 +15,7 @@ import pytest
 from laurels.api import caches, fast
 from laurels.api.caches import KnownPages
 from laurels.api.state import ApiState
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_groups import post_all
 from tests.helpers import INGEST, assert_problem, token_for

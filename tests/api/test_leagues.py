@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from laurels.seasons import parse_season, season_of
+from laurels.core.seasons import parse_season, season_of
 from tests.api.conftest import Api, ApiFactory
 from tests.helpers import ADMIN, INGEST, assert_problem, eventually, token_for
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from laurels.corrections import Corrections
+from laurels.ingest.corrections import Corrections
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_periods import ALL, post, scores
 from tests.helpers import ADMIN, INGEST, assert_problem, completion

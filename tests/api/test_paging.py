@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from laurels.ranking import Standing, rank_all
-from laurels.seasons import parse_season
+from laurels.core.ranking import Standing, rank_all
+from laurels.core.seasons import parse_season
 from tests.api.conftest import Api, ApiFactory
 from tests.helpers import INGEST, assert_problem, completion
 

@@ -18,8 +18,8 @@ import orjson
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from laurels.seasons import parse_season, season_of
-from laurels.webhooks import signature, standard_signature
+from laurels.core.seasons import parse_season, season_of
+from laurels.live.webhooks import signature, standard_signature
 from tests.api.conftest import Api, ApiFactory
 from tests.api.test_corrections import audit, restore, void
 from tests.api.test_periods import post

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from laurels.board import Delta, Profile, Top
 from laurels.board.memory import MemoryBoard
-from laurels.ranking import TiePolicy
-from laurels.seasons import Season, week
+from laurels.core.ranking import TiePolicy
+from laurels.core.seasons import Season, week
 
 WEEK = week(2026, 49)
 START = WEEK.starts_at

@@ -12,7 +12,7 @@ import pytest
 
 from laurels.board import Delta, Profile
 from laurels.board.memory import MemoryBoard
-from laurels.ranking import TiePolicy
+from laurels.core.ranking import TiePolicy
 from tests.fast.deltas import START, WEEK, board_of, ev, ranked
 
 pytestmark = pytest.mark.once

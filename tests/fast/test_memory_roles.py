@@ -13,8 +13,8 @@ import pytest
 from laurels.board import Board, BoardMissing
 from laurels.board import roles as roles_module
 from laurels.board.memory import MemoryBoard
-from laurels.heal import Healer
-from laurels.seasons import Season
+from laurels.core.seasons import Season
+from laurels.projection.heal import Healer
 from tests.fast.deltas import WEEK, board_of, ev, ranked
 
 pytestmark = pytest.mark.once

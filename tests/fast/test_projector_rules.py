@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from laurels.board import Delta
-from laurels.kind_rules import BoardKind, tagged_boards
-from laurels.projector import Projector, boards_of
-from laurels.seasons import parse_season
+from laurels.core.seasons import parse_season
+from laurels.lifecycle.kind_rules import BoardKind, tagged_boards
+from laurels.projection.projector import Projector, boards_of
 from tests.fast.deltas import PUBLIC, START, WEEK, board_of, ev, ranked
 
 pytestmark = pytest.mark.once

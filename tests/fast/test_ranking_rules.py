@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Profile
-from laurels.privacy import Privacy
-from laurels.ranking import Standing, TiePolicy, rank_all
-from laurels.reads import Reads
-from laurels.settings import Settings
+from laurels.core.ranking import Standing, TiePolicy, rank_all
+from laurels.process.settings import Settings
+from laurels.reads.boards import Reads
+from laurels.reads.privacy import Privacy
 from tests.fast.deltas import START, WEEK, board_of, ev, ranked
 
 pytestmark = pytest.mark.once

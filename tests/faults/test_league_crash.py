@@ -13,7 +13,7 @@ import httpx
 import psycopg
 import pytest
 
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.helpers import INGEST, server_env, start_server, token_for, wait_until
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from laurels.seasons import season_of
+from laurels.core.seasons import season_of
 from tests.faults.test_league_crash import post, rows
 from tests.helpers import Server, server_env, start_server, wait_until
 

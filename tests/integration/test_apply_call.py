@@ -14,12 +14,12 @@ import pytest
 from redis.client import NEVER_DECODE
 
 from laurels.board import Board, Delta, Profile
-from laurels.keys import Keys
-from laurels.projector import boards_of
-from laurels.ranking import pad_uid
-from laurels.rebuild import Rebuilder
+from laurels.board.keys import Keys
+from laurels.core.ranking import pad_uid
+from laurels.core.seasons import PERIODS, Season, parse_season, season_of
+from laurels.projection.projector import boards_of
+from laurels.projection.rebuild import Rebuilder
 from laurels.runtime import Runtime
-from laurels.seasons import PERIODS, Season, parse_season, season_of
 
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)

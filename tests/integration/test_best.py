@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from laurels import failpoints
+from laurels.core import failpoints
+from laurels.core.seasons import parse_season
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 W49 = parse_season("2026-W49", zone="UTC")

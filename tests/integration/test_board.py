@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from laurels.board import Board, Delta, Profile
-from laurels.errors import StoreUnavailable
-from laurels.keys import Keys, chunk_of
-from laurels.projector import boards_of
-from laurels.ranking import Standing, rank_all
-from laurels.rebuild import Rebuilder
+from laurels.board.keys import Keys, chunk_of
+from laurels.core.errors import StoreUnavailable
+from laurels.core.ranking import Standing, rank_all
+from laurels.core.seasons import PERIODS, parse_season, season_of, week
+from laurels.projection.projector import boards_of
+from laurels.projection.rebuild import Rebuilder
 from laurels.runtime import Runtime, redis_client
-from laurels.seasons import PERIODS, parse_season, season_of, week
 from tests import deadlines
 
 SEASON = week(2026, 49)

@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
-from laurels.errors import DomainError
-from laurels.kind_rules import KINDS_MAX, check_board
+from laurels.core.errors import DomainError
+from laurels.lifecycle.kind_rules import KINDS_MAX, check_board
 from laurels.runtime import Runtime
 
 pytestmark = pytest.mark.once

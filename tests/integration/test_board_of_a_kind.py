@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from laurels.board import BoardMissing
-from laurels.errors import DomainError, StoreUnavailable
-from laurels.filling import RebuildFailed
-from laurels.kinds import Metric
+from laurels.core.errors import DomainError, StoreUnavailable
+from laurels.core.registry import Metric
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.projection.filling import RebuildFailed
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season
-from laurels.validation import ProfileIn
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere
 
 PARIS = "Europe/Paris"

@@ -1,4 +1,4 @@
-"""Many boards of kinds built from one scan (rebuild.py `run_many`, the
+"""Many boards of kinds built from one scan (projection/rebuild.py `run_many`, the
 healer's groups): each board is what a build of it alone gives (its
 completions in its own zone, by its metric, voids, erasures), through
 the interleavings a single build survives."""
@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 from redis.client import NEVER_DECODE
 
-from laurels import failpoints, filling
 from laurels.board import Delta, Profile
-from laurels.filling import RebuildFailed, board_of, group_of
-from laurels.kinds import Metric
-from laurels.rebuild import Rebuilder, RebuildResult, RebuildRunning
+from laurels.core import failpoints
+from laurels.core.registry import Metric
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.projection import filling
+from laurels.projection.filling import RebuildFailed, board_of, group_of
+from laurels.projection.rebuild import Rebuilder, RebuildResult, RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.validation import ProfileIn
 from tests.integration.test_board_of_a_kind import NOW, PARIS, WEEK, expected, items
 from tests.invariants import check_all, check_erased_everywhere
 

@@ -1,4 +1,4 @@
-"""A Redis restart costs what Redis lost (issue 40; catchup.py): a Redis
+"""A Redis restart costs what Redis lost (issue 40; projection/catchup.py): a Redis
 restarted from a snapshot a few changes old is caught up with PostgreSQL,
 exactly and without a rebuild; a flushed one is rebuilt. Each test starts
 its own redis-server (the machine's) and restarts it from its own dump."""
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import redis
 
-from laurels.errors import StoreUnavailable
+from laurels.core.errors import StoreUnavailable
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.settings import Secrets
-from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET, free_port, make_settings
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere
 

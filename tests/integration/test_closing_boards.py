@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from laurels import lifecycle
-from laurels.kinds import Metric
+from laurels.core.registry import Metric
+from laurels.core.validation import ProfileIn
+from laurels.lifecycle import closing as lifecycle
 from laurels.runtime import Runtime
-from laurels.validation import ProfileIn
 from tests.integration.test_board_of_a_kind import NOW, PARIS, WEEK, items
 
 BOARDS = ("course:python-101", "course:sql", "course:go")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from laurels.core.seasons import parse_season
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
 
 W49 = "2026-W49"
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from laurels import deployment
-from laurels.deployment import DeploymentConflict, Membership
-from laurels.fingerprints import fingerprint
+from laurels.process import deployment
+from laurels.process.deployment import DeploymentConflict, Membership
+from laurels.process.fingerprints import fingerprint
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.settings import Secrets, Settings
 from tests.helpers import ADMIN, INGEST, USER_SECRET
 
 SECRETS = Secrets(INGEST, ADMIN, USER_SECRET)

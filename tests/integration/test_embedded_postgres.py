@@ -22,10 +22,10 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 
-from laurels import embedded
-from laurels.datadir import resolve_secrets
-from laurels.embedded.postgres import ACCOUNT, HBA, SOCKET_PATH_MAX
-from laurels.settings import ConfigError, Settings
+from laurels.process import embedded
+from laurels.process.datadir import resolve_secrets
+from laurels.process.embedded.postgres import ACCOUNT, HBA, SOCKET_PATH_MAX
+from laurels.process.settings import ConfigError, Settings
 from tests.conftest import stop_strays
 from tests.helpers import ADMIN, INGEST, USER_SECRET, embedded_dir
 

@@ -24,12 +24,12 @@ import psutil
 import pytest
 import redis
 
-from laurels import embedded
-from laurels.datadir import resolve_secrets
+from laurels.core.seasons import week
+from laurels.core.validation import ProfileIn
+from laurels.process import embedded
+from laurels.process.datadir import resolve_secrets
+from laurels.process.settings import ConfigError, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import week
-from laurels.settings import ConfigError, Settings
-from laurels.validation import ProfileIn
 from tests.helpers import ADMIN, INGEST, USER_SECRET, embedded_dir
 
 pytestmark = pytest.mark.once

@@ -1,4 +1,4 @@
-"""The Redis epoch watch (epoch.py): a first start records the run id
+"""The Redis epoch watch (projection/epoch.py): a first start records the run id
 quietly (nothing changed); a real change is a WARNING and a repair."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from laurels.core.seasons import week
 from laurels.runtime import Runtime
-from laurels.seasons import week
 
 
 async def test_a_first_start_records_the_run_id_without_a_warning(

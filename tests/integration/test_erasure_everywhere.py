@@ -1,6 +1,6 @@
 """Issue 38: an erased or hidden learner is gone from every table and board,
 whatever runs beside the erasure. Each defect found from outside, forced
-with the project's pause points (laurels.failpoints; no sleep decides an
+with the project's pause points (laurels.core.failpoints; no sleep decides an
 outcome), and the three suspicions settled.
 
 After each scenario the enumerated invariants hold (tests/invariants.py:
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from laurels import failpoints
-from laurels.errors import DomainError
+from laurels.core import failpoints
+from laurels.core.errors import DomainError
+from laurels.core.seasons import parse_season
+from laurels.core.validation import ProfileIn
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
-from laurels.validation import ProfileIn
 from tests.invariants import (
     HintTap,
     blocked_or_done,
@@ -405,7 +405,7 @@ async def test_a_correction_the_projector_applies_to_an_archived_week_sends_a_hi
 
 async def test_the_erasure_invariant_covers_a_table_and_a_key_added_later(rt: Runtime) -> None:
     """A table the check was never told about, holding an erased learner's
-    id, is found; so is a key no name of keys.py builds, and a column that
+    id, is found; so is a key no name of board/keys.py builds, and a column that
     speaks of learners in a shape the check cannot read."""
     svc = rt.derive(clock=lambda: NOW)
     await svc.ingestor.record([item("k1", 1, 5), item("k2", 2, 3)])
@@ -439,7 +439,7 @@ async def test_the_visibility_invariant_sees_every_read_it_names(rt: Runtime) ->
     """Told that a public learner must be hidden, the check finds them on the
     board, on others' neighbourhoods, on the friends board, on a group's
     board, on their cohort's board and in another's notification."""
-    from laurels.validation import GroupIn, MembersIn
+    from laurels.core.validation import GroupIn, MembersIn
 
     svc = await leagues(rt)
     await svc.rebuilder.run(S49)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from laurels.core.seasons import parse_season
+from laurels.core.validation import ProfileIn
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.validation import ProfileIn
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 WEEK = parse_season("2026-W49", zone="America/New_York")

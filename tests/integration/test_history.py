@@ -1,4 +1,4 @@
-"""A long board (all time) rebuilt from its history (issue 29; history.py):
+"""A long board (all time) rebuilt from its history (issue 29; lifecycle/history.py):
 the archived standings of its closed weeks plus the completions of the
 weeks still open, exactly once: a replay of an old completion changes
 nothing, a void or restore of one reaches it once, a completion applied live
@@ -10,12 +10,12 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from laurels import failpoints
 from laurels.board import Delta, Profile
-from laurels.history import history_of
-from laurels.ranking import pad_uid
+from laurels.core import failpoints
+from laurels.core.ranking import pad_uid
+from laurels.core.seasons import parse_season
+from laurels.lifecycle.history import history_of
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
 from tests.invariants import check_all
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)  # W49; W45..W47 closed, W48 in its grace

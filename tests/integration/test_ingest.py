@@ -9,9 +9,9 @@ from typing import Any
 import psycopg
 
 from laurels.api.problems import outcome_status
-from laurels.ingest import Ingestor
+from laurels.core.seasons import parse_season
+from laurels.ingest.record import Ingestor
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
 from tests.helpers import eventually
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """Each interleaving that once let an erased learner come back or showed a
 hidden one in public, forced deterministically with held pause points
-(laurels.failpoints), never with sleeps. docs/concurrency.md explains the
+(laurels.core.failpoints), never with sleeps. docs/concurrency.md explains the
 lock order that makes each of them harmless.
 
 After every scenario the store invariants of tests/invariants.py hold and
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from laurels import failpoints
 from laurels.board import Delta, Profile
-from laurels.keys import chunk_of
-from laurels.ranking import member_uid, pad_uid
+from laurels.board.keys import chunk_of
+from laurels.core import failpoints
+from laurels.core.ranking import member_uid, pad_uid
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.validation import ProfileIn
 from tests.invariants import HintTap, blocked_or_done, check_all
 
 W47, W49 = (parse_season(w, zone="UTC") for w in ("2026-W47", "2026-W49"))

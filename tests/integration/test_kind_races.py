@@ -9,9 +9,9 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from laurels import failpoints
+from laurels.core import failpoints
+from laurels.core.seasons import Season, parse_season
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
 from tests.integration.test_interleavings import LATE_W47, NOW, W47, W49, services
 from tests.invariants import blocked_or_done
 
@@ -129,7 +129,7 @@ async def test_a_profile_change_racing_a_late_kinds_first_build_reaches_it(
     commit the change reads the seasons again and reaches that board too.
     Before, the hidden learner kept a public rank there (#1 of 2 where
     they should be on no public board), until their next completion."""
-    from laurels.validation import ProfileIn
+    from laurels.core.validation import ProfileIn
 
     svc = services(rt, NOW)
     await svc.ingestor.record([tagged("p1", 1, 50, season=W49),

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from laurels import failpoints
-from laurels.league_rules import parse_cohort_id
+from laurels.core import failpoints
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.leagues.rules import parse_cohort_id
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.validation import ProfileIn
 
 W49, W50 = (parse_season(w, zone="UTC") for w in ("2026-W49", "2026-W50"))
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # W49, open

@@ -10,13 +10,13 @@ import pytest
 
 from laurels.api.problems import outcome_status
 from laurels.board import Delta, Profile
-from laurels.errors import DomainError, StoreUnavailable
-from laurels.ingest import Ingestor
-from laurels.lifecycle import SEASONS_FINALIZED
-from laurels.reads import Reads
+from laurels.core.errors import DomainError, StoreUnavailable
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.ingest.record import Ingestor
+from laurels.lifecycle.closing import SEASONS_FINALIZED
+from laurels.reads.boards import Reads
 from laurels.runtime import Runtime, redis_client, wire
-from laurels.seasons import Season, parse_season
-from laurels.validation import ProfileIn
 
 W47, W48, W49 = (parse_season(w, zone="UTC") for w in ("2026-W47", "2026-W48", "2026-W49"))
 

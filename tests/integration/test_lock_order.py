@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from psycopg.pq import TransactionStatus
 
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import GroupIn, MembersIn, ProfileIn
 from laurels.db import LOCK_ORDER, LOCKS, QUERIES, Conn, migrations
+from laurels.live.webhooks import store_settings
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.validation import GroupIn, MembersIn, ProfileIn
-from laurels.webhooks import store_settings
 from tests.helpers import receiving
 
 LOCKING = re.compile(r"\bFOR (?:NO KEY )?UPDATE\b|\bFOR (?:KEY )?SHARE\b|pg_(?:try_)?advisory"

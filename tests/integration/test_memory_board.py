@@ -32,15 +32,15 @@ from hypothesis import strategies as st
 
 from laurels.board import Board, BoardMissing, Delta, Profile
 from laurels.board.hints import Hint
+from laurels.board.keys import Keys
 from laurels.board.memory import MemoryBoard
 from laurels.board.signals import Signals
 from laurels.board.values import Standing
-from laurels.keys import Keys
-from laurels.kinds import METRICS, Metric
-from laurels.ranking import TiePolicy
+from laurels.core.ranking import TiePolicy
+from laurels.core.registry import METRICS, Metric
+from laurels.core.seasons import Season, week
+from laurels.core.states import ApplyResult
 from laurels.runtime import Runtime
-from laurels.seasons import Season, week
-from laurels.states import ApplyResult
 from tests.helpers import NO_EXPLAIN, model_examples
 
 WEEK = week(2026, 49)

@@ -13,7 +13,7 @@ the catalogue nor key of the prefix names an erased learner; no public read
 shows a hidden, suspended or erased one). Both tie policies are exercised.
 
 The model implements the ranking rules itself (it does not use
-laurels.ranking); `test_model_ranking_by_hand` checks it on hand-worked cases.
+laurels.core.ranking); `test_model_ranking_by_hand` checks it on hand-worked cases.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from laurels.errors import DomainError
-from laurels.notifier import Notifier
+from laurels.core.errors import DomainError
+from laurels.core.seasons import parse_season
+from laurels.core.validation import ProfileIn
+from laurels.live.notifier import Notifier
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.settings import Secrets, Settings
-from laurels.validation import ProfileIn
 from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables

@@ -42,14 +42,14 @@ from hypothesis.stateful import (
 )
 
 from laurels.board.trust import Unproven
-from laurels.deployment import Membership
-from laurels.errors import DomainError, StoreUnavailable
-from laurels.filling import RebuildFailed
-from laurels.rebuild import RebuildRunning
+from laurels.core.errors import DomainError, StoreUnavailable
+from laurels.core.seasons import Season, parse_season
+from laurels.core.validation import ProfileIn
+from laurels.process.deployment import Membership
+from laurels.process.settings import Secrets, Settings
+from laurels.projection.filling import RebuildFailed
+from laurels.projection.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.settings import Secrets, Settings
-from laurels.validation import ProfileIn
 from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.integration.test_catchup import Server

@@ -5,7 +5,7 @@ erasure, profile change, finalize, rebuild, void and restore, suspend and
 unsuspend, losing Redis, league placement, the zone pass and the decision,
 retention, webhook deliveries to a receiver on a loopback port) as tasks. An
 operation may be started *held* at one of its named pause points
-(laurels.failpoints): it stops there, with whatever PostgreSQL locks it holds,
+(laurels.core.failpoints): it stops there, with whatever PostgreSQL locks it holds,
 (weekly leagues are on: placements and decisions are operations too; the
 all-time board is on too, rebuilt from the archive of a week once it closes),
 while later rules start other operations, which run to their own pause point,
@@ -45,15 +45,15 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from laurels import failpoints
-from laurels.errors import DomainError
-from laurels.filling import RebuildFailed
-from laurels.rebuild import RebuildRunning
+from laurels.core import failpoints
+from laurels.core.errors import DomainError
+from laurels.core.seasons import Season, parse_season, season_of
+from laurels.core.validation import GroupIn, MembersIn, ProfileIn
+from laurels.live.webhooks import store_settings
+from laurels.process.settings import Secrets, Settings
+from laurels.projection.filling import RebuildFailed
+from laurels.projection.rebuild import RebuildRunning
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season, season_of
-from laurels.settings import Secrets, Settings
-from laurels.validation import GroupIn, MembersIn, ProfileIn
-from laurels.webhooks import store_settings
 from tests import deadlines
 from tests.helpers import (
     ADMIN,

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from laurels.board import BoardMissing
-from laurels.errors import DomainError
+from laurels.core.errors import DomainError
+from laurels.core.seasons import Season, parse_season, season_of
+from laurels.core.validation import ProfileIn
+from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season, season_of
-from laurels.settings import Secrets, Settings
-from laurels.validation import ProfileIn
 from tests import deadlines
 from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
 from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from laurels import failpoints
+from laurels.core import failpoints
+from laurels.core.seasons import parse_season
+from laurels.core.validation import ProfileIn
+from laurels.live.webhooks import store_settings
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
-from laurels.settings import Secrets
-from laurels.validation import ProfileIn
-from laurels.webhooks import store_settings
 from tests.helpers import (
     ADMIN,
     INGEST,

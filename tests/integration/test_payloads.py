@@ -25,13 +25,14 @@ from typing import Any
 
 import orjson
 
-from laurels import kinds, shapes
 from laurels.board.hints import Hint
-from laurels.notifications import DATA, SHOWN, WEBHOOK_DATA, BoardShown, WebhookEvent
-from laurels.notifier import RankMove
+from laurels.core import registry as kinds
+from laurels.core import shapes
+from laurels.core.seasons import parse_season
+from laurels.live.notifications import DATA, SHOWN, WEBHOOK_DATA, BoardShown, WebhookEvent
+from laurels.live.notifier import RankMove
+from laurels.live.webhooks import store_settings
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
-from laurels.webhooks import store_settings
 from tests.helpers import receiving
 from tests.typed_checks import keys_of, problems
 

@@ -15,16 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.exceptions import RedisClusterException
 
-from laurels import failpoints
 from laurels.api import create_app
 from laurels.api.problems import outcome_status
-from laurels.errors import StoreUnavailable
-from laurels.notifications import utc
-from laurels.notifier import RankMove
-from laurels.rebuild import lock_key
+from laurels.core import failpoints
+from laurels.core.errors import StoreUnavailable
+from laurels.core.seasons import Season, parse_season
+from laurels.live.notifications import utc
+from laurels.live.notifier import RankMove
+from laurels.process.supervisor import Supervisor, every
+from laurels.projection.rebuild import lock_key
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season
-from laurels.supervisor import Supervisor, every
 from tests import deadlines
 from tests.helpers import ADMIN_AUTH, eventually
 
@@ -307,7 +307,7 @@ def test_notification_times_are_utc_whatever_the_session_zone() -> None:
 
 
 async def test_season_final_counts_each_notification(rt: Runtime) -> None:
-    from laurels.metrics import NOTIFICATIONS_WRITTEN
+    from laurels.core.metrics import NOTIFICATIONS_WRITTEN
 
     svc = rt.derive(clock=lambda: datetime(2026, 11, 24, 12, tzinfo=UTC))
     start = parse_season("2026-W47", zone="UTC").starts_at
@@ -382,7 +382,7 @@ async def test_readyz_and_metrics_show_a_dead_projector(rt: Runtime, monkeypatch
         return await original(min_age_seconds)
 
     monkeypatch.setattr(rt.projector, "drain", drain)
-    monkeypatch.setattr("laurels.supervisor.BACKOFF_MAX_SECONDS", 0.2)
+    monkeypatch.setattr("laurels.process.supervisor.BACKOFF_MAX_SECONDS", 0.2)
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app), \
             httpx.AsyncClient(transport=transport, base_url="http://laurels") as client:

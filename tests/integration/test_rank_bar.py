@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from laurels.board import Board, Delta, Profile
 from laurels.board.base import lua_text, script_source
 from laurels.board.hints import Hint
-from laurels.keys import Keys
+from laurels.board.keys import Keys
+from laurels.core.seasons import Season, parse_season
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season
 from tests import deadlines
 
 SEASON = parse_season("2026-W49", zone="UTC")

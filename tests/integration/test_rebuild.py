@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from laurels.errors import DomainError
-from laurels.ingest import Ingestor
-from laurels.rebuild import RebuildRunning, lock_key
+from laurels.core.errors import DomainError
+from laurels.core.seasons import Season, parse_season
+from laurels.ingest.record import Ingestor
+from laurels.projection.rebuild import RebuildRunning, lock_key
 from laurels.runtime import Runtime
-from laurels.seasons import Season, parse_season
 
 SEASON = parse_season("2026-W48", zone="UTC")
 START = SEASON.starts_at

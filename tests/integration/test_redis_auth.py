@@ -22,9 +22,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from laurels.core.seasons import parse_season
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, free_port, make_settings
 
 pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,

@@ -17,10 +17,10 @@ import pytest
 
 from laurels.api.problems import response_for
 from laurels.board.trust import Unproven
-from laurels.errors import StoreUnavailable
+from laurels.core.errors import StoreUnavailable
+from laurels.core.seasons import Season, parse_season
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime, Services
-from laurels.seasons import Season, parse_season
-from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, make_settings
 from tests.integration.test_catchup import (
     NOW,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from laurels import lifecycle
+from laurels.core.seasons import parse_season
+from laurels.lifecycle import closing as lifecycle
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)  # W49
 OLD = ["2026-W40", "2026-W41", "2026-W42"]  # Sep 28 .. Oct 18: September and October
@@ -103,7 +103,7 @@ async def test_boards_of_kinds_stand_on_their_archives_once_their_months_go(
     """Every season of a board of a kind touching a retired month is
     archived first (lifecycle.archive_boards_of), built or not: a retired
     week's board reads its archive, and a kind's all-time board rebuilt
-    after the retirement stands on its archived weeks (history.py), so it
+    after the retirement stands on its archived weeks (lifecycle/history.py), so it
     counts what it counted before. Seasons archived this way send no
     `season_final` (they closed long ago); FINALIZE_BOARDS a transaction."""
     monkeypatch.setattr(lifecycle, "FINALIZE_BOARDS", chunk)

@@ -14,10 +14,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from laurels.core.seasons import parse_season
 from laurels.db import migrate, migrations
-from laurels.history import history_of
+from laurels.lifecycle.history import history_of
 from laurels.runtime import Runtime, Services
-from laurels.seasons import parse_season
 from tests.helpers import eventually, with_database
 from tests.integration.test_history import ALL, WEEKS, history, item, pg_all, scores
 from tests.invariants import check_all

@@ -18,10 +18,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from laurels.core.seasons import parse_season
 from laurels.db import migrate, migrations
+from laurels.process.settings import Secrets
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.settings import Secrets
 from tests.helpers import ADMIN, INGEST, USER_SECRET, eventually, make_settings, with_database
 
 VERSION = 38

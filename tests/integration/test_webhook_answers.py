@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+from laurels.live.webhooks import store_settings
 from laurels.runtime import Runtime
-from laurels.webhooks import store_settings
 from tests.webhook_receiver import CHUNK, Answer, Receiver
 
 BODY_MB = 256  # of CHUNK (1 MiB) each

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from laurels.live.webhooks import BATCH, store_settings
 from laurels.runtime import Runtime
-from laurels.webhooks import BATCH, store_settings
 from tests.webhook_receiver import Answer, Delivery, Receiver
 
 EVENTS = 120

@@ -12,10 +12,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from laurels import failpoints
+from laurels.core import failpoints
+from laurels.core.seasons import parse_season
+from laurels.live.webhooks import store_settings
 from laurels.runtime import Runtime
-from laurels.seasons import parse_season
-from laurels.webhooks import store_settings
 from tests.helpers import receiving
 
 W49 = "2026-W49"

@@ -15,7 +15,7 @@ import pytest
 from laurels.api.auth import Auth, mint
 from laurels.api.fast import bearer
 from laurels.api.problems import Problem
-from laurels.settings import Secrets
+from laurels.process.settings import Secrets
 
 pytestmark = pytest.mark.once
 
@@ -304,7 +304,7 @@ def test_a_rotating_secret_accepts_both_and_signs_with_the_new() -> None:
     both; what laurels signs (learner tokens, cursors) uses the new one."""
     from laurels.api.auth import Auth, BadToken, mint
     from laurels.api.cursors import Cursors
-    from laurels.settings import Secrets
+    from laurels.process.settings import Secrets
 
     old_secret, new_secret = SECRET, "n" * 64
     rotating = Auth(Secrets("new-ingest,old-ingest", "admin", f"{new_secret},{old_secret}"))

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels import backoff, webhooks
-from laurels.backoff import jittered_seconds
+from laurels.core import backoff
+from laurels.core.backoff import jittered_seconds
+from laurels.live import webhooks
 from tests import deadlines
 
 pytestmark = pytest.mark.once

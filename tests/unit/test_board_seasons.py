@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from laurels.board.keys import Keys, tag
+from laurels.core.seasons import BadSeason, parse_season, period_of, season_of
 from laurels.db import q
 from laurels.db.variants import variant
-from laurels.keys import Keys, tag
-from laurels.seasons import BadSeason, parse_season, period_of, season_of
 
 pytestmark = pytest.mark.once
 
@@ -83,7 +83,7 @@ def test_a_board_counts_its_tagged_completions_by_its_metric() -> None:
 
 
 def test_a_stream_shows_a_board_season_by_its_period_name_and_board() -> None:
-    from laurels.hub import shown_season
+    from laurels.live.hub import shown_season
 
     name = parse_season("2026-W49", zone=PARIS).on("course:python-101", "points").name
     assert shown_season({"season": name, "user_id": 7}) == {

@@ -1,5 +1,5 @@
 """Every response body is declared three times: what the services build
-(shapes.py), what /openapi.json publishes (api/schemas.py, api/kind_schemas.py)
+(core/shapes.py), what /openapi.json publishes (api/schemas.py, api/kind_schemas.py)
 and what the Python client types (client/types.py, client/league_types.py).
 This holds the three equal, body by body and field by field: the same field
 names, required alike, of the same types (normalised: str, int, float,
@@ -28,15 +28,15 @@ from typing import (
 import pytest
 from pydantic import BaseModel
 
-from laurels import shapes
 from laurels.api import kind_schemas, schemas
 from laurels.client import league_types
 from laurels.client import types as client_types
+from laurels.core import shapes
 from tests.typed_checks import keys_of
 
 pytestmark = pytest.mark.once
 
-# body -> (shapes.py's TypedDict, the pydantic model, the client's TypedDict);
+# body -> (core/shapes.py's TypedDict, the pydantic model, the client's TypedDict);
 # None where a place does not declare it (said why in NOT_DECLARED).
 BODIES: dict[str, tuple[str | None, str | None, str | None]] = {
     "Entry": ("Entry", "EntryOut", "Entry"),

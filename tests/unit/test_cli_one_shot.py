@@ -14,10 +14,10 @@ import jwt
 import pytest
 from typer.testing import CliRunner, Result
 
-from laurels import embedded
 from laurels.cli import app
 from laurels.cli.one_shot import _known_secrets, _shown
-from laurels.settings import Settings
+from laurels.process import embedded
+from laurels.process.settings import Settings
 
 pytestmark = pytest.mark.once
 

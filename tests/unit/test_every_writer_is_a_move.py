@@ -16,11 +16,11 @@ import pytest
 import typer.main
 
 from laurels.api import create_app
-from laurels.board_kinds import BoardKinds
 from laurels.cli import app as cli
-from laurels.groups import Groups
+from laurels.lifecycle.board_kinds import BoardKinds
+from laurels.process.settings import Secrets, Settings
+from laurels.reads.groups import Groups
 from laurels.runtime import Runtime, background_loops
-from laurels.settings import Secrets, Settings
 from tests.integration.test_model_faults import FaultMachine
 from tests.integration.test_model_interleaved import InterleavingMachine
 from tests.integration.test_model_kinds import KindsMachine

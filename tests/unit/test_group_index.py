@@ -1,11 +1,11 @@
-"""The per-process member index that routes hints to groups (group_index.py)."""
+"""The per-process member index that routes hints to groups (live/group_index.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from laurels import group_index
-from laurels.group_index import GroupIndex
+from laurels.live import group_index
+from laurels.live.group_index import GroupIndex
 
 pytestmark = pytest.mark.once
 

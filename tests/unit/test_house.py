@@ -37,9 +37,10 @@ def test_every_sql_statement_runs_in_db() -> None:
 
 def outside_the_doors(pattern: re.Pattern[str]) -> list[str]:
     """The lines matching `pattern` outside the stores' doors. (board/ runs
-    Redis, its pipelines `execute`; settings.py parses a URL with libpq's
-    parser; embedded.py starts the servers.)"""
-    kept = ("laurels/db/", "laurels/board/", "laurels/embedded/", "laurels/settings.py")
+    Redis, its pipelines `execute`; process/settings.py parses a URL with libpq's
+    parser; process/embedded/ starts the servers.)"""
+    kept = ("laurels/db/", "laurels/board/", "laurels/process/embedded/",
+            "laurels/process/settings.py")
     return [f"{name}:{n}" for name, text in sources().items() if not name.startswith(kept)
             for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels.keys import CHUNK_BITS, ChunkBits, Keys, chunk_of
+from laurels.board.keys import CHUNK_BITS, ChunkBits, Keys, chunk_of
 from tests import deadlines
 
 pytestmark = pytest.mark.once
@@ -104,12 +104,12 @@ def test_each_period_has_its_own_hash_tag(season: str, tag: str) -> None:
 
 
 def test_every_key_declares_what_it_holds_of_learners() -> None:
-    """The erasure and visibility invariants read each key by what keys.py
+    """The erasure and visibility invariants read each key by what board/keys.py
     declares it holds: every key a SeasonKeys or a VersionKeys names is
     declared (a new one must say), and nothing else under the prefix is."""
     import dataclasses
 
-    from laurels.keys import Keys, SeasonKeys
+    from laurels.board.keys import Keys, SeasonKeys
 
     keys = Keys("lau", "first")
     for season in ("2026-W49", "2026-11-30", "2026-11", "all"):
@@ -132,7 +132,7 @@ def test_every_key_declares_what_it_holds_of_learners() -> None:
        st.sets(st.integers(1, 1 << 20), max_size=300), st.integers(1, 60))
 def test_chunk_bits_marks_every_seq_whatever_the_fetches(width: int, seqs: set[int],
                                                          fetch: int) -> None:
-    """A rebuild's bitmaps (rebuild.py, _merge_bits): the ascending seqs fed
+    """A rebuild's bitmaps (projection/rebuild.py, _merge_bits): the ascending seqs fed
     a fetch at a time give each chunk once, its bits set as SETBIT would."""
     ordered = sorted(seqs)
     chunker = ChunkBits(width)

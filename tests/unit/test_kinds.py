@@ -1,4 +1,4 @@
-"""The registry of kinds (kinds.py) and every place that cannot import it:
+"""The registry of kinds (core/registry.py) and every place that cannot import it:
 each names the same kinds, so adding one fails here, naming the place that
 must follow (docs/design.md, "Adding a notification kind")."""
 
@@ -10,9 +10,9 @@ from typing import get_args, is_typeddict
 
 import pytest
 
-from laurels import kinds
 from laurels.client import types as client_types
-from laurels.shapes import AuditAction
+from laurels.core import registry as kinds
+from laurels.core.shapes import AuditAction
 
 pytestmark = pytest.mark.once
 
@@ -62,7 +62,7 @@ def test_the_scripts_write_the_rank_events_the_notifier_reads() -> None:
         assert call, script
         fields = re.findall(r"'([a-z0-9_]+)', [^,]+", call.group(1).split("'*',", 1)[1])
         assert tuple(fields) == kinds.RANK_EVENT_FIELDS, script
-    read = re.findall(r'f(?:\["|\.get\(")([a-z0-9_]+)"', (SRC / "notifier.py").read_text())
+    read = re.findall(r'f(?:\["|\.get\(")([a-z0-9_]+)"', (SRC / "live" / "notifier.py").read_text())
     assert read and set(read) <= set(kinds.RANK_EVENT_FIELDS)
 
 

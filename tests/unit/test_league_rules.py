@@ -9,8 +9,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels.league_rules import MAX_COHORT, LeagueRules
-from laurels.settings import Settings
+from laurels.leagues.rules import MAX_COHORT, LeagueRules
+from laurels.process.settings import Settings
 from tests import deadlines
 
 TIERS = ("bronze", "silver", "gold", "diamond")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from laurels.hub import LEARNER_BUFFER, LearnerListener, SeasonListener
-from laurels.seasons import week
+from laurels.core.seasons import week
+from laurels.live.hub import LEARNER_BUFFER, LearnerListener, SeasonListener
 
 pytestmark = pytest.mark.once
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from laurels.notifications import _on_board as on_board
-from laurels.seasons import parse_season
-from laurels.webhooks import Outgoing
+from laurels.core.seasons import parse_season
+from laurels.live.notifications import _on_board as on_board
+from laurels.live.webhooks import Outgoing
 
 WEEK = parse_season("2026-W50", zone="Asia/Tokyo")
 SKILL = WEEK.on("skill:python", "best")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from laurels.core.errors import StoreUnavailable
 from laurels.db.outage import answers_later
-from laurels.errors import StoreUnavailable
 
 REFUSED = ('connection failed: connection to server at "127.0.0.1", port 5 failed: '
            "Connection refused")

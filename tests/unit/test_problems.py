@@ -14,8 +14,8 @@ from redis import exceptions as redis_exceptions
 
 from laurels.api.problems import STATUS, Problem, response_for
 from laurels.board.connection import unavailable_when_down
+from laurels.core.errors import DomainError
 from laurels.db import _answering
-from laurels.errors import DomainError
 
 pytestmark = pytest.mark.once
 
@@ -69,12 +69,12 @@ async def test_each_error_gets_its_status(exc: Exception, status: int, code: str
 
 
 def test_every_code_has_a_status() -> None:
-    """Every code of the contract has its status: the domain's (errors.py)
+    """Every code of the contract has its status: the domain's (core/errors.py)
     and those only the HTTP edge gives (api/problems.py), apart."""
     from typing import get_args
 
     from laurels.api.problems import HttpCode
-    from laurels.errors import ErrorCode
+    from laurels.core.errors import ErrorCode
 
     domain, edge = set(get_args(ErrorCode)), set(get_args(HttpCode))
     assert domain.isdisjoint(edge)

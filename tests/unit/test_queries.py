@@ -30,18 +30,15 @@ def test_every_named_query_is_run_by_the_service_and_exists() -> None:
 
 def test_every_query_says_what_it_does_in_its_owners_file() -> None:
     """Each named query is described (a comment line besides its locks) and
-    lives in the file of the service that runs it, or in shared.sql when
-    several do (issue 41: queries by owner)."""
-    from importlib import resources
-
-    folder = resources.files("laurels.db").joinpath("queries")
+    lives in the file of the module that runs it, at its path
+    (`queries/projection/rebuild.sql` for `projection/rebuild.py`), or in
+    shared.sql when several do (issue 41: queries by owner)."""
+    folder = SRC / "db" / "queries"
     # The client package runs no SQL (and shares some names with the API).
-    code = {p.stem: p.read_text() for p in SRC.rglob("*.py")
-            if not {"db", "client"} & set(p.parts)}
-    for entry in folder.iterdir():
-        if not entry.name.endswith(".sql"):
-            continue
-        owner = entry.name[:-4]
+    code = {p.relative_to(SRC).with_suffix("").as_posix(): p.read_text()
+            for p in SRC.rglob("*.py") if not {"db", "client"} & set(p.parts)}
+    for entry in sorted(folder.rglob("*.sql")):
+        owner = entry.relative_to(folder).with_suffix("").as_posix()
         for block in re.split(r"^-- name: ", entry.read_text(), flags=re.M)[1:]:
             name, _, body = block.partition("\n")
             name = name.strip()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels.ranking import (
+from laurels.core.ranking import (
     TS_WIDTH,
     UID_WIDTH,
     USER_ID_MAX,

@@ -11,10 +11,10 @@ import pytest
 from laurels.board import Board, Entry, Top
 from laurels.board import roles as roles_module
 from laurels.board.roles import Reader
-from laurels.privacy import Privacy
-from laurels.reads import Reads
-from laurels.seasons import parse_season
-from laurels.settings import Settings
+from laurels.core.seasons import parse_season
+from laurels.process.settings import Settings
+from laurels.reads.boards import Reads
+from laurels.reads.privacy import Privacy
 
 pytestmark = pytest.mark.once
 

@@ -1,4 +1,4 @@
-"""A board's season crosses a module boundary as a `Season` (seasons.py),
+"""A board's season crosses a module boundary as a `Season` (core/seasons.py),
 never as its name: parsed once at the edge where text comes in, passed
 whole, and turned back into text only at the edges that store or send it.
 
@@ -16,9 +16,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "laurels"
 
 # The text form's edges: where a season's name is what goes in or out.
 EDGES = {
-    "keys.py": "Redis keys are built from names (and read back from them)",
-    "seasons.py": "the parsers: names in, Seasons out",
-    "shapes.py": "response bodies: the wire",
+    "board/keys.py": "Redis keys are built from names (and read back from them)",
+    "core/seasons.py": "the parsers: names in, Seasons out",
+    "core/shapes.py": "response bodies: the wire",
     "board/lua_args.py": "a Lua script's arguments are text",
     "board/hints.py": "hints are Pub/Sub messages naming their season",
     "board/subscribe.py": "the Pub/Sub subscription follows seasons by the names hints carry",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from laurels.seasons import BadSeason, parse_season, season_of, week
+from laurels.core.seasons import BadSeason, parse_season, season_of, week
 
 pytestmark = pytest.mark.once
 
@@ -220,7 +220,7 @@ def test_season_ordering() -> None:
 
 # --- periods (issue 14): day, month, all ----------------------------------------
 
-from laurels.seasons import (  # noqa: E402
+from laurels.core.seasons import (  # noqa: E402
     PERIODS,
     PeriodOff,
     configured_season,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from laurels.datadir import resolve_secrets
-from laurels.settings import ConfigError, Secrets, Settings, load_settings
+from laurels.process.datadir import resolve_secrets
+from laurels.process.settings import ConfigError, Secrets, Settings, load_settings
 
 pytestmark = pytest.mark.once
 

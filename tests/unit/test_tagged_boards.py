@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laurels.board import Delta, Profile
-from laurels.kind_rules import BoardKind, board_seasons, score_of, tagged_boards
-from laurels.seasons import season_of, week
+from laurels.core.seasons import season_of, week
+from laurels.lifecycle.kind_rules import BoardKind, board_seasons, score_of, tagged_boards
 from tests import deadlines
 
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)

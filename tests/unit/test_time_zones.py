@@ -1,4 +1,4 @@
-"""Seasons in a time zone (CONTRACT.md, `LAURELS_TIME_ZONE`; seasons.py):
+"""Seasons in a time zone (CONTRACT.md, `LAURELS_TIME_ZONE`; core/seasons.py):
 days, weeks and months of the local calendar, 23- and 25-hour days across
 daylight saving, instants in UTC; every instant in exactly one season of
 each period, whatever the zone's rules."""
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from laurels.seasons import PERIODS, parse_season, season_of
-from laurels.settings import Settings
-from laurels.zones import BadZone, zone_info
+from laurels.core.seasons import PERIODS, parse_season, season_of
+from laurels.core.time_zones import BadZone, zone_info
+from laurels.process.settings import Settings
 from tests import deadlines
 
 pytestmark = pytest.mark.once

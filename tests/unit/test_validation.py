@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from laurels import validation
 from laurels.api.bodies import _duplicate_key_slowly, duplicate_key, parse_json
 from laurels.api.params import int_in
 from laurels.api.problems import Problem
-from laurels.names import display_name_problem
-from laurels.validation import (
+from laurels.core import validation
+from laurels.core.names import display_name_problem
+from laurels.core.validation import (
     TAG_LEN_MAX,
     Invalid,
     parse_completion_id,

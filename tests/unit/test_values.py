@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from laurels.board.lua_args import json_list
 from laurels.board.values import Delta, Profile
-from laurels.projector import boards_of
-from laurels.seasons import PERIODS, Period, parse_season, part_period, season_of, week
+from laurels.core.seasons import PERIODS, Period, parse_season, part_period, season_of, week
+from laurels.projection.projector import boards_of
 from tests import deadlines
 
 W49 = week(2026, 49)

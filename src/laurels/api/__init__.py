@@ -41,9 +41,9 @@ from laurels.api.cors import ReadCors
 from laurels.api.fast import FastLane
 from laurels.api.openapi import App
 from laurels.api.state import ApiState
-from laurels.metrics import RequestMetrics
+from laurels.core.metrics import RequestMetrics
+from laurels.process.supervisor import Supervisor
 from laurels.runtime import Runtime, background_loops
-from laurels.supervisor import Supervisor
 
 log = logging.getLogger("laurels.api")
 
@@ -55,9 +55,9 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await rt.open(run_migrations=migrate)
         # The deployment's webhook settings, for every process that writes
-        # (a CLI command, a projector started alone): webhooks.py.
+        # (a CLI command, a projector started alone): live/webhooks.py.
         await rt.deliveries.store_settings()
-        await rt.leagues.store_settings()  # whether completions join leagues (leagues.py)
+        await rt.leagues.store_settings()  # whether completions join leagues (leagues/cohorts.py)
         state.supervisor = supervisor = Supervisor()
         for name, loop in background_loops(rt, projector=run_projector).items():
             supervisor.start(name, loop)
@@ -96,8 +96,8 @@ def worker_app() -> ASGIApp:
     worker): settings from the environment `serve` prepared, its own store
     connections and background loops."""
     from laurels.api import server
-    from laurels.datadir import resolve_secrets
-    from laurels.settings import load_settings
+    from laurels.process.datadir import resolve_secrets
+    from laurels.process.settings import load_settings
 
     settings = load_settings()
     server.configure(settings)

@@ -24,8 +24,8 @@ from laurels.api.params import (
 )
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
-from laurels.seasons import GLOBAL, PERIODS
-from laurels.validation import (
+from laurels.core.seasons import GLOBAL, PERIODS
+from laurels.core.validation import (
     UUID_RE,
     LearnerCorrectionIn,
     ReasonIn,

@@ -9,8 +9,8 @@ from typing import Literal, NoReturn
 import jwt
 
 from laurels.api.problems import Problem
-from laurels.settings import Secrets, accepted, current
-from laurels.validation import Invalid, parse_user_id
+from laurels.core.validation import Invalid, parse_user_id
+from laurels.process.settings import Secrets, accepted, current
 
 Writer = Literal["ingest", "admin"]  # the tokens that may write
 

@@ -1,6 +1,6 @@
 """HTTP routes of board kinds (CONTRACT.md, "Boards of a course, a track or
 a skill"): an operator defines, lists and deletes the kinds whose tags put
-completions on boards of their own (board_kinds.py holds the rules)."""
+completions on boards of their own (lifecycle/board_kinds.py holds the rules)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from laurels.api.dependencies import admin_token, small_json_body
 from laurels.api.params import Limit
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
-from laurels.kind_rules import BoardKind, check_kind
-from laurels.reads import iso
+from laurels.lifecycle.kind_rules import BoardKind, check_kind
+from laurels.reads.boards import iso
 
 KindPath = Annotated[str, Path(
     description="the kind's name, the part of its tags before the colon",

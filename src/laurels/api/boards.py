@@ -14,9 +14,9 @@ from fastapi import Query
 from laurels.api.params import path_season, query_value
 from laurels.api.problems import Problem
 from laurels.api.state import RouteServices
-from laurels.errors import DomainError
-from laurels.kind_rules import check_board
-from laurels.seasons import GLOBAL, PERIODS, Season
+from laurels.core.errors import DomainError
+from laurels.core.seasons import GLOBAL, PERIODS, Season
+from laurels.lifecycle.kind_rules import check_board
 
 BoardQuery = Annotated[str, Query(
     description="`global` (the whole platform's board) or a tag `kind:value` of a defined "

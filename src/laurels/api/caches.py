@@ -30,10 +30,10 @@ import orjson
 
 from laurels.api.cursors import Cursors
 from laurels.board import Hint, HintSubscription
-from laurels.group_index import GroupIndex
-from laurels.reads import Reads
-from laurels.seasons import Season
-from laurels.shapes import BoardPage
+from laurels.core.seasons import Season
+from laurels.core.shapes import BoardPage
+from laurels.live.group_index import GroupIndex
+from laurels.reads.boards import Reads
 
 CACHE_SECONDS = 5.0  # a group board's first page
 # A season's top and neighbourhoods live at most this long: every hint drops
@@ -173,7 +173,7 @@ class BoardCache:
     def invalidate(self) -> None:
         """Every body dropped, and none being read meanwhile kept (a learner
         became hidden, anonymous or erased where this process may have
-        missed the hint: privacy.py); the seasons stay followed."""
+        missed the hint: reads/privacy.py); the seasons stay followed."""
         self.drop()
         self.epoch += 1
 
@@ -230,7 +230,7 @@ class GroupCache:
     """The first pages of group boards, serialized, per process.
 
     A hint drops only the bodies of the groups it concerns (the member
-    index, group_index.py; every group of the season when it names nobody);
+    index, live/group_index.py; every group of the season when it names nobody);
     a membership or access change drops the group's (the board's
     `on_group_change`: from this process at once, from others through
     Redis). A body read while

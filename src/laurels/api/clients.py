@@ -8,7 +8,7 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
-from laurels.settings import IPNetwork
+from laurels.process.settings import IPNetwork
 
 UNKNOWN = "unknown"  # no peer address (a test transport, a unix socket)
 

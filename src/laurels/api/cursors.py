@@ -26,8 +26,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from laurels.api.problems import Problem
-from laurels.ranking import Position
-from laurels.settings import accepted, current
+from laurels.core.ranking import Position
+from laurels.process.settings import accepted, current
 
 NONCE_BYTES = 12
 

@@ -15,7 +15,7 @@ from laurels.api.bodies import MAX_BODY_BYTES, SMALL_BODY_BYTES, check_headers, 
 from laurels.api.params import path_user_id
 from laurels.api.problems import Problem
 from laurels.api.state import api_state, services
-from laurels.seasons import Period
+from laurels.core.seasons import Period
 
 bearer_scheme = HTTPBearer(auto_error=False, description="ingest, admin or learner token")
 

@@ -79,8 +79,8 @@ from laurels.api.params import (
 from laurels.api.problems import Problem, outcome_status
 from laurels.api.state import ApiState
 from laurels.api.streams import board_stream
-from laurels.seasons import ALIASES
-from laurels.validation import CompletionIn
+from laurels.core.seasons import ALIASES
+from laurels.core.validation import CompletionIn
 
 GROUP_BOARD = re.compile(r"/v1/groups/([^/]+)/leaderboards/([^/]+)")
 HEALTH_BODY = b'{"status":"ok"}'

@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Path, Request, Security
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 
-from laurels import failpoints
 from laurels.api import schemas as s
 from laurels.api.boards import BoardQuery, board_season
 from laurels.api.caches import Cached, not_modified
@@ -37,9 +36,9 @@ from laurels.api.params import (
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import group_stream
-from laurels.groups import Groups
-from laurels.seasons import GLOBAL, Season
-from laurels.validation import (
+from laurels.core import failpoints
+from laurels.core.seasons import GLOBAL, Season
+from laurels.core.validation import (
     GroupIn,
     MembersIn,
     RanksIn,
@@ -48,6 +47,7 @@ from laurels.validation import (
     validate_members,
     validate_ranks,
 )
+from laurels.reads.groups import Groups
 
 GroupIdPath = Annotated[str, Path(
     description="a group id", examples=["class-7b"],

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from laurels.kinds import Metric
+from laurels.core.registry import Metric
 
 
 class BoardKindIn(BaseModel):

@@ -28,10 +28,10 @@ from laurels.api.params import Cursor, Limit, UserIdPath, path_season
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import cohort_stream
-from laurels.league_rules import Cohort
-from laurels.leagues import Leagues
-from laurels.seasons import PERIODS, Season
-from laurels.shapes import CohortBoard
+from laurels.core.seasons import PERIODS, Season
+from laurels.core.shapes import CohortBoard
+from laurels.leagues.cohorts import Leagues
+from laurels.leagues.rules import Cohort
 
 WEEK_PATTERN = "^([0-9]{4}-W[0-9]{2}|current)$"
 WEEK_DESCRIPTION = "a week `YYYY-Www` (UTC), or `current` (this week)"

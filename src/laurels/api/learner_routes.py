@@ -24,8 +24,8 @@ from laurels.api.params import Cursor, Limit, SeasonPath, UserIdPath, path_seaso
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import notification_stream
-from laurels.seasons import GLOBAL
-from laurels.validation import ReadIn, describe
+from laurels.core.seasons import GLOBAL
+from laurels.core.validation import ReadIn, describe
 
 router = APIRouter()
 

@@ -16,8 +16,8 @@ from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from laurels.api.problems import Problem
-from laurels.seasons import ALIASES, BadSeason, Period, PeriodOff, Season, configured_season
-from laurels.validation import USER_ID_MAX, Invalid, parse_user_id, parse_uuid
+from laurels.core.seasons import ALIASES, BadSeason, Period, PeriodOff, Season, configured_season
+from laurels.core.validation import USER_ID_MAX, Invalid, parse_user_id, parse_uuid
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """RFC 9457 problem details for every error; nothing internal reaches a client.
 
 The one place where an error becomes an answer: a domain refusal
-(`DomainError`, errors.py) or one of the HTTP layer itself (`Problem`: a
+(`DomainError`, core/errors.py) or one of the HTTP layer itself (`Problem`: a
 token refused, a body too large, a store that does not answer, ...) gets
 its code's status; anything else a store raises is a 503 or a bug (500).
 """
@@ -18,8 +18,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse as StarletteJSONResponse
 from starlette.responses import Response
 
-from laurels.errors import DomainError, ErrorCode, StoreUnavailable
-from laurels.ingest import Outcome
+from laurels.core.errors import DomainError, ErrorCode, StoreUnavailable
+from laurels.ingest.record import Outcome
 
 log = logging.getLogger("laurels.api")
 

@@ -1,5 +1,5 @@
 """Response shapes, for /openapi.json (handlers build the JSON directly), held
-to shapes.py's and the client's (client/types.py) by tests/unit/test_bodies.py."""
+to core/shapes.py's and the client's (client/types.py) by tests/unit/test_bodies.py."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from laurels.api.kind_schemas import BoardKindsOut as BoardKindsOut
 from laurels.api.kind_schemas import KindBoardsOut as KindBoardsOut
 from laurels.api.kind_schemas import LearnerBoardOut as LearnerBoardOut
 from laurels.api.kind_schemas import LearnerBoardsOut as LearnerBoardsOut
-from laurels.kinds import Metric, NotificationKind
-from laurels.ranking import TiePolicy
-from laurels.shapes import AuditAction
-from laurels.states import RebuildStatus, Visibility
-from laurels.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
+from laurels.core.ranking import TiePolicy
+from laurels.core.registry import Metric, NotificationKind
+from laurels.core.shapes import AuditAction
+from laurels.core.states import RebuildStatus, Visibility
+from laurels.core.validation import BatchIn, CompletionIn, ProfileIn, ReadIn
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -28,7 +28,7 @@ def _no_default(schema: dict[str, Any]) -> None:
 
 def absent(description: str) -> Any:
     """A field that is left out when it does not apply (a `NotRequired` key
-    of shapes.py): not required, and never null (no default published)."""
+    of core/shapes.py): not required, and never null (no default published)."""
     return Field(None, description=description, json_schema_extra=_no_default)
 
 

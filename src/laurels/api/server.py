@@ -40,8 +40,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from laurels.api.clients import ClientShares, share_of
 from laurels.api.early import answer_early
-from laurels.metrics import CONNECTIONS_CLOSED
-from laurels.settings import IPNetwork, Settings
+from laurels.core.metrics import CONNECTIONS_CLOSED
+from laurels.process.settings import IPNetwork, Settings
 
 MAX_HEADERS = 100
 MAX_HEADER_BYTES = 64 * 1024

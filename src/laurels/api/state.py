@@ -22,21 +22,21 @@ from laurels.api.caches import AROUND_BYTES, BoardCache, Cached, GroupCache, Kno
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import InFlight, RateLimiter
 from laurels.board.signals import Signals
-from laurels.board_kinds import BoardKinds
-from laurels.corrections import Corrections
-from laurels.groups import Groups
-from laurels.hub import Hub
-from laurels.ingest import GroupCommit, Ingestor
-from laurels.leagues import Leagues
-from laurels.learners import Learners
-from laurels.notifications import Notifications
-from laurels.reads import Reads
-from laurels.rebuild import Rebuilder
+from laurels.ingest.corrections import Corrections
+from laurels.ingest.record import GroupCommit, Ingestor
+from laurels.leagues.cohorts import Leagues
+from laurels.learners.profiles import Learners
+from laurels.lifecycle.board_kinds import BoardKinds
+from laurels.live.hub import Hub
+from laurels.live.notifications import Notifications
+from laurels.live.webhooks import Deliveries
+from laurels.process.settings import Settings
+from laurels.process.supervisor import Supervisor
+from laurels.projection.rebuild import Rebuilder
+from laurels.projection.verify import Verifier
+from laurels.reads.boards import Reads
+from laurels.reads.groups import Groups
 from laurels.runtime import Services
-from laurels.settings import Settings
-from laurels.supervisor import Supervisor
-from laurels.verify import Verifier
-from laurels.webhooks import Deliveries
 
 GROUP_PAGES_PER_CLIENT = 2  # uncached group pages one client may have computed at once
 

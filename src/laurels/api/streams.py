@@ -14,11 +14,11 @@ import orjson
 from laurels.api.problems import Problem
 from laurels.api.sse import EventStream, frame
 from laurels.api.state import RouteServices
-from laurels.errors import DomainError
-from laurels.hub import CHANGED_PER_SECOND
-from laurels.league_rules import Cohort
-from laurels.metrics import STREAMS_REFUSED
-from laurels.seasons import GLOBAL, Season, season_named
+from laurels.core.errors import DomainError
+from laurels.core.metrics import STREAMS_REFUSED
+from laurels.core.seasons import GLOBAL, Season, season_named
+from laurels.leagues.rules import Cohort
+from laurels.live.hub import CHANGED_PER_SECOND
 
 log = logging.getLogger("laurels.api")
 
@@ -82,7 +82,7 @@ Reader = int | Literal["writer"] | None  # a learner, the ingest or admin token,
 
 def group_stream(svc: RouteServices, gid: str, season: Season, client: str,
                  reader: Reader) -> EventStream:
-    """A group board's hints: the hub routes them by member (group_index.py).
+    """A group board's hints: the hub routes them by member (live/group_index.py).
     `reader` is who reads it; their access is checked again whenever the
     group changes (a member removed, the group turned members-only)."""
 

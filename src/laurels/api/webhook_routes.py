@@ -16,9 +16,9 @@ from laurels.api.dependencies import admin_token
 from laurels.api.params import Cursor, Limit, path_uuid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
-from laurels.ranking import UNIX_EPOCH, Position
-from laurels.reads import micros
-from laurels.validation import UUID_RE
+from laurels.core.ranking import UNIX_EPOCH, Position
+from laurels.core.validation import UUID_RE
+from laurels.reads.boards import micros
 
 DeliveryIdPath = Annotated[str, Path(description="a webhook delivery's id (UUID)",
                                      json_schema_extra={"format": "uuid", "pattern": UUID_RE})]

@@ -13,7 +13,7 @@ from laurels.api.dependencies import admin_token, ingest_token, json_body, small
 from laurels.api.params import UserIdPath, path_user_id, valid
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import services
-from laurels.validation import BatchIn, ProfileIn, describe, validate_profile
+from laurels.core.validation import BatchIn, ProfileIn, describe, validate_profile
 
 router = APIRouter()
 

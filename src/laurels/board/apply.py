@@ -12,6 +12,7 @@ import orjson
 
 from laurels.board.base import APPLY_BATCH, MAX_STALE_RETRIES, BoardBase
 from laurels.board.hints import Hint, hint_of
+from laurels.board.keys import Keys, VersionKeys, chunk_bits, hashed_bits
 from laurels.board.lua_args import (
     ApplyHead,
     ApplySeason,
@@ -23,10 +24,9 @@ from laurels.board.lua_args import (
     json_list,
 )
 from laurels.board.values import Delta, Profile
-from laurels.keys import Keys, VersionKeys, chunk_bits, hashed_bits
-from laurels.ranking import UNIX_EPOCH, pad_uid
-from laurels.seasons import Season, whole_week
-from laurels.states import ApplyResult
+from laurels.core.ranking import UNIX_EPOCH, pad_uid
+from laurels.core.seasons import Season, whole_week
+from laurels.core.states import ApplyResult
 
 # Seasons whose parsed name and keys a process keeps, the last used (about
 # 1.5 kB each, and as much a version's keys: 6 MB each cache at most). A

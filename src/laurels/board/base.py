@@ -21,12 +21,12 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, ResponseError
 
 from laurels.board.connection import require_supported, trust_of
+from laurels.board.keys import Keys, SeasonKeys
 from laurels.board.lua_args import SCRIPTS, preamble
 from laurels.board.signals import Signals
 from laurels.board.values import BoardMissing
-from laurels.keys import Keys, SeasonKeys
-from laurels.ranking import TiePolicy
-from laurels.seasons import Season
+from laurels.core.ranking import TiePolicy
+from laurels.core.seasons import Season
 
 T = TypeVar("T")
 MAX_STALE_RETRIES = 8

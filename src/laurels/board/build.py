@@ -1,7 +1,7 @@
-"""Building a board version from PostgreSQL (rebuild.py drives it), the
+"""Building a board version from PostgreSQL (projection/rebuild.py drives it), the
 version's lifetime (switch, abort, drop, expiry) and the server's identity
-(epoch.py watches it). Each step is one script or pipelined call; the rows
-come from the rebuild's snapshot, the keys from keys.py."""
+(projection/epoch.py watches it). Each step is one script or pipelined call; the rows
+come from the rebuild's snapshot, the keys from board/keys.py."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from laurels.board.lua_args import (
     flat,
 )
 from laurels.board.values import Standing
-from laurels.ranking import pad_uid
-from laurels.seasons import Season, parse_season
+from laurels.core.ranking import pad_uid
+from laurels.core.seasons import Season, parse_season
 
 UNLINK_BATCH = 500  # keys per UNLINK of a dropped version
 
@@ -231,7 +231,7 @@ class Building(BoardBase):
 
     async def fingerprint(self) -> str:
         """The run ids of the servers that hold the boards, sorted: a restart
-        or a failover changes it (epoch.py)."""
+        or a failover changes it (projection/epoch.py)."""
         if isinstance(self.redis, RedisCluster):
             info = await self.redis.info("server", target_nodes=RedisCluster.PRIMARIES)
             ids = sorted(str(v["run_id"]) for v in info.values() if isinstance(v, dict))

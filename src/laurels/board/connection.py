@@ -26,8 +26,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.maint_notifications import MaintNotificationsConfig
 
 from laurels.board.trust import Trust, Trusting
-from laurels.errors import StoreUnavailable
-from laurels.metrics import POOL_WAIT
+from laurels.core.errors import StoreUnavailable
+from laurels.core.metrics import POOL_WAIT
 
 # Maintenance notifications off: redis-py 8 turns them on ("auto") under
 # RESP3, and then skips its check that a pooled connection is still open
@@ -238,7 +238,7 @@ async def require_supported(client: Any) -> None:
                 "7.2 or later (sharded Pub/Sub, SMISMEMBER)")
 
 
-# The Redis errors that mean "not reachable now" (laurels.errors.StoreUnavailable):
+# The Redis errors that mean "not reachable now" (laurels.core.errors.StoreUnavailable):
 # refused or dropped connections, timeouts, a pool with no free connection
 # in time, a cluster failing over or re-sharding, a replica promoted. Any
 # other (a Lua error, a wrong type) is a bug and stays what it is.

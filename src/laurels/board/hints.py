@@ -12,7 +12,7 @@ import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board.base import BoardBase
-from laurels.seasons import Season
+from laurels.core.seasons import Season
 
 log = logging.getLogger("laurels.board")
 
@@ -22,7 +22,7 @@ class Hint(TypedDict, total=False):
     who, when a single public learner did (None for an anonymous or hidden
     one, absent when several changes were coalesced); `kind` "rebuilt" after
     a rebuild switched the board. `routes`: the learners who changed, when
-    all of them are public (group_index.py routes by them; never sent to a
+    all of them are public (live/group_index.py routes by them; never sent to a
     client); absent when the change may concern anyone. `quiet`: only
     hidden (or suspended) learners changed, so no public board shows
     anything new: caches drop the season, streams send nothing (a hidden
@@ -73,7 +73,7 @@ class Publishing(BoardBase):
 
     async def publish_group_change(self, group_id: str) -> None:
         """Tell every process that a group's membership or access changed
-        (their group caches and member indexes, group_index.py), this one first."""
+        (their group caches and member indexes, live/group_index.py), this one first."""
         self.signals.group_changed(group_id)
         try:
             await self.redis.publish(self.keys.notification_channel(), orjson.dumps(

@@ -1,7 +1,7 @@
 """Reading a board as it stands, to compare it with PostgreSQL: which
 completions its version holds (its idempotency bits), which corrections,
 which profile versions. A catch-up after Redis went back in time
-(catchup.py) replays only what this shows missing."""
+(projection/catchup.py) replays only what this shows missing."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from redis.client import NEVER_DECODE
 
 from laurels.board.base import BoardBase
+from laurels.board.keys import chunk_bits, hashed_bits
 from laurels.board.lua_args import Learner, ProfileVersionsArgs, flat
-from laurels.keys import chunk_bits, hashed_bits
-from laurels.ranking import member_uid, pad_uid
-from laurels.seasons import Season
+from laurels.core.ranking import member_uid, pad_uid
+from laurels.core.seasons import Season
 
 PROFILE_BATCH = 2_000  # learners per profile_versions.lua call
 MGET_CHUNKS = 64  # idempotency bitmaps per MGET (8 KiB each at most; HMGET: 32 B)

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from laurels.keys import BOARD_CHUNK_BITS
+from laurels.board.keys import BOARD_CHUNK_BITS
 
 ROUTES_MAX = 100  # learners a hint may route by (hints.py, apply.lua)
 TOP = 100  # the rank events' horizon: passing learners in the top 100 (apply.lua)

@@ -33,9 +33,9 @@ from laurels.board.lua_args import ROUTES_MAX
 from laurels.board.memory_state import SeasonBoard
 from laurels.board.signals import Signals
 from laurels.board.values import Around, BoardMissing, Delta, Profile, Scored, Standing, Top
-from laurels.ranking import Position, TiePolicy, member_uid, pad_uid
-from laurels.seasons import Season
-from laurels.states import ApplyResult
+from laurels.core.ranking import Position, TiePolicy, member_uid, pad_uid
+from laurels.core.seasons import Season
+from laurels.core.states import ApplyResult
 
 if TYPE_CHECKING:
     from laurels.board.roles import (

@@ -17,7 +17,7 @@ from laurels.board.values import (
     default_name,
     parse_profile,
 )
-from laurels.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
+from laurels.core.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
 
 
 def entries(board: SeasonBoard, items: list[Member], erased: Container[str], first_rank: int,

@@ -15,8 +15,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from laurels.board.values import Delta, Profile, Standing
-from laurels.ranking import TiePolicy
-from laurels.seasons import Season
+from laurels.core.ranking import TiePolicy
+from laurels.core.seasons import Season
 
 ON_BOARD = "-"  # a tie time not kept (`_common.lua`): below every stored one
 Member = tuple[int, str]  # (stored score: minus the total, member), the sets' order

@@ -19,8 +19,8 @@ from laurels.board.values import (
     default_name,
     parse_profile,
 )
-from laurels.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
-from laurels.seasons import Season
+from laurels.core.ranking import UID_WIDTH, Position, assign_ranks, member_uid, pad_ts, pad_uid
+from laurels.core.seasons import Season
 
 
 class Reading(BoardBase):

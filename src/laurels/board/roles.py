@@ -16,13 +16,13 @@ from typing import Protocol
 
 from laurels.board.hints import Hint
 from laurels.board.inspection import BoardState
+from laurels.board.keys import Keys
 from laurels.board.streams import RankEvent
 from laurels.board.trust import Trust
 from laurels.board.values import Around, Delta, Profile, Scored, Standing, Top
-from laurels.keys import Keys
-from laurels.ranking import Position, TiePolicy
-from laurels.seasons import Season
-from laurels.states import ApplyResult
+from laurels.core.ranking import Position, TiePolicy
+from laurels.core.seasons import Season
+from laurels.core.states import ApplyResult
 
 
 class Hinting(Protocol):

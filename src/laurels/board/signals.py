@@ -5,7 +5,7 @@ which order (docs/design.md, "The live leg").
       -> changes       the notifier notes the season (rank events to read)
       -> caches        the API's page caches drop the season (api/caches.py),
                        first, so a page read after a hint is never the stale one
-      -> streams       then the live streams (hub.py) send `refresh`
+      -> streams       then the live streams (live/hub.py) send `refresh`
     a group change     -> group_changes (the hub's index, the group caches)
     a notification or a season's end, from the channel -> notes (the hub)
 

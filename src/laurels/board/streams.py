@@ -10,7 +10,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from laurels.board.base import BoardBase
-from laurels.seasons import Season
+from laurels.core.seasons import Season
 
 GROUP = "laurels"
 RankEvent = tuple[str, dict[str, str]]  # (stream entry id, fields)

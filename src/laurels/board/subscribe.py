@@ -3,7 +3,7 @@ follows, and the notification channel (new notifications, a season's final
 ranks, group changes).
 
 Who follows a season: the per-process caches of its pages (api/caches.py)
-and the hub's live streams (hub.py), each through `follow`. A hint goes to
+and the hub's live streams (live/hub.py), each through `follow`. A hint goes to
 the process's signals (board/signals.py): the caches first (a page read
 after the hint is never the stale one), then the streams. On one
 node every hint arrives on one channel; on Redis Cluster each followed
@@ -25,7 +25,7 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from laurels.board.base import BoardBase
 from laurels.board.hints import Hint, hint_of
-from laurels.metrics import HINTS_RECEIVED
+from laurels.core.metrics import HINTS_RECEIVED
 
 log = logging.getLogger("laurels.board")
 

@@ -3,7 +3,7 @@
 
 A Redis restarted from an older snapshot, or a replica promoted behind its
 primary, answers at once with boards from the past: an erasure, a hide or
-a void it had applied may be gone. The epoch watch (epoch.py) notices the
+a void it had applied may be gone. The epoch watch (projection/epoch.py) notices the
 new run id within a second and repairs every board, but until it has, a
 read would serve what the past held.
 
@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from laurels.errors import StoreUnavailable
+from laurels.core.errors import StoreUnavailable
 
 log = logging.getLogger("laurels.trust")
 SETTLE_SECONDS = 0.25  # how often a doubting process asks whether the doubt is settled

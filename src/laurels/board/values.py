@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from laurels.ranking import Position, TiePolicy, ranks_beside
-from laurels.seasons import Season, season_named
+from laurels.core.ranking import Position, TiePolicy, ranks_beside
+from laurels.core.seasons import Season, season_named
 
 
 class BoardMissing(Exception):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from laurels.settings import ConfigError, Settings, load_settings
+from laurels.process.settings import ConfigError, Settings, load_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # help is plain text: "[/cohorts]" is no markup
@@ -32,7 +32,7 @@ def _settings(**overrides: Any) -> Settings:
 
 
 def _logging() -> None:
-    from laurels import logs
+    from laurels.core import logs
 
     logs.configure()
 
@@ -49,7 +49,7 @@ def _season(text: str, settings: Settings, configured: bool = True) -> str:
     """Any period's season name or alias (current, current-day, current-month,
     all), of a configured period (or, `configured` off, of any: a season
     checked before a one-shot command has taken the deployment's periods)."""
-    from laurels.seasons import PERIODS, BadSeason, PeriodOff, configured_season
+    from laurels.core.seasons import PERIODS, BadSeason, PeriodOff, configured_season
 
     periods = settings.periods if configured else PERIODS
     try:
@@ -64,9 +64,9 @@ BOARD_HELP = "global (the whole board) or a tag kind:value of a defined board ki
 async def _board_season(rt: Any, text: str, board: str, settings: Settings) -> Any:
     """A season (`_season`'s forms) on a board: `global`, or a board of a
     defined kind, in its zone with its periods."""
-    from laurels.errors import DomainError
-    from laurels.kind_rules import check_board
-    from laurels.seasons import GLOBAL, BadSeason, PeriodOff, configured_season, parse_season
+    from laurels.core.errors import DomainError
+    from laurels.core.seasons import GLOBAL, BadSeason, PeriodOff, configured_season, parse_season
+    from laurels.lifecycle.kind_rules import check_board
 
     if board == GLOBAL:
         return parse_season(_season(text, settings), zone=settings.time_zone)

@@ -15,8 +15,8 @@ from laurels.cli.stores import _admin, _with_runtime
 def _correct(completion_id: str, reason: str | None, voided: bool, as_json: bool = False
              ) -> None:
     """`void` and `restore`: as the admin endpoints (audited, projected at once)."""
-    from laurels.errors import DomainError
-    from laurels.validation import Invalid, parse_completion_id, validate_reason
+    from laurels.core.errors import DomainError
+    from laurels.core.validation import Invalid, parse_completion_id, validate_reason
 
     try:
         cid = parse_completion_id(completion_id)
@@ -50,7 +50,7 @@ def _correct(completion_id: str, reason: str | None, voided: bool, as_json: bool
 def _learner_correction(user: int, season: str | None, reason: str | None, voided: bool,
                         as_json: bool, board: str = "global") -> None:
     """`void --user` and `restore --user`: a learner's completions together."""
-    from laurels.validation import Invalid, validate_reason
+    from laurels.core.validation import Invalid, validate_reason
 
     try:
         why = validate_reason({} if reason is None else {"reason": reason}, required=voided).reason
@@ -60,7 +60,7 @@ def _learner_correction(user: int, season: str | None, reason: str | None, voide
 
     async def work(rt: Any) -> Any:
         from laurels.api.params import path_season
-        from laurels.seasons import GLOBAL, PERIODS
+        from laurels.core.seasons import GLOBAL, PERIODS
 
         if board == GLOBAL:
             named = path_season(season, PERIODS, settings.time_zone) if season else None

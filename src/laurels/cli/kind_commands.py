@@ -63,7 +63,7 @@ def define_kind(
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Define a board kind, or retitle one (PUT /v1/admin/board-kinds/KIND)."""
-    from laurels.errors import DomainError
+    from laurels.core.errors import DomainError
 
     body: dict[str, Any] = {k: v for k, v in (("title", title), ("metric", metric),
                                               ("time_zone", time_zone), ("notify", notify))
@@ -90,7 +90,7 @@ def delete_kind(kind: Annotated[str, typer.Argument(help="the kind to delete")],
                 as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False
                 ) -> None:
     """Delete a board kind: its boards go (DELETE /v1/admin/board-kinds/KIND)."""
-    from laurels.errors import DomainError
+    from laurels.core.errors import DomainError
 
     settings = _settings()
 

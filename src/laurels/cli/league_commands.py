@@ -22,7 +22,7 @@ def leagues(season: Annotated[str, typer.Argument(help="a week (2026-W49) or cur
 
     async def work(rt: Any) -> Any:
         from laurels.api.params import path_season
-        from laurels.seasons import PERIODS
+        from laurels.core.seasons import PERIODS
 
         week = path_season(season, PERIODS, settings.time_zone)
         if not cohorts:

@@ -10,8 +10,8 @@ import typer
 from laurels.cli.common import JsonOpt, UserArg, _print, _settings, app, fail
 from laurels.cli.one_shot import _stored_secrets
 from laurels.cli.stores import _admin
-from laurels.datadir import stored_secret
-from laurels.settings import Settings
+from laurels.process.datadir import stored_secret
+from laurels.process.settings import Settings
 
 
 @app.command()
@@ -21,7 +21,7 @@ def token(
 ) -> None:
     """Print a learner token (JWT, HS256) signed with LAURELS_USER_TOKEN_SECRET."""
     from laurels.api.auth import mint
-    from laurels.validation import USER_ID_MAX
+    from laurels.core.validation import USER_ID_MAX
 
     if not 1 <= user <= USER_ID_MAX:
         raise fail(f"--user must be from 1 to {USER_ID_MAX}")
@@ -45,7 +45,7 @@ def token(
 def _no_token_secret(settings: Settings) -> str:
     """Why `token` refuses to sign (a fresh secret would sign tokens the
     server refuses)."""
-    from laurels import embedded
+    from laurels.process import embedded
 
     everything = settings.model_copy(update={"database_url": None, "redis_url": None})
     if len(embedded.never_started(everything)) == 2:  # no trace of a serve at all
@@ -70,7 +70,7 @@ def erase(user: UserArg, as_json: JsonOpt = False) -> None:
 
 
 def _suspension(user: int, suspended: bool, reason: str | None, as_json: bool) -> None:
-    from laurels.validation import Invalid, validate_reason
+    from laurels.core.validation import Invalid, validate_reason
 
     try:
         why = validate_reason({} if reason is None else {"reason": reason},

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 import typer
 
 from laurels.cli.common import fail
-from laurels.datadir import (
+from laurels.process.datadir import (
     POSTGRES_PASSWORD,
     SECRET_NAMES,
     VALKEY_PASSWORD,
@@ -20,10 +20,10 @@ from laurels.datadir import (
     read_stored,
     stored_secret,
 )
-from laurels.settings import ConfigError, Secrets, Settings
+from laurels.process.settings import ConfigError, Secrets, Settings
 
 if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
-    from laurels.embedded import Servers
+    from laurels.process.embedded import Servers
 
 
 SECRET_PARAMS = {"password", "pass", "passwd", "sslpassword", "requirepass"}  # in a URL's query
@@ -98,7 +98,7 @@ def _require_served(settings: Settings) -> None:
     """A one-shot command joins (or restarts) the embedded servers of a data
     dir where `laurels serve` ran; it never starts fresh ones: that would
     answer from an empty database, not the deployment's."""
-    from laurels import embedded
+    from laurels.process import embedded
 
     absent = embedded.never_started(settings)
     if not absent:
@@ -113,8 +113,8 @@ async def _adopt_recorded(settings: Settings, database_url: str) -> None:
     """A one-shot command takes the deployment's recorded value of each shared
     setting its environment leaves unset (deployment.unset_recorded), in the
     one settings object of the command, so every part of it reads them."""
-    from laurels import deployment
     from laurels.db import Database, migrate
+    from laurels.process import deployment
 
     await migrate(database_url)
     db = Database(database_url, min_size=1, max_size=1)

@@ -22,11 +22,11 @@ from laurels.cli.stores import (
     _start_servers,
     _with_runtime,
 )
-from laurels.datadir import SecretsProposal
-from laurels.settings import Secrets, Settings
+from laurels.process.datadir import SecretsProposal
+from laurels.process.settings import Secrets, Settings
 
 if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
-    from laurels.embedded import Servers
+    from laurels.process.embedded import Servers
 
 
 @app.command()
@@ -70,8 +70,8 @@ def _serve_start(settings: Settings, proposal: SecretsProposal, servers: Servers
     """What a serve does before it serves, each step waiting for a PostgreSQL
     that does not answer yet: the schema migrated, the Redis checked, the
     deployment joined."""
+    from laurels.core.errors import StoreUnavailable
     from laurels.db import migrate
-    from laurels.errors import StoreUnavailable
 
     try:
         _patiently(lambda: asyncio.run(migrate(servers.database_url)))
@@ -103,8 +103,8 @@ def _run_workers(settings: Settings, workers: int) -> None:
     """uvicorn serving the API with `workers` processes, until it stops."""
     import uvicorn
 
-    from laurels import logs
     from laurels.api import server
+    from laurels.core import logs
 
     config = uvicorn.Config("laurels.api:worker_app", factory=True, host=settings.host,
                             port=settings.port, workers=workers, log_level="info",
@@ -143,8 +143,8 @@ def _serve_join(settings: Settings, proposal: SecretsProposal, database_url: str
                 process_id: str) -> None:
     """A serve joins the deployment before it serves (its workers then say,
     every 2 s, that it runs: LAURELS_PROCESS_ID); one line if it may not."""
-    from laurels import deployment
     from laurels.db import Database
+    from laurels.process import deployment
 
     async def join() -> None:
         db = Database(database_url, min_size=1, max_size=2)
@@ -163,7 +163,7 @@ def _serve_join(settings: Settings, proposal: SecretsProposal, database_url: str
 def _serve_leave(database_url: str, process_id: str) -> None:
     """A serve stopped cleanly leaves the deployment at once."""
     from laurels.db import Database
-    from laurels.deployment import Membership
+    from laurels.process.deployment import Membership
 
     async def leave() -> None:
         db = Database(database_url, min_size=1, max_size=1)
@@ -184,8 +184,8 @@ def projector() -> None:
     _logging()
 
     async def work(rt: Any) -> None:
+        from laurels.process.supervisor import Supervisor
         from laurels.runtime import background_loops
-        from laurels.supervisor import Supervisor
 
         supervisor = Supervisor()
         loop = asyncio.get_running_loop()
@@ -228,7 +228,7 @@ def demo(
     """Start everything embedded with fresh demo data and simulate learners."""
     import shutil
 
-    from laurels.demo import Plan, run_demo
+    from laurels.cli.demo import Plan, run_demo
 
     if learners < 1 or rate <= 0:
         raise fail("--learners and --rate must be positive")

@@ -21,7 +21,7 @@ from laurels.cli.common import (
     fail,
 )
 from laurels.cli.stores import _admin, _with_runtime
-from laurels.settings import Settings
+from laurels.process.settings import Settings
 
 
 @app.command()
@@ -31,8 +31,8 @@ def rebuild(season: Annotated[str, typer.Option("--season", help=SEASON_HELP)],
     """Rebuild a season's board from PostgreSQL and switch to it atomically."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from laurels.filling import RebuildFailed
-    from laurels.rebuild import RebuildRunning
+    from laurels.projection.filling import RebuildFailed
+    from laurels.projection.rebuild import RebuildRunning
 
     settings = _settings()
     _season(season, settings, configured=False)  # a malformed one: before any server starts
@@ -136,7 +136,7 @@ def _verify_all(settings: Settings) -> None:
 def rebuild_status(rebuild_id: Annotated[str, typer.Argument(help="the rebuild's id")],
                    as_json: JsonOpt = False) -> None:
     """A rebuild's state, as the API started it (GET /v1/admin/rebuilds/ID)."""
-    from laurels.validation import UUID_RE
+    from laurels.core.validation import UUID_RE
 
     if not re.fullmatch(UUID_RE, rebuild_id):
         raise fail("a rebuild id is a UUID, as the rebuild's answer gave it")

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from laurels.cli.common import T, _exit_on_signal, _settings, fail
 from laurels.cli.one_shot import _adopt_recorded, _known_secrets, _require_served, _using
-from laurels.datadir import SecretsProposal, propose_secrets, resolve_secrets, stored_name
-from laurels.settings import ConfigError, Secrets, Settings
+from laurels.process.datadir import SecretsProposal, propose_secrets, resolve_secrets, stored_name
+from laurels.process.settings import ConfigError, Secrets, Settings
 
 if TYPE_CHECKING:  # the CLI imports the service graph only in the commands that need it
     from laurels.runtime import Runtime
@@ -46,7 +46,7 @@ async def _join(db: Any, settings: Settings, proposal: SecretsProposal, kind: st
     generates a secret the deployment has (it asks for it instead), and
     with settings other than the running processes' it stops (one line);
     then the secrets it generated, if any, are saved and printed."""
-    from laurels import deployment
+    from laurels.process import deployment
 
     has = await deployment.recorded_secrets(db)
     missing = [n for n in proposal.generated if n in has]
@@ -63,7 +63,7 @@ async def _join(db: Any, settings: Settings, proposal: SecretsProposal, kind: st
 
 
 def _start_servers(settings: Settings, secrets: Secrets) -> Any:
-    from laurels import embedded
+    from laurels.process import embedded
 
     try:
         return embedded.start(settings, secrets.valkey_password, secrets.postgres_password)
@@ -86,7 +86,7 @@ def _patiently(start: Callable[[], T], started: Callable[[], bool] = lambda: Fal
     time, for START_WAIT_SECONDS: a store restarting while a process starts
     is no reason to stop, and a supervisor need not restart it. Then what
     the step raised. Once `started()`, an error is the step's own."""
-    from laurels.backoff import jittered_seconds
+    from laurels.core.backoff import jittered_seconds
     from laurels.db.outage import answers_later
 
     deadline = time.monotonic() + START_WAIT_SECONDS  # (between tries: a try may take longer)
@@ -111,7 +111,7 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
     up. A one-shot command (every one but serve, projector and demo) starts
     embedded servers only where a serve ran, generates no secret, and says
     on stderr which data dir and stores it uses."""
-    from laurels import deployment
+    from laurels.process import deployment
     from laurels.runtime import Runtime
 
     if one_shot:
@@ -148,7 +148,7 @@ def _with_runtime(settings: Settings, work: Callable[[Runtime], Awaitable[T]],
             await rt.close()
 
     from laurels.board.connection import UnsupportedRedis
-    from laurels.errors import StoreUnavailable
+    from laurels.core.errors import StoreUnavailable
 
     try:
         if one_shot:
@@ -168,7 +168,7 @@ def _admin(work: Callable[[Any], Awaitable[T]]) -> T:
     """Run an admin action as its endpoint would: its refusals (unknown,
     erased, malformed, a season that is not one) one line on stderr, exit 1."""
     from laurels.api.problems import Problem
-    from laurels.errors import DomainError
+    from laurels.core.errors import DomainError
 
     settings = _settings()
     try:

@@ -51,7 +51,7 @@ def delivery_state(d: dict[str, Any]) -> str:
 def retry_delivery(delivery_id: Annotated[str, typer.Argument(help="the delivery's id")],
                    as_json: JsonOpt = False) -> None:
     """Send a delivery again at once (POST /v1/admin/webhooks/deliveries/ID/retry)."""
-    from laurels.validation import UUID_RE
+    from laurels.core.validation import UUID_RE
 
     if not re.fullmatch(UUID_RE, delivery_id):
         raise fail("a delivery id is a UUID, as `laurels webhooks` lists it")

@@ -9,7 +9,7 @@
 Every call returns the JSON body the contract describes, typed as a
 `TypedDict` (`Board`, `Neighbourhood`, ...: types.py). A problem answer
 raises a `LaurelsError` subclass carrying its contract `code` (`NotFound`,
-`RateLimited`, ...: errors.py). Connection errors, timeouts, `429`, `502`, `503` and
+`RateLimited`, ...: core/errors.py). Connection errors, timeouts, `429`, `502`, `503` and
 `504` are retried with exponential backoff and jitter, honouring
 `Retry-After`, up to `retries` times; a service that stays unreachable or
 unavailable raises `Unavailable` (with the transport error as `cause` when no

@@ -1,7 +1,7 @@
 """How the client sends a request: over an httpx client, retrying what is
 worth another try (no answer, `429`, `502`, `503`, `504`) with exponential
-backoff and jitter (laurels.backoff) or what `Retry-After` says, then
-returning the answer's body or raising its exception (errors.py). `send`
+backoff and jitter (laurels.core.backoff) or what `Retry-After` says, then
+returning the answer's body or raising its exception (core/errors.py). `send`
 and `send_async` are the same loop, for `Client` and `AsyncClient`."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from laurels.backoff import jittered_seconds
 from laurels.client.errors import GATEWAY_STATUSES, Unavailable, problem
+from laurels.core.backoff import jittered_seconds
 
 # Answers worth another try: rate limited, and unavailable (the service's
 # own 503, or a gateway's 502/503/504 in front of it).

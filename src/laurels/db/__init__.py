@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
+from pathlib import Path
 from typing import Any, LiteralString
 
 import psycopg
@@ -25,11 +26,11 @@ from psycopg.types.json import Jsonb as Jsonb  # a JSON parameter, passed throug
 from psycopg.types.string import StrDumper
 from psycopg_pool import AsyncConnectionPool
 
+from laurels.core.errors import StoreUnavailable
+from laurels.core.metrics import POOL_WAIT
+from laurels.core.seasons import Season
 from laurels.db.arrays import bool_array, int_array, text_array, timestamp_array
 from laurels.db.variants import variant
-from laurels.errors import StoreUnavailable
-from laurels.metrics import POOL_WAIT
-from laurels.seasons import Season
 
 __all__ = ["Database", "Jsonb", "Listener", "Row", "Tx", "bool_array",
            "int_array", "migrate", "text_array", "timestamp_array"]
@@ -61,16 +62,16 @@ _cursor_ids = itertools.count()
 
 
 def _load_queries() -> tuple[dict[str, str], dict[str, str]]:
-    """Every named query of queries/*.sql (one file per service that runs
-    them; `shared.sql`: those several run): its SQL, and its head, the
-    comment lines above it that say what it does and, in a `-- locks:` line,
-    what it locks. The head stays here: PostgreSQL is sent the SQL alone."""
+    """Every named query of queries/**.sql (one file per module that runs
+    them, at its path: `queries/projection/rebuild.sql` for
+    `projection/rebuild.py`; `shared.sql`: those several run): its SQL, and
+    its head, the comment lines above it that say what it does and, in a
+    `-- locks:` line, what it locks. The head stays here: PostgreSQL is sent
+    the SQL alone."""
     sql_of: dict[str, str] = {}
     head_of: dict[str, str] = {}
-    folder = resources.files(__package__).joinpath("queries")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".sql"):
-            continue
+    folder = Path(str(resources.files(__package__).joinpath("queries")))
+    for entry in sorted(folder.rglob("*.sql")):
         for block in re.split(r"^-- name: ", entry.read_text(), flags=re.M)[1:]:
             name, _, body = block.partition("\n")
             name = name.strip()
@@ -164,7 +165,7 @@ async def _configure(conn: Conn) -> None:
 
 class SeasonDumper(StrDumper):
     """A season as SQL stores it: its name (the text form lives at the
-    edges: here, keys.py and the URLs), alone or in a list."""
+    edges: here, board/keys.py and the URLs), alone or in a list."""
 
     def dump(self, obj: Season) -> bytes:  # type: ignore[override]
         return obj.name.encode()

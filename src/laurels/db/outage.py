@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import psycopg
 
-from laurels.errors import StoreUnavailable
+from laurels.core.errors import StoreUnavailable
 
 # SQLSTATEs of a server that cannot take a connection now: admin_shutdown,
 # crash_shutdown, cannot_connect_now (starting up), too_many_connections;

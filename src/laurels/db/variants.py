@@ -32,8 +32,8 @@ from __future__ import annotations
 import re
 from typing import Any, LiteralString, assert_never
 
-from laurels.kinds import Metric
-from laurels.seasons import GLOBAL, Season, parse_season
+from laurels.core.registry import Metric
+from laurels.core.seasons import GLOBAL, Season, parse_season
 
 _SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
 _ON_BOARDS = re.compile(r"ON_BOARDS\((\w+)\)")

@@ -74,7 +74,7 @@ local function parse_correction(stored)
   return tonumber(n), counts == '1'
 end
 
--- The sorted-set member of a learner (ranking.py explains the encoding).
+-- The sorted-set member of a learner (core/ranking.py explains the encoding).
 local function member_of(policy, ts, uid)
   if policy == 'first' then return ts .. uid end
   return uid

@@ -62,9 +62,9 @@
 -- for each target version t: public zset, hidden zset, users hash, chunks
 -- set, corrections hash, parts set; then the bits: for each target t, its
 -- C applied bitmaps (bits 's'), or its one bits hash (bits 'h': a board of
--- a kind, keys.py BOARD_CHUNK_BITS).
+-- a kind, board/keys.py BOARD_CHUNK_BITS).
 --
--- Parts: a version may be built from archived standings (history.py)
+-- Parts: a version may be built from archived standings (lifecycle/history.py)
 -- instead of completions, whose bits it then never had set: a long board
 -- from its closed parts, a closed season from its own archive. A
 -- completion of such a part (or of such a season) counts on the version
@@ -113,7 +113,7 @@
 -- with "user_id" when a single learner changed (null unless public), and,
 -- when several learners changed and all of them are public, "routes": their
 -- ids (at most ROUTES_MAX), by which a process routes the hint to the groups
--- of those learners only (group_index.py). No other learner is ever named.
+-- of those learners only (live/group_index.py). No other learner is ever named.
 local policy, hint_command = ARGV[ARG.policy], ARGV[ARG.hint_command]
 local S = tonumber(ARGV[ARG.seasons])
 local HEADS = cjson.decode(ARGV[ARG.heads])

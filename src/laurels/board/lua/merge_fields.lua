@@ -1,5 +1,5 @@
 -- merge_fields.lua: merge_bits.lua for a board of a kind, whose version
--- keeps its idempotency bits in one hash (keys.py, BOARD_CHUNK_BITS): OR a
+-- keeps its idempotency bits in one hash (board/keys.py, BOARD_CHUNK_BITS): OR a
 -- rebuild's bits of many chunks into the version being built, atomically,
 -- and say which were set already (an apply reached them live first).
 --

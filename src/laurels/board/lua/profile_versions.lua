@@ -1,7 +1,7 @@
 -- profile_versions.lua: the profile version each of some learners has on a
 -- season's current board (0 for a default one), or -1 for a learner who is
 -- not on it: what a catch-up after Redis went back in time compares with
--- PostgreSQL (catchup.py). Reads only.
+-- PostgreSQL (projection/catchup.py). Reads only.
 --
 -- KEYS[1]  current marker, KEYS[2] the version's public zset, KEYS[3] its users hash
 -- ARGV (ProfileVersionsArgs, then a Learner each): expected_current, policy;

@@ -24,7 +24,7 @@ local function board_rank(p, member, score)
   local better = redis.call('ZCOUNT', public, '-inf', '(' .. score)
   if policy == 'shared' then return better + 1 end
   if p.vis ~= 'hidden' then return redis.call('ZRANK', public, member) + 1 end
-  -- Among equal scores the member orders ties (ranking.py): count the public
+  -- Among equal scores the member orders ties (core/ranking.py): count the public
   -- learners tied with this one who come first.
   local before = 0
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', public, score, score)) do

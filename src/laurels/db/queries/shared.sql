@@ -47,7 +47,7 @@ SELECT finalized_at IS NOT NULL AS finalized FROM seasons WHERE season = %(seaso
 
 -- name: erased_since
 -- Learners erased at or after a time (every one when it is null): the
--- tombstones a rebuild puts back (rebuild.py). Indexed by migration 009.
+-- tombstones a rebuild puts back (projection/rebuild.py). Indexed by migration 009.
 SELECT user_id FROM users
 WHERE erased_at >= coalesce(%(since)s::timestamptz, '-infinity'::timestamptz)
 ORDER BY user_id;
@@ -115,17 +115,17 @@ SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = %(zone)s) AS known;
 -- locks: kinds
 -- The board kinds' lock, shared: an erasure or a profile change reads the
 -- kinds its learner counts on, and no kind is defined or deleted until it
--- commits (a board built later snapshots after it: board_kinds.py).
+-- commits (a board built later snapshots after it: lifecycle/board_kinds.py).
 SELECT pg_advisory_xact_lock_shared(hashtext('laurels board kinds')) AS locked;
 
 -- name: ensure_seasons
--- Season rows for boards of other periods built the first time (rebuild.py),
+-- Season rows for boards of other periods built the first time (projection/rebuild.py),
 -- and for the seasons of boards of kinds archived before their completions
 -- are retired (lifecycle.archive_boards_of).
 INSERT INTO seasons (season) SELECT unnest(%(seasons)s::text[]) ORDER BY 1
 ON CONFLICT (season) DO NOTHING;
 
 -- name: board_kinds
--- Every kind, by name (board_kinds.py; lifecycle.archive_boards_of).
+-- Every kind, by name (lifecycle/board_kinds.py; lifecycle.archive_boards_of).
 SELECT kind, title, metric, periods, time_zone, notify, created_at
 FROM board_kinds ORDER BY kind;
