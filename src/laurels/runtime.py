@@ -136,6 +136,15 @@ class Services:
                     self.redis, clock)
 
 
+def _connect_live(signals: Signals, notifier: Notifier, hub: Hub) -> None:
+    """The live path: hints reach the caches (the API connects its own,
+    api/state.py), then the hub's streams; notes and group changes the hub."""
+    signals.changes.append(notifier.heard)
+    signals.streams.append(hub.fan_out)
+    signals.notes.append(hub.note)
+    signals.group_changes.append(hub.group_changed)
+
+
 def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
          clock: Clock | None = None) -> Services:
     """Settings, secrets and store clients -> the whole service graph."""
@@ -154,12 +163,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     privacy = Privacy(db)
     subscription = HintSubscription(board)
     hub = Hub(subscription)
-    # The live path: hints reach the caches (the API connects its own,
-    # api/state.py), then the hub's streams; notes and group changes the hub.
-    signals.changes.append(notifier.heard)
-    signals.streams.append(hub.fan_out)
-    signals.notes.append(hub.note)
-    signals.group_changes.append(hub.group_changed)
+    _connect_live(signals, notifier, hub)
     reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds)
     partitions = Partitions(db, lifecycle.archive_boards_of,
                             grace_seconds=settings.late_grace_seconds,

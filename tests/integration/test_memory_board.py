@@ -43,6 +43,10 @@ from laurels.core.states import ApplyResult
 from laurels.runtime import Runtime
 from tests.helpers import NO_EXPLAIN, model_examples
 
+# The Lua is the same on every store setup: the embedded stage runs it (and
+# it is 40 s of a CI stage's time).
+pytestmark = [pytest.mark.slow, pytest.mark.once]
+
 WEEK = week(2026, 49)
 START = WEEK.starts_at
 UIDS = [1, 2, 3, 4, 5, 6]

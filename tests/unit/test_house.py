@@ -4,6 +4,7 @@ module grows past 400 lines."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -76,3 +77,23 @@ def test_no_module_is_over_400_lines() -> None:
     long = {name: text.count("\n") for name, text in sources().items()
             if text.count("\n") > MAX_LINES}
     assert long == {}
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(text: str) -> list[str]:
+    """The functions (and methods) of a module's text over MAX_FUNCTION_LINES."""
+    return [f"{node.name}:{node.lineno} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+
+
+def test_no_function_is_over_60_lines() -> None:
+    """A function longer than a screen is split into named steps (issue 66)."""
+    long = {name: found for name, text in sources().items()
+            if (found := long_functions(text))}
+    assert long == {}
+    assert long_functions("def f():\n" + "    x = 1\n" * 61) == ["f:1 (62 lines)"]
