@@ -5,7 +5,7 @@ route, each CLI command that writes, each background loop, each kind and
 group lifecycle step. Each is named here with the rule of a state machine
 that runs the same domain operation among the others, split at its pause
 points or as a fault (tests/integration/test_model_interleaved.py, ...
-_kinds.py, ..._faults.py). tests/integration/test_every_writer_is_a_move.py
+_kinds.py, ..._faults.py). tests/unit/test_every_writer_is_a_move.py
 enumerates the writers from the code (the OpenAPI document's writing
 methods, the CLI's commands, `background_loops` with every option on, the
 public coroutines of the lifecycle classes) and fails when one is in

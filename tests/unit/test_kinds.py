@@ -68,7 +68,7 @@ def test_the_scripts_write_the_rank_events_the_notifier_reads() -> None:
 
 def test_every_webhook_the_service_enqueues_is_a_declared_type() -> None:
     code = "\n".join(p.read_text() for p in SRC.rglob("*.py") if "client" not in p.parts)
-    code += "\n".join(p.read_text() for p in (SRC / "db" / "queries").glob("*.sql"))
+    code += "\n".join(p.read_text() for p in (SRC / "db" / "queries").rglob("*.sql"))
     used = set(re.findall(r"""(?:type=|type = )["']([a-z]+\.[a-z_]+)["']""", code))
     used |= set(re.findall(r'"([a-z]+\.(?:voided|restored|finalized|erased|created))"', code))
     assert used and used <= set(kinds.WEBHOOK_TYPES), used - set(kinds.WEBHOOK_TYPES)
