@@ -19,7 +19,7 @@ modules above ask for operations by name (`board.apply(deltas)`,
 | `trust.py` | a connection untrusted until proven: no board read from a server in repair |
 | `keys.py` | every Redis key and channel name, and what each holds of learners |
 | `roles.py` | what each caller uses of the board, one Protocol per role |
-| `memory.py`, `memory_state.py`, `memory_read.py` | the same roles in memory, each script's steps ported (the fast tier; held to Redis by a differential test) |
+| `memory.py`, `memory_state.py`, `memory_read.py` | the roles in memory (the fast tier) |
 | `lua/` | every script, each with its KEYS and ARGV written at its top |
 """
 
