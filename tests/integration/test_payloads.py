@@ -34,6 +34,7 @@ from laurels.live.notifier import RankMove
 from laurels.live.webhooks import store_settings
 from laurels.runtime import Runtime, Services
 from tests.helpers import receiving
+from tests.polling import eventually
 from tests.typed_checks import keys_of, problems
 
 W49 = parse_season("2026-W49", zone="UTC")
@@ -130,21 +131,38 @@ async def hints_heard(rt: Runtime) -> AsyncIterator[list[dict[str, Any]]]:
     else:
         await pubsub.subscribe(rt.board.keys.hint_channel())
 
+    listened = channels if rt.board.cluster else [rt.board.keys.hint_channel()]
+    ends: set[str] = set()  # the channels whose end marker came back
+
     async def listen() -> None:
         while True:
             message = await (pubsub.get_sharded_message(timeout=0.1) if rt.board.cluster
                              else pubsub.get_message(timeout=0.1))
             if message and message["type"] in ("message", "smessage"):
-                heard.append(orjson.loads(message["data"]))
+                data = orjson.loads(message["data"])
+                if data == {"end": END}:
+                    ends.add(str(message["channel"]))
+                else:
+                    heard.append(data)
 
     task = asyncio.create_task(listen())
     try:
         yield heard
     finally:
-        await asyncio.sleep(0.2)  # the last ones, on their way
+        # Every hint was published before this marker on its channel, and a
+        # channel delivers in the order published: once each marker is back,
+        # nothing is on its way (no sleep).
+        for channel in listened:
+            await (rt.redis.spublish(channel, orjson.dumps({"end": END})) if rt.board.cluster
+                   else rt.redis.publish(channel, orjson.dumps({"end": END})))
+        await eventually(lambda: ends >= set(listened), what="every channel's end marker")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await pubsub.aclose()
+
+
+END = "test_payloads: every hint before this one is in"
+
 
 
 def read_rank_events(svc: Services, seen: Seen) -> None:
