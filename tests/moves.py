@@ -21,6 +21,7 @@ from __future__ import annotations
 INTERLEAVED = "InterleavingMachine"
 KINDS = "KindsMachine"
 FAULTS = "FaultMachine"
+CHALLENGES = "ChallengesMachine"
 
 WRITERS: dict[str, tuple[str, str]] = {
     # routes (the OpenAPI document's writing methods)
@@ -42,6 +43,9 @@ WRITERS: dict[str, tuple[str, str]] = {
     "PUT /v1/admin/board-kinds/{kind}": (FAULTS, "define_kind"),
     "DELETE /v1/admin/board-kinds/{kind}": (FAULTS, "delete_kind"),
     "POST /v1/admin/webhooks/deliveries/{delivery_id}/retry": (INTERLEAVED, "retry_delivery"),
+    "PUT /v1/admin/challenges/{challenge_id}": (CHALLENGES, "define"),
+    "DELETE /v1/admin/challenges/{challenge_id}": (CHALLENGES, "delete"),
+    "POST /v1/challenges/{challenge_id}/join": (CHALLENGES, "join"),
     # CLI commands that write (each calls the route's domain operation)
     "cli serve": (FAULTS, "silent"),  # joins the deployment, beats; its loops below
     "cli projector": (FAULTS, "silent"),
@@ -56,6 +60,10 @@ WRITERS: dict[str, tuple[str, str]] = {
     "cli webhooks retry": (INTERLEAVED, "retry_delivery"),
     "cli kinds define": (FAULTS, "define_kind"),
     "cli kinds delete": (FAULTS, "delete_kind"),
+    "cli challenges define": (CHALLENGES, "define"),
+    "cli challenges delete": (CHALLENGES, "delete"),
+    "cli challenges join": (CHALLENGES, "join"),
+    "cli challenges decide": (CHALLENGES, "decide"),
     # background loops (runtime.background_loops, every option on)
     "loop projector": (INTERLEAVED, "project"),
     "loop outbox-flush": (INTERLEAVED, "ingest"),  # the fast path's rows, deleted in bulk
@@ -68,6 +76,7 @@ WRITERS: dict[str, tuple[str, str]] = {
     "loop retention": (INTERLEAVED, "retire"),
     "loop deployment": (FAULTS, "silent"),
     "loop webhooks": (INTERLEAVED, "deliver"),
+    "loop challenges": (CHALLENGES, "decide"),  # and the watch: below
     # the seasons and leagues loops' steps, and the lifecycle steps
     "step prepare": (INTERLEAVED, "prepare"),
     "step finalize_due": (FAULTS, "finalize"),
@@ -79,6 +88,16 @@ WRITERS: dict[str, tuple[str, str]] = {
     "BoardKinds.delete": (FAULTS, "delete_kind"),
     "BoardKinds.drop_pending": (KINDS, "delete"),
     "BoardKinds.drop_undefined": (FAULTS, "repair"),
+    "Challenges.define": (CHALLENGES, "define"),
+    "Challenges.delete": (CHALLENGES, "delete"),
+    "Challenges.join": (CHALLENGES, "join"),
+    "Decider.decide": (CHALLENGES, "decide"),
+    "Decider.decide_due": (CHALLENGES, "decide"),
+    "Decider.tick": (CHALLENGES, "decide"),
+    "Decider.watch": (CHALLENGES, "watch"),
+    "Decider.look": (CHALLENGES, "watch_while_erased"),
+    "ChallengeErasure.hold": (CHALLENGES, "join_while_erased"),
+    "ChallengeErasure.forget": (CHALLENGES, "erase"),
     "Groups.put": (INTERLEAVED, "group_put"),
     "Groups.delete": (INTERLEAVED, "group_delete"),
     "Groups.change_members": (INTERLEAVED, "group_members"),
@@ -97,6 +116,9 @@ READERS: dict[str, str] = {
     "cli rebuild-status": "reads a rebuild's row",
     "cli audit": "reads the audit log",
     "cli leagues": "reads a week's leagues",
+    "cli challenges show": "reads a challenge and its board",
+    "Checker.every": "reads the challenges' ids",
+    "Checker.verify": "reads a challenge and its completions (laurels verify --all)",
     "loop hints": "the process's own Pub/Sub subscription and caches",
     "loop privacy": "the process's own copy of who is hidden",
     "loop outbox": "measures the outbox's age",
@@ -109,6 +131,13 @@ READERS: dict[str, str] = {
     "BoardKinds.find": "reads the kinds",
     "BoardKinds.all": "reads the kinds",
     "BoardKinds.get": "reads a kind",
+    "Challenges.find": "reads a challenge",
+    "Challenges.get": "reads a challenge",
+    "Challenges.page": "reads the challenges",
+    "Standings.board": "reads a challenge's board",
+    "Standings.live": "reads a challenge's live board (kept a moment in the process)",
+    "Standings.around": "reads a challenge's board",
+    "Standings.of_learner": "reads a learner's challenges",
     "Groups.get": "reads a group",
     "Groups.hold": "an erasure's step that takes no lock and writes nothing",
     "Groups.of_learner": "reads a learner's groups",

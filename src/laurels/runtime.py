@@ -23,6 +23,11 @@ from laurels.board.connection import connect
 from laurels.board.keys import Keys
 from laurels.board.signals import Signals
 from laurels.board.trust import Unproven
+from laurels.challenges.decision import Decider
+from laurels.challenges.definitions import Challenges
+from laurels.challenges.erasure import ChallengeErasure
+from laurels.challenges.standings import Standings
+from laurels.challenges.verify import Checker
 from laurels.core.errors import StoreUnavailable
 from laurels.db import Database, migrate
 from laurels.ingest.corrections import Corrections
@@ -88,6 +93,10 @@ class Services:
     groups: Groups
     partitions: Partitions
     leagues: Leagues
+    challenges: Challenges
+    challenge_standings: Standings
+    decider: Decider
+    challenge_checker: Checker
     corrections: Corrections
     notifications: Notifications
     subscription: HintSubscription
@@ -145,6 +154,16 @@ def _connect_live(signals: Signals, notifier: Notifier, hub: Hub) -> None:
     signals.group_changes.append(hub.group_changed)
 
 
+def _challenges(settings: Settings, db: Database, board: Board, privacy: Privacy,
+                clock: Clock) -> dict[str, Any]:
+    """The challenges' services (challenges/): Services' fields of them."""
+    challenges = Challenges(db, settings.late_grace_seconds, clock)
+    return {"challenges": challenges,
+            "challenge_standings": Standings(db, challenges, settings.tie_policy, privacy),
+            "decider": Decider(db, board, settings.tie_policy, clock),
+            "challenge_checker": Checker(db, settings.tie_policy)}
+
+
 def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
          clock: Clock | None = None) -> Services:
     """Settings, secrets and store clients -> the whole service graph."""
@@ -179,7 +198,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     # What an erasure makes forget, in the order of the locks their statements
     # take (members, group, deliveries): erasure.Forgets.
     erasure = Erasure(settings, db, board, lifecycle)
-    erasure.concerns = [LeagueErasure(db), groups, notifications, deliveries]
+    erasure.concerns = [LeagueErasure(db), ChallengeErasure(db), groups, notifications, deliveries]
     webhooks = None
     if settings.webhook_url is not None:
         webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
@@ -198,6 +217,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         notifications=notifications, subscription=subscription, hub=hub, signals=signals,
         privacy=privacy, epoch=epoch, secrets=secrets, webhooks=webhooks,
         deliveries=deliveries, board_kinds=board_kinds,
+        **_challenges(settings, db, board, privacy, clock or _now),
         # A serve's worker keeps its serve alive among the deployment's processes.
         membership=(Membership(db, "serve", settings.process_id, joined=(settings, secrets),
                                stops=settings.serve_pid) if settings.process_id else None),
@@ -228,6 +248,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["erasures"] = every(10, svc.erasure.resume_erasures)
         loops["kind-drops"] = every(10, svc.board_kinds.drop_pending)  # keys a deletion left
         loops["seasons"] = every(10, seasons)
+        loops["challenges"] = every(1, svc.decider.tick)  # decisions due, notifying ones
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
         if svc.settings.redis_url is None or svc.settings.redis_embedded:

@@ -245,6 +245,13 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
             await svc.rebuilder.run(course)
             assert course in await svc.lifecycle.finalize_due(
                 datetime(2026, 12, 7, tzinfo=UTC))
+            early = rt.derive(clock=lambda: datetime(2026, 11, 15, tzinfo=UTC))
+            for cid in ("sprint", "later"):  # a decided challenge, and one running
+                await early.challenges.define(cid, {
+                    "title": cid, "board": "course:a", "starts_at": "2026-11-16T00:00:00Z",
+                    "ends_at": "2026-11-23T00:00:00Z" if cid == "sprint" else
+                    "2026-12-01T00:00:00Z", "rewards": [{"from": 1, "to": 1, "reward": "gold"}]})
+            assert await svc.decider.decide_due() == ["sprint"]
         finally:
             await rt.close()
 
@@ -252,15 +259,21 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
     out = laurels(env, "verify", "--all")
     assert out.returncode == 0, out.stderr
     summary = out.stdout.strip().splitlines()[-1]
-    assert summary.startswith("laurels: 2 seasons verified (2 closed"), out.stdout
-    assert summary.endswith(": 2 consistent, 0 NOT"), out.stdout
+    assert summary.startswith("laurels: 4 seasons and challenges verified (2 closed"), out.stdout
+    assert summary.endswith(": 4 consistent, 0 NOT"), out.stdout
+    with psycopg.connect(database_url, autocommit=True) as conn:  # a reward not of its rank
+        conn.execute("UPDATE challenge_results SET reward = 'gold' WHERE user_id = 2")
+    out = laurels(env, "verify", "--all")
+    assert out.returncode == 1 and "challenge sprint: 1 of 3 learners differ" in out.stdout, out
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE challenge_results SET reward = NULL WHERE user_id = 2")
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("UPDATE season_standings SET score = 5 WHERE user_id = 3"
                      " AND season LIKE 'course:%'")
     out = laurels(env, "verify", "--all")
     assert out.returncode == 1, out
     assert "2026-W47 of course:a: " in out.stdout and "archive: score" in out.stdout, out.stdout
-    assert ": 1 consistent, 1 NOT" in out.stdout
+    assert ": 3 consistent, 1 NOT" in out.stdout
     for args in (["--all", "--season", "current"], []):
         out = laurels(env, "verify", *args)
         assert out.returncode != 0 and out.stdout == "" and "Traceback" not in out.stderr, out

@@ -1,6 +1,8 @@
 """Every response body is declared three times: what the services build
-(core/shapes.py), what /openapi.json publishes (api/schemas.py, api/kind_schemas.py)
-and what the Python client types (client/types.py, client/league_types.py).
+(core/shapes.py, core/challenge_shapes.py), what /openapi.json publishes
+(api/schemas.py, api/kind_schemas.py, api/challenge_schemas.py) and what the
+Python client types (client/types.py, client/league_types.py,
+client/challenge_types.py).
 This holds the three equal, body by body and field by field: the same field
 names, required alike, of the same types (normalised: str, int, float,
 bool, null, lists, nested bodies, and the values a `Literal` names). A
@@ -28,10 +30,10 @@ from typing import (
 import pytest
 from pydantic import BaseModel
 
-from laurels.api import kind_schemas, schemas
-from laurels.client import league_types
+from laurels.api import challenge_schemas, kind_schemas, schemas
+from laurels.client import challenge_types, league_types
 from laurels.client import types as client_types
-from laurels.core import shapes
+from laurels.core import challenge_shapes, shapes
 from tests.typed_checks import keys_of
 
 pytestmark = pytest.mark.once
@@ -93,6 +95,17 @@ BODIES: dict[str, tuple[str | None, str | None, str | None]] = {
     "CohortRef": ("CohortRef", "CohortRefOut", "CohortRef"),
     "CohortList": ("CohortList", "CohortListOut", "CohortList"),
     "LeagueSummary": ("LeagueSummary", "LeagueSummaryOut", "LeagueSummary"),
+    "Reward": ("Reward", "RewardOut", "Reward"),
+    "Challenge": ("Challenge", "ChallengeOut", "Challenge"),
+    "Challenges": ("Challenges", "ChallengesOut", "Challenges"),
+    "Joined": ("Joined", "JoinedOut", "Joined"),
+    "ChallengeEntry": ("ChallengeEntry", "ChallengeEntryOut", "ChallengeEntry"),
+    "ChallengeBoard": ("ChallengeBoard", "ChallengeBoardOut", "ChallengeBoard"),
+    "ChallengeMe": ("ChallengeMe", "ChallengeMeOut", "ChallengeMe"),
+    "ChallengeNeighbor": ("ChallengeNeighbor", "ChallengeNeighborOut", "ChallengeNeighbor"),
+    "ChallengeAround": ("ChallengeAround", "ChallengeAroundOut", "ChallengeAround"),
+    "LearnerChallenge": ("LearnerChallenge", "LearnerChallengeOut", "LearnerChallenge"),
+    "LearnerChallenges": ("LearnerChallenges", "LearnerChallengesOut", "LearnerChallenges"),
     "Problem": (None, "ProblemOut", None),
 }
 # Why a place leaves a body out. (The routes that build a body inline, from
@@ -109,7 +122,8 @@ NOT_DECLARED = {
 # Declarations that are no body of their own.
 NOT_BODIES = {
     "shapes": {"SeasonInfo"},  # BoardPage's head, checked as part of it
-    "client": {"LearnerCorrection"},  # what LearnerVoided and LearnerRestored share
+    # what LearnerVoided and LearnerRestored share; a request's body (define_challenge's)
+    "client": {"LearnerCorrection", "ChallengeDefinition"},
 }
 # Differences that only a file beyond the declarations can settle: (body,
 # field) -> what must change. Each must still differ (then it leaves here).
@@ -122,13 +136,25 @@ ON_PURPOSE = {
     ("GroupBoard", "next"): "shapes",
 }
 
-MODELS = {name: m for module in (schemas, kind_schemas)
-          for name, m in vars(module).items()
-          if inspect.isclass(m) and issubclass(m, BaseModel) and m.__module__ == module.__name__}
-CLIENT = {name: t for module in (client_types, league_types) for name, t in vars(module).items()
-          if is_typeddict(t) and t.__module__ == module.__name__}
-SHAPES = {name: t for name, t in vars(shapes).items()
-          if is_typeddict(t) and t.__module__ == shapes.__name__}
+def enumerated(modules: tuple[types.ModuleType, ...], kind: Any) -> dict[str, Any]:
+    """Every declaration (`kind` says which) of the modules, by name; a name
+    declared twice fails."""
+    found: dict[str, Any] = {}
+    for module in modules:
+        for name, cls in vars(module).items():
+            if kind(cls) and cls.__module__ == module.__name__:
+                assert name not in found, f"{name} is declared twice ({module.__name__})"
+                found[name] = cls
+    return found
+
+
+def is_model(cls: Any) -> bool:
+    return inspect.isclass(cls) and issubclass(cls, BaseModel)
+
+
+MODELS = enumerated((schemas, kind_schemas, challenge_schemas), is_model)
+CLIENT = enumerated((client_types, league_types, challenge_types), is_typeddict)
+SHAPES = enumerated((shapes, challenge_shapes), is_typeddict)
 
 
 def declared(place: str, name: str) -> Any:
@@ -201,9 +227,12 @@ Field = tuple[bool, Any]  # (required, the type as declared)
 
 
 def fields(place: str, name: str) -> dict[str, Field]:
+    """A declaration's fields by their names on the wire: a model's field
+    that is a Python keyword (`from_`) by its alias (`from`)."""
     cls = declared(place, name)
     if place == "model":
-        return {k: (f.is_required(), f.annotation) for k, f in cls.model_fields.items()}
+        return {f.alias or k: (f.is_required(), f.annotation)
+                for k, f in cls.model_fields.items()}
     return keys_of(cls)
 
 
@@ -272,3 +301,11 @@ def test_a_difference_is_named_by_body_and_field(monkeypatch: pytest.MonkeyPatch
         "T.a: shapes says ['int'], model ['int', 'null']",
         "T.b: required in model only",
         "T.c: shapes names ['x', 'y'], model ['x']"]
+
+
+def test_a_field_named_by_a_keyword_is_compared_by_its_wire_name() -> None:
+    """`Reward`'s `from` (a Python keyword): the shape and the client declare
+    it functionally, the model as `from_` with the alias `from`; each is
+    compared as `from`, none is left out."""
+    for place, name in zip(PLACES, BODIES["Reward"], strict=True):
+        assert name is not None and list(fields(place, name)) == ["from", "to", "reward"], place

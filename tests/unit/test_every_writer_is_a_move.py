@@ -9,18 +9,22 @@ must be in tests/moves.py's WRITERS (with a rule a machine has) or READERS
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from typing import Any
 
 import pytest
 import typer.main
 
+import laurels.challenges
 from laurels.api import create_app
 from laurels.cli import app as cli
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.process.settings import Secrets, Settings
 from laurels.reads.groups import Groups
 from laurels.runtime import Runtime, background_loops
+from tests.integration.test_model_challenges import ChallengesMachine
 from tests.integration.test_model_faults import FaultMachine
 from tests.integration.test_model_interleaved import InterleavingMachine
 from tests.integration.test_model_kinds import KindsMachine
@@ -29,7 +33,12 @@ from tests.moves import READERS, WRITERS
 pytestmark = pytest.mark.once
 
 MACHINES: dict[str, Any] = {m.__name__: m for m in (InterleavingMachine, KindsMachine,
-                                                     FaultMachine)}
+                                                     FaultMachine, ChallengesMachine)}
+# The challenges' classes, of every module of their package (enumerated).
+CHALLENGE_MODULES = [importlib.import_module(f"laurels.challenges.{info.name}")
+                     for info in pkgutil.iter_modules(laurels.challenges.__path__)]
+CHALLENGE_CLASSES = [c for m in CHALLENGE_MODULES for c in vars(m).values()
+                     if inspect.isclass(c) and c.__module__ == m.__name__]
 WRITING = {"post", "put", "patch", "delete"}
 DB, REDIS = "postgresql://127.0.0.1:1/none", "redis://127.0.0.1:1/0"
 
@@ -60,7 +69,7 @@ def writers() -> set[str]:
 
     commands(typer.main.get_command(cli), [])
     found |= {f"loop {name}" for name in background_loops(rt)}
-    for cls in (BoardKinds, Groups):
+    for cls in (BoardKinds, Groups, *CHALLENGE_CLASSES):
         found |= {f"{cls.__name__}.{name}" for name, fn in vars(cls).items()
                   if not name.startswith("_") and inspect.iscoroutinefunction(fn)}
     return found

@@ -115,6 +115,7 @@ def test_the_triggers_the_service_fires_are_the_known_ones(schema: Schema) -> No
         "notify_season_final": ["notification_webhook"],
         "refresh_overtaken": ["notification_refreshed_webhook"],
         "decide_league_week": ["notification_webhook"],
+        "decide_challenge": ["notification_webhook"],
         "notify_league_zones": ["notification_refreshed_webhook", "notification_webhook"],
     }
 

@@ -22,8 +22,10 @@ from laurels.api.early import Answer, Headers
 READS = re.compile(
     r"/v1/leaderboards/[^/]+(/events|/ranks|/users/[^/]+(/completions)?)?"
     r"|/v1/groups/[^/]+/leaderboards/[^/]+(/events|/users/[^/]+)?"
-    r"|/v1/users/[^/]+/(groups|notifications|notifications/events|league|league/history)"
-    r"|/v1/leagues/[^/]+/cohorts/[^/]+(/events)?")
+    r"|/v1/users/[^/]+/(groups|notifications|notifications/events|league|league/history"
+    r"|challenges)"
+    r"|/v1/leagues/[^/]+/cohorts/[^/]+(/events)?"
+    r"|/v1/challenges(/[^/]+(/leaderboard|/events|/users/[^/]+)?)?")
 
 
 class ReadCors:

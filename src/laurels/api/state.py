@@ -22,6 +22,8 @@ from laurels.api.caches import AROUND_BYTES, BoardCache, Cached, GroupCache, Kno
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import InFlight, RateLimiter
 from laurels.board.signals import Signals
+from laurels.challenges.definitions import Challenges
+from laurels.challenges.standings import Standings
 from laurels.ingest.corrections import Corrections
 from laurels.ingest.record import GroupCommit, Ingestor
 from laurels.leagues.cohorts import Leagues
@@ -59,6 +61,8 @@ class RouteServices(Protocol):
     deliveries: Deliveries
     hub: Hub
     board_kinds: BoardKinds
+    challenges: Challenges
+    challenge_standings: Standings
 
     async def ping(self) -> None: ...
 

@@ -14,9 +14,10 @@ import orjson
 from laurels.api.problems import Problem
 from laurels.api.sse import EventStream, frame
 from laurels.api.state import RouteServices
+from laurels.challenges.rules import Challenge
 from laurels.core.errors import DomainError
 from laurels.core.metrics import STREAMS_REFUSED
-from laurels.core.seasons import GLOBAL, Season, season_named
+from laurels.core.seasons import GLOBAL, Season, season_named, season_of
 from laurels.leagues.rules import Cohort
 from laurels.live.hub import CHANGED_PER_SECOND
 
@@ -70,6 +71,37 @@ def board_stream(svc: RouteServices, season: Season, client: str) -> EventStream
 
     async def due() -> list[bytes]:
         return [frame(e["event"], e["data"]) for e in listener.take()]
+
+    return EventStream(listener, ready, due,
+                       _closing(lambda: hub.unlisten_board(listener), release),
+                       min_gap_seconds=1 / CHANGED_PER_SECOND)
+
+
+def challenge_stream(svc: RouteServices, challenge: Challenge, client: str) -> EventStream:
+    """A challenge's hints: the whole board's hints of the week that holds
+    the clock (every completion hints it), each told as `changed` with the
+    challenge's id and no learner (a hint, never who: the client refetches
+    the challenge's board); while the challenge runs past that week, the
+    stream ends at the week's end, and a client's reconnect follows the next
+    week (an ended challenge's stream stays open, quiet)."""
+    hub = svc.hub
+    zone = svc.settings.time_zone
+    now = svc.challenges.clock()
+    week = season_of(min(max(now, challenge.starts_at), challenge.ends_at), "week", zone=zone)
+    release = stream_budget(svc, client)
+    listener = hub.listen_board(week)
+    changed = frame("changed", orjson.dumps({"challenge_id": challenge.challenge_id}))
+
+    async def ready() -> bytes:
+        await hub.hinted(week)
+        return frame("ready", orjson.dumps({"challenge_id": challenge.challenge_id}))
+
+    async def due() -> list[bytes]:
+        events = listener.take()
+        now = svc.challenges.clock()
+        if week.ends_at <= now < challenge.ends_at:
+            listener.closed = True  # still running: the client reconnects to the next week's
+        return [changed] if events else []
 
     return EventStream(listener, ready, due,
                        _closing(lambda: hub.unlisten_board(listener), release),

@@ -95,9 +95,14 @@ class Publishing(BoardBase):
         """Tell every process a week's league results are written."""
         await self._announce("league_result", season)
 
-    async def _announce(self, kind: str, season: Season) -> None:
+    async def announce_challenge_result(self, label: str) -> None:
+        """Tell every process a challenge's results are written (`label`:
+        the `challenge:<id>` its notifications carry)."""
+        await self._announce("challenge_result", label)
+
+    async def _announce(self, kind: str, season: Season | str) -> None:
         try:
             await self.redis.publish(self.keys.notification_channel(),
-                                     orjson.dumps({kind: season.name}))
+                                     orjson.dumps({kind: str(season)}))
         except RedisError as exc:
             log.warning("%s of %s not announced live: %s", kind, season, exc)

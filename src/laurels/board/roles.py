@@ -119,6 +119,14 @@ class LeagueAnnouncer(GroupHinting, Protocol):
     async def announce_league_result(self, season: Season) -> None: ...
 
 
+class ChallengeAnnouncer(Protocol):
+    """The challenges': their notifications told to the live streams."""
+
+    async def publish_notification(self, user_id: int, notification_id: int) -> None: ...
+
+    async def announce_challenge_result(self, label: str) -> None: ...
+
+
 class Profiles(Hinting, Protocol):
     """Learners': a profile projected onto a season's board."""
 

@@ -6,8 +6,8 @@ process_commands (serve, projector, demo, migrate), season_commands
 (rebuild, rebuild-status, verify), correction_commands (void, restore,
 audit), learner_commands (token, erase, suspend, unsuspend),
 league_commands (leagues), webhook_commands (webhooks), kind_commands
-(kinds). How a command reaches the stores is stores.py; what a one-shot
-command may use, one_shot.py."""
+(kinds), challenge_commands (challenges). How a command reaches the stores
+is stores.py; what a one-shot command may use, one_shot.py."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import typer
 import typer.main
 
 from laurels.cli import (  # noqa: F401 (each adds its commands to `app` as it is imported)
+    challenge_commands,
     correction_commands,
     kind_commands,
     league_commands,
@@ -34,7 +35,7 @@ __all__ = ["app", "main"]
 # A command not named here comes last, in the order it was registered.
 ORDER = ("serve", "projector", "migrate", "token", "rebuild", "verify", "void", "restore",
          "rebuild-status", "erase", "suspend", "unsuspend", "audit", "leagues", "demo",
-         "webhooks", "kinds")
+         "webhooks", "kinds", "challenges")
 
 
 def _place(name: str | None) -> int:

@@ -74,7 +74,8 @@ def verify(season: Annotated[str | None, typer.Option("--season", help=SEASON_HE
                "included")] = False
            ) -> None:
     """Compare a board in Redis (and a closed season's archive) with PostgreSQL:
-    exit 0 if consistent, 1 if not. --all walks every season of every board."""
+    exit 0 if consistent, 1 if not. --all walks every season of every board,
+    and checks every challenge against its rules."""
     if every == (season is not None):
         raise fail("say which: --season S (with --board B), or --all")
     settings = _settings()
@@ -109,21 +110,26 @@ def _verify_all(settings: Settings) -> None:
 
     async def work(rt: Any) -> list[tuple[str, bool, Any]]:
         seasons = await rt.verifier.every_season()
+        challenges = await rt.challenge_checker.every()
         done = []
         columns = (TextColumn("verify {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, transient=False) as bar:
-            task = bar.add_task("every board", total=len(seasons))
+            task = bar.add_task("every board", total=len(seasons) + len(challenges))
             for each, closed in seasons:
                 done.append((each.shown, closed, await rt.verifier.verify(each)))
+                bar.advance(task)
+            for cid in challenges:  # checked against their rules (challenges/verify.py)
+                done.append((f"challenge {cid}", False, await rt.challenge_checker.verify(cid)))
                 bar.advance(task)
         return done
 
     results = _with_runtime(settings, work)
     differ = [(shown, r) for shown, _, r in results if not r.consistent]
     closed = sum(1 for _, c, _ in results if c)
-    typer.echo(f"laurels: {len(results)} seasons verified ({closed} closed, their archives "
-               f"included): {len(results) - len(differ)} consistent, {len(differ)} NOT")
+    typer.echo(f"laurels: {len(results)} seasons and challenges verified ({closed} closed, "
+               f"their archives included): {len(results) - len(differ)} consistent, "
+               f"{len(differ)} NOT")
     for shown, r in differ:
         typer.echo(f"{shown}: {r.mismatch_count} of {r.players_checked} learners differ")
         for m in r.mismatches[:5]:

@@ -26,22 +26,43 @@ The package, one concern a module; every public name is here:
 
 - `types`: the contract's values (`Literal`s) and bodies (`TypedDict`s);
 - `league_types`: those of the league calls;
+- `challenge_types`: those of the challenge calls;
 - `errors`: `LaurelsError` and its subclasses, one per problem code, and the
   mapping of an error answer to its exception;
 - `transport`: the request, sending it, retries, backoff, `Retry-After`;
 - `calls`: `Call`, one call written once for both clients;
 - `endpoints`: every call of the API, and `Completion`;
+- `challenge_endpoints`: the challenges' calls, which `endpoints` takes in;
 - `clients`: `Client` and `AsyncClient`, batching and paging.
 """
 
 from __future__ import annotations
 
+from laurels.client.challenge_types import (
+    Challenge,
+    ChallengeAround,
+    ChallengeBoard,
+    ChallengeDefinition,
+    ChallengeEntry,
+    ChallengeMe,
+    ChallengeNeighbor,
+    Challenges,
+    ChallengeStatus,
+    Joined,
+    JoinRule,
+    LearnerChallenge,
+    LearnerChallenges,
+    Reward,
+)
 from laurels.client.clients import BATCH_MAX as BATCH_MAX
 from laurels.client.clients import AsyncClient, Client
 from laurels.client.endpoints import Completion
 from laurels.client.errors import ERRORS as ERRORS
 from laurels.client.errors import GATEWAY_STATUSES as GATEWAY_STATUSES
 from laurels.client.errors import (
+    ChallengeConflict,
+    ChallengeEnded,
+    ChallengeFull,
     CompletionConflict,
     Forbidden,
     KindConflict,
@@ -145,6 +166,18 @@ __all__ = [
     "Board",
     "BoardKind",
     "BoardKinds",
+    "Challenge",
+    "ChallengeAround",
+    "ChallengeBoard",
+    "ChallengeConflict",
+    "ChallengeDefinition",
+    "ChallengeEnded",
+    "ChallengeEntry",
+    "ChallengeFull",
+    "ChallengeMe",
+    "ChallengeNeighbor",
+    "ChallengeStatus",
+    "Challenges",
     "Client",
     "CohortBoard",
     "CohortList",
@@ -166,6 +199,8 @@ __all__ = [
     "GroupNeighbourhood",
     "GroupRef",
     "ItemError",
+    "JoinRule",
+    "Joined",
     "KindBoard",
     "KindBoards",
     "KindConflict",
@@ -184,6 +219,8 @@ __all__ = [
     "LeagueZone",
     "LearnerBoard",
     "LearnerBoards",
+    "LearnerChallenge",
+    "LearnerChallenges",
     "LearnerCorrection",
     "LearnerRestored",
     "LearnerVoided",
@@ -207,6 +244,7 @@ __all__ = [
     "Rebuilding",
     "Refused",
     "Rejected",
+    "Reward",
     "SeasonClosed",
     "Standing",
     "Suspension",

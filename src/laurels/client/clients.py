@@ -12,6 +12,7 @@ from typing import Any, Literal, Self, overload
 import httpx
 
 from laurels.client.calls import P
+from laurels.client.challenge_types import Challenge, ChallengeEntry
 from laurels.client.endpoints import Completion, Endpoints
 from laurels.client.league_types import LeagueRecord
 from laurels.client.transport import R, Request, Retry, headers, send, send_async
@@ -42,7 +43,8 @@ def batches(items: Iterable[Completion | Mapping[str, Any]]) -> Iterator[list[di
 # Which list of a body a paged read walks through.
 ITEMS: dict[str, str] = {"board": "entries", "group_board": "entries",
                          "completions": "completions", "audit": "entries",
-                         "deliveries": "deliveries", "league_history": "results"}
+                         "deliveries": "deliveries", "league_history": "results",
+                         "challenges": "challenges", "challenge_board": "entries"}
 
 
 def paged(method: str) -> str:
@@ -110,11 +112,20 @@ class Client(Endpoints):
     def pages(self, method: Literal["league_history"], *args: Any, **kwargs: Any
               ) -> Iterator[LeagueRecord]: ...
 
+    @overload
+    def pages(self, method: Literal["challenges"], *args: Any, **kwargs: Any
+              ) -> Iterator[Challenge]: ...
+
+    @overload
+    def pages(self, method: Literal["challenge_board"], *args: Any, **kwargs: Any
+              ) -> Iterator[ChallengeEntry]: ...
+
     def pages(self, method: Paged, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Every item of a paged read (`board`, `group_board`,
-        `completions`, `audit`, `deliveries`, `league_history`, called with
-        `args` and `kwargs`), following the `next` cursors from `after` (default: the
-        first page): `for e in c.pages("board", "all", limit=1000)`. Raises
+        `completions`, `audit`, `deliveries`, `league_history`, `challenges`,
+        `challenge_board`, called with `args` and `kwargs`), following the
+        `next` cursors from `after` (default: the first page):
+        `for e in c.pages("board", "all", limit=1000)`. Raises
         `ValueError` for another method, and what the method raises."""
         items, after = paged(method), kwargs.pop("after", None)
         while True:
@@ -188,6 +199,14 @@ class AsyncClient(Endpoints):
     @overload
     def pages(self, method: Literal["league_history"], *args: Any, **kwargs: Any
               ) -> AsyncIterator[LeagueRecord]: ...
+
+    @overload
+    def pages(self, method: Literal["challenges"], *args: Any, **kwargs: Any
+              ) -> AsyncIterator[Challenge]: ...
+
+    @overload
+    def pages(self, method: Literal["challenge_board"], *args: Any, **kwargs: Any
+              ) -> AsyncIterator[ChallengeEntry]: ...
 
     async def pages(self, method: Paged, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """As `Client.pages`, asynchronously:

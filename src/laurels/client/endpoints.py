@@ -11,6 +11,7 @@ from typing import Any
 
 from laurels.client.admin_endpoints import AdminEndpoints
 from laurels.client.calls import Call
+from laurels.client.challenge_endpoints import ChallengeEndpoints
 from laurels.client.league_types import (
     CohortBoard,
     League,
@@ -60,7 +61,7 @@ class Completion:
         return out
 
 
-class Endpoints(AdminEndpoints):
+class Endpoints(ChallengeEndpoints, AdminEndpoints):
     """Every call of the API, written once. Each builds its request;
     `Client._run` and `AsyncClient._run` send it. Besides what each lists,
     every call raises `Unauthorized`/`Forbidden` (token), `RateLimited`,

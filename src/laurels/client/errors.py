@@ -52,8 +52,8 @@ class Forbidden(LaurelsError):
 
 
 class NotFound(LaurelsError):
-    """404: no such group, completion, rebuild or delivery, a period that is
-    not configured, or a group the caller may not read."""
+    """404: no such group, completion, rebuild, delivery or challenge, a
+    period that is not configured, or a group the caller may not read."""
 
     code = "not_found"
 
@@ -80,6 +80,25 @@ class KindConflict(LaurelsError):
     """409: the board kind exists with another metric, periods, zone or notify."""
 
     code = "kind_conflict"
+
+
+class ChallengeConflict(LaurelsError):
+    """409: the challenge has started and the change is one that may no
+    longer be made (only `title`, `rewards` and a later `ends_at` may)."""
+
+    code = "challenge_conflict"
+
+
+class ChallengeFull(LaurelsError):
+    """409: the challenge has `max_size` learners joined already."""
+
+    code = "challenge_full"
+
+
+class ChallengeEnded(LaurelsError):
+    """409: the challenge has ended: it can no longer be joined."""
+
+    code = "challenge_ended"
 
 
 class UserErased(LaurelsError):
@@ -139,8 +158,8 @@ class Unavailable(LaurelsError):
 
 ERRORS: dict[str, type[LaurelsError]] = {cls.code: cls for cls in (
     ValidationError, Unauthorized, Forbidden, NotFound, NotRanked, CompletionConflict,
-    SeasonClosed, KindConflict, UserErased, PayloadTooLarge, UnsupportedMediaType, RateLimited,
-    Rebuilding, Unavailable)}
+    SeasonClosed, KindConflict, ChallengeConflict, ChallengeFull, ChallengeEnded, UserErased,
+    PayloadTooLarge, UnsupportedMediaType, RateLimited, Rebuilding, Unavailable)}
 
 
 def problem(resp: httpx.Response, retry_after: float | None) -> LaurelsError:

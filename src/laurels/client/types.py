@@ -14,12 +14,13 @@ Period: TypeAlias = Literal["week", "day", "month", "all"]
 TiePolicy: TypeAlias = Literal["shared", "first"]
 Metric: TypeAlias = Literal["points", "completions", "best"]  # what a board ranks by
 NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "league_zone",
-                                      "league_result"]
+                                      "league_result", "challenge_result"]
 AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
-                                 "group_delete", "kind_define", "kind_delete"]
+                                 "group_delete", "kind_define", "kind_delete", "challenge_define",
+                                 "challenge_delete"]
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "failed"]
 Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries",
-                           "league_history"]
+                           "league_history", "challenges", "challenge_board"]
 
 
 # -- the contract's bodies (docs/contract.md); instants are RFC 3339 strings ----------------
@@ -170,10 +171,11 @@ class UserCompletions(TypedDict):
 class Notification(TypedDict):
     """A durable notification. `data` by kind: `top10` and `season_final`
     {"rank", "score"}; `overtaken` {"season", "by_user_id", "by_display_name"}
-    (null and "Anonymous" for a learner who may not be named); on the board
-    of a kind that notifies, these three also carry "board"; `league_zone`
+    (null and "Anonymous" for a learner who may not be named); from a board
+    of a kind these carry "board", from a challenge "challenge_id"; `league_zone`
     {"tier", "cohort_id", "zone", "rank"}; `league_result` {"tier",
-    "cohort_id", "rank", "outcome", "new_tier"}."""
+    "cohort_id", "rank", "outcome", "new_tier"}; `challenge_result`
+    {"challenge_id", "title", "rank", "score", "reward"}."""
 
     id: int
     kind: NotificationKind
@@ -334,7 +336,7 @@ class Delivery(TypedDict):
     """A webhook delivery."""
 
     id: str
-    type: str  # the event type, e.g. "notification.created"
+    type: str  # the event type, e.g. "notification.created", "challenge.decided"
     status: DeliveryStatus
     attempts: int
     last_error: str | None  # the last failed attempt's error (kept once delivered)

@@ -12,7 +12,8 @@ from typing import Literal
 # What domain code raises (DomainError) or reports (an ingest outcome's code).
 ErrorCode = Literal[
     "validation_error", "not_found", "not_ranked", "completion_conflict", "season_closed",
-    "user_erased", "rebuilding", "kind_conflict",
+    "user_erased", "rebuilding", "kind_conflict", "challenge_conflict", "challenge_full",
+    "challenge_ended",
 ]
 
 

@@ -32,7 +32,7 @@ METRICS: tuple[Metric, ...] = get_args(Metric)
 # -- notification kinds ---------------------------------------------------------------
 
 NotificationKind = Literal["overtaken", "top10", "season_final", "league_zone",
-                           "league_result"]
+                           "league_result", "challenge_result"]
 NOTIFICATION_KINDS: tuple[NotificationKind, ...] = get_args(NotificationKind)
 
 
@@ -42,6 +42,7 @@ class Ranked(TypedDict):
     rank: int
     score: int
     board: NotRequired[str]  # from a board of a kind: its tag (CONTRACT.md, notifications)
+    challenge_id: NotRequired[str]  # from a challenge (`top10` only)
 
 
 class Overtaken(TypedDict):
@@ -53,6 +54,7 @@ class Overtaken(TypedDict):
     season: str
     by_user_id: NotRequired[int]
     board: NotRequired[str]  # from a board of a kind: its tag
+    challenge_id: NotRequired[str]  # from a challenge
 
 
 class LeagueZoneData(TypedDict):
@@ -70,14 +72,27 @@ class LeagueResultData(TypedDict):
     new_tier: str
 
 
+class ChallengeResultData(TypedDict):
+    """A decided challenge's result for one ranked participant."""
+
+    challenge_id: str
+    title: str
+    rank: int
+    score: int
+    reward: str | None
+    board: NotRequired[str]  # a challenge on a board of a kind: its tag
+
+
 PAYLOADS: dict[NotificationKind, type] = {
     "overtaken": Overtaken, "top10": Ranked, "season_final": Ranked,
-    "league_zone": LeagueZoneData, "league_result": LeagueResultData}
+    "league_zone": LeagueZoneData, "league_result": LeagueResultData,
+    "challenge_result": ChallengeResultData}
 # The kinds that name another learner (their name is resolved when shown).
 NAMING: frozenset[NotificationKind] = frozenset({"overtaken"})
 # The kinds written for every learner of a season at once (its end): announced
 # on the notification channel by season, not one by one (live/hub.py).
-FOR_EVERYONE: tuple[NotificationKind, ...] = ("season_final", "league_result")
+FOR_EVERYONE: tuple[NotificationKind, ...] = ("season_final", "league_result",
+                                              "challenge_result")
 
 # -- rank events ----------------------------------------------------------------------
 
@@ -100,7 +115,7 @@ RANK_EVENT_FIELDS: tuple[str, ...] = tuple(RankEvent.__annotations__)
 # -- webhook events -------------------------------------------------------------------
 
 WebhookType = Literal["notification.created", "season.finalized", "completion.voided",
-                      "completion.restored", "user.erased"]
+                      "completion.restored", "user.erased", "challenge.decided"]
 WEBHOOK_TYPES: tuple[WebhookType, ...] = get_args(WebhookType)
 # What LAURELS_WEBHOOK_EVENTS may name: an event type, or one kind of
 # notification (`notification.<kind>`).
@@ -130,3 +145,18 @@ class CompletionCorrected(TypedDict):
 
 class UserErased(TypedDict):
     user_id: int  # and nothing else about the learner
+
+
+class Rewarded(TypedDict):
+    user_id: int
+    rank: int
+    reward: str
+
+
+class ChallengeDecided(TypedDict):
+    """`challenge.decided`: who took part, and who won what (an erasure
+    takes a learner out of `rewarded`, sent or not)."""
+
+    challenge_id: str
+    participants: int
+    rewarded: list[Rewarded]

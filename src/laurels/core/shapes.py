@@ -353,7 +353,8 @@ class LearnerProfile(TypedDict):
 
 
 AuditAction = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
-                      "group_delete", "kind_define", "kind_delete"]
+                      "group_delete", "kind_define", "kind_delete",
+                      "challenge_define", "challenge_delete"]
 
 
 class AuditEntry(TypedDict):

@@ -23,7 +23,7 @@ CREATE TABLE audit (
     target text NOT NULL,
     reason text,
     details jsonb,
-    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text, 'kind_define'::text, 'kind_delete'::text]))),
+    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text, 'kind_define'::text, 'kind_delete'::text, 'challenge_define'::text, 'challenge_delete'::text]))),
     CONSTRAINT audit_pkey PRIMARY KEY (id)
 );
 CREATE TRIGGER audit_append_only BEFORE DELETE OR UPDATE ON public.audit FOR EACH ROW EXECUTE FUNCTION laurels_audit_is_append_only_v1();
@@ -58,6 +58,69 @@ CREATE TABLE board_tombstones (
     season text NOT NULL,
     CONSTRAINT board_tombstones_pkey PRIMARY KEY (season)
 );
+
+-- challenge_joins
+CREATE TABLE challenge_joins (
+    challenge_id text NOT NULL,
+    user_id bigint NOT NULL,
+    joined_at timestamp with time zone NOT NULL,
+    position integer NOT NULL,
+    CONSTRAINT challenge_joins_challenge_id_fkey FOREIGN KEY (challenge_id) REFERENCES challenges(challenge_id) ON DELETE CASCADE,
+    CONSTRAINT challenge_joins_pkey PRIMARY KEY (challenge_id, user_id),
+    CONSTRAINT challenge_joins_user_id_check CHECK ((user_id > 0))
+);
+CREATE INDEX challenge_joins_user ON public.challenge_joins USING btree (user_id);
+
+-- challenge_results
+CREATE TABLE challenge_results (
+    challenge_id text NOT NULL,
+    user_id bigint NOT NULL,
+    rank integer NOT NULL,
+    score bigint NOT NULL,
+    last_completed_at timestamp with time zone NOT NULL,
+    reward text,
+    CONSTRAINT challenge_results_challenge_id_fkey FOREIGN KEY (challenge_id) REFERENCES challenges(challenge_id) ON DELETE CASCADE,
+    CONSTRAINT challenge_results_pkey PRIMARY KEY (challenge_id, user_id)
+);
+CREATE INDEX challenge_results_rank ON public.challenge_results USING btree (challenge_id, rank, user_id);
+CREATE INDEX challenge_results_user ON public.challenge_results USING btree (user_id);
+
+-- challenge_watch
+CREATE TABLE challenge_watch (
+    challenge_id text NOT NULL,
+    user_id bigint NOT NULL,
+    rank integer NOT NULL,
+    CONSTRAINT challenge_watch_challenge_id_fkey FOREIGN KEY (challenge_id) REFERENCES challenges(challenge_id) ON DELETE CASCADE,
+    CONSTRAINT challenge_watch_pkey PRIMARY KEY (challenge_id, user_id)
+);
+
+-- challenges
+CREATE TABLE challenges (
+    challenge_id text NOT NULL,
+    title text NOT NULL,
+    board text DEFAULT 'global'::text NOT NULL,
+    metric text DEFAULT 'points'::text NOT NULL,
+    starts_at timestamp with time zone NOT NULL,
+    ends_at timestamp with time zone NOT NULL,
+    join_rule text DEFAULT 'open'::text NOT NULL,
+    max_size integer,
+    joined integer DEFAULT 0 NOT NULL,
+    rewards jsonb DEFAULT '[]'::jsonb NOT NULL,
+    notify boolean DEFAULT false NOT NULL,
+    grace_seconds integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    decided_at timestamp with time zone,
+    participants integer,
+    CONSTRAINT challenges_challenge_id_check CHECK ((challenge_id ~ '^[a-z0-9][a-z0-9_-]{0,63}$'::text)),
+    CONSTRAINT challenges_check CHECK ((starts_at < ends_at)),
+    CONSTRAINT challenges_check1 CHECK (((max_size IS NULL) OR (join_rule = 'required'::text))),
+    CONSTRAINT challenges_grace_seconds_check CHECK ((grace_seconds >= 0)),
+    CONSTRAINT challenges_join_rule_check CHECK ((join_rule = ANY (ARRAY['open'::text, 'required'::text]))),
+    CONSTRAINT challenges_max_size_check CHECK (((max_size >= 1) AND (max_size <= 1000000))),
+    CONSTRAINT challenges_metric_check CHECK ((metric = ANY (ARRAY['points'::text, 'completions'::text, 'best'::text]))),
+    CONSTRAINT challenges_pkey PRIMARY KEY (challenge_id)
+);
+CREATE INDEX challenges_undecided ON public.challenges USING btree (ends_at) WHERE (decided_at IS NULL);
 
 -- completion_ids
 CREATE TABLE completion_ids (
@@ -273,7 +336,7 @@ CREATE TABLE notifications (
     read boolean DEFAULT false NOT NULL,
     dedup_key text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT notifications_kind_check CHECK ((kind = ANY (ARRAY['overtaken'::text, 'top10'::text, 'season_final'::text, 'league_zone'::text, 'league_result'::text]))),
+    CONSTRAINT notifications_kind_check CHECK ((kind = ANY (ARRAY['overtaken'::text, 'top10'::text, 'season_final'::text, 'league_zone'::text, 'league_result'::text, 'challenge_result'::text]))),
     CONSTRAINT notifications_pkey PRIMARY KEY (id),
     CONSTRAINT notifications_user_id_dedup_key_key UNIQUE (user_id, dedup_key)
 );
@@ -387,7 +450,7 @@ CREATE TABLE webhook_deliveries (
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id),
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
-    CONSTRAINT webhook_deliveries_type_check CHECK ((type = ANY (ARRAY['notification.created'::text, 'season.finalized'::text, 'completion.voided'::text, 'completion.restored'::text, 'user.erased'::text])))
+    CONSTRAINT webhook_deliveries_type_check CHECK ((type = ANY (ARRAY['notification.created'::text, 'season.finalized'::text, 'completion.voided'::text, 'completion.restored'::text, 'user.erased'::text, 'challenge.decided'::text])))
 );
 CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (next_attempt_at, id) WHERE (status = 'pending'::text);
 CREATE INDEX webhook_deliveries_learner ON public.webhook_deliveries USING btree (user_id, kind) WHERE (type = 'notification.created'::text);
@@ -509,6 +572,50 @@ BEGIN
     UPDATE completion_ids_filter_size SET blocks = v_blocks, ids = v_ids;
     RETURN v_blocks;
 END
+$$;
+
+CREATE FUNCTION laurels_challenge_standings_v1(p_challenge text, p_policy text) RETURNS TABLE(user_id bigint, score bigint, last_at timestamp with time zone, visibility text, display_name text, shown boolean, rank bigint, pos bigint)
+LANGUAGE sql STABLE AS $$
+WITH ch AS (SELECT * FROM challenges WHERE challenge_id = p_challenge),
+counted AS (
+    SELECT c.user_id, c.points, c.completed_at
+    FROM ch JOIN completions c
+      ON c.completed_at >= ch.starts_at AND c.completed_at < ch.ends_at
+    WHERE c.voided_at IS NULL
+      AND (ch.board = 'global' OR c.tags @> ARRAY[ch.board])
+      AND (ch.join_rule = 'open' OR EXISTS (
+          SELECT 1 FROM challenge_joins j
+          WHERE j.challenge_id = ch.challenge_id AND j.user_id = c.user_id
+            AND c.completed_at >= j.joined_at))),
+scores AS (
+    SELECT k.user_id,
+           CASE (SELECT metric FROM ch)
+               WHEN 'best' THEN max(k.points)::bigint
+               WHEN 'completions' THEN count(*)::bigint
+               ELSE sum(k.points)::bigint END AS score,
+           CASE (SELECT metric FROM ch)
+               WHEN 'best' THEN (array_agg(k.completed_at ORDER BY k.points DESC,
+                                           k.completed_at))[1]
+               ELSE max(k.completed_at) END AS last_at
+    FROM counted k GROUP BY k.user_id),
+seen AS (
+    SELECT s.user_id, s.score, s.last_at, coalesce(u.visibility, 'public') AS visibility,
+           u.display_name,
+           (u.user_id IS NULL OR (u.visibility <> 'hidden' AND u.suspended_at IS NULL
+                                  AND u.erased_at IS NULL)) AS shown
+    FROM scores s LEFT JOIN users u ON u.user_id = s.user_id
+    WHERE u.erased_at IS NULL)
+SELECT v.user_id, v.score, v.last_at, v.visibility, v.display_name, v.shown,
+       CASE WHEN NOT v.shown THEN NULL
+            WHEN p_policy = 'first'
+            THEN row_number() OVER (PARTITION BY v.shown
+                                    ORDER BY v.score DESC, v.last_at, v.user_id)
+            ELSE rank() OVER (PARTITION BY v.shown ORDER BY v.score DESC) END AS rank,
+       CASE WHEN v.shown
+            THEN row_number() OVER (PARTITION BY v.shown ORDER BY v.score DESC,
+                                    CASE WHEN p_policy = 'first' THEN v.last_at END,
+                                    v.user_id) END AS pos
+FROM seen v
 $$;
 
 CREATE FUNCTION laurels_completion_months() RETURNS TABLE(name text, month date)

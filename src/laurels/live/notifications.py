@@ -27,6 +27,7 @@ from laurels.core import shapes
 from laurels.core.registry import (
     NAMING,
     PAYLOADS,
+    ChallengeDecided,
     CompletionCorrected,
     Metric,
     NotificationKind,
@@ -86,7 +87,7 @@ class NotificationCreated(shapes.Notification):
 WEBHOOK_DATA: dict[WebhookType, type] = {
     "notification.created": NotificationCreated, "season.finalized": SeasonFinalized,
     "completion.voided": CompletionCorrected, "completion.restored": CompletionCorrected,
-    "user.erased": UserErased}
+    "user.erased": UserErased, "challenge.decided": ChallengeDecided}
 
 
 class WebhookEvent(TypedDict):

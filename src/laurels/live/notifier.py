@@ -172,8 +172,9 @@ class Notifier:
             if uid in erased:
                 return
             if move.top10:
-                ranked: Ranked = {"rank": move.rank, "score": move.score,
-                                      **from_board(season)}
+                ranked: Ranked = {"rank": move.rank, "score": move.score}
+                if season.board != GLOBAL:
+                    ranked["board"] = season.board
                 row = await self.db.fetch_one(
                     "insert_notification", tx, user_id=uid, kind="top10", season=season,
                     data=Jsonb(ranked),

@@ -155,9 +155,13 @@ class Outgoing:
         self.notes = notes
 
     def named(self) -> set[int]:
-        """Every learner the batch concerns: the deliveries' owners and the
-        learners their notifications name."""
+        """Every learner the batch concerns: the deliveries' owners, the
+        learners their notifications name, and those a `challenge.decided`
+        event rewards."""
         out = {r["user_id"] for r in self.rows if r["user_id"] is not None}
+        for r in self.rows:
+            if r["type"] == "challenge.decided":
+                out |= {int(e["user_id"]) for e in r["body"]["data"].get("rewarded", [])}
         return out | set(named_ids(n["data"] for n in self.notes.values()))
 
     def body(self, row: Row, names: dict[int, str], titles: Mapping[str, str]

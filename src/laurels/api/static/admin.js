@@ -119,7 +119,8 @@ function show(section) {
     $(b.dataset.section).hidden = b.dataset.section !== section;
   }
   ({ boards: () => { loadKindChoices(); loadBoards(); }, learner: () => state.user && loadLearner(), leagues: loadLeagues,
-     kinds: loadKinds, webhooks: loadDeliveries, audit: loadAudit, health: loadHealth })[section]();
+     kinds: loadKinds, challenges: loadChallenges, webhooks: loadDeliveries, audit: loadAudit,
+     health: loadHealth })[section]();
 }
 
 // -- boards: seasons, rebuild (with its progress), verify ------------------------------------------
@@ -397,6 +398,130 @@ async function defineKind(event) {
   }
 }
 
+// -- challenges -------------------------------------------------------------------------------------
+
+// Every challenge (of one status), page after page.
+async function loadChallenges(event) {
+  if (event) event.preventDefault();
+  const status = $("challenge-status").value;
+  const listed = [];
+  let after = null;
+  do {
+    const q = (status ? `&status=${seg(status)}` : "") + (after ? `&after=${seg(after)}` : "");
+    const page = await api("GET", `/v1/challenges?limit=1000${q}`);
+    if (!page.ok) return;
+    listed.push(...page.body.challenges);
+    after = page.body.next;
+  } while (after);
+  $("challenge-zone").textContent = `your time (${Intl.DateTimeFormat().resolvedOptions().timeZone})`;
+  rows("challenge-list", listed, (tr, c) => {
+    tr.dataset.id = c.challenge_id;
+    const named = cell(tr, c.title);
+    const id = document.createElement("small");
+    id.textContent = c.challenge_id;
+    named.append(document.createElement("br"), id);
+    const when = cell(tr, `${SHORT.format(Date.parse(c.starts_at))} to`);
+    when.append(document.createElement("br"), SHORT.format(Date.parse(c.ends_at)));
+    cell(tr, [c.board, c.metric, c.join === "required"
+      ? `required${c.max_size ? ` (max ${c.max_size})` : ""}` : "open"].join(" · "));
+    cell(tr, c.participants);
+    cell(tr, c.rewards.map((r) => rewardsText([r])).join("\n"), "rewards");
+    cell(tr, c.decided ? "ended, decided" : c.status, `status-${c.status}`);
+    const td = tr.insertCell();
+    for (const [label, act] of [["Edit", () => editChallenge(c)], ["Delete…", () => deleteChallenge(c)]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.addEventListener("click", act);
+      td.appendChild(b);
+    }
+  });
+}
+
+const SHORT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+// Rewards as an operator types them: "1: gold; 2-10: silver".
+const rewardsText = (rewards) => rewards.map((r) =>
+  `${r.from === r.to ? r.from : `${r.from}-${r.to}`}: ${r.reward}`).join("; ");
+
+function parseRewards(text) {
+  const out = [];
+  for (const part of text.split(/[;\n]/).map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([0-9]+)(?:\s*-\s*([0-9]+))?\s*:\s*(.+)$/.exec(part);
+    if (!m) throw new Error(`"${part}" is not "from-to: reward" (e.g. "2-10: silver")`);
+    out.push({ from: Number(m[1]), to: Number(m[2] || m[1]), reward: m[3].trim() });
+  }
+  return out;
+}
+
+// An instant as a datetime-local input holds it (the browser's time), and back.
+function inputTime(iso) {
+  const d = new Date(Date.parse(iso));
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+const instant = (value) => new Date(value).toISOString().replace(/\.000Z$/, "Z");
+
+// The form filled with a challenge: once it started, only its title, its
+// rewards and a later end may change (the server answers 409 otherwise).
+function editChallenge(c) {
+  $("challenge-id").value = c.challenge_id;
+  $("challenge-title").value = c.title;
+  $("challenge-board").value = c.board;
+  $("challenge-metric").value = c.metric;
+  $("challenge-starts").value = inputTime(c.starts_at);
+  $("challenge-ends").value = inputTime(c.ends_at);
+  $("challenge-join").value = c.join;
+  $("challenge-max").value = c.max_size === null ? "" : String(c.max_size);
+  $("challenge-rewards").value = rewardsText(c.rewards);
+  $("challenge-notify").checked = c.notify;
+  $("challenge-grace").value = String(c.grace_seconds);
+  $("challenge-title").focus();
+}
+
+async function defineChallenge(event) {
+  event.preventDefault();
+  problem("");
+  let body;
+  try {
+    body = { title: $("challenge-title").value.trim(), board: $("challenge-board").value.trim(),
+             metric: $("challenge-metric").value, join: $("challenge-join").value,
+             starts_at: instant($("challenge-starts").value),
+             ends_at: instant($("challenge-ends").value),
+             notify: $("challenge-notify").checked,
+             grace_seconds: Number($("challenge-grace").value || "0"),
+             rewards: parseRewards($("challenge-rewards").value) };
+  } catch (e) {
+    problem(`Not defined: ${e.message}`);
+    return;
+  }
+  if ($("challenge-max").value.trim()) body.max_size = Number($("challenge-max").value);
+  const id = $("challenge-id").value.trim();
+  const r = await api("PUT", `/v1/admin/challenges/${seg(id)}`, body);
+  if (r.ok) {
+    $("status").textContent = `challenge ${r.body.challenge_id} ${r.status === 201 ? "defined" : "changed"}`;
+    loadChallenges();
+  }
+}
+
+async function deleteChallenge(c) {
+  const typed = window.prompt(`Deleting the challenge ${c.challenge_id} removes its board, its ` +
+    `joins and its results (${c.participants} taking part). Type "delete ${c.challenge_id}" to ` +
+    "confirm.", "");
+  if (typed === null) return;
+  if (typed.trim() !== `delete ${c.challenge_id}`) {
+    problem("Not deleted: the confirmation did not match.");
+    return;
+  }
+  const r = await api("DELETE", `/v1/admin/challenges/${seg(c.challenge_id)}`);
+  if (r.ok) {
+    $("status").textContent = `challenge ${c.challenge_id} deleted`;
+    loadChallenges();
+  }
+}
+
 // -- webhook deliveries, audit, health ------------------------------------------------------------
 
 async function loadDeliveries() {
@@ -484,6 +609,8 @@ $("unsuspend").addEventListener("click", () => suspend(false));
 $("erase").addEventListener("click", erase);
 $("week-form").addEventListener("submit", loadLeagues);
 $("define-kind").addEventListener("submit", defineKind);
+$("challenge-filter").addEventListener("submit", loadChallenges);
+$("define-challenge").addEventListener("submit", defineChallenge);
 $("any-board").addEventListener("submit", (event) => {
   event.preventDefault();
   rebuild($("any-season").value.trim(), $("any-board-name").value.trim());

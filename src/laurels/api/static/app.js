@@ -170,9 +170,17 @@ function describe(n) {
     return `${n.season}: ${outcomeText(n.data.outcome, n.data.new_tier)}` +
       (n.data.rank === null ? "." : ` (rank ${n.data.rank} in ${title(n.data.tier)}).`);
   }
-  // A board of a course, a track or a skill is named by its kind's title and
-  // value, as its tab is ("Skill · python"); the whole board by its week.
-  const where = n.data.board_title ? `${n.data.board_title}, ${n.season}` : n.season;
+  if (n.kind === "challenge_result") {
+    const known = CH.known.get(n.data.challenge_id);
+    return `${n.data.title || challengeName(n.data.challenge_id)} is over: you finished ` +
+      `${ordinal(n.data.rank)} ${scored(known ? known.metric : "points", n.data.score)}` +
+      (n.data.reward ? `; your reward: ${n.data.reward}.` : ".");
+  }
+  // A challenge by its title; a board of a course, a track or a skill by its
+  // kind's title and value, as its tab is ("Skill · python"); the whole
+  // board by its week.
+  const where = n.data.challenge_id ? `the challenge ${challengeName(n.data.challenge_id)}`
+    : n.data.board_title ? `${n.data.board_title}, ${n.season}` : n.season;
   if (n.kind === "top10") return `You entered the top 10 of ${where} (rank ${n.data.rank}).`;
   if (n.kind === "season_final") {
     return `${where} is over: final rank ${n.data.rank ?? "(hidden)"} ` +
@@ -201,11 +209,18 @@ function ago(iso) {
   return RELATIVE.format(0, "second");
 }
 
+// A notification's words, and when: a challenge's by its title, not its
+// `challenge:...` season.
+function fillNotification(li, n) {
+  const when = n.updated_at || n.created_at;
+  const season = n.data.challenge_id ? challengeName(n.data.challenge_id) : n.season;
+  li.replaceChildren(describe(n), " ", span(`${season} · ${ago(when)}`, "when"));
+  li.title = local(when);
+}
+
 function addNotification(n, atTop) {
   const li = document.createElement("li");
-  const when = n.updated_at || n.created_at;
-  li.append(describe(n), " ", span(`${n.season} · ${ago(when)}`, "when"));
-  li.title = local(when);
+  fillNotification(li, n);
   li.dataset.id = String(n.id);
   if (!n.read) li.classList.add("unread");
   const list = $("notifications");
@@ -216,6 +231,16 @@ function addNotification(n, atTop) {
   const more = $("all-notifications");
   more.hidden = list.children.length <= 3 || $("inbox").classList.contains("all");
   more.textContent = `All ${list.children.length} notifications`;
+  // A challenge this page has not listed (deleted, or ended long ago) is
+  // named by its id until its title comes.
+  const id = n.data.challenge_id;
+  if (id && !CH.known.has(id)) {
+    getJSON(`/v1/challenges/${encodeURIComponent(id)}`, false).then((c) => {
+      if (!c || c.problem) return;
+      CH.known.set(id, { title: c.title, metric: c.metric });
+      if (li.isConnected) fillNotification(li, n);
+    });
+  }
 }
 
 function showAllNotifications() {
@@ -301,13 +326,17 @@ function listen() {
 }
 
 async function listenInbox() {
-  const body = await getJSON(`/v1/users/${state.userId}/notifications`, true);
+  // The challenges first: a challenge's notices are named by its title.
+  const [body] = await Promise.all([getJSON(`/v1/users/${state.userId}/notifications`, true),
+                                    CH.loaded]);
   if (body && body.notifications) body.notifications.forEach((n) => addNotification(n, false));
   const url = `/v1/users/${state.userId}/notifications/events?access_token=${encodeURIComponent(state.token)}`;
   state.inbox = new EventSource(url);
   state.inbox.addEventListener("notification", (ev) => {
-    addNotification(JSON.parse(ev.data), true);
+    const n = JSON.parse(ev.data);
+    addNotification(n, true);
     scheduleRefresh();
+    if (n.data.challenge_id) scheduleChallenges();  // a rank, or the result, changed
   });
 }
 
@@ -672,6 +701,326 @@ function renderLastWeek(last) {
       r.outcome === "promoted" ? "up" : r.outcome === "demoted" ? "down" : ""), ".");
 }
 
+// -- challenges (docs/contract.md, "Challenges: boards with a start and an end") --------------
+
+// The challenges shown: the active and upcoming ones (anyone's), and the
+// learner's own (joined, or taken part in) with their rank, the last ended
+// ones with their result and reward. `open` is the one whose board shows
+// (live on its hints while it runs); `known`, every challenge's title and
+// metric met so far (a challenge's notices are named by its title).
+const CH = { list: [], byId: new Map(), known: new Map(), open: null, chosen: false,
+             source: null, listening: null, timer: null, tick: null, loaded: null,
+             nextCheck: 0, delay: 1000, seen: "", problems: new Map() };
+const ENDED_SHOWN = 5;  // the learner's last ended challenges, with their results
+const STATUS_ORDER = { active: 0, upcoming: 1, ended: 2 };
+const STATUS_WORDS = { active: "live", upcoming: "upcoming", ended: "ended" };
+const METRIC_HEADS = { points: "Points", completions: "Completions", best: "Best" };
+const METRIC_WORDS = { points: "points", completions: "completions", best: "best score" };
+const JOIN_REFUSED = { challenge_full: "This challenge is full.",
+                       challenge_ended: "This challenge has ended." };
+
+const challengeName = (id) => (CH.known.has(id) ? CH.known.get(id).title : id);
+const enc = encodeURIComponent;
+
+// What counts on a challenge: every tutorial, or a board of a kind's ("Course · sql-201").
+function boardWords(board) {
+  if (board === "global") return "every tutorial";
+  const [kind, value] = board.split(":", 2);
+  return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} · ${value}`;
+}
+
+// The reward a rank earns (null: none).
+function rewardOf(c, rank) {
+  const r = (c.rewards || []).find((x) => rank !== null && x.from <= rank && rank <= x.to);
+  return r ? r.reward : null;
+}
+
+function rewardsText(rewards) {
+  return rewards.map((r) => `${r.from === r.to ? ordinal(r.from)
+    : `${ordinal(r.from)}–${ordinal(r.to)}`}: ${r.reward}`).join(" · ");
+}
+
+function scheduleChallenges() {
+  if (CH.timer) return;
+  CH.timer = setTimeout(() => { CH.timer = null; loadChallenges(); }, 100);
+}
+
+async function loadChallenges() {
+  const [active, upcoming, mine] = await Promise.all([
+    getJSON("/v1/challenges?status=active&limit=100", false),
+    getJSON("/v1/challenges?status=upcoming&limit=100", false),
+    state.userId ? getJSON(`/v1/users/${state.userId}/challenges`, true) : null]);
+  if (!active || active.problem || !upcoming || upcoming.problem) return;
+  const byId = new Map();
+  for (const c of [...active.challenges, ...upcoming.challenges]) byId.set(c.challenge_id, c);
+  let ended = 0;
+  for (const c of (mine && mine.challenges) || []) {  // newest end first
+    if (!byId.has(c.challenge_id) && c.status === "ended" && ++ended > ENDED_SHOWN) continue;
+    byId.set(c.challenge_id, { ...byId.get(c.challenge_id), ...c, mine: true });
+  }
+  const at = (c) => Date.parse(c.status === "upcoming" ? c.starts_at : c.ends_at);
+  CH.list = [...byId.values()].sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status]
+    || (a.status === "ended" ? at(b) - at(a) : at(a) - at(b))
+    || (a.challenge_id < b.challenge_id ? -1 : 1));
+  CH.byId = byId;
+  for (const c of CH.list) CH.known.set(c.challenge_id, { title: c.title, metric: c.metric });
+  // Whether anything moved since the last look: a look that is due (a start,
+  // an end, a decision awaited) backs off while nothing does.
+  const seen = CH.list.map((c) => `${c.challenge_id}:${c.status}:${c.decided}`).join(" ");
+  if (seen !== CH.seen) CH.delay = 1000;
+  CH.seen = seen;
+  if (CH.open && !byId.has(CH.open)) CH.open = null;  // deleted
+  if (!CH.chosen && !CH.open) {  // the first running one the learner plays, else any running one
+    const running = CH.list.filter((c) => c.status === "active");
+    const playing = running.find((c) => c.mine && (c.rank !== null || c.joined_at));
+    CH.open = (playing || running[0] || {}).challenge_id || null;
+  }
+  renderChallenges();
+  listenChallenge();
+  await refreshChallenge();
+}
+
+function renderChallenges() {
+  const list = $("challenge-list");
+  list.replaceChildren(...CH.list.map(challengeCard));
+  $("challenges").hidden = CH.list.length === 0;
+  tickChallenges();
+  if (!CH.tick && CH.list.length) CH.tick = setInterval(tickChallenges, 1000);
+}
+
+function challengeCard(c) {
+  const li = document.createElement("li");
+  li.className = `challenge ${c.status}`;
+  li.dataset.challengeId = c.challenge_id;
+  li.dataset.status = c.decided ? "decided" : c.status;
+  const head = document.createElement("h3");
+  head.append(span(c.title, "name"), " ", span(c.decided ? "decided" : STATUS_WORDS[c.status],
+                                               `badge ${c.status}`));
+  const meta = document.createElement("p");
+  meta.className = "meta";
+  meta.textContent = [boardWords(c.board), `by ${METRIC_WORDS[c.metric] || c.metric}`,
+    `${c.participants}${c.max_size ? ` of ${c.max_size}` : ""} taking part`].join(" · ");
+  const countdown = document.createElement("p");
+  countdown.className = "countdown";
+  countdown.setAttribute("role", "timer");
+  countdown.dataset.startsAt = c.starts_at;
+  countdown.dataset.endsAt = c.ends_at;
+  li.append(head, meta, countdown, standingOf(c));
+  if (c.rewards.length) {
+    const rewards = document.createElement("p");
+    rewards.className = "rewards";
+    rewards.textContent = `Rewards: ${rewardsText(c.rewards)}`;
+    li.appendChild(rewards);
+  }
+  const actions = document.createElement("p");
+  actions.className = "actions";
+  const full = c.max_size !== null && c.participants >= c.max_size;
+  if (state.userId && c.join === "required" && !c.joined_at && c.status !== "ended" && !full) {
+    const join = document.createElement("button");
+    join.type = "button";
+    join.className = "join";
+    join.textContent = "Join";
+    join.setAttribute("aria-label", `Join ${c.title}`);
+    join.addEventListener("click", () => joinChallenge(c, join));
+    actions.appendChild(join);
+  }
+  const board = document.createElement("button");
+  board.type = "button";
+  board.className = "show";
+  board.textContent = "Board";
+  board.setAttribute("aria-label", `${c.title}: board`);
+  board.setAttribute("aria-pressed", String(CH.open === c.challenge_id));
+  board.addEventListener("click", () => openChallenge(c.challenge_id));
+  actions.appendChild(board);
+  li.appendChild(actions);
+  const refused = document.createElement("p");
+  refused.className = "problem";
+  refused.setAttribute("role", "alert");
+  refused.textContent = CH.problems.get(c.challenge_id) || "";
+  li.appendChild(refused);
+  return li;
+}
+
+// Where the learner stands: their result once decided, their rank while it
+// runs, or what to do to take part.
+function standingOf(c) {
+  const out = document.createElement("p");
+  out.className = "standing";
+  if (!state.userId) {
+    out.textContent = c.join === "required" ? "Learners join it to take part." : "";
+    return out;
+  }
+  const ranked = c.rank !== null && c.rank !== undefined;
+  if (c.decided) {
+    if (!ranked) {
+      out.textContent = c.mine ? "You were not ranked." : "";
+      return out;
+    }
+    out.className = "standing result";
+    out.append(span("Final ", "label"), `${ordinal(c.rank)} ${scored(c.metric, c.score)}`);
+    out.append(c.reward ? " · reward: " : " · no reward.");
+    if (c.reward) out.append(span(c.reward, "reward"));
+    return out;
+  }
+  const ended = c.status === "ended";
+  if (ranked) {
+    const would = rewardOf(c, c.rank);
+    out.append(`You ${ended ? "finished" : "are"} ${ordinal(c.rank)} ${scored(c.metric, c.score)}`);
+    if (would && !ended) out.append(" (", span(would, "reward"), " if it ended now)");
+    out.append(".");
+    return out;
+  }
+  const what = c.board === "global" ? "a tutorial" : `a tutorial of ${boardWords(c.board)}`;
+  if (c.joined_at) {
+    out.textContent = `You joined ${local(c.joined_at)}: ` + (c.status === "upcoming"
+      ? "your completions count from the start." : `complete ${what} to rank.`);
+  } else if (c.join === "required") {
+    out.textContent = ended ? "" : c.max_size !== null && c.participants >= c.max_size
+      ? "This challenge is full." : `Join it, then complete ${what}.`;
+  } else if (!ended) {
+    out.textContent = `Open to everyone: complete ${what} ` +
+      (c.status === "upcoming" ? "once it starts." : "to take part.");
+  }
+  return out;
+}
+
+function countdownText(c, now) {
+  const starts = Date.parse(c.starts_at), ends = Date.parse(c.ends_at);
+  if (c.status === "upcoming") {
+    return now < starts ? `Starts in ${duration(starts - now)} (${local(c.starts_at)}); ` +
+      `ends ${local(c.ends_at)}, your time.` : "Starting…";
+  }
+  if (c.status === "active") {
+    return now < ends ? `Ends in ${duration(ends - now)} (${local(c.ends_at)}, your time).`
+      : "Ending…";
+  }
+  return c.decided ? `Ended ${local(c.ends_at)}; decided.`
+    : `Ended ${local(c.ends_at)}: the results are being decided…`;
+}
+
+// Every second: the countdowns; and a look at the server when one is due
+// (a start or an end passed, a decision awaited), backing off while
+// nothing changes (the browser's clock is not the server's).
+function tickChallenges() {
+  const now = Date.now();
+  let due = false;
+  for (const li of $("challenge-list").children) {
+    const c = CH.byId.get(li.dataset.challengeId);
+    if (!c) continue;
+    li.querySelector(".countdown").textContent = countdownText(c, now);
+    due = due || (c.status === "upcoming" && Date.parse(c.starts_at) <= now)
+      || (c.status === "active" && Date.parse(c.ends_at) <= now)
+      || (c.status === "ended" && !c.decided);
+  }
+  if (due && now >= CH.nextCheck) {
+    CH.nextCheck = now + CH.delay;
+    CH.delay = Math.min(CH.delay * 2, 60000);
+    scheduleChallenges();
+  }
+}
+
+async function joinChallenge(c, button) {
+  button.disabled = true;
+  let resp = null;
+  try {
+    resp = await fetch(`/v1/challenges/${enc(c.challenge_id)}/join`, {
+      method: "POST", headers: { Authorization: `Bearer ${state.token}` } });
+  } catch (e) { /* the server cannot be reached: said below */ }
+  if (resp && resp.ok) {
+    CH.problems.delete(c.challenge_id);
+  } else {
+    const body = resp ? await resp.json().catch(() => ({})) : {};
+    CH.problems.set(c.challenge_id, JOIN_REFUSED[body.code] ||
+      `Not joined: ${body.detail || "the server cannot be reached"}.`);
+  }
+  await loadChallenges();
+}
+
+function openChallenge(id) {
+  CH.chosen = true;
+  CH.open = CH.open === id ? null : id;
+  renderChallenges();
+  listenChallenge();
+  refreshChallenge();
+}
+
+// The open challenge's hints while it runs: its board is refetched on each
+// (and on every reconnect); an ended one's board is decided, or about to be.
+function listenChallenge() {
+  const c = CH.open ? CH.byId.get(CH.open) : null;
+  const wanted = c && c.status !== "ended" ? c.challenge_id : null;
+  if (CH.listening === wanted) return;
+  if (CH.source) CH.source.close();
+  CH.source = null;
+  CH.listening = wanted;
+  if (!wanted) return;
+  const source = new EventSource(`/v1/challenges/${enc(wanted)}/events`);
+  source.addEventListener("ready", scheduleChallenges);
+  source.addEventListener("changed", scheduleChallenges);
+  CH.source = source;
+}
+
+async function refreshChallenge() {
+  const id = CH.open;
+  $("challenge").hidden = !id;
+  if (!id) return;
+  const c = CH.byId.get(id);
+  const ranked = state.userId && c.rank !== null && c.rank !== undefined;
+  const [body, me] = await Promise.all([
+    getJSON(`/v1/challenges/${enc(id)}/leaderboard?limit=10`, false),
+    ranked ? getJSON(`/v1/challenges/${enc(id)}/users/${state.userId}?radius=0`, true) : null]);
+  if (CH.open !== id || !body || body.problem) return;
+  renderChallengeBoard(c, body, me && !me.problem ? me.user : null);
+}
+
+function renderChallengeBoard(c, body, me) {
+  $("challenge-name").textContent = `${body.title}: top 10`;
+  $("challenge-total").textContent = `(${body.total} ranked, ` +
+    `${body.decided ? "decided" : STATUS_WORDS[body.status]}, ties: ${body.tie_policy})`;
+  const table = $("challenge-board");
+  const rewarded = c.rewards.length > 0;
+  table.classList.toggle("rewarded", rewarded);
+  table.querySelector("th.score").textContent = METRIC_HEADS[body.metric] || "Points";
+  const tbody = table.querySelector("tbody");
+  const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
+  tbody.replaceChildren();
+  const row = (e, mine) => {
+    const tr = document.createElement("tr");
+    tr.dataset.key = e.user_id === null ? `anon-${e.rank}-${e.score}` : String(e.user_id);
+    tr.dataset.rank = String(e.rank);
+    cell(tr, String(e.rank));
+    cell(tr, mine ? `${e.display_name} (you)` : e.display_name);
+    // Decided: each entry's reward; while it runs, the one its rank would earn.
+    const reward = body.decided ? e.reward : rewardOf(c, e.rank);
+    cell(tr, reward || "");
+    if (!body.decided && reward) tr.cells[2].className = "would";
+    cell(tr, String(e.score));
+    if (mine) tr.classList.add("me");
+    if (before.has(tr.dataset.key) && before.get(tr.dataset.key) !== tr.dataset.rank) {
+      tr.classList.add("moved");
+    }
+    tbody.appendChild(tr);
+  };
+  let shown = false;
+  for (const e of body.entries) {
+    const mine = Boolean(me) && (e.user_id === me.user_id ||
+      (e.user_id === null && e.rank === me.rank && e.score === me.score));
+    shown = shown || mine;
+    row(e, mine);
+  }
+  if (me && !shown) row({ ...me, reward: me.reward }, true);
+  table.hidden = tbody.rows.length === 0;
+  const empty = $("challenge-empty");
+  empty.hidden = tbody.rows.length > 0;
+  empty.textContent = body.status === "upcoming"
+    ? `It starts ${local(body.starts_at)}, your time: nothing counts before.` : "No completions yet.";
+  $("challenge-legend").textContent = body.decided
+    ? "The final standings, decided at the end: later corrections do not change them."
+    : rewarded ? "Rewards in italics: what each rank would earn if it ended now." : "";
+  document.body.dataset.challengeRefreshed =
+    String(Number(document.body.dataset.challengeRefreshed || 0) + 1);
+}
+
 function go(season) {
   state.season = season;
   state.alias = Object.hasOwn(ALIASES, season) ? season : null;
@@ -696,6 +1045,7 @@ function start() {
   $("all-notifications").addEventListener("click", showAllNotifications);
   state.friends = (hash.get("friends") || "").split(",").filter((x) => /^[0-9]+$/.test(x)).map(Number)
     .slice(0, 1000);
+  CH.loaded = loadChallenges();
   if (state.userId) {
     listenInbox();
     tabs();

@@ -7,6 +7,7 @@
 //                  token="LEARNER_JWT"></laurels-board>
 //   <laurels-board board="course:python-101"></laurels-board>
 //   <laurels-board view="league" token="LEARNER_JWT"></laurels-board>
+//   <laurels-board view="challenge" challenge="december-sql-sprint"></laurels-board>
 //
 // Attributes: season (default "current"; any period's name or alias), board
 // (default "global"; a board of a course, a track or a skill), group
@@ -15,8 +16,12 @@
 // shown under the board), src (the laurels server; default: where this
 // script came from), view ("board", the default; "league": the token's
 // learner's league of the week, their cohort's board with its zones and
-// their own row, or why they play none). It listens to the board's hints
-// (a league: its week's) and refetches on each.
+// their own row, or why they play none; "challenge": the board of the
+// challenge named by `challenge`, its title, countdown and status, each
+// entry with its reward once decided, what its rank would earn before, and
+// the token's learner's row). It listens to the board's hints (a league:
+// its week's; a challenge: its own while it runs, then it looks again until
+// the challenge is decided) and refetches on each.
 "use strict";
 
 (() => {
@@ -34,6 +39,9 @@
     td.zone { white-space: nowrap; font-size: 12px; }
     tr.promotion td.zone { color: #2f6d3a; font-weight: 600; }
     tr.demotion td.zone { color: #b3261e; font-weight: 600; }
+    caption .when { font-weight: normal; color: #5b6470; white-space: nowrap; }
+    td.reward { white-space: nowrap; }
+    td.reward.would { color: #5b6470; font-style: italic; }
   `;
   const ZONES = { promotion: "▲ promotion", demotion: "▼ demotion" };
   const OUTCOMES = { promoted: "▲ promoted to", demoted: "▼ demoted to", stayed: "= stayed in" };
@@ -54,6 +62,30 @@
   }
 
   const METRIC_HEADS = { points: "Points", completions: "Completions", best: "Best" };
+  const CHALLENGE_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+  // "00:04:59", or "2d 03:04:05".
+  const duration = (ms) => {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    const hms = [Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60, s % 60]
+      .map((x) => String(x).padStart(2, "0")).join(":");
+    return s >= 86400 ? `${Math.floor(s / 86400)}d ${hms}` : hms;
+  };
+  const local = (iso) => new Intl.DateTimeFormat(undefined, {
+    weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit",
+  }).format(new Date(Date.parse(iso)));
+  // Where a challenge is, at `now` by this browser's clock (the server's
+  // status first: the two clocks differ a little).
+  function challengeWhen(b, now) {
+    const starts = Date.parse(b.starts_at), ends = Date.parse(b.ends_at);
+    if (b.status === "upcoming") return now < starts ? `starts in ${duration(starts - now)}` : "starting…";
+    if (b.status === "active") return now < ends ? `ends in ${duration(ends - now)}` : "ending…";
+    return b.decided ? "ended, decided" : "ended: being decided…";
+  }
+  // The reward a rank earns (null: none).
+  const rewardOf = (rewards, rank) => {
+    const r = rewards.find((x) => rank !== null && x.from <= rank && rank <= x.to);
+    return r ? r.reward : null;
+  };
   const boardName = (board) => {
     const [kind, value] = board.split(":", 2);
     return `${kind.charAt(0).toUpperCase()}${kind.slice(1)} · ${value}`;
@@ -61,7 +93,8 @@
 
   class LaurelsBoard extends HTMLElement {
     static get observedAttributes() {
-      return ["season", "board", "group", "limit", "token", "src", "view", "heading"];
+      return ["season", "board", "group", "limit", "token", "src", "view", "heading",
+              "challenge"];
     }
 
     constructor() {
@@ -78,6 +111,8 @@
       this.root.append(this.table, this.note);
       this.timer = null;
       this.source = null;
+      this.clock = null;  // a challenge's countdown
+      this.shown = null;  // the challenge's board last shown
     }
 
     connectedCallback() { this.restart(); }
@@ -85,6 +120,7 @@
     disconnectedCallback() {
       if (this.source) this.source.close();
       this.source = null;
+      this.stopClock();
     }
 
     attributeChangedCallback() { if (this.isConnected) this.restart(); }
@@ -98,6 +134,8 @@
     get limit() { return Math.min(100, Math.max(1, Number(this.getAttribute("limit")) || 10)); }
     get token() { return this.getAttribute("token"); }
     get league() { return this.getAttribute("view") === "league"; }
+    get challengeView() { return this.getAttribute("view") === "challenge"; }
+    get challenge() { return this.getAttribute("challenge") || ""; }
 
     boardPath() {
       const g = this.group;
@@ -107,6 +145,15 @@
 
     restart() {
       if (this.source) this.source.close();
+      this.source = null;
+      this.stopClock();
+      if (this.challengeView) {  // its stream opens once it is known to run
+        this.shown = null;
+        this.nextCheck = 0;
+        this.delay = 1000;
+        this.refresh();
+        return;
+      }
       // EventSource sends no headers: a members group's hints come from its season's stream.
       // A league is played on the week's whole board: its hints, refetched on each.
       const events = this.league ? `/v1/leaderboards/${this.season}/events`
@@ -154,6 +201,7 @@
     }
 
     async refresh() {
+      if (this.challengeView) return this.refreshChallenge();
       if (this.league) return this.refreshLeague();
       const body = await this.get(`${this.boardPath()}?limit=${this.limit}${this.on("&")}`);
       if (!body) {
@@ -256,6 +304,125 @@
       this.note.textContent = body.status === "none" ? NOT_PLAYING[body.reason] || ""
         : body.status === "pending"
           ? `Placed in a cohort once ${body.waiting_for || "last week"} is decided.` : "";
+      this.table.replaceWith(table);
+      this.table = table;
+      this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);
+    }
+
+    // The challenge view: its board, live on its hints while it runs.
+    async refreshChallenge() {
+      const id = this.challenge;
+      if (!CHALLENGE_ID.test(id)) {
+        this.note.textContent = "The challenge view needs a challenge's id (challenge=\"...\").";
+        this.dataset.problem = "422";
+        return;
+      }
+      const path = `/v1/challenges/${encodeURIComponent(id)}`;
+      const [def, body] = await Promise.all([
+        this.get(path), this.get(`${path}/leaderboard?limit=${this.limit}`)]);
+      if (!def || !body) {
+        this.note.textContent = "The challenge is not available right now; retrying.";
+        this.startClock();
+        return;
+      }
+      const problem = def.problem || body.problem;
+      if (problem) {  // asking again will not help: say what is wrong, and stop
+        this.note.textContent = problem.status === 404
+          ? `There is no such challenge (${problem.detail}).` : LaurelsBoard.explain(problem);
+        this.dataset.problem = String(problem.status);
+        if (this.source) this.source.close();
+        this.source = null;
+        this.stopClock();
+        return;
+      }
+      const uid = this.token ? subject(this.token) : null;
+      const me = uid ? await this.get(`${path}/users/${uid}?radius=0`) : null;
+      if (!this.shown || this.shown.status !== body.status || this.shown.decided !== body.decided) {
+        this.delay = 1000;  // it moved: a due look is at once again
+      }
+      this.shown = body;
+      this.renderChallenge(def, body, me && me.user ? me.user : null);
+      if (body.status !== "ended" && !this.source) {
+        this.source = new EventSource(`${this.base}${path}/events`);
+        this.source.addEventListener("ready", () => this.schedule());
+        this.source.addEventListener("changed", () => this.schedule());
+      } else if (body.status === "ended" && this.source) {
+        this.source.close();  // no more hints: it is decided, or about to be
+        this.source = null;
+      }
+      if (body.decided) this.stopClock(); else this.startClock();
+    }
+
+    startClock() {
+      if (!this.clock) this.clock = setInterval(() => this.tick(), 1000);
+    }
+
+    stopClock() {
+      if (this.clock) clearInterval(this.clock);
+      this.clock = null;
+    }
+
+    // Every second: the countdown; and a look when one is due (it started,
+    // it ended, its decision is awaited), backing off while nothing moves.
+    tick() {
+      const b = this.shown;
+      const now = Date.now();
+      const when = this.table.querySelector("caption .when");
+      if (b && when) when.textContent = challengeWhen(b, now);
+      const due = !b || (b.status === "upcoming" && Date.parse(b.starts_at) <= now)
+        || (b.status === "active" && Date.parse(b.ends_at) <= now)
+        || (b.status === "ended" && !b.decided);
+      if (due && now >= (this.nextCheck || 0)) {
+        this.nextCheck = now + (this.delay || 1000);
+        this.delay = Math.min((this.delay || 1000) * 2, 60000);
+        this.schedule();
+      }
+    }
+
+    renderChallenge(def, body, me) {
+      const table = document.createElement("table");
+      const caption = table.createCaption();
+      const when = document.createElement("span");
+      when.className = "when";
+      when.textContent = challengeWhen(body, Date.now());
+      caption.append(this.getAttribute("heading") || body.title, " · ", when);
+      const rewarded = def.rewards.length > 0;
+      const head = table.createTHead().insertRow();
+      const heads = [["#", ""], ["Learner", ""], ...(rewarded ? [["Reward", "reward"]] : []),
+                     [METRIC_HEADS[body.metric] || "Points", "score"]];
+      for (const [text, cls] of heads) {
+        const th = document.createElement("th");
+        th.textContent = text;
+        if (cls) th.className = cls;
+        head.appendChild(th);
+      }
+      const rows = table.createTBody();
+      const row = (e, mine) => {
+        const tr = rows.insertRow();
+        if (mine) tr.className = "me";
+        // Decided: each entry's reward; before, what its rank would earn.
+        const reward = body.decided ? e.reward : rewardOf(def.rewards, e.rank);
+        const cells = [[e.rank, ""], [e.display_name, ""],
+                       ...(rewarded ? [[reward || "", body.decided ? "reward" : "reward would"]]
+                         : []), [e.score, "score"]];
+        for (const [text, cls] of cells) {
+          const td = tr.insertCell();
+          td.textContent = String(text);
+          if (cls) td.className = cls;
+        }
+      };
+      let shown = false;
+      for (const e of body.entries) {
+        const mine = Boolean(me) && (e.user_id === me.user_id ||
+          (e.user_id === null && e.rank === me.rank && e.score === me.score));
+        shown = shown || mine;
+        row(e, mine);
+      }
+      if (me && !shown) row(me, true);
+      this.note.textContent = body.entries.length ? (body.decided ? "The final standings." : "")
+        : body.status === "upcoming" ? `It starts ${local(body.starts_at)}: nothing counts before.`
+          : "No completions yet.";
+      this.dataset.status = body.decided ? "decided" : body.status;
       this.table.replaceWith(table);
       this.table = table;
       this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);

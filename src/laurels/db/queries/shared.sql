@@ -129,3 +129,47 @@ ON CONFLICT (season) DO NOTHING;
 -- Every kind, by name (lifecycle/board_kinds.py; lifecycle.archive_boards_of).
 SELECT kind, title, metric, periods, time_zone, notify, created_at
 FROM board_kinds ORDER BY kind;
+
+-- name: insert_notification
+-- A notification, once (its dedup key refuses a second). Fires
+-- `notification_webhook` (laurels_notifications_webhook_v1, once for the
+-- statement, the webhooks' work): while the webhook settings want the
+-- kind, a `notification.created` delivery in webhook_deliveries for the
+-- row inserted (none for a duplicate). No lock.
+INSERT INTO notifications (user_id, kind, season, data, dedup_key)
+VALUES (%(user_id)s, %(kind)s, %(season)s, %(data)s, %(dedup_key)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: refresh_overtaken
+-- locks: deliveries
+-- At most one unread "overtaken" per learner and season: refresh it instead.
+-- Not with an event whose notice exists (a replay: handled, then delivered
+-- again after a crash before its acknowledgement), which changes nothing and
+-- never takes a key another row holds.
+-- Fires `notification_refreshed_webhook` (laurels_notification_webhook_v1,
+-- for the row refreshed: its data and dedup key change; the webhooks'
+-- work): while the settings want the kind, a delivery of the notification
+-- still waiting for its first attempt is locked FOR SHARE until commit and
+-- carries the new state (a sender's claim of it in flight is waited for,
+-- and a sender claims it only after the commit: migration 036); otherwise
+-- a new delivery is queued, due after the kind's coalescing window.
+UPDATE notifications n SET data = %(data)s, updated_at = now(), dedup_key = %(dedup_key)s
+WHERE n.user_id = %(user_id)s AND n.season = %(season)s AND n.kind = 'overtaken' AND NOT n.read
+  AND NOT EXISTS (SELECT 1 FROM notifications d
+                  WHERE d.user_id = %(user_id)s AND d.dedup_key = %(dedup_key)s)
+RETURNING n.id;
+
+-- name: lock_challenge
+-- locks: challenge
+-- One writer of a challenge at a time (a definition, a join, its decision,
+-- its deletion): its row, or no row.
+SELECT challenge_id, title, board, metric, starts_at, ends_at, join_rule, max_size,
+       joined, rewards, notify, grace_seconds, created_at, decided_at, participants
+FROM challenges WHERE challenge_id = %(challenge_id)s FOR UPDATE;
+
+-- name: challenge_row
+-- One challenge, or no row (no lock: a read).
+SELECT challenge_id, title, board, metric, starts_at, ends_at, join_rule, max_size,
+       joined, rewards, notify, grace_seconds, created_at, decided_at, participants
+FROM challenges WHERE challenge_id = %(challenge_id)s;
