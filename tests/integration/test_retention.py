@@ -195,3 +195,23 @@ async def test_a_month_waits_for_its_empty_weeks_which_then_take_no_completion(
     assert verdict.consistent, verdict.body()
     top = await svc.reads.top(parse_season("all", zone="UTC"), 10)
     assert [(e["user_id"], e["score"]) for e in top["entries"]] == [(1, 1)]
+
+
+async def test_a_month_an_undecided_challenge_reads_stays_until_it_is_decided(
+        rt: Runtime) -> None:
+    """Issue 67: a running (or ended, undecided) challenge reads its window's
+    completions, so retention keeps the months it reaches into until its
+    decision; then they go, and its decided board stays."""
+    svc = await setup(rt)
+    early = rt.derive(clock=lambda: datetime(2026, 10, 1, tzinfo=UTC))
+    await early.challenges.define("autumn", {
+        "title": "Autumn", "starts_at": "2026-10-05T00:00:00Z",
+        "ends_at": "2026-10-12T00:00:00Z"})  # W41, in October
+    assert await svc.partitions.retire(NOW, 30) == [date(2026, 9, 1)]
+    before, _ = await svc.challenge_standings.board("autumn", 100, None)
+    assert [e["user_id"] for e in before["entries"]] == [3, 2, 1]
+    assert await svc.decider.decide("autumn")
+    assert await svc.partitions.retire(NOW, 30) == [date(2026, 10, 1)]
+    after, _ = await svc.challenge_standings.board("autumn", 100, None)
+    assert [(e["user_id"], e["score"]) for e in after["entries"]] == [
+        (e["user_id"], e["score"]) for e in before["entries"]]

@@ -246,8 +246,9 @@ class Partitions:
         return done
 
     async def _closed(self, start: datetime, end: datetime, now: datetime) -> bool:
-        """Whether every season touching [start, end) is finalized and, with
-        the deployment's leagues on, every week of it someone joined decided.
+        """Whether every season touching [start, end) is finalized, no
+        undecided challenge's window reaches into it, and, with the
+        deployment's leagues on, every week of it someone joined decided.
 
         A week PostgreSQL does not know has no completion yet, but it takes
         one until it closes by the clock: only then may its month go, and it
@@ -276,5 +277,7 @@ class Partitions:
             rows = await self.db.fetch("seasons_touching", seasons=[w.name for w in empty])
             if len(rows) < len(empty) or not all(r["finalized"] for r in rows):
                 return False
+        if await self.db.fetch("undecided_challenges_in", start=start, end=end):
+            return False  # a challenge not decided yet still reads them
         return not await self.db.fetch("undecided_league_weeks",
                                        seasons=[w.name for w in weeks])

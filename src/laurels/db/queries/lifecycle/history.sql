@@ -70,3 +70,9 @@ VACUUM (ANALYZE) completion_ids_open, completion_ids_filter;
 -- Drops a month of completions whose seasons are archived
 -- (laurels_retire_month_v1: migration 020's, named by 038).
 SELECT laurels_retire_month_v1(%(month)s::date) AS retired;
+
+-- name: undecided_challenges_in
+-- The challenges not decided yet whose window reaches into [start, end):
+-- a month of completions they read stays.
+SELECT challenge_id FROM challenges
+WHERE decided_at IS NULL AND starts_at < %(end)s AND ends_at > %(start)s LIMIT 1;
