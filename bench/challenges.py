@@ -167,7 +167,8 @@ async def idle(url: str, redis_url: str, run: str) -> None:
         print(f"1,000 idle challenges: a loop tick {some_s * 1000:.2f} ms and {some_q:.1f} "
               f"statements ({ran}), against {none_s * 1000:.2f} ms and {none_q:.1f} with "
               f"none (ratio {some_s / none_s:.2f}); Redis keys of the deployment {len(keys)}, "
-              f"used_memory {after - before:+,} bytes over the definitions (noise of a shared server)")
+              f"used_memory {after - before:+,} bytes over the definitions (noise of a "
+              "shared server)")
     finally:
         await rt.close()
 
