@@ -191,11 +191,11 @@ async def test_a_challenge_that_notifies_tells_top10_and_overtaken(serve: ApiFac
         got = await api.client(token_for(api.env, uid)).get(f"/v1/users/{uid}/notifications")
         return sorted((n["kind"], n["data"]) for n in got.json()["notifications"])
 
+    shown = {"board": "course:sql", "metric": "points", "board_title": "Course · sql"}
     assert await notes(1) == [
         ("overtaken", {"season": "challenge:loud", "by_user_id": 2, "by_display_name":
-                       "Learner 2", "challenge_id": "loud", "board": "course:sql"}),
-        ("top10", {"rank": 1, "score": 10, "challenge_id": "loud", "board": "course:sql"})]
-    assert await notes(2) == [
-        ("top10", {"rank": 2, "score": 5, "challenge_id": "loud", "board": "course:sql"})]
+                       "Learner 2", "challenge_id": "loud", **shown}),
+        ("top10", {"rank": 1, "score": 10, "challenge_id": "loud", **shown})]
+    assert await notes(2) == [("top10", {"rank": 2, "score": 5, "challenge_id": "loud", **shown})]
     assert await notes(3) == []
     assert (await board(api, "loud"))["entries"][0]["user_id"] == 2

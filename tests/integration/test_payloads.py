@@ -3,7 +3,9 @@
 
 Each writer is driven for real, on the real stores: the notifier (`top10`,
 `overtaken`, on the whole board and on a board of a kind that notifies),
-the leagues (`league_zone`, `league_result`), the corrections (one and a
+the challenges (`top10`, `overtaken` and `challenge_result`, on the whole
+board and on a board of a kind; `challenge.decided`), the leagues
+(`league_zone`, `league_result`), the corrections (one and a
 learner's), an erasure, the finalizing of a week (`season.finalized`,
 `season_final`), and the webhook sender. Then every notification row is
 held to its kind's type (notifications.DATA), every notification as the
@@ -70,7 +72,8 @@ async def check_rows(svc: Services, seen: Seen) -> None:
     for r in rows:
         where = f"notification {r['id']} ({r['kind']} of {r['season']})"
         seen.problems += problems(r["data"], DATA[r["kind"]], f"{where} data")
-        from_board = "/" in r["season"]
+        from_board = "/" in r["season"] or (  # (a challenge on a board of a kind's)
+            r["season"].startswith("challenge:") and "metric" in r["data"])
         if from_board != ("board" in r["data"]):
             seen.problems.append(f"{where} data.board: {'missing' if from_board else 'extra'}")
         seen.kinds.add((r["kind"], from_board))
@@ -220,13 +223,31 @@ async def end_the_week(svc: Services) -> None:
     assert await svc.leagues.decide(W49)
 
 
+async def run_challenges(svc: Services) -> None:
+    """top10 and overtaken from a challenge that notifies (on a board of a
+    kind); challenge_result from one on the whole board and one on a board
+    of a kind; challenge.decided."""
+    early = svc.derive(clock=lambda: W49.starts_at - timedelta(days=1))
+    window = {"starts_at": W49.starts_at.isoformat(), "ends_at": NOW.isoformat(),
+              "rewards": [{"from": 1, "to": 1, "reward": "gold"}]}
+    await early.challenges.define("whole", {"title": "Whole", **window})
+    await early.challenges.define("sql", {"title": "SQL", "board": BOARD, "metric": "best",
+                                          "notify": True, **window})
+    during = svc.derive(clock=lambda: NOW - timedelta(hours=1))
+    await during.decider.watch()
+    await svc.ingestor.record([{**item("cx", 3, 9), "tags": [BOARD]}])  # 3 passes the others
+    await during.decider.watch()
+    after = svc.derive(clock=lambda: NOW + timedelta(seconds=1))
+    assert sorted(await after.decider.decide_due()) == ["sql", "whole"]
+
+
 def check_hints(heard: list[dict[str, Any]], seen: Seen) -> None:
     for i, hint in enumerate(heard):
         seen.problems += problems(hint, Hint, f"hint {i} {hint}")
 
 
 async def test_every_payload_written_is_its_declared_type(rt: Runtime) -> None:
-    seen, phases = Seen(), (move_ranks, correct_and_erase, end_the_week)
+    seen, phases = Seen(), (move_ranks, run_challenges, correct_and_erase, end_the_week)
     async with receiving() as receiver, hints_heard(rt) as heard:
         svc = rt.derive(clock=lambda: NOW, webhook_url=receiver.url,
                         webhook_coalesce_seconds=0, **LEAGUES)
@@ -245,7 +266,7 @@ async def test_every_payload_written_is_its_declared_type(rt: Runtime) -> None:
     boards = {k for k, t in DATA.items() if "board" in keys_of(t)}  # a board of a kind's too
     assert seen.kinds == {(k, False) for k in DATA} | {(k, True) for k in boards}, seen.kinds
     # (CONTRACT.md: a kind's boards that notify send these three, with "board")
-    assert boards == {"overtaken", "top10", "season_final"}
+    assert boards == {"overtaken", "top10", "season_final", "challenge_result"}
     assert set(WEBHOOK_DATA) == set(kinds.WEBHOOK_TYPES) == seen.types
     assert seen.rank_events and heard and seen.scrubbed
 

@@ -8,6 +8,7 @@ migration runs."""
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -136,14 +137,17 @@ async def test_038_keeps_every_row_and_points_every_trigger_at_v1(before: str) -
         held = await contents(conn)
         names = set(await triggers(conn))
 
-        assert await migrate(before) == [FILE]
+        assert (await migrate(before))[:1] == [FILE]  # (and any later one)
 
-        assert await contents(conn) == held  # not a row more, less or changed
+        after = await contents(conn)  # (later migrations' tables aside)
+        assert {t: v for t, v in after.items() if t in held} == held  # not a row more or less
         assert await triggers(conn) == TRIGGERS
         assert set(TRIGGERS) == names
         cur = await conn.execute("SELECT proname FROM pg_proc p JOIN pg_namespace n"
                                  " ON n.oid = p.pronamespace WHERE n.nspname = 'public'")
-        functions = {r[0] for r in await cur.fetchall()}
+        later = {name for v, _, text in migrations() if v > VERSION
+                 for name in re.findall(r"CREATE FUNCTION (\w+)", text)}
+        functions = {r[0] for r in await cur.fetchall()} - later
         # Every function has its _v1; the unversioned ones the previous
         # version calls stay; the unversioned trigger functions are gone.
         bare = {f for f in functions if not f.endswith("_v1")}
@@ -158,7 +162,7 @@ async def test_both_versions_record_and_each_trigger_fires_once(before: str) -> 
     async with await psycopg.AsyncConnection.connect(before, autocommit=True) as conn, \
             await psycopg.AsyncConnection.connect(before, autocommit=True) as listener:
         await fill(conn)
-        assert await migrate(before) == [FILE]
+        assert (await migrate(before))[:1] == [FILE]  # (and any later one)
         await listener.execute("LISTEN laurels_outbox")
         # A process of the previous version, by the old name: its triggers
         # (now the _v1 functions) join the learner and wake the projector.
@@ -219,7 +223,7 @@ async def test_a_writer_in_flight_is_waited_for_and_fires_once(before: str) -> N
         await writer.execute("INSERT INTO notifications (user_id, kind, season, dedup_key)"
                              " VALUES (51, 'top10', '2026-W45', 'top10:2026-W45')")
         await writer.commit()
-        assert await asyncio.wait_for(migration, 30) == [FILE]
+        assert (await asyncio.wait_for(migration, 30))[:1] == [FILE]
         assert await one(conn, "SELECT count(*) FROM league_joins WHERE user_id = 51") == 1
         assert await one(conn, "SELECT count(*) FROM outbox") == 1
         assert await one(conn, "SELECT count(*) FROM webhook_deliveries"
@@ -237,7 +241,7 @@ async def test_the_service_ingests_on_an_upgraded_database(before: str, redis_ur
     database, with the learners and seasons the previous version left."""
     async with await psycopg.AsyncConnection.connect(before, autocommit=True) as conn:
         await fill(conn)
-    assert await migrate(before) == [FILE]
+    assert (await migrate(before))[:1] == [FILE]  # (and any later one)
     settings = make_settings(tmp_path, before, redis_url, key_prefix,
                              league_tiers=("bronze", "silver"))
     rt = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), before, redis_url)

@@ -84,14 +84,14 @@ class Decider:
             return 0
         looked, skipped = 0, False
         for row in await self.db.fetch("watched_challenges", now=now or self.clock()):
-            done = await self.look(row["challenge_id"], row["board"])
+            done = await self.look(row["challenge_id"], row["board"], row["metric"])
             looked += done
             skipped |= not done
         if not skipped:  # a challenge held by another writer is looked at next tick
             self._seen_seq = seq
         return looked
 
-    async def look(self, challenge_id: str, board: str) -> int:
+    async def look(self, challenge_id: str, board: str, metric: str = "points") -> int:
         """One look at a challenge's top 100 (0: not now, another writer holds
         the challenge), its notifications written in the look's transaction."""
         created: list[tuple[int, int]] = []
@@ -103,8 +103,8 @@ class Decider:
                                        policy=self.policy)
             await failpoints.pause("challenge_looked")
             extra: dict[str, Any] = {"challenge_id": challenge_id}
-            if board != "global":
-                extra["board"] = board
+            if board != "global":  # (its metric: how the page words a board of a kind's)
+                extra["board"], extra["metric"] = board, metric
             label = f"challenge:{challenge_id}"
             created += await self._top10(tx, rows, label, extra)
             if rows and int(rows[0]["looked"]) > 0:

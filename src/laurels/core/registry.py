@@ -43,6 +43,7 @@ class Ranked(TypedDict):
     score: int
     board: NotRequired[str]  # from a board of a kind: its tag (CONTRACT.md, notifications)
     challenge_id: NotRequired[str]  # from a challenge (`top10` only)
+    metric: NotRequired[Metric]  # from a challenge on a board of a kind: what it ranks by
 
 
 class Overtaken(TypedDict):
@@ -55,6 +56,7 @@ class Overtaken(TypedDict):
     by_user_id: NotRequired[int]
     board: NotRequired[str]  # from a board of a kind: its tag
     challenge_id: NotRequired[str]  # from a challenge
+    metric: NotRequired[Metric]  # from a challenge on a board of a kind: what it ranks by
 
 
 class LeagueZoneData(TypedDict):
@@ -81,6 +83,7 @@ class ChallengeResultData(TypedDict):
     score: int
     reward: str | None
     board: NotRequired[str]  # a challenge on a board of a kind: its tag
+    metric: NotRequired[Metric]  # ... and what it ranks by
 
 
 PAYLOADS: dict[NotificationKind, type] = {

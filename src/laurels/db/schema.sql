@@ -575,47 +575,56 @@ END
 $$;
 
 CREATE FUNCTION laurels_challenge_standings_v1(p_challenge text, p_policy text) RETURNS TABLE(user_id bigint, score bigint, last_at timestamp with time zone, visibility text, display_name text, shown boolean, rank bigint, pos bigint)
-LANGUAGE sql STABLE AS $$
-WITH ch AS (SELECT * FROM challenges WHERE challenge_id = p_challenge),
-counted AS (
-    SELECT c.user_id, c.points, c.completed_at
-    FROM ch JOIN completions c
-      ON c.completed_at >= ch.starts_at AND c.completed_at < ch.ends_at
-    WHERE c.voided_at IS NULL
-      AND (ch.board = 'global' OR c.tags @> ARRAY[ch.board])
-      AND (ch.join_rule = 'open' OR EXISTS (
-          SELECT 1 FROM challenge_joins j
-          WHERE j.challenge_id = ch.challenge_id AND j.user_id = c.user_id
-            AND c.completed_at >= j.joined_at))),
-scores AS (
-    SELECT k.user_id,
-           CASE (SELECT metric FROM ch)
-               WHEN 'best' THEN max(k.points)::bigint
-               WHEN 'completions' THEN count(*)::bigint
-               ELSE sum(k.points)::bigint END AS score,
-           CASE (SELECT metric FROM ch)
-               WHEN 'best' THEN (array_agg(k.completed_at ORDER BY k.points DESC,
-                                           k.completed_at))[1]
-               ELSE max(k.completed_at) END AS last_at
-    FROM counted k GROUP BY k.user_id),
-seen AS (
-    SELECT s.user_id, s.score, s.last_at, coalesce(u.visibility, 'public') AS visibility,
-           u.display_name,
-           (u.user_id IS NULL OR (u.visibility <> 'hidden' AND u.suspended_at IS NULL
-                                  AND u.erased_at IS NULL)) AS shown
-    FROM scores s LEFT JOIN users u ON u.user_id = s.user_id
-    WHERE u.erased_at IS NULL)
-SELECT v.user_id, v.score, v.last_at, v.visibility, v.display_name, v.shown,
-       CASE WHEN NOT v.shown THEN NULL
-            WHEN p_policy = 'first'
-            THEN row_number() OVER (PARTITION BY v.shown
-                                    ORDER BY v.score DESC, v.last_at, v.user_id)
-            ELSE rank() OVER (PARTITION BY v.shown ORDER BY v.score DESC) END AS rank,
-       CASE WHEN v.shown
-            THEN row_number() OVER (PARTITION BY v.shown ORDER BY v.score DESC,
-                                    CASE WHEN p_policy = 'first' THEN v.last_at END,
-                                    v.user_id) END AS pos
-FROM seen v
+LANGUAGE plpgsql STABLE SET work_mem = 64MB AS $$
+DECLARE
+    ch challenges;
+BEGIN
+    SELECT * INTO ch FROM challenges c WHERE c.challenge_id = p_challenge;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- Planned at each call with the challenge's own values (EXECUTE ...
+    -- USING): the metric's aggregate alone, the join's filter only with a
+    -- join, and estimates of its own window.
+    RETURN QUERY EXECUTE format($q$
+        WITH counted AS (
+            SELECT c.user_id, c.points, c.completed_at
+            FROM completions c
+            WHERE c.completed_at >= $1 AND c.completed_at < $2 AND c.voided_at IS NULL
+              %s %s),
+        scores AS (
+            SELECT k.user_id, %s AS score, %s AS last_at
+            FROM counted k GROUP BY k.user_id),
+        seen AS (
+            SELECT s.user_id, s.score, s.last_at,
+                   coalesce(u.visibility, 'public') AS visibility, u.display_name,
+                   (u.user_id IS NULL OR (u.visibility <> 'hidden'
+                                          AND u.suspended_at IS NULL)) AS shown
+            FROM scores s LEFT JOIN users u ON u.user_id = s.user_id
+            WHERE u.erased_at IS NULL)
+        SELECT v.user_id, v.score, v.last_at, v.visibility, v.display_name, v.shown,
+               CASE WHEN NOT v.shown THEN NULL
+                    WHEN $4 = 'first'
+                    THEN row_number() OVER (PARTITION BY v.shown
+                                            ORDER BY v.score DESC, v.last_at, v.user_id)
+                    ELSE rank() OVER (PARTITION BY v.shown ORDER BY v.score DESC) END,
+               CASE WHEN v.shown
+                    THEN row_number() OVER (PARTITION BY v.shown ORDER BY v.score DESC,
+                                            CASE WHEN $4 = 'first' THEN v.last_at END,
+                                            v.user_id) END
+        FROM seen v$q$,
+        CASE WHEN ch.board = 'global' THEN '' ELSE 'AND c.tags @> ARRAY[$3]' END,
+        CASE WHEN ch.join_rule = 'open' THEN '' ELSE
+            'AND EXISTS (SELECT 1 FROM challenge_joins j WHERE j.challenge_id = $5
+                         AND j.user_id = c.user_id AND c.completed_at >= j.joined_at)' END,
+        CASE ch.metric WHEN 'best' THEN 'max(k.points)::bigint'
+                       WHEN 'completions' THEN 'count(*)::bigint'
+                       ELSE 'sum(k.points)::bigint' END,
+        CASE ch.metric WHEN 'best' THEN
+            '(array_agg(k.completed_at ORDER BY k.points DESC, k.completed_at))[1]'
+                       ELSE 'max(k.completed_at)' END)
+    USING ch.starts_at, ch.ends_at, ch.board, p_policy, ch.challenge_id;
+END
 $$;
 
 CREATE FUNCTION laurels_completion_months() RETURNS TABLE(name text, month date)

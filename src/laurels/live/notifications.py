@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from laurels.board import default_name
 from laurels.core import shapes
@@ -60,6 +60,7 @@ class OvertakenShown(FromBoard):
     season: str
     by_user_id: int | None  # null: anonymous, hidden, suspended or erased now
     by_display_name: str  # "Anonymous" then
+    challenge_id: NotRequired[str]  # from a challenge
 
 
 # Each notification kind's data as written (the registry, kinds.PAYLOADS),
@@ -127,11 +128,17 @@ def _on_board(data: dict[str, Any], season: str, titles: Mapping[str, str]
     ("Skill · python"; the kind's name, capitalized, once it is gone), and
     its metric, for wording that fits it (points, completions, a best)."""
     board = data.get("board")
-    if not isinstance(board, str) or not is_board_season(season):
+    if not isinstance(board, str):
+        return data
+    if season.startswith("challenge:"):  # a challenge's: its metric in its data
+        metric = data.get("metric", "points")
+    elif is_board_season(season):
+        metric = parse_season(season, zone="UTC").metric
+    else:
         return data
     kind, _, value = board.partition(":")
     extra: BoardShown = {"board_title": f"{titles.get(kind, kind.capitalize())} · {value}",
-                         "metric": parse_season(season, zone="UTC").metric}
+                         "metric": metric}
     return {**data, **extra}
 
 

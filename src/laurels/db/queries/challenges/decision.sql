@@ -35,7 +35,7 @@ notified AS (
            jsonb_build_object('challenge_id', %(challenge_id)s, 'title', ch.title,
                               'rank', r.rank, 'score', r.score, 'reward', r.reward)
            || CASE WHEN ch.board = 'global' THEN '{}'::jsonb
-                   ELSE jsonb_build_object('board', ch.board) END,
+                   ELSE jsonb_build_object('board', ch.board, 'metric', ch.metric) END,
            'challenge_result:' || %(challenge_id)s
     FROM results r, ch ORDER BY r.user_id
     ON CONFLICT DO NOTHING
@@ -61,7 +61,7 @@ SELECT (SELECT count(*) FROM results) AS ranked, (SELECT count(*) FROM notified)
 
 -- name: watched_challenges
 -- The challenges that notify and run at `now` (started, not ended).
-SELECT challenge_id, title, board FROM challenges
+SELECT challenge_id, title, board, metric FROM challenges
 WHERE notify AND decided_at IS NULL AND starts_at <= %(now)s AND ends_at > %(now)s
 ORDER BY challenge_id;
 
