@@ -147,3 +147,23 @@ async def serve(tmp_path: Path, database_url: str, redis_url: str,
             return api
 
         yield start
+
+
+def challenge_clock(api: Api, when: str) -> None:
+    """Set the challenges' clock (definitions, joins, reads and decisions)
+    to `when` (UTC, no offset written)."""
+    from datetime import UTC, datetime
+
+    moment = datetime.fromisoformat(when).replace(tzinfo=UTC)
+    api.runtime.challenges.clock = lambda: moment  # type: ignore[method-assign]
+    api.runtime.decider.clock = lambda: moment  # type: ignore[method-assign]
+
+
+@pytest.fixture
+async def challenge_api(serve: ApiFactory) -> Api:
+    """The app with the seasons never closing and the challenges' loop
+    stopped (the test decides), its challenges' clock on 30 November 2025."""
+    started = await serve(close_seasons=False)
+    await started.app.state.supervisor.stop_loop("challenges")
+    challenge_clock(started, "2025-11-30T12:00:00")
+    return started

@@ -31,7 +31,7 @@ from laurels.client import (
     Notifications,
     NotRanked,
 )
-from tests.api.conftest import BASE_URL, Api, ApiFactory
+from tests.api.conftest import BASE_URL, Api, challenge_clock
 from tests.helpers import ADMIN, INGEST, token_for
 from tests.typed_checks import problems
 
@@ -40,11 +40,6 @@ pytestmark = pytest.mark.once
 START, END = datetime(2025, 12, 1, tzinfo=UTC), datetime(2025, 12, 8, tzinfo=UTC)
 
 
-def at(api: Api, when: str) -> None:
-    """Set the challenges' clock (definitions, joins, reads and decisions)."""
-    moment = datetime.fromisoformat(when).replace(tzinfo=UTC)
-    api.runtime.challenges.clock = lambda: moment
-    api.runtime.decider.clock = lambda: moment
 
 
 def typed(body: Any, kind: Any) -> Any:
@@ -58,13 +53,12 @@ def client(api: Api, token: str) -> AsyncClient:
     return AsyncClient(BASE_URL, token, transport=api.transport)
 
 
-@pytest.fixture
-async def api(serve: ApiFactory) -> Api:
-    started = await serve(close_seasons=False)
-    await started.app.state.supervisor.stop_loop("challenges")  # the test decides
-    at(started, "2025-11-30T12:00:00")
-    return started
 
+
+
+@pytest.fixture
+def api(challenge_api: Api) -> Api:
+    return challenge_api
 
 async def test_the_challenge_calls(api: Api) -> None:
     admin, laurels = client(api, ADMIN), client(api, INGEST)
@@ -99,7 +93,7 @@ async def test_the_challenge_calls(api: Api) -> None:
             Completion("a", 1, 10, "2025-12-02T10:00:00Z"),
             Completion("b", 2, 30, "2025-12-03T10:00:00Z"),
             Completion("c", 3, 50, "2025-12-03T11:00:00Z")])  # 3 did not join
-        at(api, "2025-12-06T00:00:00")
+        challenge_clock(api, "2025-12-06T00:00:00")
         with pytest.raises(ChallengeConflict):
             await admin.define_challenge("sprint", {"title": "December sprint",
                                                     "starts_at": START, "ends_at": END})
@@ -115,7 +109,7 @@ async def test_the_challenge_calls(api: Api) -> None:
         with pytest.raises(NotRanked):
             await three.challenge_around("sprint", 3)
 
-        at(api, "2025-12-08T00:00:01")
+        challenge_clock(api, "2025-12-08T00:00:01")
         assert await api.runtime.decider.decide_due() == ["sprint"]
         decided = typed(await laurels.challenge_board("sprint"), ChallengeBoard)
         assert [e["reward"] for e in decided["entries"]] == ["gold", "silver"]

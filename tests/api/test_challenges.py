@@ -5,22 +5,16 @@ clock for challenges is the test's (`at`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from tests.api.conftest import Api, ApiFactory
+from tests.api.conftest import Api, ApiFactory, challenge_clock
 from tests.helpers import ADMIN, INGEST, assert_problem, completion, token_for
 
 WINDOW = {"starts_at": "2025-12-01T00:00:00Z", "ends_at": "2025-12-08T00:00:00Z"}
 
 
-def at(api: Api, when: str) -> None:
-    """Set the challenges' clock (definitions, joins, reads and decisions)."""
-    moment = datetime.fromisoformat(when).replace(tzinfo=UTC)
-    api.runtime.challenges.clock = lambda: moment
-    api.runtime.decider.clock = lambda: moment
 
 
 async def record(api: Api, items: list[tuple[str, int, int, str, list[str] | None]]) -> None:
@@ -43,13 +37,12 @@ async def board(api: Api, cid: str, **params: Any) -> dict[str, Any]:
     return dict(resp.json())
 
 
-@pytest.fixture
-async def api(serve: ApiFactory) -> Api:
-    started = await serve(close_seasons=False)
-    await started.app.state.supervisor.stop_loop("challenges")  # the test decides
-    at(started, "2025-11-30T12:00:00")
-    return started
 
+
+
+@pytest.fixture
+def api(challenge_api: Api) -> Api:
+    return challenge_api
 
 async def test_a_challenge_runs_from_definition_to_decided_rewards(api: Api) -> None:
     admin = api.client(ADMIN)
@@ -72,7 +65,7 @@ async def test_a_challenge_runs_from_definition_to_decided_rewards(api: Api) -> 
                        ("c1", 3, 20, "2025-12-04T10:00:00Z", None),
                        ("a2", 1, 15, "2025-12-05T10:00:00Z", None),
                        ("after", 3, 99, "2025-12-08T00:00:00Z", None)])
-    at(api, "2025-12-06T00:00:00")
+    challenge_clock(api, "2025-12-06T00:00:00")
     live = await board(api, "sprint")
     assert live["status"] == "active" and not live["decided"] and live["total"] == 3
     assert [(e["user_id"], e["rank"], e["score"], e["reward"]) for e in live["entries"]] == [
@@ -93,7 +86,7 @@ async def test_a_challenge_runs_from_definition_to_decided_rewards(api: Api) -> 
         (1, False), (3, True)]
     # Not due before its end: nothing decided.
     assert await api.runtime.decider.decide_due() == []
-    at(api, "2025-12-08T00:00:01")
+    challenge_clock(api, "2025-12-08T00:00:01")
     assert await api.runtime.decider.decide_due() == ["sprint"]
     assert await api.runtime.decider.decide_due() == []  # once
     # A completion voided after the decision changes nothing of it.
@@ -118,7 +111,7 @@ async def test_joins_are_required_counted_from_the_join_and_capped(api: Api) -> 
     one, three = (api.client(token_for(api.env, u)) for u in (1, 3))
     first = await one.post("/v1/challenges/duel/join")
     assert first.status_code == 200 and first.json()["joined_at"] == "2025-11-30T12:00:00Z"
-    at(api, "2025-12-03T00:00:00")
+    challenge_clock(api, "2025-12-03T00:00:00")
     second = await api.client(INGEST).post("/v1/challenges/duel/join", json={"user_id": 2})
     assert second.status_code == 200, second.text
     assert (await one.post("/v1/challenges/duel/join")).json()["joined_at"] == \
@@ -132,7 +125,7 @@ async def test_joins_are_required_counted_from_the_join_and_capped(api: Api) -> 
                        ("x6", 1, 9, "2025-12-04T10:00:00Z", ["course:python"])])
     got = await board(api, "duel")
     assert [(e["user_id"], e["score"]) for e in got["entries"]] == [(2, 2), (1, 1)]
-    at(api, "2025-12-08T00:00:00")
+    challenge_clock(api, "2025-12-08T00:00:00")
     assert_problem(await three.post("/v1/challenges/duel/join"), 409, "challenge_ended")
 
 
@@ -141,7 +134,7 @@ async def test_what_may_change_once_started(api: Api) -> None:
     await define(api, "c1")
     assert (await admin.put("/v1/admin/challenges/c1", json={
         "title": "C1", **WINDOW, "metric": "best"})).status_code == 200  # before the start
-    at(api, "2025-12-02T00:00:00")
+    challenge_clock(api, "2025-12-02T00:00:00")
     assert_problem(await admin.put("/v1/admin/challenges/c1", json={
         "title": "C1", **WINDOW, "metric": "points"}), 409, "challenge_conflict")
     later = {**WINDOW, "ends_at": "2025-12-09T00:00:00Z"}
@@ -176,9 +169,9 @@ async def test_a_challenge_that_notifies_tells_top10_and_overtaken(serve: ApiFac
     id; a window is instants, whatever the deployment's zone."""
     api = await serve(close_seasons=False, time_zone=zone)
     await api.app.state.supervisor.stop_loop("challenges")
-    at(api, "2025-11-30T12:00:00")
+    challenge_clock(api, "2025-11-30T12:00:00")
     await define(api, "loud", notify=True, board="course:sql")
-    at(api, "2025-12-03T00:00:00")
+    challenge_clock(api, "2025-12-03T00:00:00")
     await record(api, [("n1", 1, 10, "2025-12-02T10:00:00Z", ["course:sql"]),
                        ("n2", 2, 5, "2025-12-02T11:00:00Z", ["course:sql"]),
                        ("n0", 3, 50, "2025-11-30T23:59:59Z", ["course:sql"])])  # before it

@@ -18,23 +18,22 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, note
+from hypothesis import HealthCheck
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+from hypothesis.stateful import rule, run_state_machine_as_test
 
 from laurels.board import BoardMissing
 from laurels.core.errors import DomainError
 from laurels.core.seasons import Season, parse_season, season_of
 from laurels.core.validation import ProfileIn
-from laurels.process.settings import Secrets, Settings
-from laurels.runtime import Runtime
+from laurels.process.settings import Settings
 from tests import deadlines
-from tests.helpers import ADMIN, INGEST, NO_EXPLAIN, USER_SECRET, model_examples
-from tests.invariants import check_erased_everywhere, check_hidden_nowhere, reset_tables
+from tests.helpers import NO_EXPLAIN, model_examples
+from tests.invariants import check_erased_everywhere, check_hidden_nowhere
+from tests.store_machine import StoreMachine
 
 pytestmark = pytest.mark.slow
 
@@ -96,42 +95,14 @@ class Model:
         return [(uid, -neg) for neg, _, uid in sorted(rows)]
 
 
-class KindsMachine(RuleBasedStateMachine):
-    cfg: Settings
+class KindsMachine(StoreMachine):
     policy: str
 
     def __init__(self) -> None:
         super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.rt = Runtime(self.cfg, Secrets(INGEST, ADMIN, USER_SECRET),
-                          self.cfg.database_url or "", self.cfg.redis_url or "")
-        self.loop.run_until_complete(self.rt.open(run_migrations=False))
         self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy)
         self.model = Model()
         self.n = 0
-        self.log: list[str] = []
-
-    @initialize()
-    def start(self) -> None:
-        async def go() -> None:
-            async with self.rt.db.connection() as conn:
-                await reset_tables(conn)
-            async for key in self.rt.redis.scan_iter(match=f"{self.rt.keys.prefix}:*"):
-                await self.rt.redis.unlink(key)
-        self.loop.run_until_complete(go())
-
-    def _do(self, what: str, work: Any) -> None:
-        self.log.append(what)
-
-        async def go() -> None:
-            try:
-                await work()
-                await self.check()
-            except BaseException:
-                note("\n".join(self.log))
-                raise
-
-        self.loop.run_until_complete(go())
 
     @rule(kind=st.sampled_from(["course", "track"]),
           metric=st.sampled_from(["points", "completions", "best"]),
@@ -250,9 +221,6 @@ class KindsMachine(RuleBasedStateMachine):
         await check_erased_everywhere(self.svc, self.model.erased)
         await check_hidden_nowhere(self.svc, self.model.hidden | self.model.erased)
 
-    def teardown(self) -> None:
-        self.loop.run_until_complete(self.rt.close())
-        self.loop.close()
 
 
 @pytest.mark.parametrize("policy", ["shared", "first"])
