@@ -160,7 +160,7 @@ def _challenges(settings: Settings, db: Database, board: Board, privacy: Privacy
     challenges = Challenges(db, settings.late_grace_seconds, clock)
     return {"challenges": challenges,
             "challenge_standings": Standings(db, challenges, settings.tie_policy, privacy),
-            "decider": Decider(db, board, settings.tie_policy, clock),
+            "decider": Decider(db, board, settings.tie_policy, clock, settings.time_zone),
             "challenge_checker": Checker(db, settings.tie_policy)}
 
 

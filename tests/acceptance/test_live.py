@@ -409,13 +409,14 @@ def test_a_group_board_streams_its_season_s_hints(serve: Any) -> None:
 def test_a_challenge_streams_hints_naming_no_learner(serve: Any) -> None:
     """GET /v1/challenges/{id}/events: `ready` with the challenge's id, then
     `changed` carrying the challenge's id and nothing of who moved (a hint:
-    the client refetches the challenge's board); an unknown challenge 404."""
+    the client refetches the challenge's board), and one when it is decided;
+    an unknown challenge 404."""
     server = serve()
     now = datetime.now(UTC)
     admin, c = server.client(ADMIN), server.client(INGEST)
     assert admin.put("/v1/admin/challenges/live", json={
         "title": "Live", "starts_at": (now - timedelta(hours=1)).isoformat(),
-        "ends_at": (now + timedelta(hours=1)).isoformat()}).status_code == 201
+        "ends_at": (now + timedelta(seconds=4)).isoformat()}).status_code == 201
     assert server.client().get("/v1/challenges/nope/events").status_code == 404
     stream = Events(f"{server.url}/v1/challenges/live/events")
     try:
@@ -425,5 +426,12 @@ def test_a_challenge_streams_hints_naming_no_learner(serve: Any) -> None:
         assert hints[0] == {"challenge_id": "live"}
         board = server.client().get("/v1/challenges/live/leaderboard").json()
         assert [(e["user_id"], e["score"]) for e in board["entries"]] == [(7, 5)]
+        # Decided by the server's `challenges` loop once it ends (nothing else
+        # changes meanwhile): hinted too.
+        before = len(stream.named("changed"))
+        assert not server.client().get("/v1/challenges/live").json()["decided"]
+        wait_until(lambda: len(stream.named("changed")) > before, seconds=20)
+        assert server.client().get("/v1/challenges/live").json()["decided"]
+        assert stream.named("changed")[-1] == {"challenge_id": "live"}
     finally:
         stream.close()

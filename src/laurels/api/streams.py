@@ -87,6 +87,7 @@ def challenge_stream(svc: RouteServices, challenge: Challenge, client: str) -> E
     hub = svc.hub
     zone = svc.settings.time_zone
     now = svc.challenges.clock()
+    # (an ended one's: the week of its end, where its decision is hinted)
     week = season_of(min(max(now, challenge.starts_at), challenge.ends_at), "week", zone=zone)
     release = stream_budget(svc, client)
     listener = hub.listen_board(week)
@@ -99,8 +100,8 @@ def challenge_stream(svc: RouteServices, challenge: Challenge, client: str) -> E
     async def due() -> list[bytes]:
         events = listener.take()
         now = svc.challenges.clock()
-        if week.ends_at <= now < challenge.ends_at:
-            listener.closed = True  # still running: the client reconnects to the next week's
+        if week.ends_at <= now and week.ends_at <= challenge.ends_at:
+            listener.closed = True  # the client reconnects to the next week's (or its end's)
         return [changed] if events else []
 
     return EventStream(listener, ready, due,

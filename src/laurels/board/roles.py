@@ -120,7 +120,10 @@ class LeagueAnnouncer(GroupHinting, Protocol):
 
 
 class ChallengeAnnouncer(Protocol):
-    """The challenges': their notifications told to the live streams."""
+    """The challenges': their notifications told to the live streams, and a
+    decision hinted to their boards' streams."""
+
+    async def publish_hint(self, hint: Hint) -> None: ...
 
     async def publish_notification(self, user_id: int, notification_id: int) -> None: ...
 

@@ -29,6 +29,7 @@ from laurels.challenges.rules import Challenge
 from laurels.core import failpoints
 from laurels.core.ranking import TiePolicy
 from laurels.core.registry import Overtaken, Ranked
+from laurels.core.seasons import season_of
 from laurels.db import Database, Jsonb, Row, Tx
 
 log = logging.getLogger("laurels.challenges")
@@ -36,8 +37,9 @@ log = logging.getLogger("laurels.challenges")
 
 class Decider:
     def __init__(self, db: Database, board: ChallengeAnnouncer, policy: TiePolicy,
-                 clock: Callable[[], datetime]) -> None:
+                 clock: Callable[[], datetime], zone: str = "UTC") -> None:
         self.db = db
+        self.zone = zone  # LAURELS_TIME_ZONE: the week a decided challenge's stream follows
         self.board = board
         self.policy = policy
         self.clock = clock
@@ -61,6 +63,10 @@ class Decider:
             log.info("challenge %s decided: %d ranked of %d participants", challenge_id,
                      done["ranked"], done["participants"])
         await self.board.announce_challenge_result(challenge.label)
+        # Its stream (api/streams.py) follows the whole board's week of its
+        # end by then: a hint there tells its readers to fetch the result.
+        await self.board.publish_hint(
+            {"season": season_of(challenge.ends_at, "week", zone=self.zone).name})
         return True
 
     async def decide_due(self, now: datetime | None = None) -> list[str]:
