@@ -82,6 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
         _TRAVEL = time_machine.travel(datetime.now(UTC) + timedelta(days=int(days)), tick=True)
         _TRAVEL.start()
         time.time()  # a travel's clock ticks from its first reading, not from its start
+        if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+            # pytest-xdist's controller runs no test: its workers travel on
+            # their own (this hook, in each), and must not start travelled
+            # (sitecustomize would import time_machine before pytest could
+            # rewrite it, and each worker would then travel twice).
+            return
         # The Python processes the suite starts (serve, the CLI) move with it.
         folder = str(Path(__file__).with_name("clock"))
         os.environ["TESTS_CLOCK_AHEAD_DAYS"] = days
