@@ -126,10 +126,21 @@ class Tx:
     runs nothing itself: its queries go through the Database, by name, so SQL
     stays in this package and every statement is observed and parameterized."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_cursors")
 
     def __init__(self, conn: Conn) -> None:
         self._conn = conn
+        self._cursors: list[Any] = []  # the named cursors its streams opened
+
+    def forget_cursors(self) -> None:
+        """Its transaction ends, and with it every named cursor it opened
+        (PostgreSQL closes them then): one left half-read by a consumer that
+        stopped (a cancelled task, an error) is marked closed here, so it is
+        not collected open (psycopg warns then, and the suite fails on any
+        warning) whenever its abandoned generator is finally collected."""
+        for cursor in self._cursors:
+            cursor._close()  # the client side of what the transaction's end does
+        self._cursors.clear()
 
     @property
     def closed(self) -> bool:
@@ -214,7 +225,11 @@ class Database:
         async with self.connection() as conn, conn.transaction():
             if self.observer is not None:
                 self.observer("BEGIN", conn)
-            yield Tx(conn)
+            tx = Tx(conn)
+            try:
+                yield tx
+            finally:
+                tx.forget_cursors()
 
     @asynccontextmanager
     async def snapshot(self, held: Tx | None = None) -> AsyncIterator[Tx]:
@@ -228,7 +243,10 @@ class Database:
         with _answering():
             async with held._conn.transaction():
                 await held._conn.execute(q("snapshot_isolation"))
-                yield held
+                try:
+                    yield held
+                finally:
+                    held.forget_cursors()
 
     async def hold(self) -> Tx:
         """A connection held beyond one block, outside any transaction (the
@@ -296,6 +314,7 @@ class Database:
         cursor (bounded memory); `tx` is a transaction."""
         with _answering():
             async with tx._conn.cursor(name=f"{name}_{next(_cursor_ids)}") as named:
+                tx._cursors.append(named)
                 named.itersize = batch
                 await named.execute(statement(name, params, self.zone), params)
                 while rows := await named.fetchmany(batch):
@@ -314,6 +333,7 @@ class Database:
         with _answering():
             async with tx._conn.cursor(name=f"{name}_{next(_cursor_ids)}",
                                       row_factory=tuple_row) as named:
+                tx._cursors.append(named)
                 named.itersize = batch
                 await named.execute(statement(name, params, self.zone), params)
                 while rows := await named.fetchmany(batch):
