@@ -51,6 +51,7 @@ async def everything(svc: Services) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.alone  # sealing waits for every transaction of the server
 @pytest.mark.parametrize("sealed", [False, True], ids=["ids-open", "ids-sealed"])
 async def test_retention_drops_old_months_and_changes_no_board(rt: Runtime,
                                                                sealed: bool) -> None:
