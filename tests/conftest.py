@@ -222,13 +222,20 @@ def settings(tmp_path: Path, database_url: str, redis_url: str, key_prefix: str)
     return make_settings(tmp_path, database_url, redis_url, key_prefix)
 
 
-@pytest.fixture
-async def rt(settings: Settings) -> AsyncIterator[Runtime]:
+async def opened_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """A service graph on the test's stores, with pools of its own, opened
+    and closed (the `rt` fixture; a test that needs a second process's)."""
     runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), settings.database_url or "",
                       settings.redis_url or "")
     await runtime.open(run_migrations=False)
     yield runtime
     await runtime.close()
+
+
+@pytest.fixture
+async def rt(settings: Settings) -> AsyncIterator[Runtime]:
+    async for runtime in opened_runtime(settings):
+        yield runtime
 
 
 @pytest.fixture

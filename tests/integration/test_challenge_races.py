@@ -30,6 +30,7 @@ from laurels.core.validation import ProfileIn
 from laurels.live.webhooks import store_settings
 from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime, Services
+from tests.conftest import opened_runtime
 from tests.helpers import ADMIN, INGEST, USER_SECRET, Receiver, eventually, receiving
 from tests.invariants import blocked_or_done, check_erased_everywhere
 
@@ -64,11 +65,8 @@ def services(rt: Runtime, clock: Clock, receiver: Receiver, **overrides: Any) ->
 @pytest.fixture
 async def rt2(settings: Settings) -> AsyncIterator[Runtime]:
     """A second service graph on the same stores, with pools of its own."""
-    runtime = Runtime(settings, Secrets(INGEST, ADMIN, USER_SECRET), settings.database_url or "",
-                      settings.redis_url or "")
-    await runtime.open(run_migrations=False)
-    yield runtime
-    await runtime.close()
+    async for runtime in opened_runtime(settings):
+        yield runtime
 
 
 async def query(svc: Services, sql: str, *args: Any) -> list[dict[str, Any]]:

@@ -26,7 +26,6 @@ from laurels.core.errors import DomainError
 from laurels.db import Database, Jsonb, Row, Tx
 
 log = logging.getLogger("laurels.challenges")
-LIST_MAX = 100
 
 
 class Challenges:

@@ -39,7 +39,6 @@ from laurels.db import Database, Row
 from laurels.reads.boards import HIDDEN
 from laurels.reads.privacy import Privacy
 
-US = 1_000_000
 SLOW_SECONDS = 0.05  # a live board slower to read than this is kept...
 KEEP_SECONDS = 1.0  # ...this long for the reads that follow (or as long as it took)
 KEPT_MAX = 16  # live boards kept at most (the oldest goes)

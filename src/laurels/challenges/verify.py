@@ -42,10 +42,6 @@ class ChallengeCheck:
     def mismatch_count(self) -> int:
         return len(self.mismatches)
 
-    @property
-    def shown(self) -> str:
-        return f"challenge {self.challenge_id}"
-
 
 def expected(rows: list[Row], metric: str, policy: TiePolicy
              ) -> dict[int, tuple[int, int | None]]:
