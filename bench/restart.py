@@ -31,7 +31,8 @@ import redis
 
 from bench.support import ROOT, BenchError, dump_json, log, loopback_only
 from laurels.core.errors import StoreUnavailable
-from laurels.core.seasons import PERIODS, Season, parse_season, seasons_of
+from laurels.core.seasons import PERIODS, Season, parse_season
+from laurels.core.spans import seasons_of
 from laurels.db import migrate
 from laurels.process.settings import Secrets, Settings
 from laurels.runtime import Runtime

@@ -39,6 +39,7 @@ from laurels.learners.profiles import Learners
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.history import Partitions
+from laurels.lifecycle.windows import Windows
 from laurels.live.hub import Hub
 from laurels.live.notifications import Notifications
 from laurels.live.notifier import Notifier
@@ -108,6 +109,7 @@ class Services:
     webhooks: Webhooks | None  # with LAURELS_WEBHOOK_URL
     deliveries: Deliveries  # the operator's view of them, with or without a URL
     board_kinds: BoardKinds
+    windows: Windows  # rolling windows moved at local midnight
     # This process among the deployment's (a serve or projector the CLI
     # started: process/deployment.py); it says it runs every 2 s.
     membership: Membership | None = None
@@ -172,18 +174,18 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     board = Board(redis, keys, settings.tie_policy, signals, zone=settings.time_zone)
     lifecycle = Lifecycle(settings, db, board)
     board_kinds = BoardKinds(db, settings.time_zone, board)
-    rebuilder = Rebuilder(db, board, lifecycle, settings.periods, board_kinds)
+    rebuilder = Rebuilder(db, board, lifecycle, settings.periods, board_kinds, clock or _now)
     healer = Healer(board, rebuilder, lifecycle, settings.periods, zone=settings.time_zone)
     notifier = Notifier(db, board, board_kinds)
     lifecycle.on_finalized.append(notifier.season_final)
     lifecycle.after_finalized.append(notifier.announce_final)
     projector = Projector(db, board, healer, lifecycle, periods=settings.periods,
-                          kinds=board_kinds)
+                          kinds=board_kinds, clock=clock or _now)
     privacy = Privacy(db)
     subscription = HintSubscription(board)
     hub = Hub(subscription)
     _connect_live(signals, notifier, hub)
-    reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds)
+    reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds, clock or _now)
     partitions = Partitions(db, lifecycle.archive_boards_of,
                             grace_seconds=settings.late_grace_seconds,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
@@ -195,6 +197,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     # the servers and PostgreSQL's record (board/trust.py).
     board.trust.current, board.trust.recorded = board.fingerprint, epoch.recorded
     deliveries = Deliveries(db, settings)
+    windows = Windows(db, board, settings.periods, board_kinds, clock or _now)
     # What an erasure makes forget, in the order of the locks their statements
     # take (members, group, deliveries): erasure.Forgets.
     erasure = Erasure(settings, db, board, lifecycle)
@@ -211,12 +214,12 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
         ingestor=Ingestor(settings, db, projector, partitions, clock or _now),
         partitions=partitions,
         learners=Learners(db, board, lifecycle, privacy, erasure),
-        verifier=Verifier(db, board, projector, lifecycle, settings.periods),
+        verifier=Verifier(db, board, projector, lifecycle, settings.periods, windows),
         reads=reads, groups=groups, leagues=Leagues(settings, db, board, groups, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
         notifications=notifications, subscription=subscription, hub=hub, signals=signals,
         privacy=privacy, epoch=epoch, secrets=secrets, webhooks=webhooks,
-        deliveries=deliveries, board_kinds=board_kinds,
+        deliveries=deliveries, board_kinds=board_kinds, windows=windows,
         **_challenges(settings, db, board, privacy, clock or _now),
         # A serve's worker keeps its serve alive among the deployment's processes.
         membership=(Membership(db, "serve", settings.process_id, joined=(settings, secrets),
@@ -249,6 +252,7 @@ def background_loops(svc: Services, projector: bool = True, hints: bool = True
         loops["kind-drops"] = every(10, svc.board_kinds.drop_pending)  # keys a deletion left
         loops["seasons"] = every(10, seasons)
         loops["challenges"] = every(1, svc.decider.tick)  # decisions due, notifying ones
+        loops["windows"] = every(1, svc.windows.tick)  # the days leaving rolling windows
         loops["outbox"] = every(5, svc.projector.measure_outbox)
         loops["epoch"] = svc.epoch.run
         if svc.settings.redis_url is None or svc.settings.redis_embedded:

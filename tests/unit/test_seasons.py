@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -226,12 +226,15 @@ from laurels.core.seasons import (  # noqa: E402
     configured_season,
     parse_periods,
     period_of,
-    seasons_of,
 )
+from laurels.core.spans import seasons_of  # noqa: E402
 
 
 def names(at: datetime) -> list[str]:
-    return [s.name for s in seasons_of(at, PERIODS, zone="UTC")]
+    """Every period's season of `at` (the windows' are one each, whatever `at`)."""
+    found = [s.name for s in seasons_of(at, PERIODS, zone="UTC")]
+    assert found[-2:] == ["last-7d", "last-30d"]
+    return found[:-2]
 
 
 @pytest.mark.parametrize(("at", "want"), [
@@ -258,7 +261,7 @@ def test_offsets_move_the_instant_into_utc_for_every_period() -> None:
 
 
 @pytest.mark.parametrize("name", ["2026-11-30", "2028-02-29", "2026-11", "2026-12", "2028-02",
-                                  "all", "2026-W53"])
+                                  "all", "2026-W53", "last-7d", "last-30d"])
 def test_every_period_parses_its_names_and_its_instants_map_back(name: str) -> None:
     s = parse_season(name, zone="UTC")
     assert s.name == name and period_of(name) == s.period
@@ -325,3 +328,34 @@ def test_periods_setting() -> None:
     assert configured_season("2026-W49", ("week",), zone="UTC").name == "2026-W49"
     with pytest.raises(PeriodOff):
         configured_season("2026-11", ("week", "day"), zone="UTC")
+
+
+# --- rolling windows (issue 68): one season each, its days moving ---------------
+
+
+def test_a_window_is_one_season_whatever_the_instant() -> None:
+    week = parse_season("last-7d", zone="Europe/Paris")
+    assert (week.period, week.label, week.name, week.bounded, week.window) == (
+        "7d", "last-7d", "last-7d", False, True)
+    assert season_of(utc(2026, 12, 1), "7d", zone="Europe/Paris") == week
+    assert season_of(utc(1999, 1, 1), "7d", zone="Europe/Paris") == week
+    assert week.later(3) == week and not week.is_closed(utc(9000, 1, 1), 0)
+    # its tie times count from one origin whatever its days (as all time's)
+    assert week.starts_at == parse_season("all", zone="UTC").starts_at
+    assert week.on("course:sql", "best").name == "course:sql/best/Europe/Paris/last-7d"
+    assert parse_season("course:sql/best/Europe/Paris/last-30d", zone="UTC").period == "30d"
+
+
+def test_a_window_s_first_day_is_n_local_days_back_today_included() -> None:
+    week, month = (parse_season(n, zone="UTC") for n in ("last-7d", "last-30d"))
+    assert week.window_from(date(2026, 12, 9)) == date(2026, 12, 3)
+    assert month.window_from(date(2026, 3, 1)) == date(2026, 1, 31)
+
+
+def test_windows_are_periods_of_their_own() -> None:
+    assert parse_periods("30d, 7d, day") == ("week", "day", "7d", "30d")
+    with pytest.raises(PeriodOff):
+        configured_season("last-30d", ("week", "7d"), zone="UTC")
+    assert configured_season("last-7d", ("week", "7d"), zone="UTC").period == "7d"
+    with pytest.raises(ValueError, match="7d, 30d"):
+        parse_periods("14d")

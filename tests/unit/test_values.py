@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from laurels.board.lua_args import json_list
 from laurels.board.values import Delta, Profile
-from laurels.core.seasons import PERIODS, Period, parse_season, part_period, season_of, week
+from laurels.core.seasons import PERIODS, WINDOW_DAYS, Period, parse_season, season_of, week
+from laurels.core.spans import part_period
 from laurels.projection.projector import boards_of
 from tests import deadlines
 
@@ -58,7 +59,7 @@ def test_on_board_is_replace_for_every_field() -> None:
 @settings(max_examples=200, deadline=deadlines.PURE)
 @given(offsets=st.lists(st.integers(0, 3 * 366 * 86_400), min_size=1, max_size=30),
        zone=st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Asia/Kathmandu"]),
-       periods=st.sampled_from([("week", "day"), ("week", "month"), ("week", "all"),
+       periods=st.sampled_from([("week", "day"), ("week", "month"), ("week", "all"), ("week", "7d"),
                                 PERIODS]))
 def test_boards_of_is_each_period_s_season_and_part(offsets: list[int], zone: str,
                                                     periods: tuple[Period, ...]) -> None:
@@ -76,7 +77,7 @@ def test_boards_of_is_each_period_s_season_and_part(offsets: list[int], zone: st
     for d in deltas:
         expected.append(d)
         for p in periods[1:]:
-            part = part_period(p, periods)
+            part = "day" if p in WINDOW_DAYS else part_period(p, periods)
             expected.append(d._replace(season=season_of(d.completed_at, p, zone=zone),
                                        part=season_of(d.completed_at, part, zone=zone).name
                                        if part else ""))

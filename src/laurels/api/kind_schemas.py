@@ -19,7 +19,7 @@ class BoardKindIn(BaseModel):
 
     title: str | None = Field(None, min_length=1, max_length=100)
     metric: Metric | None = None
-    periods: list[Literal["week", "day", "month", "all"]] | None = None
+    periods: list[Literal["week", "day", "month", "all", "7d", "30d"]] | None = None
     time_zone: str | None = Field(None, description="an IANA time zone name",
                                   examples=["Europe/Paris"])
     notify: bool | None = None
@@ -29,7 +29,7 @@ class BoardKindOut(BaseModel):
     kind: str
     title: str
     metric: Metric
-    periods: list[Literal["week", "day", "month", "all"]]
+    periods: list[Literal["week", "day", "month", "all", "7d", "30d"]]
     time_zone: str
     notify: bool
     created_at: str

@@ -24,7 +24,7 @@ from laurels.api.params import Cursor, Limit, SeasonPath, UserIdPath, path_seaso
 from laurels.api.problems import JSONResponse, Problem
 from laurels.api.state import api_state, services
 from laurels.api.streams import notification_stream
-from laurels.core.seasons import GLOBAL
+from laurels.core.seasons import GLOBAL, PERIODS
 from laurels.core.validation import ReadIn, describe
 
 router = APIRouter()
@@ -74,7 +74,7 @@ async def boards(request: Request, user_id: UserIdPath, uid: int = Depends(learn
     """Every board on which the learner has a completion that counts in the
     week, with their rank, score and the board's total: the whole board
     first, then by kind and board (a learner token of that user, or admin)."""
-    if path_season(season, ("week", "day", "month", "all"), time_zone(request)).period != "week":
+    if path_season(season, PERIODS, time_zone(request)).period != "week":
         raise Problem("validation_error", "season: boards are listed by week (2026-W49 or "
                       "current)")
     return JSONResponse(await services(request).reads.learner_boards(uid, season))

@@ -33,11 +33,11 @@ CURSOR_PROBLEM = "not a cursor: pass the `next` of the previous page as it is"
 # (path_season, path_user_id), which word the errors.
 SeasonPath = Annotated[str, Path(
     description="a season of a configured period, in UTC: a week `YYYY-Www`, a day "
-                "`YYYY-MM-DD`, a month `YYYY-MM`, `all`; or `current` (this week), "
-                "`current-day`, `current-month`",
-    examples=["current", "2026-W49", "2026-11-30", "2026-11", "all"],
+                "`YYYY-MM-DD`, a month `YYYY-MM`, `all`, a rolling window `last-7d` or "
+                "`last-30d`; or `current` (this week), `current-day`, `current-month`",
+    examples=["current", "2026-W49", "2026-11-30", "2026-11", "all", "last-7d"],
     json_schema_extra={"pattern": "^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}(-[0-9]{2})?|all|"
-                                  "current|current-day|current-month)$"})]
+                                  "last-7d|last-30d|current|current-day|current-month)$"})]
 UserIdPath = Annotated[str, Path(
     description=f"learner id, 1 to {USER_ID_MAX}", examples=["42"],
     json_schema_extra={"pattern": "^[1-9][0-9]{0,18}$"})]

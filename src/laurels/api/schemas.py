@@ -79,7 +79,7 @@ class BoardOut(BaseModel):
     season: str
     board: str = Field(description="`global`, or the tag of a board of a kind")
     metric: Metric = Field(description="what the board ranks by: points, completions or best")
-    period: Literal["week", "day", "month", "all"]
+    period: Literal["week", "day", "month", "all", "7d", "30d"]
     starts_at: str | None
     ends_at: str | None
     status: Literal["open", "closed"]

@@ -17,6 +17,7 @@ modules above ask for operations by name (`board.apply(deltas)`,
 | `streams.py` | the seasons' rank-event streams, read by the notifier |
 | `connection.py` | connecting, and refusing a server too old |
 | `trust.py` | a connection untrusted until proven: no board read from a server in repair |
+| `windows.py` | a rolling window's marker: the first day it holds, the days taken out |
 | `keys.py` | every Redis key and channel name, and what each holds of learners |
 | `roles.py` | what each caller uses of the board, one Protocol per role |
 | `memory.py`, `memory_state.py`, `memory_read.py` | the roles in memory (the fast tier) |
@@ -46,10 +47,11 @@ from laurels.board.values import (
     beside,
     default_name,
 )
+from laurels.board.windows import Windowing, WindowMarker
 
 
 @raising_unavailable
-class Board(Applying, Reading, Building, Publishing, RankStreams, Inspecting):
+class Board(Applying, Reading, Building, Publishing, RankStreams, Inspecting, Windowing):
     """A season's boards in Redis, every operation the service needs of them.
     Each raises StoreUnavailable when Redis does not answer (connection.py)."""
 
@@ -70,6 +72,7 @@ __all__ = [
     "Scored",
     "StoredProfile",
     "Top",
+    "WindowMarker",
     "beside",
     "default_name",
     "gather_bounded",

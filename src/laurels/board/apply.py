@@ -63,7 +63,7 @@ class _Season(NamedTuple):
     hashed: bool
     ranked: bool
     origin: int  # the season's start, seconds since 1970
-    fixed_keys: tuple[str, ...]  # current, building, erased, notify stream, ties
+    fixed_keys: tuple[str, ...]  # current, building, erased, notify stream, ties, window
 
 
 class _SeasonCall:
@@ -87,7 +87,7 @@ def _known(keys: Keys, season: Season) -> _Season:
     origin = season.starts_at - UNIX_EPOCH
     return _Season(season, chunk_bits(season), hashed_bits(season), whole_week(season.name),
                    origin.days * 86400 + origin.seconds,
-                   (sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties))
+                   (sk.current, sk.building, sk.erased, sk.notify_stream, sk.ties, sk.window))
 
 
 @lru_cache(maxsize=SEASONS_KNOWN)
@@ -190,7 +190,8 @@ class Applying(BoardBase):
                 targets=len(sc.targets), chunks=len(sc.chunks), season=sc.season.name,
                 hint_channel=hint_channel or self.keys.shard_hint_channel(sc.season),
                 metric=sc.start.metric, bits="h" if known.hashed else "s", chunk_bits=sc.bits,
-                origin=known.origin, width=sc.start.ts_width, entries=end - sc.first)
+                origin=known.origin, width=sc.start.ts_width, entries=end - sc.first,
+                window="1" if sc.start.window else "0")
             chunk_ids += map(str, sc.chunks)  # (strings: field names and members as sent)
         # On a cluster the shard channel is in the season's slot: one season a call.
         command = "" if only_version is not None else "SPUBLISH" if self.cluster else "PUBLISH"

@@ -38,7 +38,7 @@ BOARD_CHUNK_BITS = 8
 Holds = Literal["learners", "events", "tombstones", "none"]
 SEASON_KEYS: dict[str, Holds] = {
     "current": "none", "building": "none", "nextver": "none", "notify": "events",
-    "erased": "tombstones", "ties": "learners", "versions": "none"}
+    "erased": "tombstones", "ties": "learners", "versions": "none", "window": "none"}
 VERSION_KEYS: dict[str, Holds] = {
     "public": "learners", "hidden": "learners", "users": "learners", "chunks": "none",
     "applied": "none", "bits": "none", "corrections": "none", "parts": "none",
@@ -121,10 +121,19 @@ class SeasonKeys:
         """Set of the versions whose keys exist (so none is ever leaked)."""
         return f"{self.base}:versions"
 
+    @property
+    def window(self) -> str:
+        """Hash, a rolling window's marker: `from`, the first local day it
+        holds (an entry of an earlier day changes nothing: apply.lua,
+        "Windows"); `done`, the first day not yet taken out of it (the days
+        from `done` to `from` are leaving); `forgot`, the first whose
+        leaving marks are not yet dropped (lifecycle/windows.py)."""
+        return f"{self.base}:window"
+
     def own(self) -> list[str]:
         """The season's keys outside its versions."""
         return [self.current, self.building, self.next_version, self.versions, self.erased,
-                self.notify_stream, self.ties]
+                self.notify_stream, self.ties, self.window]
 
     def version(self, v: str) -> VersionKeys:
         b = f"{self.base}:v{v}"

@@ -31,8 +31,12 @@ ROUTES_MAX = 100  # learners a hint may route by (hints.py, apply.lua)
 TOP = 100  # the rank events' horizon: passing learners in the top 100 (apply.lua)
 NOTIFY_MAX = 10  # entering the top 10 notifies (apply.lua)
 OVERTAKEN_MAX = 10  # at most this many learners passed, per completion (apply.lua)
+# A completion taken out of a rolling window at the midnight its day leaves
+# it: a correction numbered above every real one (apply.lua, "Windows").
+WINDOW_LEFT = 2 ** 50
 CONSTANTS = {"ROUTES_MAX": ROUTES_MAX, "TOP": TOP, "NOTIFY_MAX": NOTIFY_MAX,
-             "OVERTAKEN_MAX": OVERTAKEN_MAX, "BOARD_CHUNK_BITS": BOARD_CHUNK_BITS}
+             "OVERTAKEN_MAX": OVERTAKEN_MAX, "BOARD_CHUNK_BITS": BOARD_CHUNK_BITS,
+             "WINDOW_LEFT": WINDOW_LEFT}
 
 Arg = str | int
 
@@ -69,6 +73,7 @@ class ApplySeason(NamedTuple):
     origin: int  # the season's start, seconds since 1970 (its tie times count from it)
     width: int  # a tie time's digits (seasons.TS_WIDTHS)
     entries: int  # its entries, the next this many of the call's (in turn)
+    window: str  # '1' a rolling window (its marker filters by day: apply.lua, "Windows")
 
 
 class ApplyItem(NamedTuple):
@@ -203,6 +208,11 @@ class MarkTiesArgs(NamedTuple):
     ttl_ms: int
 
 
+class WindowArgs(NamedTuple):
+    op: str  # 'state', 'begin', 'advance', 'done', 'forgot' (window.lua)
+    day: str  # a local day, 'YYYY-MM-DD' ('' for 'state')
+
+
 class Learner(NamedTuple):
     """One item of a list of learners (scores, profile_versions, load_erased,
     mark_ties): a padded user id."""
@@ -236,6 +246,7 @@ SCRIPTS: dict[str, tuple[type[Any], type[Any] | dict[str, type[Any]] | None]] = 
     "load_erased": (LoadErasedArgs, Learner),
     "load_corrections": (VersionArgs, LoadCorrection),
     "mark_ties": (MarkTiesArgs, Learner),
+    "window": (WindowArgs, None),
 }
 
 

@@ -20,6 +20,7 @@ from laurels.board.keys import Keys
 from laurels.board.streams import RankEvent
 from laurels.board.trust import Trust
 from laurels.board.values import Around, Delta, Profile, Scored, Standing, Top
+from laurels.board.windows import WindowMarker
 from laurels.core.ranking import Position, TiePolicy
 from laurels.core.seasons import Season
 from laurels.core.states import ApplyResult
@@ -63,7 +64,21 @@ class MemberReader(GroupHinting, Protocol):
                            board_rank: bool = False) -> list[Scored]: ...
 
 
-class Builder(Hinting, Protocol):
+class WindowMarking(Protocol):
+    """A rolling window's marker (board/windows.py, window.lua)."""
+
+    async def window(self, season: Season, op: str = "state", day: str = ""
+                     ) -> WindowMarker: ...
+
+
+class WindowMover(Applier, WindowMarking, Protocol):
+    """lifecycle/windows.py's: the days leaving a window taken out of it."""
+
+    async def forget_left(self, season: Season, version: str, seqs: Sequence[int]
+                          ) -> None: ...
+
+
+class Builder(Hinting, WindowMarking, Protocol):
     """A rebuild's: a new version built beside the current one, then switched."""
 
     policy: TiePolicy

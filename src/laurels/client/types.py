@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 Visibility: TypeAlias = Literal["public", "anonymous", "hidden"]
 Access: TypeAlias = Literal["members", "public"]
-Period: TypeAlias = Literal["week", "day", "month", "all"]
+Period: TypeAlias = Literal["week", "day", "month", "all", "7d", "30d"]
 TiePolicy: TypeAlias = Literal["shared", "first"]
 Metric: TypeAlias = Literal["points", "completions", "best"]  # what a board ranks by
 NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "league_zone",

@@ -131,7 +131,7 @@ WEBHOOK_EVENTS: tuple[str, ...] = (*WEBHOOK_TYPES,
 # (notifications.WEBHOOK_DATA holds every type's).
 class SeasonFinalized(TypedDict):
     season: str  # its period's name (`2026-W49`)
-    period: Literal["week", "day", "month", "all"]
+    period: Literal["week", "day", "month", "all", "7d", "30d"]  # (a window never closes)
     board: str  # `global`, or a board of a kind's tag
 
 

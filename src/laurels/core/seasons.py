@@ -8,6 +8,8 @@ A period is one way of cutting time into boards (docs/contract.md, Domain):
 | day    | `2026-11-30` | 00:00 to 24:00                 | end + grace     | 12 digits      |
 | month  | `2026-11`    | the 1st 00:00 to the next 1st  | end + grace     | 13 digits      |
 | all    | `all`        | none                           | never           | 18 digits      |
+| 7d     | `last-7d`    | the last 7 local days, moving  | never           | 18 digits      |
+| 30d    | `last-30d`   | the last 30 local days, moving | never           | 18 digits      |
 
 Days, weeks (Monday to Sunday) and months are those of the local calendar of
 the season's time zone (`LAURELS_TIME_ZONE` for the whole board and leagues,
@@ -25,6 +27,14 @@ period in their hash tag (board/keys.py), and the `first` policy's tie time is t
 microseconds since the season's start, zero-padded to the period's width, so
 members of one board always compare in time order (a month holds at most
 2.7e12 us; all time, from year 1, at most 3.2e17).
+
+A rolling window (`7d`, `30d`: CONTRACT.md, "Rolling windows") is one season
+whatever the instant, like `all`, and its tie times count from the same
+origin; which completions it holds moves with the clock, not with its name:
+its board keeps the first local day it still holds (board/keys.py, the
+window marker), refuses a completion of an earlier day, and at each local
+midnight sheds the day leaving it (lifecycle/windows.py). A completion's
+entry on a window carries its local day (its day season's label).
 """
 
 from __future__ import annotations
@@ -38,14 +48,16 @@ from typing import Literal, get_args
 from laurels.core.registry import METRICS, Metric
 from laurels.core.time_zones import BadZone, local_date, local_midnight, zone_info
 
-Period = Literal["week", "day", "month", "all"]
+Period = Literal["week", "day", "month", "all", "7d", "30d"]
 PERIODS: tuple[Period, ...] = get_args(Period)
+WINDOW_DAYS: dict[Period, int] = {"7d": 7, "30d": 30}  # the rolling windows' lengths
 WEEK = timedelta(days=7)
 DAY = timedelta(days=1)
 EPOCH = date(1, 1, 1)  # the `all` season's tie times count from here
 END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 START_OF_TIME = datetime.min.replace(tzinfo=UTC)
-TS_WIDTHS: dict[Period, int] = {"week": 12, "day": 12, "month": 13, "all": 18}
+TS_WIDTHS: dict[Period, int] = {"week": 12, "day": 12, "month": 13, "all": 18, "7d": 18,
+                                 "30d": 18}
 ALIASES: dict[str, Period] = {"current": "week", "current-day": "day",
                               "current-month": "month"}
 
@@ -55,7 +67,7 @@ _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
 GLOBAL = "global"  # the whole platform's board: every completion counts on it
 BOARD_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9._-]{1,64}")  # a tag, `kind:value`
 SEASON_FORMS = ("season must be YYYY-Www (e.g. 2026-W49), YYYY-MM-DD, YYYY-MM, all, "
-                "current, current-day or current-month")
+                "last-7d, last-30d, current, current-day or current-month")
 
 
 def kind_of(board: str) -> str:  # `course` of `course:python-101`
@@ -130,15 +142,28 @@ class Season:
             return self.start.isoformat()
         if self.period == "month":
             return f"{self.start.year:04d}-{self.start.month:02d}"
+        if self.period in WINDOW_DAYS:
+            return f"last-{self.period}"
         return "all"
 
     @property
-    def bounded(self) -> bool:  # False for `all`: no end, never closes
-        return self.period != "all"
+    def bounded(self) -> bool:  # False for `all` and windows: no end, never closes
+        return self.period not in UNBOUNDED
+
+    @property
+    def window(self) -> bool:  # a rolling window (`last-7d`, `last-30d`)
+        return self.period in WINDOW_DAYS
+
+    def window_from(self, today: date) -> date:
+        """A window's first local day on `today` (local to its zone): the
+        last WINDOW_DAYS days, today included."""
+        return today - timedelta(days=WINDOW_DAYS[self.period] - 1)
 
     @cached_property
     def starts_at(self) -> datetime:
-        if self.period == "all":
+        """The first instant; for `all` and a window, year 1 (where their
+        tie times count from)."""
+        if self.period in UNBOUNDED:
             return datetime(self.start.year, self.start.month, self.start.day, tzinfo=UTC)
         return local_midnight(self.start, self.zone)
 
@@ -149,7 +174,7 @@ class Season:
             nxt = self.later(1).start
         except (OverflowError, ValueError):  # past year 9999
             return END_OF_TIME
-        if self.period == "all":
+        if self.period in UNBOUNDED:
             return END_OF_TIME
         try:
             return local_midnight(nxt, self.zone)
@@ -182,7 +207,8 @@ class Season:
         return f"{(d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds:0{width}d}"
 
     def later(self, n: int) -> Season:
-        """The season n periods later (earlier for n < 0); `all` is itself.
+        """The season n periods later (earlier for n < 0); `all` and a
+        window are themselves.
         OverflowError (or ValueError) beyond year 1 or 9999."""
         if self.period == "week":
             start = self.start + n * WEEK
@@ -214,6 +240,9 @@ class Season:
         return self.name < other.name
 
 
+UNBOUNDED: frozenset[Period] = frozenset({"all", *WINDOW_DAYS})
+
+
 def _season(period: Period, start: date, zone: str, board: str = GLOBAL,
             metric: Metric = "points") -> Season:
     """One object per season: its boundaries are computed once (ingest asks
@@ -239,6 +268,8 @@ def season_of(at: datetime, period: Period, *, zone: str) -> Season:
         raise ValueError("completed_at needs an offset")
     if period == "all":
         return _season("all", EPOCH, "UTC")
+    if period in WINDOW_DAYS:
+        return _season(period, EPOCH, zone)
     day = local_date(at, zone)
     if period == "week":
         start = day - timedelta(days=day.weekday())
@@ -254,57 +285,14 @@ def season_of(at: datetime, period: Period, *, zone: str) -> Season:
     return season
 
 
-def seasons_of(at: datetime, periods: tuple[Period, ...], *, zone: str) -> list[Season]:
-    """The season of each period in `periods` that holds `at`."""
-    return [season_of(at, p, zone=zone) for p in periods]
-
-
-class Found:
-    """season_of for the many instants of a batch, which mostly share their
-    seasons: the last season found of each (period, zone) is tried first
-    (season_of costs 0.5-1.3 us, a look here 0.2)."""
-
-    def __init__(self) -> None:
-        self.last: dict[tuple[Period, str], Season] = {}
-
-    def season(self, at: datetime, period: Period, zone: str) -> Season:
-        season = self.last.get((period, zone))
-        if season is None or not season.contains(at):
-            season = self.last[period, zone] = season_of(at, period, zone=zone)
-        return season
-
-    def seasons(self, at: datetime, periods: tuple[Period, ...], zone: str) -> list[Season]:
-        return [self.season(at, p, zone) for p in periods]
-
-
-def part_period(period: Period, periods: tuple[Period, ...]) -> Period | None:
-    """The shorter period whose closed seasons make up a long board's history
-    (docs/operations.md, "A year of history"): weeks for `all`; days for a
-    month, when days are configured (weeks straddle months); else none."""
-    if period == "all":
-        return "week"
-    if period == "month" and "day" in periods:
-        return "day"
-    return None
-
-
-def spanned(start: datetime, end: datetime, period: Period, zone: str) -> list[Season]:
-    """The seasons of `period` (in `zone`) that touch [start, end)."""
-    out = []
-    season = season_of(start, period, zone=zone)
-    while season.starts_at < end:
-        out.append(season)
-        season = season.next()
-    return out
-
-
 def parse_periods(text: str) -> tuple[Period, ...]:
     """`LAURELS_PERIODS`: a comma list of periods; `week` is always on. In
-    the canonical order (week, day, month, all)."""
+    the canonical order (week, day, month, all, 7d, 30d)."""
     names = {p.strip() for p in text.split(",") if p.strip()}
     unknown = names - set(PERIODS)
     if unknown:
-        raise ValueError(f"unknown period {sorted(unknown)[0]!r}: use week, day, month, all")
+        raise ValueError(f"unknown period {sorted(unknown)[0]!r}: "
+                         "use week, day, month, all, 7d, 30d")
     return tuple(p for p in PERIODS if p in names or p == "week")
 
 
@@ -313,11 +301,16 @@ def label_of(name: str) -> str:
     return name.rpartition("/")[2]
 
 
+WINDOW_NAMES: dict[str, Period] = {f"last-{p}": p for p in WINDOW_DAYS}
+
+
 def period_of(name: str) -> Period:
     """The period of a season's name (not validated: see parse_season)."""
     name = label_of(name)
     if name == "all":
         return "all"
+    if name in WINDOW_NAMES:
+        return WINDOW_NAMES[name]
     if "-W" in name:
         return "week"
     return "day" if name.count("-") == 2 else "month"
@@ -346,6 +339,8 @@ def parse_season(text: str, now: datetime | None = None, *, zone: str) -> Season
         return season_of(now or datetime.now(UTC), ALIASES[text], zone=zone)
     if text == "all":
         return _season("all", EPOCH, "UTC")
+    if text in WINDOW_NAMES:
+        return _season(WINDOW_NAMES[text], EPOCH, zone)
     try:
         if m := _WEEK_RE.fullmatch(text):
             year, number = int(m.group(1)), int(m.group(2))

@@ -74,7 +74,7 @@ class SeasonInfo(TypedDict):
     season: str  # its period's name (Season.label)
     board: str  # `global`, or a tag of a board kind
     metric: Metric
-    period: Literal["week", "day", "month", "all"]
+    period: Literal["week", "day", "month", "all", "7d", "30d"]
     starts_at: str | None
     ends_at: str | None
     status: Literal["open", "closed"]

@@ -48,7 +48,7 @@ CREATE TABLE board_kinds (
     generation bigint DEFAULT nextval('board_kinds_generation'::regclass) NOT NULL,
     CONSTRAINT board_kinds_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
     CONSTRAINT board_kinds_metric_check CHECK ((metric = ANY (ARRAY['points'::text, 'completions'::text, 'best'::text]))),
-    CONSTRAINT board_kinds_periods_check CHECK (((periods[1] = 'week'::text) AND (periods <@ ARRAY['week'::text, 'day'::text, 'month'::text, 'all'::text]))),
+    CONSTRAINT board_kinds_periods_check CHECK (((periods[1] = 'week'::text) AND (periods <@ ARRAY['week'::text, 'day'::text, 'month'::text, 'all'::text, '7d'::text, '30d'::text]))),
     CONSTRAINT board_kinds_pkey PRIMARY KEY (kind),
     CONSTRAINT board_kinds_title_check CHECK (((char_length(title) >= 1) AND (char_length(title) <= 100)))
 );
@@ -505,6 +505,30 @@ LANGUAGE sql STABLE AS $$
                 WHEN 'week' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'IYYY-"W"IW')
                 WHEN 'day' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'YYYY-MM-DD')
                 WHEN 'month' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'YYYY-MM')
+                ELSE 'all' END
+    FROM completions c
+    CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+    JOIN board_kinds k ON k.kind = split_part(t.tag, ':', 1)
+    CROSS JOIN LATERAL unnest(k.periods) AS p(period)
+    WHERE c.user_id = p_user_id AND c.tags IS NOT NULL
+    UNION
+    -- the all-time board of a kind whose weeks archived them, their
+    -- completions retired since (retention)
+    SELECT split_part(st.season, '/', 1) || '/' || split_part(st.season, '/', 2) || '/UTC/all'
+    FROM season_standings st
+    WHERE st.user_id = p_user_id AND st.season LIKE '%%/%%'
+$$;
+
+CREATE FUNCTION laurels_board_seasons_v2(p_user_id bigint) RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+    SELECT DISTINCT t.tag || '/' || k.metric || '/'
+           || CASE WHEN p.period = 'all' THEN 'UTC' ELSE k.time_zone END || '/'
+           || CASE p.period
+                WHEN 'week' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'IYYY-"W"IW')
+                WHEN 'day' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'YYYY-MM-DD')
+                WHEN 'month' THEN to_char(c.completed_at AT TIME ZONE k.time_zone, 'YYYY-MM')
+                WHEN '7d' THEN 'last-7d'
+                WHEN '30d' THEN 'last-30d'
                 ELSE 'all' END
     FROM completions c
     CROSS JOIN LATERAL unnest(c.tags) AS t(tag)

@@ -5,7 +5,9 @@ season's board, and what each of them adds to a learner's score there.
   `season` parameter (on table alias `c`). On the whole platform's board
   (`global`), by the season's period: the week's indexed column; a day's
   or a month's range of `completed_at` (indexed, migration 006);
-  everything for `all`. On a board of a kind (seasons.Season, `board`),
+  everything for `all`; for a rolling window, from the first instant of
+  the first day it holds (the caller's `window_starts`). On a board of a
+  kind (seasons.Season, `board`),
   the completions tagged with it, in the range of its season in its kind's
   zone (the week column is the deployment zone's week).
 - `ON_BOARDS(c)` deals each completion `c` to the boards of kinds it counts
@@ -33,7 +35,7 @@ import re
 from typing import Any, LiteralString, assert_never
 
 from laurels.core.registry import Metric
-from laurels.core.seasons import GLOBAL, Season, parse_season
+from laurels.core.seasons import GLOBAL, START_OF_TIME, Season, parse_season
 
 _SEASON_FILTER = re.compile(r"SEASON_FILTER\((\w*)\)")
 _ON_BOARDS = re.compile(r"ON_BOARDS\((\w+)\)")
@@ -49,6 +51,9 @@ def _filter(season: Season, alias: str) -> str:
     on_board = "" if season.board == GLOBAL else f"{col}tags @> ARRAY[%(board)s]::text[]"
     if season.period == "all":
         return on_board or "true"
+    if season.window:  # from its first day on (`window_starts`: variant)
+        since = f"{col}completed_at >= %(season_starts)s"
+        return f"{since} AND {on_board}" if on_board else since
     if season.period == "week" and not on_board:
         return f"{col}season = %(season)s"
     in_range = f"{col}completed_at >= %(season_starts)s AND {col}completed_at < %(season_ends)s"
@@ -115,6 +120,10 @@ def variant(text: LiteralString, name: str, params: dict[str, Any], zone: str
     if season is None:
         season = parse_season(str(params["season"]), zone=zone)
     params["season_starts"], params["season_ends"] = season.starts_at, season.ends_at
+    if season.window:  # its range is its marker's, not its name's (lifecycle/windows.py)
+        # (unsaid, from the beginning: whether it has any completion at all,
+        # a learner's latest on a sum, which no earlier day changes)
+        params["season_starts"] = params.pop("window_starts", START_OF_TIME)
     if season.board != GLOBAL:
         params["board"] = season.board
     key = (name, season.period, season.board == GLOBAL, season.metric)

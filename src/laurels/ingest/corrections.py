@@ -37,7 +37,8 @@ from laurels.board import Delta, Profile
 from laurels.core import failpoints, shapes
 from laurels.core.errors import DomainError, StoreUnavailable
 from laurels.core.registry import CompletionCorrected
-from laurels.core.seasons import END_OF_TIME, GLOBAL, Period, Season, season_named, seasons_of
+from laurels.core.seasons import END_OF_TIME, GLOBAL, Period, Season, season_named
+from laurels.core.spans import seasons_of
 from laurels.db import Database, Jsonb, Tx
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.kind_rules import board_seasons

@@ -19,8 +19,9 @@ from laurels.board import Delta, Profile
 from laurels.core import failpoints
 from laurels.core.errors import ErrorCode
 from laurels.core.metrics import COMPLETIONS
-from laurels.core.seasons import END_OF_TIME, Found, Season, shifted
+from laurels.core.seasons import END_OF_TIME, Season, shifted
 from laurels.core.shapes import Recorded, Rejected
+from laurels.core.spans import Found
 from laurels.core.states import OutcomeStatus
 from laurels.core.validation import Completion, Invalid, validate_completion
 from laurels.db import Database, Row, bool_array, int_array, text_array, timestamp_array

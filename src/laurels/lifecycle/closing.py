@@ -25,8 +25,8 @@ from laurels.core.seasons import (
     season_named,
     season_of,
     shifted,
-    spanned,
 )
+from laurels.core.spans import spanned
 from laurels.db import Database, Jsonb, Tx
 from laurels.process.settings import Settings
 

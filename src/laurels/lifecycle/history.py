@@ -25,16 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from laurels.core.seasons import (
-    END_OF_TIME,
-    GLOBAL,
-    Period,
-    Season,
-    parse_season,
-    part_period,
-    season_of,
-    spanned,
-)
+from laurels.core.seasons import END_OF_TIME, GLOBAL, Period, Season, parse_season, season_of
+from laurels.core.spans import part_period, spanned
 from laurels.db import Database, Tx
 
 PATTERNS = {"week": "____-W__", "day": "____-__-__"}

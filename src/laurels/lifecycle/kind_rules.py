@@ -14,7 +14,8 @@ from typing import Any, NamedTuple, assert_never
 from laurels.board import Delta
 from laurels.core.errors import DomainError
 from laurels.core.registry import METRICS, Metric
-from laurels.core.seasons import BOARD_RE, GLOBAL, PERIODS, Found, Period, Season, kind_of
+from laurels.core.seasons import BOARD_RE, GLOBAL, PERIODS, WINDOW_DAYS, Period, Season, kind_of
+from laurels.core.spans import Found
 from laurels.core.time_zones import BadZone, zone_info
 from laurels.core.validation import unknown_field
 from laurels.db import Row
@@ -74,11 +75,13 @@ def check_board(board: str) -> str:
 
 def _periods(raw: Any) -> tuple[Period, ...]:
     if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
-        raise DomainError("validation_error", "periods must be a list of week, day, month, all")
+        raise DomainError("validation_error",
+                          "periods must be a list of week, day, month, all, 7d, 30d")
     unknown = sorted(set(raw) - set(PERIODS))
     if unknown:
         raise DomainError("validation_error",
-                          f"periods: unknown {', '.join(unknown)} (week, day, month, all)")
+                          f"periods: unknown {', '.join(unknown)} "
+                          "(week, day, month, all, 7d, 30d)")
     if len(set(raw)) != len(raw):
         raise DomainError("validation_error", "periods must be distinct")
     return tuple(p for p in PERIODS if p in {*raw, "week"})
@@ -184,13 +187,17 @@ def _tags_boards(tags: tuple[str, ...], at: datetime, kinds: Mapping[str, BoardK
         score, week = fixed_score(kind.metric), ""
         for period in kind.periods:  # `week` first
             season = found.season(at, period, kind.time_zone)
-            if period != "all":
+            part = week if period == "all" else ""
+            if period in WINDOW_DAYS:  # its entry carries its local day (a bound)
+                day = found.season(at, "day", kind.time_zone)
+                bounds[day.starts_at, day.ends_at] = None
+                part = day.label
+            elif period != "all":
                 bounds[season.starts_at, season.ends_at] = None
             board = season.on(tag, kind.metric)
             # On the all-time board, its week: a part once its month was
             # retired (history.history_of).
-            boards.append((board, score, kind.notify and period == "week",
-                           week if period == "all" else ""))
+            boards.append((board, score, kind.notify and period == "week", part))
             if period == "week":
                 week = board.name
     return _TagBoards(tuple(bounds), tuple(boards))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -72,15 +73,20 @@ class Source:
     params: dict[str, Any]
 
     @property
-    def long(self) -> bool:
-        """Built from archives too (lifecycle/history.py): never with other boards."""
-        return self.count == "long_event_count"
+    def alone(self) -> bool:
+        """Built from archives too (lifecycle/history.py), or a rolling window
+        from its first day: never with other boards."""
+        return self.count == "long_event_count" or self.season.window
 
     @classmethod
-    def of(cls, season: Season, history: History | None) -> Source:
+    def of(cls, season: Season, history: History | None,
+           window_starts: datetime | None = None) -> Source:
         if history is None:
+            params: dict[str, Any] = {"season": season}
+            if window_starts is not None:  # (db/variants.py)
+                params["window_starts"] = window_starts
             return cls(season, "season_event_count", "season_seqs", "season_aggregates",
-                       {"season": season})
+                       params)
         return cls(season, "long_event_count", "long_seqs", "long_aggregates",
                    {"season": season, "parts": history.parts, "cutoff": history.cutoff})
 

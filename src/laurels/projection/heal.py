@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from laurels.board.roles import Presence
-from laurels.core.seasons import END_OF_TIME, Period, Season, seasons_of
+from laurels.core.seasons import END_OF_TIME, Period, Season
+from laurels.core.spans import seasons_of
 from laurels.projection.filling import BOARDS_AT_ONCE, board_of, group_of
 from laurels.projection.rebuild import Rebuilder, RebuildResult, RebuildRunning, retrieved
 

@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
@@ -21,13 +23,15 @@ from laurels.board.roles import Applier
 from laurels.core import failpoints
 from laurels.core.errors import StoreUnavailable
 from laurels.core.metrics import APPLY_LAG, OUTBOX_AGE, OUTBOX_DEPTH
-from laurels.core.seasons import Found, Period, Season, part_period
+from laurels.core.seasons import WINDOW_DAYS, Period, Season
+from laurels.core.spans import Found, part_period
 from laurels.core.states import ApplyResult
 from laurels.db import Database, Listener, Tx
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.history import history_of
 from laurels.lifecycle.kind_rules import tagged_boards
+from laurels.lifecycle.windows import window_bounds
 from laurels.projection.heal import BACKGROUND_HEAL_WAIT_SECONDS, Healer
 
 log = logging.getLogger("laurels.projector")
@@ -51,7 +55,8 @@ def boards_of(deltas: list[Delta], periods: tuple[Period, ...], zone: str,
     once for all of them."""
     if len(periods) == 1 and tagged is None:
         return deltas
-    parts = {p: part_period(p, periods) for p in periods}
+    # (a window's entries carry their local day: apply.lua, "Windows")
+    parts = {p: "day" if p in WINDOW_DAYS else part_period(p, periods) for p in periods}
     found = Found()
     out = []
     for i, d in enumerate(deltas):
@@ -73,8 +78,10 @@ class Projector:
 
     def __init__(self, db: Database, board: Applier, healer: Healer,
                  lifecycle: Lifecycle, periods: tuple[Period, ...] = ("week",),
-                 kinds: BoardKinds | None = None) -> None:
+                 kinds: BoardKinds | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.db = db
+        self.clock = clock  # (a window's void: its first day by the clock)
         self.periods = periods
         self.kinds = kinds
         self.board = board
@@ -223,14 +230,23 @@ class Projector:
     async def _fallback(self, d: Delta, tx: Tx | None) -> Any:
         """The learner's state from what still counts on a void's board (see
         _with_resets): on a `best` board built from archives (a closed
-        season), from them as its reads are (lifecycle/history.py)."""
+        season), from them as its reads are (lifecycle/history.py). On a
+        window, from its first day by the clock: on a sum the latest
+        completion is the same from any earlier day; on `best`, a void just
+        after midnight, before the window moved, may fall back lower than a
+        leaving day's best, which the move then takes out and sets the
+        learner's best again (lifecycle/windows.py)."""
         if self._best(d.season):
             history = await history_of(self.db, self.periods, d.season, tx)
             if history is not None:
                 return await self.db.fetch_one(
                     "long_sums_for", tx, season=d.season, user_ids=[d.user_id],
                     parts=history.parts, cutoff=history.cutoff)
-        row = await self.db.fetch_one("latest_counted", tx, season=d.season, user_id=d.user_id)
+        since = {}
+        if d.season.window:  # a window's: from its first day by the clock (see below)
+            since["window_starts"] = window_bounds(d.season, self.clock())[0]
+        row = await self.db.fetch_one("latest_counted", tx, season=d.season, user_id=d.user_id,
+                                      **since)
         return row if row and row["last_at"] is not None else None
 
     async def forget(self, seqs: list[int]) -> None:

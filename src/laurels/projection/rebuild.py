@@ -16,8 +16,9 @@ import contextlib
 import hashlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from laurels.board import BuildGone
@@ -29,6 +30,7 @@ from laurels.core.states import RebuildStatus
 from laurels.db import Database, Jsonb, Tx
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.lifecycle.history import history_of
+from laurels.lifecycle.windows import build_starts
 from laurels.projection.filling import Building, Filler, Progress, RebuildFailed, Source, group_of
 
 if TYPE_CHECKING:
@@ -67,12 +69,11 @@ def lock_key(prefix: str, policy: str, season: Season) -> int:
 
 class Rebuilder:
     def __init__(self, db: Database, board: Builder, lifecycle: Lifecycle | None = None,
-                 periods: tuple[Period, ...] = ("week",), kinds: BoardKinds | None = None
-                 ) -> None:
-        self.db = db
+                 periods: tuple[Period, ...] = ("week",), kinds: BoardKinds | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.db, self.board, self.lifecycle = db, board, lifecycle
+        self.clock = clock  # a rolling window's first build starts from its day
         self.kinds = kinds  # a board of a kind is built only while its kind is defined
-        self.board = board
-        self.lifecycle = lifecycle
         self.periods = periods  # which boards are long (lifecycle/history.py)
         self.filler = Filler(db, board, lifecycle)
         self._running: dict[str, asyncio.Task[Any]] = {}  # by rebuild id
@@ -161,7 +162,6 @@ class Rebuilder:
         def forget(_task: asyncio.Task[Any]) -> None:
             for rebuild_id in records.values():
                 self._running.pop(rebuild_id, None)
-
         for rebuild_id in records.values():
             self._running[rebuild_id] = task
         task.add_done_callback(forget)
@@ -215,7 +215,7 @@ class Rebuilder:
         try:
             for season, rebuild_id in records.items():
                 builds.append(await self._begin(season, rebuild_id))
-            shared = [b for b in builds if not b.source.long]
+            shared = [b for b in builds if not b.source.alone]
             if shared:
                 outcome.update(await self._fill_and_switch(tx, shared, many=True))
             for b in builds:  # long boards (lifecycle/history.py), alone
@@ -346,7 +346,8 @@ class Rebuilder:
                  f" from {len(history.parts)} archived seasons" if history else "")
         for old in stale:
             await self.board.drop_version(season, old)
-        return Building(season, rebuild_id, version, current, Source.of(season, history))
+        return Building(season, rebuild_id, version, current, Source.of(
+            season, history, await build_starts(self.board, season, self.clock())))
 
     async def _build(self, tx: Tx, season: Season, rebuild_id: str,
                      progress: Progress | None) -> RebuildResult:

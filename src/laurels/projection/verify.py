@@ -29,6 +29,7 @@ from laurels.core.shapes import MismatchField
 from laurels.db import Database
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.history import history_of
+from laurels.lifecycle.windows import Windows
 from laurels.projection.projector import Projector
 
 BATCH = 2000
@@ -91,10 +92,12 @@ class VerifyResult:
 class Verifier:
     def __init__(self, db: Database, board: Scanner, projector: Projector,
                  lifecycle: Lifecycle | None = None,
-                 periods: tuple[Period, ...] = ("week",)) -> None:
+                 periods: tuple[Period, ...] = ("week",), windows: Windows | None = None
+                 ) -> None:
         self.db = db
         self.board = board
         self.periods = periods  # which boards are long (lifecycle/history.py)
+        self.windows = windows
         self.projector = projector
         self.lifecycle = lifecycle
 
@@ -114,6 +117,9 @@ class Verifier:
     async def _sums(self, season: Season) -> Sums:
         """The PostgreSQL side of a season: its completions' sums, or for a
         long board its closed parts' archives plus the rest (lifecycle/history.py)."""
+        if season.window and self.windows is not None:  # from its marker, once moved
+            return "season_sums", "season_sums_for", {
+                "window_starts": await self.windows.starts(season)}
         history = await history_of(self.db, self.periods, season)
         if history is None:
             return "season_sums", "season_sums_for", {}

@@ -25,6 +25,7 @@ from laurels.db import Database
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.history import history_of
+from laurels.lifecycle.windows import window_bounds
 from laurels.process.settings import Settings
 from laurels.projection.heal import REQUEST_HEAL_WAIT_SECONDS, Healer
 from laurels.reads.privacy import Privacy
@@ -63,10 +64,12 @@ def public_entry(e: Entry) -> shapes.Entry:
 
 
 class Reads:
-    def __init__(self, settings: Settings, db: Database, board: Reader,
+    def __init__(self, settings: Settings, db: Database, board: Reader,  # noqa: PLR0913
                  healer: Healer, lifecycle: Lifecycle, privacy: Privacy,
-                 kinds: BoardKinds | None = None) -> None:
+                 kinds: BoardKinds | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.settings = settings
+        self.clock = clock  # a season's status, a window's bounds
         self.kinds = kinds
         self.db = db
         self.board = board
@@ -75,14 +78,17 @@ class Reads:
         self.privacy = privacy
 
     def season_info(self, season: Season, now: datetime | None = None) -> shapes.SeasonInfo:
-        now = now or datetime.now(UTC)
+        now = now or self.clock()
         closed = season.is_closed(now, self.settings.late_grace_seconds,
                                   self.settings.close_seasons)
         bounded = season.bounded  # `all` has no boundaries (null)
+        starts_at, ends_at = (season.starts_at, season.ends_at)
+        if season.window:  # what it holds by the clock (lifecycle/windows.py)
+            starts_at, ends_at = window_bounds(season, now)
         return {"season": season.label, "board": season.board, "metric": season.metric,
                 "period": season.period,
-                "starts_at": iso(season.starts_at) if bounded else None,
-                "ends_at": iso(season.ends_at) if bounded else None,
+                "starts_at": iso(starts_at) if bounded or season.window else None,
+                "ends_at": iso(ends_at) if bounded or season.window else None,
                 "status": "closed" if closed else "open",
                 "tie_policy": self.settings.tie_policy}
 
@@ -90,6 +96,8 @@ class Reads:
                        ) -> datetime | None:
         """When the season's `status` (as `season_info` tells it) changes:
         when it closes, or None once closed or when it never closes."""
+        if season.window:  # its bounds move at the next local midnight
+            return window_bounds(season, now or self.clock())[1]
         if not (self.settings.close_seasons and season.bounded):
             return None
         closes = season.closes_at(self.settings.late_grace_seconds)

@@ -58,7 +58,8 @@
 -- KEYS, each season's in turn: its current marker (the version readers
 -- use), building marker (the version being rebuilt, if any), set of erased
 -- learners (never scored again), notification stream (rank events for the
--- projector) and ties hash (learners a void is in flight for; see below);
+-- projector), ties hash (learners a void is in flight for; see below) and
+-- window marker (a rolling window's: see Windows below);
 -- for each target version t: public zset, hidden zset, users hash, chunks
 -- set, corrections hash, parts set; then the bits: for each target t, its
 -- C applied bitmaps (bits 's'), or its one bits hash (bits 'h': a board of
@@ -101,6 +102,15 @@
 -- version and answers -1, "deferred", and its outbox row stays until the
 -- new version is current, which then takes it (a rebuild never has to tell
 -- a correction that reached it live from one its snapshot holds).
+-- Windows: a rolling window (`last-7d`, season `window` '1') holds the
+-- completions of its last local days. Its marker's `from` is the first day
+-- it holds: an entry whose part (its local day, 'YYYY-MM-DD') is earlier
+-- changes nothing and answers 0, whatever the version. At a local midnight
+-- the marker moves first, then each completion of the days left is taken
+-- out as a correction numbered WINDOW_LEFT (lifecycle/windows.py): above
+-- every real correction, so it converges like one, and no later void or
+-- restore of that completion moves the window again. (A window whose marker
+-- is lost filters nothing until its rebuild sets it again.)
 -- Returns {'OK', then for each season: its status ('OK'; 'STALE' when the
 -- caller's versions are out of date; 'MISSING' when it has no board: never
 -- write a partial one), current, building (as they are, when STALE) and the
@@ -138,8 +148,9 @@ do
       expected_current = HEADS[a + SEASON.expected_current],
       expected_building = HEADS[a + SEASON.expected_building],
       current = KEYS[key_at + 1], building = KEYS[key_at + 2], erased = KEYS[key_at + 3],
-      stream = KEYS[key_at + 4], ties = KEYS[key_at + 5],
-      first = key_at + 1, versions_at = key_at + 5, bits_at = key_at + 5 + 6 * T,
+      stream = KEYS[key_at + 4], ties = KEYS[key_at + 5], window_key = KEYS[key_at + 6],
+      window = HEADS[a + SEASON.window] == '1',
+      first = key_at + 1, versions_at = key_at + 6, bits_at = key_at + 6 + 6 * T,
       T = T, C = C, hashed = HEADS[a + SEASON.bits] == 'h',
       first_is_current = on_current ~= '0', rank_events = on_current == '1',
       best = metric == 'best', lean = policy == 'shared' and metric ~= 'best',
@@ -258,6 +269,7 @@ for _, ctx in ipairs(seasons) do
     for t = 0, ctx.T - 1 do
       ctx.has_parts[t] = redis.call('EXISTS', KEYS[ctx.versions_at + 6 * t + 6]) == 1
     end
+    if ctx.window then ctx.from = redis.call('HGET', ctx.window_key, 'from') end
   end
 end
 
@@ -548,6 +560,9 @@ local function apply_entry(ctx, k)
   local profile_version = ITEMS[i + ITEM.profile_version]
   local visibility, name = ITEMS[i + ITEM.visibility], ITEMS[i + ITEM.name]
   local erased = ctx.gone[uid] == true
+  if ctx.from and correction < WINDOW_LEFT and part < ctx.from then
+    return  -- a day the window no longer holds (see Windows): its answer stays 0
+  end
   local applied, current_vis, deferred = 0, '', false
   for t = 0, ctx.T - 1 do
     local got, vis = 0, ''
@@ -587,7 +602,7 @@ local I_SEQ, I_UID, I_CORRECTION = ITEM.seq, ITEM.uid, ITEM.correction
 local I_VERSION, I_VISIBILITY, I_NAME = ITEM.profile_version, ITEM.visibility, ITEM.name
 for _, ctx in ipairs(seasons) do
   local plain = ctx.lean and ctx.T == 1 and ctx.hashed and ctx.first_is_current
-      and not ctx.rank_events and not ctx.has_parts[0]
+      and not ctx.rank_events and not ctx.has_parts[0] and not ctx.window
   if ctx.refused then
     -- (a refused season: its entries answer 0)
   elseif not plain then

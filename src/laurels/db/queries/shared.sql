@@ -20,8 +20,8 @@ WHERE SEASON_FILTER() AND correction > 0;
 -- Finalizing takes FOR UPDATE on its season, so a profile change or an
 -- erasure either commits before the archive is built (which then sees it) or
 -- waits for the archive to commit (and then re-ranks or deletes it).
--- Every period's seasons: the week in `season`, the day, the month and `all`
--- from `completed_at`, in the deployment's time zone (`zone`, which the
+-- Every period's seasons: the week in `season`, the day, the month, `all`
+-- and the windows from `completed_at`, in the deployment's time zone (`zone`, which the
 -- database adds itself); a period that is not configured has no rows here;
 -- and the seasons of the boards of kinds their tags name.
 SELECT season, finalized_at IS NOT NULL AS finalized FROM seasons
@@ -31,12 +31,15 @@ WHERE season IN (SELECT season FROM completions WHERE user_id = %(user_id)s
                  UNION SELECT to_char(completed_at AT TIME ZONE %(zone)s, 'YYYY-MM')
                        FROM completions WHERE user_id = %(user_id)s
                  UNION SELECT 'all' FROM completions WHERE user_id = %(user_id)s
+                 -- the rolling windows (their one season each: migration 040)
+                 UNION SELECT w FROM unnest(ARRAY['last-7d', 'last-30d']) AS w
+                       WHERE EXISTS (SELECT 1 FROM completions WHERE user_id = %(user_id)s)
                  UNION SELECT season FROM season_standings WHERE user_id = %(user_id)s
                  -- the all-time board of a learner whose completions were all
                  -- retired holds their archived weeks (it never closes)
                  UNION SELECT 'all' FROM season_standings WHERE user_id = %(user_id)s
                  -- the boards of kinds their tags name (migration 026)
-                 UNION SELECT laurels_board_seasons_v1(%(user_id)s))
+                 UNION SELECT laurels_board_seasons_v2(%(user_id)s))
 ORDER BY season FOR SHARE;
 
 -- name: lock_season_for_finalize

@@ -29,7 +29,7 @@ SELECT season FROM gone;
 -- those with no `seasons` row (never built) recorded in board_tombstones, so
 -- that their kind's deletion drops their keys (delete_kind_seasons), in name
 -- order (two erasures wait on each other's rows in one order: no deadlock).
-WITH boards AS (SELECT laurels_board_seasons_v1(%(user_id)s) AS season),
+WITH boards AS (SELECT laurels_board_seasons_v2(%(user_id)s) AS season),
      unbuilt AS (INSERT INTO board_tombstones (season)
                  SELECT b.season FROM boards b
                  WHERE NOT EXISTS (SELECT 1 FROM seasons s WHERE s.season = b.season)
