@@ -77,7 +77,7 @@ WRITERS: dict[str, tuple[str, str]] = {
     "loop deployment": (FAULTS, "silent"),
     "loop webhooks": (INTERLEAVED, "deliver"),
     "loop challenges": (CHALLENGES, "decide"),  # and the watch: below
-    "loop windows": (INTERLEAVED, "window"),  # a rolling window's midnight
+    "loop windows": (INTERLEAVED, "window"),  # a rolling window's midnight (FAULTS too)
     # the seasons and leagues loops' steps, and the lifecycle steps
     "step prepare": (INTERLEAVED, "prepare"),
     "step finalize_due": (FAULTS, "finalize"),

@@ -191,13 +191,15 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
     groups = Groups(db, board, reads, privacy)
     notifications = Notifications(db, board_kinds)
+    windows = Windows(db, board, settings.periods, board_kinds, clock or _now)
+    windows.rebuild = rebuilder.run  # a window whose marker is lost
     epoch = EpochWatch(db, board, rebuilder,
-                       CatchUp(db, board, projector, lifecycle, settings.periods), board_kinds)
+                       CatchUp(db, board, projector, lifecycle, settings.periods, windows),
+                       board_kinds)
     # Board reads wait while a server is doubted; a doubt is settled from
     # the servers and PostgreSQL's record (board/trust.py).
     board.trust.current, board.trust.recorded = board.fingerprint, epoch.recorded
     deliveries = Deliveries(db, settings)
-    windows = Windows(db, board, settings.periods, board_kinds, clock or _now)
     # What an erasure makes forget, in the order of the locks their statements
     # take (members, group, deliveries): erasure.Forgets.
     erasure = Erasure(settings, db, board, lifecycle)

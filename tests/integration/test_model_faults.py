@@ -9,7 +9,8 @@ a closed week finalized) with the faults a deployment meets, each a move:
 - a failover to a replica one step behind (the same, from the snapshot of
   the step before the last: a new run id, the last step lost);
 - one key lost (a season's marker: a board that must heal, never be served
-  half);
+  half; or a rolling window's marker: a board rebuilt);
+- a rolling window's midnight (its clock moved on, the days leaving it out);
 - a process silent past the heartbeat (forgotten; another records other
   settings; it must not rejoin beside them);
 - the epoch watch's tick (the repair that proves a restarted Redis).
@@ -88,7 +89,9 @@ class FaultMachine(RuleBasedStateMachine):
                           Secrets(INGEST, ADMIN, USER_SECRET), self.cfg.database_url or "",
                           self.server.url)
         self.loop.run_until_complete(self.rt.open(run_migrations=False))
-        self.svc: Services = self.rt.derive(clock=lambda: NOW, periods=("week", "all"))
+        self.svc: Services = self.rt.derive(clock=lambda: NOW, periods=("week", "all", "7d"))
+        self.window_days = 0  # the windows' clock: days after NOW (the `window` rule)
+        self.svc.windows.clock = lambda: NOW + timedelta(days=self.window_days)
         self.dumps: list[Path] = []
         self.cids = itertools.count(1)
         self.log: list[str] = []
@@ -113,7 +116,7 @@ class FaultMachine(RuleBasedStateMachine):
         async def go() -> None:
             async with self.svc.db.connection() as conn:  # this test's database: empty
                 await reset_tables(conn)
-            await self.svc.board_kinds.define("course", {"periods": ["week", "all"]})
+            await self.svc.board_kinds.define("course", {"periods": ["week", "all", "7d"]})
             await self.svc.epoch.check()  # the run id proven
             self.member = Membership(self.svc.db, "serve", refused=self.refused.append)
             await self.member.join(self.svc.settings, self.rt.secrets)
@@ -157,7 +160,7 @@ class FaultMachine(RuleBasedStateMachine):
     @rule(zone=st.sampled_from(["UTC", "Asia/Tokyo"]))
     def define_kind(self, zone: str) -> None:
         self.run(self._do(f"define course {zone}", self.svc.board_kinds.define(
-            "course", {"periods": ["week", "all"], "time_zone": zone})))
+            "course", {"periods": ["week", "all", "7d"], "time_zone": zone})))
 
     @rule()
     def delete_kind(self) -> None:
@@ -171,6 +174,13 @@ class FaultMachine(RuleBasedStateMachine):
             return await self.svc.lifecycle.finalize_due(NOW + timedelta(days=14))
 
         self.run(self._do("finalize W47", work()))
+
+    @rule(days=st.integers(1, 3))
+    def window(self, days: int) -> None:
+        """The windows' clock moves on: their loop's tick takes the days
+        leaving them out (a snapshot may later bring a window back to before)."""
+        self.window_days = min(self.window_days + days, 10)
+        self.run(self._do(f"windows +{self.window_days}d", self.svc.windows.tick()))
 
     # -- the faults ----------------------------------------------------------------
 
@@ -195,10 +205,11 @@ class FaultMachine(RuleBasedStateMachine):
     @rule(i=st.integers(0, 1000))
     def lose_key(self, i: int) -> None:
         """One key lost: a season's marker (its board must heal, never be
-        served half)."""
+        served half), or a rolling window's (its days unknown: rebuilt)."""
         async def go() -> None:
-            keys = sorted([str(k) async for k in self.svc.redis.scan_iter(
-                match=f"{self.svc.keys.prefix}:*:current", count=1000)])
+            keys = sorted([str(k) for pattern in (":current", ":window")
+                           for k in [k async for k in self.svc.redis.scan_iter(
+                               match=f"{self.svc.keys.prefix}:*{pattern}", count=1000)]])
             if keys:
                 self.log.append(f"lose {keys[i % len(keys)]}")
                 await self.svc.redis.delete(keys[i % len(keys)])

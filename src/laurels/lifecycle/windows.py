@@ -32,9 +32,11 @@ Redis each step is one script on the window's slot.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from laurels.board import Delta, Profile
 from laurels.board.lua_args import WINDOW_LEFT
@@ -63,6 +65,9 @@ class Windows:
         self.kinds = kinds
         self.clock = clock
         self._moved: dict[str, str] = {}  # window -> the first day it was last moved to
+        # A board whose marker was lost (a lost key) cannot tell the days it
+        # holds: rebuilt (wire() hands the rebuilder's `run` here).
+        self.rebuild: Callable[[Season], Awaitable[Any]] | None = None
 
     async def seasons(self) -> list[Season]:
         """Every window with a board to keep: the whole board's configured
@@ -94,8 +99,14 @@ class Windows:
         often): the next tick takes it up."""
         first = season.window_from(local_date(now, season.zone)).isoformat()
         marker = await self.board.window(season)
-        if not marker.current or not marker.first:
+        if not marker.current:
             return True  # no board: its build sets the marker from the clock
+        if not marker.first:
+            log.warning("%s lost its window marker: rebuilding it", season)
+            if self.rebuild is not None:
+                with contextlib.suppress(Exception):  # (one already running: it sets one)
+                    await self.rebuild(season)
+            return False  # (moved to the clock by the next tick, from its new marker)
         if marker.first < first:
             marker = await self.board.window(season, "advance", first)
             if marker.busy:
@@ -110,15 +121,22 @@ class Windows:
             await self.board.window(season, "forgot", marker.done)
         return True
 
+    async def held_from(self, season: Season) -> datetime | None:
+        """The first instant a window's board holds, by its marker as it is
+        (None for a season that is no window, or a window without one)."""
+        if not season.window:
+            return None
+        marker = await self.board.window(season)
+        return local_midnight(date.fromisoformat(marker.first), season.zone) \
+            if marker.first else None
+
     async def starts(self, season: Season) -> datetime:
         """The first instant the window holds, once moved to the clock (what
         `laurels verify` compares it with); the clock's when it has no board."""
         now = self.clock()
         await self.move(season, now)
-        marker = await self.board.window(season)
-        if not marker.first:
-            return window_bounds(season, now)[0]
-        return local_midnight(date.fromisoformat(marker.first), season.zone)
+        held = await self.held_from(season)
+        return window_bounds(season, now)[0] if held is None else held
 
     def _span(self, season: Season, since: str, until: str) -> dict[str, object]:
         return {"since": local_midnight(date.fromisoformat(since), season.zone),

@@ -37,6 +37,7 @@ from laurels.projection.projector import Projector
 
 if TYPE_CHECKING:
     from laurels.lifecycle.closing import Lifecycle
+    from laurels.lifecycle.windows import Windows
 
 log = logging.getLogger("laurels.catchup")
 PROFILES_BY_LEARNERS = 10_000  # a board with fewer: its own learners' profiles (_profiles)
@@ -54,12 +55,13 @@ class CaughtUp:
 
 class CatchUp:
     def __init__(self, db: Database, board: Inspector, projector: Projector, lifecycle: Lifecycle,
-                 periods: tuple[Period, ...]) -> None:
+                 periods: tuple[Period, ...], windows: Windows | None = None) -> None:
         self.db = db
         self.board = board
         self.projector = projector
         self.lifecycle = lifecycle
         self.periods = periods
+        self.windows = windows
 
     async def season(self, season: Season) -> CaughtUp | None:
         """Catch a season's board up with PostgreSQL; None when it cannot be
@@ -70,7 +72,12 @@ class CatchUp:
         done = CaughtUp(season)
         erased = await self._tombstones(season)
         history = await history_of(self.db, self.periods, season)
-        source = Source.of(season, history)
+        # A rolling window: the days its marker (as restored) still holds
+        # (without one it cannot tell them: rebuilt).
+        held_from = await self.windows.held_from(season) if self.windows else None
+        if season.window and held_from is None:
+            return None
+        source = Source.of(season, history, held_from)
         missing: list[int] = []
         try:
             async with self.db.snapshot() as tx:
@@ -87,6 +94,8 @@ class CatchUp:
         for i in range(0, len(missing) + len(stale), LOAD_BATCH):
             await self._replay(season, (missing + stale)[i:i + LOAD_BATCH])
         done.profiles = await self._profiles(season, state.version)
+        if season.window and self.windows is not None:  # its days left since, out again
+            await self.windows.move(season, self.windows.clock())
         if await self.lifecycle.finalized([season]):
             await self.lifecycle.expire(season)
         if erased or done.completions or done.corrections or done.profiles:
