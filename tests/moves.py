@@ -45,6 +45,8 @@ WRITERS: dict[str, tuple[str, str]] = {
     "POST /v1/admin/webhooks/deliveries/{delivery_id}/retry": (INTERLEAVED, "retry_delivery"),
     "PUT /v1/admin/challenges/{challenge_id}": (CHALLENGES, "define"),
     "DELETE /v1/admin/challenges/{challenge_id}": (CHALLENGES, "delete"),
+    "PUT /v1/admin/team-kinds/{team}": (INTERLEAVED, "team_define"),
+    "DELETE /v1/admin/team-kinds/{team}": (INTERLEAVED, "team_delete"),
     "POST /v1/challenges/{challenge_id}/join": (CHALLENGES, "join"),
     # CLI commands that write (each calls the route's domain operation)
     "cli serve": (FAULTS, "silent"),  # joins the deployment, beats; its loops below
@@ -103,6 +105,14 @@ WRITERS: dict[str, tuple[str, str]] = {
     "Groups.delete": (INTERLEAVED, "group_delete"),
     "Groups.change_members": (INTERLEAVED, "group_members"),
     "Groups.forget": (INTERLEAVED, "erase"),  # an erasure's step (erasure.Forgets)
+    "Teams.define": (INTERLEAVED, "team_define"),
+    "Teams.delete": (INTERLEAVED, "team_delete"),
+    "Teams.moved": (INTERLEAVED, "group_members"),  # every change of who counts in a team
+    "Teams.moved_everywhere": (INTERLEAVED, "suspend"),
+    "Teams.ready": (INTERLEAVED, "team_read"),  # a board filled when first read
+    "Windows.tick": (INTERLEAVED, "window"),
+    "Windows.move": (INTERLEAVED, "window"),
+    "Windows.starts": (INTERLEAVED, "window"),  # verify's: the window moved first
     # faults (DESIGN.md: faults are moves too)
     "fault restart from an older snapshot": (FAULTS, "restart_from_snapshot"),
     "fault failover to a replica one step behind": (FAULTS, "failover"),
@@ -140,6 +150,11 @@ READERS: dict[str, str] = {
     "Standings.around": "reads a challenge's board",
     "Standings.of_learner": "reads a learner's challenges",
     "Groups.get": "reads a group",
+    "Teams.all": "reads the team kinds",
+    "Teams.get": "reads a team kind",
+    "Teams.boards": "reads which team boards Redis keeps",
+    "Windows.seasons": "reads which windows have boards",
+    "Windows.held_from": "reads a window's marker",
     "Groups.hold": "an erasure's step that takes no lock and writes nothing",
     "Groups.of_learner": "reads a learner's groups",
     "Groups.read_access": "reads who may read a group",

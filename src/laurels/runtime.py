@@ -39,6 +39,7 @@ from laurels.learners.profiles import Learners
 from laurels.lifecycle.board_kinds import BoardKinds
 from laurels.lifecycle.closing import Lifecycle
 from laurels.lifecycle.history import Partitions
+from laurels.lifecycle.teams import Teams
 from laurels.lifecycle.windows import Windows
 from laurels.live.hub import Hub
 from laurels.live.notifications import Notifications
@@ -52,10 +53,12 @@ from laurels.projection.epoch import EpochWatch
 from laurels.projection.heal import Healer
 from laurels.projection.projector import Projector
 from laurels.projection.rebuild import Rebuilder
+from laurels.projection.team_verify import TeamChecker
 from laurels.projection.verify import Verifier
 from laurels.reads.boards import Reads
 from laurels.reads.groups import Groups
 from laurels.reads.privacy import REFRESH_SECONDS, Privacy
+from laurels.reads.teams import TeamReads
 
 log = logging.getLogger("laurels.runtime")
 PROVEN_WAIT_SECONDS = 60.0  # a one-shot command waits this long for a Redis being repaired
@@ -110,6 +113,9 @@ class Services:
     deliveries: Deliveries  # the operator's view of them, with or without a URL
     board_kinds: BoardKinds
     windows: Windows  # rolling windows moved at local midnight
+    teams: Teams  # team kinds; who counts in which team on the boards Redis keeps
+    team_reads: TeamReads
+    team_checker: TeamChecker  # team boards against PostgreSQL (`verify --all`)
     # This process among the deployment's (a serve or projector the CLI
     # started: process/deployment.py); it says it runs every 2 s.
     membership: Membership | None = None
@@ -166,6 +172,15 @@ def _challenges(settings: Settings, db: Database, board: Board, privacy: Privacy
             "challenge_checker": Checker(db, settings.tie_policy)}
 
 
+def _webhooks(settings: Settings, secrets: Secrets, db: Database,
+              notifications: Notifications) -> Webhooks | None:
+    """The deliveries' sender, with LAURELS_WEBHOOK_URL."""
+    if settings.webhook_url is None:
+        return None
+    return Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
+                    settings.webhook_timeout_seconds, concurrency=settings.webhook_concurrency)
+
+
 def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
          clock: Clock | None = None) -> Services:
     """Settings, secrets and store clients -> the whole service graph."""
@@ -189,7 +204,8 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     partitions = Partitions(db, lifecycle.archive_boards_of,
                             grace_seconds=settings.late_grace_seconds,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
-    groups = Groups(db, board, reads, privacy)
+    teams = Teams(db, board)
+    groups = Groups(db, board, reads, privacy, teams)
     notifications = Notifications(db, board_kinds)
     windows = Windows(db, board, settings.periods, board_kinds, clock or _now)
     windows.rebuild = rebuilder.run  # a window whose marker is lost
@@ -204,24 +220,22 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     # take (members, group, deliveries): erasure.Forgets.
     erasure = Erasure(settings, db, board, lifecycle)
     erasure.concerns = [LeagueErasure(db), ChallengeErasure(db), groups, notifications, deliveries]
-    webhooks = None
-    if settings.webhook_url is not None:
-        webhooks = Webhooks(db, notifications, settings.webhook_url, secrets.webhook_secret,
-                            settings.webhook_timeout_seconds,
-                            concurrency=settings.webhook_concurrency)
+    webhooks = _webhooks(settings, secrets, db, notifications)
     return Services(
         settings=settings, db=db, redis=redis, keys=keys, board=board, lifecycle=lifecycle,
         erasure=erasure,
         rebuilder=rebuilder, healer=healer, notifier=notifier, projector=projector,
         ingestor=Ingestor(settings, db, projector, partitions, clock or _now),
         partitions=partitions,
-        learners=Learners(db, board, lifecycle, privacy, erasure),
+        learners=Learners(db, board, lifecycle, privacy, erasure, teams),
         verifier=Verifier(db, board, projector, lifecycle, settings.periods, windows),
         reads=reads, groups=groups, leagues=Leagues(settings, db, board, groups, privacy),
         corrections=Corrections(db, projector, lifecycle, settings.periods),
         notifications=notifications, subscription=subscription, hub=hub, signals=signals,
         privacy=privacy, epoch=epoch, secrets=secrets, webhooks=webhooks,
-        deliveries=deliveries, board_kinds=board_kinds, windows=windows,
+        deliveries=deliveries, board_kinds=board_kinds, windows=windows, teams=teams,
+        team_reads=TeamReads(db, board, reads, teams),
+        team_checker=TeamChecker(db, board, teams, windows, settings.periods),
         **_challenges(settings, db, board, privacy, clock or _now),
         # A serve's worker keeps its serve alive among the deployment's processes.
         membership=(Membership(db, "serve", settings.process_id, joined=(settings, secrets),

@@ -259,7 +259,8 @@ def test_verify_all_walks_every_season_of_every_board_archives_included(
     out = laurels(env, "verify", "--all")
     assert out.returncode == 0, out.stderr
     summary = out.stdout.strip().splitlines()[-1]
-    assert summary.startswith("laurels: 4 seasons and challenges verified (2 closed"), out.stdout
+    assert summary.startswith("laurels: 4 seasons, challenges and team boards verified "
+                              "(2 closed"), out.stdout
     assert summary.endswith(": 4 consistent, 0 NOT"), out.stdout
     with psycopg.connect(database_url, autocommit=True) as conn:  # a reward not of its rank
         conn.execute("UPDATE challenge_results SET reward = 'gold' WHERE user_id = 2")

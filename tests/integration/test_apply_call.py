@@ -16,13 +16,17 @@ from redis.client import NEVER_DECODE
 from laurels.board import Board, Delta, Profile
 from laurels.board.keys import Keys
 from laurels.core.ranking import pad_uid
-from laurels.core.seasons import PERIODS, Season, parse_season, season_of
+from laurels.core.seasons import Season, parse_season, season_of
 from laurels.projection.projector import boards_of
 from laurels.projection.rebuild import Rebuilder
 from laurels.runtime import Runtime
 
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)
+
+# The calendar periods (a window holds a completion only while its day is
+# in it: tests/integration/test_windows.py).
+CALENDAR = ("week", "day", "month", "all")
 
 
 async def built(rt: Runtime, board: Board, seasons: list[Season]) -> None:
@@ -39,7 +43,7 @@ async def test_a_completion_s_boards_go_in_one_call_as_one_item(rt: Runtime) -> 
     at = datetime(2026, 12, 2, 10, 30, 15, 250_000, tzinfo=UTC)
     evs = [Delta(next(_seq), uid, 3, at + timedelta(minutes=uid),
                  season_of(at, "week", zone="UTC"), PUBLIC) for uid in (1, 2, 3)]
-    boards = boards_of(evs, PERIODS, "UTC")
+    boards = boards_of(evs, CALENDAR, "UTC")
     seasons = sorted({b.season for b in boards})
     assert len(seasons) == 4 and len(boards) == 12
     await built(rt, board, seasons)
@@ -67,7 +71,7 @@ async def test_a_completion_s_boards_in_several_calls_share_its_item(
     at = datetime(2026, 12, 2, 10, 30, tzinfo=UTC)
     evs = [Delta(next(_seq), uid, uid, at + timedelta(minutes=10 - uid),
                  season_of(at, "week", zone="UTC"), PUBLIC) for uid in range(1, 7)]
-    boards = boards_of(evs, PERIODS, "UTC")
+    boards = boards_of(evs, CALENDAR, "UTC")
     seasons = sorted({b.season for b in boards})
     await built(rt, board, seasons)
     batches = board._batches(boards, list(range(len(boards))))
@@ -160,7 +164,7 @@ async def test_tie_times_are_the_season_s_own(rt: Runtime, zone: str) -> None:
                 datetime(2026, 12, 2, 9, 8, 7, 654_321, tzinfo=UTC)]
     evs = [Delta(next(_seq), 10 + k, 1, at, season_of(at, "week", zone=zone), PUBLIC)
            for k, at in enumerate(instants)]
-    boards = boards_of(evs, PERIODS, zone)
+    boards = boards_of(evs, CALENDAR, zone)
     seasons = sorted({b.season for b in boards})
     await built(rt, board, seasons)
     assert set(await board.apply(boards)) == {"applied"}

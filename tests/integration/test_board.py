@@ -15,7 +15,7 @@ from laurels.board import Board, Delta, Profile
 from laurels.board.keys import Keys, chunk_of
 from laurels.core.errors import StoreUnavailable
 from laurels.core.ranking import Standing, rank_all
-from laurels.core.seasons import PERIODS, parse_season, season_of, week
+from laurels.core.seasons import parse_season, season_of, week
 from laurels.projection.projector import boards_of
 from laurels.projection.rebuild import Rebuilder
 from laurels.runtime import Runtime, redis_client
@@ -25,6 +25,10 @@ SEASON = week(2026, 49)
 START = SEASON.starts_at
 PUBLIC = Profile(0, "public", "")
 _seq = itertools.count(1)
+
+# The calendar periods (a window holds a completion only while its day is
+# in it: tests/integration/test_windows.py).
+CALENDAR = ("week", "day", "month", "all")
 
 
 def ev(uid: int, points: int, minutes: int = 0, profile: Profile = PUBLIC,
@@ -205,7 +209,7 @@ async def test_every_period_s_board_is_independent_of_arrival_order(
     evs = [Delta(next(_seq), uid, pts, INSTANTS[k],
                  season_of(INSTANTS[k], "week", zone="UTC"), PUBLIC)
            for uid, pts, k in raw]
-    boards = boards_of(evs, PERIODS, "UTC")
+    boards = boards_of(evs, CALENDAR, "UTC")
     order = data.draw(st.permutations(range(len(boards))))
     dup = data.draw(st.lists(st.sampled_from(range(len(boards))), max_size=5))
     board = Board(rt.redis, Keys(rt.keys.prefix, policy), policy,  # type: ignore[arg-type]

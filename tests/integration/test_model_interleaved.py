@@ -4,7 +4,8 @@ A hypothesis state machine starts operations (ingest with its fast path,
 erasure, profile change, finalize, rebuild, void and restore, suspend and
 unsuspend, losing Redis, league placement, the zone pass and the decision,
 retention, webhook deliveries to a receiver on a loopback port, a rolling
-window's midnight) as tasks. An
+window's midnight, team kinds and their boards filled, groups joining and
+leaving them) as tasks. An
 operation may be started *held* at one of its named pause points
 (laurels.core.failpoints): it stops there, with whatever PostgreSQL locks it holds,
 (weekly leagues are on: placements and decisions are operations too; the
@@ -91,6 +92,7 @@ def board(name: str) -> Season:  # (the rules draw names: their steps read as na
 
 NOW = datetime(2026, 11, 24, 12, tzinfo=UTC)  # W48; W47 still in its grace
 USERS = [1, 2, 3, 4]
+GROUPS = ["class", "house"]  # groups, of the `classes` team kind or of none
 # Retention as if two months had passed: November (both weeks) is dropped
 # once its seasons are finalized and its league weeks decided.
 RETIRE_AT = NOW + timedelta(days=60)
@@ -113,6 +115,8 @@ POINTS = {  # where each operation can be held (None: run it through)
     "zones": [None, "league_zoning"],
     "deliver": [None, "webhook_claimed", "webhook_locked"],
     "window": [None, "window_advanced", "window_batch_left"],
+    "team": [None, "team_moving"],
+    "team_read": [None, "team_filling"],
 }
 # What an operation may legitimately answer in some interleaving.
 EXPECTED = (DomainError, RebuildRunning, RebuildFailed)
@@ -185,6 +189,7 @@ class InterleavingMachine(RuleBasedStateMachine):
                                       retain_completions_days=30, **LEAGUES)
             self.svc.windows.clock = lambda: NOW + timedelta(days=self.window_days)
             await self.svc.leagues.store_settings()
+            await self.svc.teams.define("classes", {"aggregate": "sum"})
             await store_settings(self.svc.db, self.svc.settings)
             assert self.svc.webhooks is not None
             self.http = self.svc.webhooks.client()
@@ -433,26 +438,55 @@ class InterleavingMachine(RuleBasedStateMachine):
 
         self.run(self._launch("read notes", uid, None, work()))
 
-    @rule(access=st.sampled_from(["members", "public"]))
-    def group_put(self, access: str) -> None:
-        """The class's group made or changed."""
+    @rule(access=st.sampled_from(["members", "public"]), group=st.sampled_from(GROUPS),
+          team=st.sampled_from([None, "classes", "keep"]))
+    def group_put(self, access: str, group: str, team: str | None) -> None:
+        """A group made or changed: its access, and its team kind (none, the
+        `classes` kind, or left as it is)."""
         assert self.svc is not None
-        body = GroupIn(name="Class", access=access)  # type: ignore[arg-type]
-        self.run(self._launch("group put", None, None, self.svc.groups.put("class", body)))
+        fields: dict[str, Any] = {"name": group.title(), "access": access}
+        if team != "keep":
+            fields["team"] = team
+        self.run(self._launch("group put", None, None,
+                              self.svc.groups.put(group, GroupIn(**fields))))
 
     @rule(add=st.sets(st.sampled_from(USERS), max_size=3),
-          remove=st.sets(st.sampled_from(USERS), max_size=2))
-    def group_members(self, add: set[int], remove: set[int]) -> None:
-        """Members added and removed (404 while the group does not exist)."""
+          remove=st.sets(st.sampled_from(USERS), max_size=2), group=st.sampled_from(GROUPS),
+          point=st.sampled_from(POINTS["team"]))
+    def group_members(self, add: set[int], remove: set[int], group: str,
+                      point: str | None) -> None:
+        """Members added and removed (404 while the group does not exist);
+        its team's boards move before it commits (held there)."""
         assert self.svc is not None
         body = MembersIn(add=sorted(add), remove=sorted(remove - add))
-        self.run(self._launch("group members", None, None,
-                              self.svc.groups.change_members("class", body)))
+        self.run(self._launch("group members", None, point,
+                              self.svc.groups.change_members(group, body)))
+
+    @rule(group=st.sampled_from(GROUPS))
+    def group_delete(self, group: str) -> None:
+        assert self.svc is not None
+        self.run(self._launch("group delete", None, None, self.svc.groups.delete(group)))
+
+    @rule(aggregate=st.sampled_from(["sum", "mean", "top"]))
+    def team_define(self, aggregate: str) -> None:
+        """The team kind defined (`kind_conflict` when it exists otherwise)."""
+        assert self.svc is not None
+        body: dict[str, Any] = {"aggregate": aggregate, **({"top": 2} if aggregate == "top"
+                                                            else {})}
+        self.run(self._launch("team define", None, None, self.svc.teams.define("classes", body)))
 
     @rule()
-    def group_delete(self) -> None:
+    def team_delete(self) -> None:
         assert self.svc is not None
-        self.run(self._launch("group delete", None, None, self.svc.groups.delete("class")))
+        self.run(self._launch("team delete", None, None, self.svc.teams.delete("classes")))
+
+    @rule(season=st.sampled_from(BOARDS), point=st.sampled_from(POINTS["team_read"]))
+    def team_read(self, season: str, point: str | None) -> None:
+        """A team board read: filled from PostgreSQL first when Redis has it
+        not, or not at PostgreSQL's count of membership changes."""
+        assert self.svc is not None
+        self.run(self._launch("team read", None, point, self.svc.team_reads.page(
+            "classes", board(season), 0, 100, None)))
 
     @rule(i=st.integers(0, 63))
     def retry_delivery(self, i: int) -> None:
@@ -583,6 +617,9 @@ class InterleavingMachine(RuleBasedStateMachine):
         for season in BOARDS:
             result = await self.svc.verifier.verify(board(season))
             assert result.consistent, (season, result.body())
+        for team, season in await self.svc.team_checker.every():  # (the team boards kept)
+            check = await self.svc.team_checker.verify(team, season)
+            assert check.consistent, (team, season, check.mismatches)
 
     async def _close(self) -> None:
         if self.tap is not None:

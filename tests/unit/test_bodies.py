@@ -30,10 +30,10 @@ from typing import (
 import pytest
 from pydantic import BaseModel
 
-from laurels.api import challenge_schemas, kind_schemas, schemas
-from laurels.client import challenge_types, league_types
+from laurels.api import challenge_schemas, kind_schemas, schemas, team_schemas
+from laurels.client import challenge_types, league_types, team_types
 from laurels.client import types as client_types
-from laurels.core import challenge_shapes, shapes
+from laurels.core import challenge_shapes, shapes, team_shapes
 from tests.typed_checks import keys_of
 
 pytestmark = pytest.mark.once
@@ -63,6 +63,12 @@ BODIES: dict[str, tuple[str | None, str | None, str | None]] = {
     "Notifications": ("Notifications", "NotificationsOut", "Notifications"),
     "Read": ("Read", "ReadOut", "MarkedRead"),
     "Group": ("Group", "GroupOut", "Group"),
+    "TeamKind": ("TeamKind", "TeamKindOut", "TeamKind"),
+    "TeamKinds": ("TeamKinds", "TeamKindsOut", "TeamKinds"),
+    "TeamEntry": ("TeamEntry", "TeamEntryOut", "TeamEntry"),
+    "TeamBoard": ("TeamBoard", "TeamBoardOut", "TeamBoard"),
+    "LearnerTeam": ("LearnerTeam", "LearnerTeamOut", "LearnerTeam"),
+    "LearnerTeams": ("LearnerTeams", "LearnerTeamsOut", "LearnerTeams"),
     "Refused": ("Refused", "RefusedOut", "Refused"),
     "MembersChanged": ("MembersChanged", "MembersOut", "Membership"),
     "GroupRef": ("GroupRef", "GroupRefOut", "GroupRef"),
@@ -123,7 +129,7 @@ NOT_DECLARED = {
 NOT_BODIES = {
     "shapes": {"SeasonInfo"},  # BoardPage's head, checked as part of it
     # what LearnerVoided and LearnerRestored share; a request's body (define_challenge's)
-    "client": {"LearnerCorrection", "ChallengeDefinition"},
+    "client": {"LearnerCorrection", "ChallengeDefinition", "TeamKindDefinition"},
 }
 # Differences that only a file beyond the declarations can settle: (body,
 # field) -> what must change. Each must still differ (then it leaves here).
@@ -152,9 +158,9 @@ def is_model(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, BaseModel)
 
 
-MODELS = enumerated((schemas, kind_schemas, challenge_schemas), is_model)
-CLIENT = enumerated((client_types, league_types, challenge_types), is_typeddict)
-SHAPES = enumerated((shapes, challenge_shapes), is_typeddict)
+MODELS = enumerated((schemas, kind_schemas, challenge_schemas, team_schemas), is_model)
+CLIENT = enumerated((client_types, league_types, challenge_types, team_types), is_typeddict)
+SHAPES = enumerated((shapes, challenge_shapes, team_shapes), is_typeddict)
 
 
 def declared(place: str, name: str) -> Any:

@@ -21,6 +21,8 @@ import laurels.challenges
 from laurels.api import create_app
 from laurels.cli import app as cli
 from laurels.lifecycle.board_kinds import BoardKinds
+from laurels.lifecycle.teams import Teams
+from laurels.lifecycle.windows import Windows
 from laurels.process.settings import Secrets, Settings
 from laurels.reads.groups import Groups
 from laurels.runtime import Runtime, background_loops
@@ -69,7 +71,7 @@ def writers() -> set[str]:
 
     commands(typer.main.get_command(cli), [])
     found |= {f"loop {name}" for name in background_loops(rt)}
-    for cls in (BoardKinds, Groups, *CHALLENGE_CLASSES):
+    for cls in (BoardKinds, Groups, Teams, Windows, *CHALLENGE_CLASSES):
         found |= {f"{cls.__name__}.{name}" for name, fn in vars(cls).items()
                   if not name.startswith("_") and inspect.iscoroutinefunction(fn)}
     return found

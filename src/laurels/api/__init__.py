@@ -11,7 +11,8 @@ the answer (or its error, api/problems.py).
 The modules: the fast lane (`fast.py`: the hottest operations, plain ASGI,
 in front of FastAPI) and FastAPI's routes by concern (`write_routes`,
 `learner_routes`, `group_routes`, `league_routes`, `admin_routes`,
-`board_kind_routes`, `challenge_routes`, `webhook_routes`, `page_routes`, `operation_routes`);
+`board_kind_routes`, `challenge_routes`, `team_routes`, `webhook_routes`, `page_routes`,
+`operation_routes`);
 each path has one
 handler, and /openapi.json describes them all (`openapi.py`).
 """
@@ -36,6 +37,7 @@ from laurels.api import (
     operation_routes,
     page_routes,
     problems,
+    team_routes,
     webhook_routes,
     write_routes,
 )
@@ -77,8 +79,8 @@ def create_app(rt: Runtime, run_projector: bool = True, migrate: bool = True) ->
     app.add_middleware(RequestMetrics)
     app.router.routes.extend(fast.routes(state))
     for module in (write_routes, learner_routes, group_routes, league_routes, admin_routes,
-                   board_kind_routes, challenge_routes, webhook_routes, page_routes,
-                   operation_routes):
+                   board_kind_routes, challenge_routes, team_routes, webhook_routes,
+                   page_routes, operation_routes):
         app.include_router(module.router)
     return app
 

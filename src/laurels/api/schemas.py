@@ -188,6 +188,7 @@ class GroupOut(BaseModel):
     name: str
     access: Literal["members", "public"]
     members: int
+    team: str | None = Field(description="its team kind (Team boards), or null")
 
 
 class RefusedOut(BaseModel):

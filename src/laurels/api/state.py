@@ -29,6 +29,7 @@ from laurels.ingest.record import GroupCommit, Ingestor
 from laurels.leagues.cohorts import Leagues
 from laurels.learners.profiles import Learners
 from laurels.lifecycle.board_kinds import BoardKinds
+from laurels.lifecycle.teams import Teams
 from laurels.live.hub import Hub
 from laurels.live.notifications import Notifications
 from laurels.live.webhooks import Deliveries
@@ -38,6 +39,7 @@ from laurels.projection.rebuild import Rebuilder
 from laurels.projection.verify import Verifier
 from laurels.reads.boards import Reads
 from laurels.reads.groups import Groups
+from laurels.reads.teams import TeamReads
 from laurels.runtime import Services
 
 GROUP_PAGES_PER_CLIENT = 2  # uncached group pages one client may have computed at once
@@ -63,6 +65,8 @@ class RouteServices(Protocol):
     board_kinds: BoardKinds
     challenges: Challenges
     challenge_standings: Standings
+    teams: Teams
+    team_reads: TeamReads
 
     async def ping(self) -> None: ...
 
@@ -81,6 +85,7 @@ class ApiState(State):
     around_pages: KnownPages  # (path, query) -> the neighbourhood it names
     around_cache: BoardCache  # learners' neighbourhoods (learner, radius)
     group_cache: GroupCache
+    team_cache: BoardCache  # team boards' pages read without a learner's token
     group_pages: InFlight  # uncached group pages each client computes at once
     group_fills: dict[tuple[str, str, int], asyncio.Future[Cached]]  # top pages being computed
     group_commit: GroupCommit  # single posts of one moment, in one transaction
@@ -101,6 +106,7 @@ class ApiState(State):
             "around_cache": BoardCache(services.subscription, cursors,
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
+            "team_cache": BoardCache(services.subscription, cursors),
             "group_pages": InFlight(GROUP_PAGES_PER_CLIENT, "uncached group pages"),
             "group_fills": {},
             "group_commit": GroupCommit(services.ingestor),
@@ -108,7 +114,7 @@ class ApiState(State):
         }
         super().__init__(fields)
         connect_caches(services.signals, fields["board_cache"], fields["around_cache"],
-                       fields["group_cache"])
+                       fields["group_cache"], fields["team_cache"])
         # Their bodies live until a hint (or 60 s): a learner newly not
         # public that the privacy filter hears of drops them all.
         services.privacy.on_tightened += [fields["board_cache"].invalidate,
@@ -116,12 +122,13 @@ class ApiState(State):
 
 
 def connect_caches(signals: Signals, board: BoardCache, around: BoardCache,
-                   group: GroupCache) -> None:
+                   group: GroupCache, teams: BoardCache) -> None:
     """The API's part of the live path (board/signals.py): every hint drops
     the pages it makes stale, before any stream hears it; a group change
-    drops that group's boards."""
-    signals.caches += [board.hint, around.hint, group.hint]
-    signals.group_changes.append(group.group_changed)
+    drops that group's boards, and every team board's page (its members,
+    name, access or team kind may have changed, or a team kind's)."""
+    signals.caches += [board.hint, around.hint, group.hint, teams.hint]
+    signals.group_changes += [group.group_changed, lambda _: teams.invalidate()]
 
 
 def api_state(request: Request) -> ApiState:

@@ -17,6 +17,7 @@ modules above ask for operations by name (`board.apply(deltas)`,
 | `streams.py` | the seasons' rank-event streams, read by the notifier |
 | `connection.py` | connecting, and refusing a server too old |
 | `trust.py` | a connection untrusted until proven: no board read from a server in repair |
+| `teams.py` | team boards: each team's score kept from its members' points and groups |
 | `windows.py` | a rolling window's marker: the first day it holds, the days taken out |
 | `keys.py` | every Redis key and channel name, and what each holds of learners |
 | `roles.py` | what each caller uses of the board, one Protocol per role |
@@ -35,6 +36,7 @@ from laurels.board.inspection import BoardState, Inspecting
 from laurels.board.read import Reading
 from laurels.board.streams import RankEvent, RankStreams
 from laurels.board.subscribe import HintSubscription
+from laurels.board.teams import Teaming, TeamKindKey, TeamRow, TeamsOf, TeamState
 from laurels.board.values import (
     Around,
     BoardMissing,
@@ -51,7 +53,8 @@ from laurels.board.windows import Windowing, WindowMarker
 
 
 @raising_unavailable
-class Board(Applying, Reading, Building, Publishing, RankStreams, Inspecting, Windowing):
+class Board(Applying, Reading, Building, Publishing, RankStreams, Inspecting, Windowing,
+            Teaming):
     """A season's boards in Redis, every operation the service needs of them.
     Each raises StoreUnavailable when Redis does not answer (connection.py)."""
 
@@ -71,6 +74,10 @@ __all__ = [
     "RankEvent",
     "Scored",
     "StoredProfile",
+    "TeamKindKey",
+    "TeamRow",
+    "TeamState",
+    "TeamsOf",
     "Top",
     "WindowMarker",
     "beside",

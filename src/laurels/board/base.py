@@ -200,11 +200,17 @@ class BoardBase:
         return self.keys.season(season)
 
     async def version_keys(self, season: Season, version: str) -> list[str]:
-        """Every key of one version of a season's board: its idempotency
-        chunks, then its sets and hash, the chunk index last (so a cleanup
+        """Every key of one version of a season's board: its team boards'
+        (found from its teams hash), its idempotency chunks, then its sets
+        and hashes, the teams hash and the chunk index last (so a cleanup
         cut short still finds what is left)."""
         vk = self.season_keys(season).version(version)
-        return vk.every(await self.redis.smembers(vk.chunks))
+        names = vk.every(await self.redis.smembers(vk.chunks))
+        for kind in await self.redis.hkeys(vk.teams):  # its team boards (board/teams.py)
+            tk = vk.team(str(kind))
+            names[:0] = [*(tk.top(str(g)) for g in await self.redis.hkeys(tk.counts)),
+                         tk.members, tk.points, tk.scores, tk.sums, tk.counts]
+        return names
 
     def versions(self, season: Season) -> tuple[str, str]:
         return self._versions.get(season.name, ("", ""))

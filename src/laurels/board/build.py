@@ -180,9 +180,9 @@ class Building(BoardBase):
         return await self.unlink_keys(names)
 
     async def expire_many(self, seasons: dict[Season, datetime]) -> int:
-        """`expire` for many seasons, in three pipelined round trips (their
-        versions, their versions' chunks, the expiries); returns how many
-        keys."""
+        """`expire` for many seasons, in four pipelined round trips (their
+        versions, their versions' chunks and team boards, the expiries);
+        returns how many keys."""
         names = list(seasons)
         pipe = self.redis.pipeline(transaction=False)
         for season in names:
@@ -194,11 +194,17 @@ class Building(BoardBase):
             pipe.smembers(self.season_keys(season).version(v).chunks)
         chunks = await pipe.execute()
         pipe = self.redis.pipeline(transaction=False)
+        for season, v in versions:
+            pipe.exists(self.season_keys(season).version(v).teams)
+        teamed = {sv for sv, n in zip(versions, await pipe.execute(), strict=True) if n}
+        pipe = self.redis.pipeline(transaction=False)
         for season in names:
             for name in self.season_keys(season).own():
                 pipe.pexpireat(name, seasons[season])
         for (season, v), held in zip(versions, chunks, strict=True):
-            for name in self.season_keys(season).version(v).every(held):
+            every = (await self.version_keys(season, v) if (season, v) in teamed  # (rare)
+                     else self.season_keys(season).version(v).every(held))
+            for name in every:
                 pipe.pexpireat(name, seasons[season])
         return sum(1 for r in await pipe.execute() if r)
 

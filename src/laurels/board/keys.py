@@ -42,9 +42,13 @@ SEASON_KEYS: dict[str, Holds] = {
 VERSION_KEYS: dict[str, Holds] = {
     "public": "learners", "hidden": "learners", "users": "learners", "chunks": "none",
     "applied": "none", "bits": "none", "corrections": "none", "parts": "none",
-    "scratch": "none"}
+    "scratch": "none", "teams": "none"}
+# A team kind's keys on a version (TeamKeys), by their last letter.
+TEAM_KEYS: dict[str, Holds] = {"m": "learners", "p": "learners", "t": "learners",
+                               "z": "none", "s": "none", "c": "none"}
 _KEY = re.compile(r"^\{[^}]*\}:(?:shared|first):"
-                  r"(?:v\d+:(?P<version>[a-z]+)(?::\d+)?|(?P<season>[a-z]+))$")
+                  r"(?:v\d+:team:[a-z][a-z0-9_-]*:(?P<team>[mpzsc]|t:.+)"
+                  r"|v\d+:(?P<version>[a-z]+)(?::\d+)?|(?P<season>[a-z]+))$")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,15 @@ class VersionKeys:
     # already (apply.lua, "Parts")
     parts: str
 
+    @property
+    def teams(self) -> str:
+        """Hash: team kind -> "aggregate:top:applied:ready" of each team
+        board this version keeps (board/teams.py; apply.lua keeps them)."""
+        return f"{self.applied_prefix.removesuffix(':applied:')}:teams"
+
+    def team(self, kind: str) -> TeamKeys:
+        return TeamKeys(f"{self.applied_prefix.removesuffix(':applied:')}:team:{kind}")
+
     def applied(self, chunk: int) -> str:
         return f"{self.applied_prefix}{chunk}"
 
@@ -74,11 +87,42 @@ class VersionKeys:
         the idempotency chunks first, the chunk index last (so a cleanup cut
         short still finds what is left)."""
         return [*(self.applied(int(c)) for c in chunks), self.bits, self.public, self.hidden,
-                self.users, self.corrections, self.parts, self.chunks]
+                self.users, self.corrections, self.parts, self.teams, self.chunks]
 
     def scratch(self, n: int) -> str:
         """A temporary key of a rebuild (deleted by the script that writes it)."""
         return f"{self.applied_prefix.removesuffix(':applied:')}:scratch:{n}"
+
+
+@dataclass(frozen=True)
+class TeamKeys:
+    """A team kind's board on one version of a season's board (board/teams.py,
+    lua/_common.lua "Teams", which makes the same names from `base`)."""
+
+    base: str
+
+    @property
+    def members(self) -> str:  # hash: learner -> their groups of the kind, comma-joined
+        return f"{self.base}:m"
+
+    @property
+    def points(self) -> str:  # hash: learner -> their points as the teams count them
+        return f"{self.base}:p"
+
+    @property
+    def scores(self) -> str:  # zset: group -> minus its aggregate (ties by group id)
+        return f"{self.base}:z"
+
+    @property
+    def sums(self) -> str:  # hash: group -> its members' points, summed
+        return f"{self.base}:s"
+
+    @property
+    def counts(self) -> str:  # hash: group -> how many members count in it
+        return f"{self.base}:c"
+
+    def top(self, group_id: str) -> str:  # zset (a `top` kind's): learner -> points
+        return f"{self.base}:t:{group_id}"
 
 
 @dataclass(frozen=True)
@@ -157,6 +201,11 @@ class Keys:
         """On Redis Cluster: a season's hints, on the shard of its board (SPUBLISH)."""
         return f"{self.prefix}:{tag(season)}:hints"
 
+    def team_boards(self) -> str:
+        """Set: "kind\tseason" of every team board filled (board/teams.py): where
+        a membership change must reach. Of no season (no hash tag)."""
+        return f"{self.prefix}:teamboards"
+
     def notification_channel(self) -> str:
         """Pub/Sub channel telling API processes a learner has a new notification."""
         return f"{self.prefix}:notifications"
@@ -181,9 +230,13 @@ class Keys:
         """What a key under this prefix holds of learners (SEASON_KEYS,
         VERSION_KEYS); None for a key no name here builds."""
         head = f"{self.prefix}:"
+        if key == self.team_boards():
+            return "none"  # (kinds and seasons)
         m = _KEY.match(key[len(head):]) if key.startswith(head) else None
         if m is None:
             return None
+        if m["team"] is not None:
+            return TEAM_KEYS[m["team"][0]]
         if m["version"] is not None:
             return VERSION_KEYS.get(m["version"])
         return SEASON_KEYS.get(m["season"])

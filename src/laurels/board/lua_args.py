@@ -213,6 +213,38 @@ class WindowArgs(NamedTuple):
     day: str  # a local day, 'YYYY-MM-DD' ('' for 'state')
 
 
+class TeamArgs(NamedTuple):
+    op: str  # 'state', 'begin', 'finish', 'drop' (team.lua)
+    version: str
+    kind: str
+    aggregate: str  # 'sum', 'mean', 'top'
+    top: int  # N of a `top` kind, else 0
+    applied: int  # the kind's membership changes the board holds (team_kinds.members_version)
+
+
+class TeamMembersArgs(NamedTuple):
+    op: str  # 'fill', 'move' (team_members.lua)
+    version: str
+    kind: str
+    policy: str
+    expected: int  # the membership changes the board must hold before a move
+    applied: int  # and after it
+
+
+class TeamMember(NamedTuple):
+    uid: str  # padded user id
+    groups: str  # their groups of the kind, comma-joined ('' for none)
+
+
+class TeamReadArgs(NamedTuple):
+    op: str  # 'top', 'of' (team_read.lua)
+    version: str
+    kind: str
+    offset: int
+    limit: int
+    uid: str  # padded user id ('of')
+
+
 class Learner(NamedTuple):
     """One item of a list of learners (scores, profile_versions, load_erased,
     mark_ties): a padded user id."""
@@ -247,6 +279,9 @@ SCRIPTS: dict[str, tuple[type[Any], type[Any] | dict[str, type[Any]] | None]] = 
     "load_corrections": (VersionArgs, LoadCorrection),
     "mark_ties": (MarkTiesArgs, Learner),
     "window": (WindowArgs, None),
+    "team": (TeamArgs, None),
+    "team_members": (TeamMembersArgs, TeamMember),
+    "team_read": (TeamReadArgs, None),
 }
 
 

@@ -18,6 +18,7 @@ from laurels.board.hints import Hint
 from laurels.board.inspection import BoardState
 from laurels.board.keys import Keys
 from laurels.board.streams import RankEvent
+from laurels.board.teams import TeamKindKey, TeamRow, TeamsOf, TeamState
 from laurels.board.trust import Trust
 from laurels.board.values import Around, Delta, Profile, Scored, Standing, Top
 from laurels.board.windows import WindowMarker
@@ -57,6 +58,16 @@ class Reader(Protocol):
                      ) -> Around | None: ...
 
 
+class TeamReader(Protocol):
+    """Team boards' reads (reads/teams.py; board/teams.py)."""
+
+    async def team_top(self, season: Season, version: str, kind: str, offset: int,
+                       limit: int) -> tuple[int, list[TeamRow]] | None: ...
+
+    async def team_of(self, season: Season, version: str, kind: str, user_id: int
+                      ) -> TeamsOf | None: ...
+
+
 class MemberReader(GroupHinting, Protocol):
     """Groups' and leagues' boards: some learners' standings, group changes."""
 
@@ -76,6 +87,30 @@ class WindowMover(Applier, WindowMarking, Protocol):
 
     async def forget_left(self, season: Season, version: str, seqs: Sequence[int]
                           ) -> None: ...
+
+
+class TeamKeeper(GroupHinting, Protocol):
+    """lifecycle/teams.py's: team boards filled, moved, dropped (board/teams.py)."""
+
+    policy: TiePolicy
+
+    async def team_state(self, season: Season, kind: TeamKindKey) -> TeamState: ...
+
+    async def team_begin(self, season: Season, version: str, kind: TeamKindKey,
+                         applied: int) -> bool: ...
+
+    async def team_finish(self, season: Season, version: str, kind: TeamKindKey,
+                          applied: int) -> bool: ...
+
+    async def team_drop(self, season: Season, version: str, kind: str) -> None: ...
+
+    async def team_members(self, season: Season, version: str, kind: TeamKindKey, op: str,
+                           groups: Sequence[tuple[int, str]], expected: int = 0,
+                           applied: int = 0) -> str: ...
+
+    async def team_boards(self, kind: str | None = None) -> list[tuple[str, Season]]: ...
+
+    async def forget_team_board(self, kind: str, season: Season) -> None: ...
 
 
 class Builder(Hinting, WindowMarking, Protocol):

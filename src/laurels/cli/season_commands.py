@@ -111,23 +111,30 @@ def _verify_all(settings: Settings) -> None:
     async def work(rt: Any) -> list[tuple[str, bool, Any]]:
         seasons = await rt.verifier.every_season()
         challenges = await rt.challenge_checker.every()
+        teams = await rt.team_checker.every()
         done = []
         columns = (TextColumn("verify {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, transient=False) as bar:
-            task = bar.add_task("every board", total=len(seasons) + len(challenges))
+            task = bar.add_task("every board",
+                                total=len(seasons) + len(challenges) + len(teams))
             for each, closed in seasons:
                 done.append((each.shown, closed, await rt.verifier.verify(each)))
                 bar.advance(task)
             for cid in challenges:  # checked against their rules (challenges/verify.py)
                 done.append((f"challenge {cid}", False, await rt.challenge_checker.verify(cid)))
                 bar.advance(task)
+            for team, each in teams:  # team boards (projection/team_verify.py)
+                done.append((f"teams {team} of {each.shown}", False,
+                             await rt.team_checker.verify(team, each)))
+                bar.advance(task)
         return done
 
     results = _with_runtime(settings, work)
     differ = [(shown, r) for shown, _, r in results if not r.consistent]
     closed = sum(1 for _, c, _ in results if c)
-    typer.echo(f"laurels: {len(results)} seasons and challenges verified ({closed} closed, "
+    typer.echo(f"laurels: {len(results)} seasons, challenges and team boards verified "
+               f"({closed} closed, "
                f"their archives included): {len(results) - len(differ)} consistent, "
                f"{len(differ)} NOT")
     for shown, r in differ:

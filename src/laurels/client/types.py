@@ -1,6 +1,5 @@
-"""What the API answers, as the client types it: the contract's values
-(`Literal`s) and bodies (`TypedDict`s: plain dicts at run time), from
-docs/contract.md. Instants are RFC 3339 strings."""
+"""What the API answers, as the client types it (docs/contract.md): the contract's
+values (`Literal`s) and bodies (`TypedDict`s, plain dicts). Instants are RFC 3339 text."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ NotificationKind: TypeAlias = Literal["overtaken", "top10", "season_final", "lea
                                       "league_result", "challenge_result"]
 AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
                                  "group_delete", "kind_define", "kind_delete", "challenge_define",
-                                 "challenge_delete"]
+                                 "challenge_delete", "team_define", "team_delete"]
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "failed"]
 Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries",
                            "league_history", "challenges", "challenge_board"]
@@ -205,6 +204,7 @@ class Group(TypedDict):
     name: str
     access: Access
     members: int  # the member count
+    team: str | None  # its team kind, or None
 
 
 class Refused(TypedDict):

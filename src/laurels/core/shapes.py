@@ -149,6 +149,7 @@ class Group(TypedDict):
     name: str
     access: Literal["members", "public"]
     members: int
+    team: str | None  # its team kind (CONTRACT.md, "Team boards")
 
 
 class Refused(TypedDict):
@@ -354,7 +355,7 @@ class LearnerProfile(TypedDict):
 
 AuditAction = Literal["void", "restore", "suspend", "unsuspend", "erase", "rebuild",
                       "group_delete", "kind_define", "kind_delete",
-                      "challenge_define", "challenge_delete"]
+                      "challenge_define", "challenge_delete", "team_define", "team_delete"]
 
 
 class AuditEntry(TypedDict):

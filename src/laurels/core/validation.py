@@ -256,6 +256,8 @@ class GroupIn(BaseModel):
 
     name: StrictStr | None = Field(None, min_length=1, max_length=64)
     access: Literal["members", "public"] | None = None
+    # its team kind, or null for none; left out, it keeps the one it has
+    team: StrictStr | None = Field(None, pattern=KIND_RE)
 
 
 class MembersIn(BaseModel):

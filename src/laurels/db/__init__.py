@@ -93,8 +93,8 @@ QUERIES, HEADS = _load_queries()
 # checks that every locking statement says so and that every writer keeps it.
 # `none`: a lock that is only tried, never waited for (a rebuild's session lock).
 LOCK_ORDER = ("kinds", "users", "erasure", "league", "challenge", "seasons", "completion",
-              "archive", "members", "group", "partitions", "seal", "outbox", "deliveries",
-              "epoch", "deployment", "none")
+              "archive", "members", "group", "team_kind", "partitions", "seal", "outbox",
+              "deliveries", "epoch", "deployment", "none")
 LOCKS: dict[str, tuple[str, ...]] = {
     name: tuple(k.strip() for k in m.group(1).split(","))
     for name, head in HEADS.items()

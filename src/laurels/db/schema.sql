@@ -15,6 +15,8 @@ CREATE SEQUENCE league_touches_id_seq AS bigint OWNED BY league_touches.id;
 
 CREATE SEQUENCE notifications_id_seq AS bigint OWNED BY notifications.id;
 
+CREATE SEQUENCE team_members_version AS bigint;
+
 -- audit
 CREATE TABLE audit (
     id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -23,7 +25,7 @@ CREATE TABLE audit (
     target text NOT NULL,
     reason text,
     details jsonb,
-    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text, 'kind_define'::text, 'kind_delete'::text, 'challenge_define'::text, 'challenge_delete'::text]))),
+    CONSTRAINT audit_action_check CHECK ((action = ANY (ARRAY['void'::text, 'restore'::text, 'suspend'::text, 'unsuspend'::text, 'erase'::text, 'rebuild'::text, 'group_delete'::text, 'kind_define'::text, 'kind_delete'::text, 'challenge_define'::text, 'challenge_delete'::text, 'team_define'::text, 'team_delete'::text]))),
     CONSTRAINT audit_pkey PRIMARY KEY (id)
 );
 CREATE TRIGGER audit_append_only BEFORE DELETE OR UPDATE ON public.audit FOR EACH ROW EXECUTE FUNCTION laurels_audit_is_append_only_v1();
@@ -234,11 +236,14 @@ CREATE TABLE groups (
     name text NOT NULL,
     access text DEFAULT 'members'::text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    team text,
     CONSTRAINT groups_access_check CHECK ((access = ANY (ARRAY['members'::text, 'public'::text]))),
     CONSTRAINT groups_group_id_check CHECK ((group_id ~ '^[A-Za-z0-9._:-]{1,64}$'::text)),
     CONSTRAINT groups_name_check CHECK (((char_length(name) >= 1) AND (char_length(name) <= 64))),
-    CONSTRAINT groups_pkey PRIMARY KEY (group_id)
+    CONSTRAINT groups_pkey PRIMARY KEY (group_id),
+    CONSTRAINT groups_team_fkey FOREIGN KEY (team) REFERENCES team_kinds(team) ON DELETE SET NULL
 );
+CREATE INDEX groups_team ON public.groups USING btree (team) WHERE (team IS NOT NULL);
 
 -- league_fill
 CREATE TABLE league_fill (
@@ -410,6 +415,22 @@ CREATE TABLE seasons (
     finalized_at timestamp with time zone,
     tie_policy text,
     CONSTRAINT seasons_pkey PRIMARY KEY (season)
+);
+
+-- team_kinds
+CREATE TABLE team_kinds (
+    team text NOT NULL,
+    title text NOT NULL,
+    aggregate text NOT NULL,
+    top integer,
+    members_version bigint NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT team_kinds_aggregate_check CHECK ((aggregate = ANY (ARRAY['sum'::text, 'mean'::text, 'top'::text]))),
+    CONSTRAINT team_kinds_check CHECK (((aggregate = 'top'::text) = (top IS NOT NULL))),
+    CONSTRAINT team_kinds_pkey PRIMARY KEY (team),
+    CONSTRAINT team_kinds_team_check CHECK ((team ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT team_kinds_title_check CHECK (((char_length(title) >= 1) AND (char_length(title) <= 100))),
+    CONSTRAINT team_kinds_top_check CHECK (((top >= 1) AND (top <= 100)))
 );
 
 -- users

@@ -16,6 +16,7 @@ from laurels.core.validation import ProfileIn
 from laurels.db import Database, Tx
 from laurels.learners.erasure import Erasure
 from laurels.lifecycle.closing import Lifecycle
+from laurels.lifecycle.teams import Teams
 from laurels.reads.privacy import Privacy
 
 log = logging.getLogger("laurels.learners")
@@ -34,12 +35,13 @@ class Learner:
 
 class Learners:
     def __init__(self, db: Database, board: Profiles, lifecycle: Lifecycle,
-                 privacy: Privacy, erasure: Erasure) -> None:
+                 privacy: Privacy, erasure: Erasure, teams: Teams) -> None:
         self.db = db
         self.board = board
         self.lifecycle = lifecycle
         self.privacy = privacy
         self.erasure = erasure
+        self.teams = teams  # a suspended learner counts in no team
 
     async def erase(self, user_id: int) -> bool:
         """False when the learner was erased already (learners/erasure.py)."""
@@ -118,6 +120,7 @@ class Learners:
             await self.lifecycle.rerank(tx, [self._season(r["season"]) for r in seasons
                                              if r["finalized"]])
             await self._touch_leagues(tx, user_id)
+            await self.teams.moved_everywhere(tx, user_id)  # out of (back in) their teams
             await self.db.run("insert_audit", tx,
                               action="suspend" if suspended else "unsuspend",
                               target=str(user_id), reason=reason, details=None)

@@ -9,8 +9,9 @@ therefore free and show on the next read, for past seasons too; writes cost
 nothing more. docs/groups.md says why, with the measurements.
 
 Lock order (docs/concurrency.md): a membership change share-locks the
-learners it adds (ascending), then the group's row; an erasure locks the
-learner's row, then deletes their memberships. An erased learner can never
+learners it adds (ascending), then the group's row, then its team kind's
+(lifecycle/teams.py); an erasure locks the learner's row, then deletes their
+memberships. An erased learner can never
 join a group, and is removed from every group in the erasure's transaction.
 """
 
@@ -29,6 +30,7 @@ from laurels.core.seasons import Season
 from laurels.core.shapes import visibility
 from laurels.core.validation import GROUP_MEMBERS_MAX, GroupIn, MembersIn
 from laurels.db import Database, Row, Tx
+from laurels.lifecycle.teams import Teams
 from laurels.reads.boards import HIDDEN, Reads, public_entry
 from laurels.reads.privacy import Privacy
 
@@ -91,8 +93,9 @@ def _archived(row: Row) -> Scored:
 
 class Groups:
     def __init__(self, db: Database, board: MemberReader, reads: Reads,
-                 privacy: Privacy) -> None:
+                 privacy: Privacy, teams: Teams) -> None:
         self.db = db
+        self.teams = teams  # a team's boards follow its members
         self.reads = reads
         self.board = board
         self.privacy = privacy
@@ -100,8 +103,23 @@ class Groups:
     # -- the groups themselves ----------------------------------------------
 
     async def put(self, group_id: str, body: GroupIn) -> shapes.Group:
-        await self.db.run("put_group", group_id=group_id, group_name=body.name,
-                          access=body.access)
+        """Create a group or change it; a change of its team kind moves its
+        members from the one's boards to the other's (lifecycle/teams.py)."""
+        async with self.db.transaction() as tx:
+            await self.db.run("put_group", tx, group_id=group_id, group_name=body.name,
+                              access=body.access)
+            if "team" in body.model_fields_set:
+                if body.team is not None and await self.db.fetch_one(
+                        "team_kind", tx, team=body.team) is None:
+                    raise DomainError("validation_error", f"team: no team kind {body.team} "
+                                      "is defined")
+                row = await self.db.fetch_one("set_group_team", tx, group_id=group_id,
+                                              team=body.team)
+                was = row["was"] if row else None
+                if was != body.team:
+                    members = [r["user_id"] for r in await self.db.fetch(
+                        "group_members_of", tx, group_id=group_id)]
+                    await self.teams.moved(tx, [t for t in (was, body.team) if t], members)
         await self.board.publish_group_change(group_id)  # its access may have changed
         return await self.get(group_id)
 
@@ -110,14 +128,19 @@ class Groups:
         if row is None:
             raise DomainError("not_found", f"no group {group_id}")
         return {"group_id": row["group_id"], "name": row["name"], "access": row["access"],
-                "members": int(row["members"])}
+                "members": int(row["members"]), "team": row["team"]}
 
     async def delete(self, group_id: str) -> None:
         async with self.db.transaction() as tx:
-            if await self.db.fetch_one("delete_group", tx, group_id=group_id) is None:
+            members = [r["user_id"] for r in await self.db.fetch(
+                "group_members_of", tx, group_id=group_id)]
+            gone = await self.db.fetch_one("delete_group", tx, group_id=group_id)
+            if gone is None:
                 raise DomainError("not_found", f"no group {group_id}")
             await self.db.run("insert_audit", tx, action="group_delete", target=group_id,
                               reason=None, details=None)
+            if gone["team"]:  # its members leave its team
+                await self.teams.moved(tx, [gone["team"]], members)
         await self.board.publish_group_change(group_id)
 
     async def change_members(self, group_id: str, body: MembersIn) -> shapes.MembersChanged:
@@ -130,7 +153,8 @@ class Groups:
                 await self.db.run("ensure_users", tx, user_ids=add)
                 erased = {int(r["user_id"]) for r in await self.db.fetch(
                     "share_lock_users", tx, user_ids=add) if r["erased"]}
-            if await self.db.fetch_one("lock_group", tx, group_id=group_id) is None:
+            group = await self.db.fetch_one("lock_group", tx, group_id=group_id)
+            if group is None:
                 raise DomainError("not_found", f"no group {group_id}")
             await self.db.run("remove_members", tx, group_id=group_id,
                               user_ids=sorted(set(body.remove)))
@@ -141,6 +165,8 @@ class Groups:
             if members > GROUP_MEMBERS_MAX:
                 raise DomainError("validation_error",
                                   f"a group holds at most {GROUP_MEMBERS_MAX:,} members")
+            if group["team"]:  # its team's boards follow (lifecycle/teams.py)
+                await self.teams.moved(tx, [group["team"]], [*add, *body.remove])
         await self.board.publish_group_change(group_id)
         return {"group_id": group_id, "members": members,
                 "refused": [{"user_id": u, "code": "user_erased"} for u in sorted(erased)]}

@@ -168,3 +168,124 @@ local function inherit_expiry(current_key, keys, from, to)
     if redis.call('PTTL', keys[i]) == -1 then redis.call('PEXPIRE', keys[i], ttl) end
   end
 end
+
+-- Teams (board/keys.py TeamKeys, VersionKeys.teams; board/teams.py): a
+-- version keeps a team board for each team kind in its `teams` hash (kind
+-- -> "aggregate:top:applied:ready"). Its keys are named from the version's
+-- base (its public set's name less ':public') as TeamKeys names them. A
+-- learner counted in a kind's teams has their groups in `m` and the points
+-- the teams hold for them in `p`; each team has its members' sum in `s`,
+-- their count in `c`, on a `top` kind their points in its own set `t:<group>`,
+-- and its score (minus its aggregate) in `z`. A learner's points change
+-- (apply.lua, erase.lua) and their groups change (team_members.lua) by the
+-- same few steps below, so a team's score is always its current members'.
+local function version_base(public)
+  return string.sub(public, 1, -8)  -- (less ':public')
+end
+
+-- The team kinds a version keeps: {{kind, base, aggregate, top}, ...}.
+local function team_kinds(public)
+  local vb = version_base(public)
+  local fields = redis.call('HGETALL', vb .. ':teams')
+  local out = {}
+  for i = 1, #fields, 2 do
+    local agg, top = string.match(fields[i + 1], '^(%a+):(%d+):')
+    out[#out + 1] = {kind = fields[i], base = vb .. ':team:' .. fields[i], agg = agg,
+                     top = tonumber(top)}
+  end
+  return out
+end
+
+-- A learner's points on a version (0 off the board).
+local function learner_points(public, hidden, users, policy, uid)
+  local p = load_profile(users, public, policy, uid)
+  if not p or p.ts == '' then return 0 end
+  local _, _, score = score_of(p, public, hidden, policy, uid)
+  return score and -tonumber(score) or 0
+end
+
+-- A team's score set again from its members (it leaves the board with its
+-- last member).
+local function team_rescore(k, group)
+  local n = tonumber(redis.call('HGET', k.base .. ':c', group) or '0')
+  if n <= 0 then
+    redis.call('ZREM', k.base .. ':z', group)
+    redis.call('HDEL', k.base .. ':s', group)
+    redis.call('HDEL', k.base .. ':c', group)
+    redis.call('DEL', k.base .. ':t:' .. group)
+    return
+  end
+  local score
+  if k.agg == 'top' then
+    score = 0
+    local best = redis.call('ZREVRANGE', k.base .. ':t:' .. group, 0, k.top - 1, 'WITHSCORES')
+    for i = 2, #best, 2 do score = score + tonumber(best[i]) end
+  else
+    score = tonumber(redis.call('HGET', k.base .. ':s', group) or '0')
+    if k.agg == 'mean' then score = score / n end
+  end
+  redis.call('ZADD', k.base .. ':z', -score, group)
+end
+
+local function team_join(k, group, uid, points)
+  redis.call('HINCRBY', k.base .. ':c', group, 1)
+  redis.call('HINCRBY', k.base .. ':s', group, points)
+  if k.agg == 'top' then redis.call('ZADD', k.base .. ':t:' .. group, points, uid) end
+  team_rescore(k, group)
+end
+
+local function team_leave(k, group, uid, points)
+  redis.call('HINCRBY', k.base .. ':c', group, -1)
+  redis.call('HINCRBY', k.base .. ':s', group, -points)
+  if k.agg == 'top' then redis.call('ZREM', k.base .. ':t:' .. group, uid) end
+  team_rescore(k, group)
+end
+
+-- A learner's groups (a comma-joined list) as a set.
+local function group_set(csv)
+  local out = {}
+  for g in string.gmatch(csv or '', '[^,]+') do out[g] = true end
+  return out
+end
+
+-- Bring a learner's points in every team they count in up to their points
+-- on the version now (`kinds`: team_kinds'); `points` when known.
+local function team_sync(kinds, public, hidden, users, policy, uid, points)
+  for _, k in ipairs(kinds) do
+    local groups = redis.call('HGET', k.base .. ':m', uid)
+    if groups then
+      points = points or learner_points(public, hidden, users, policy, uid)
+      local held = tonumber(redis.call('HGET', k.base .. ':p', uid) or '0')
+      if held ~= points then
+        for g in pairs(group_set(groups)) do
+          redis.call('HINCRBY', k.base .. ':s', g, points - held)
+          if k.agg == 'top' then redis.call('ZADD', k.base .. ':t:' .. g, points, uid) end
+          team_rescore(k, g)
+        end
+        redis.call('HSET', k.base .. ':p', uid, points)
+      end
+    end
+  end
+end
+
+-- Set a learner's groups of kind k to `csv` ('' for none): they leave the
+-- others and join the new ones with their points now.
+local function team_move(k, public, hidden, users, policy, uid, csv)
+  local was = group_set(redis.call('HGET', k.base .. ':m', uid))
+  local now = group_set(csv)
+  local points = tonumber(redis.call('HGET', k.base .. ':p', uid) or '') or
+      learner_points(public, hidden, users, policy, uid)
+  for g in pairs(was) do
+    if not now[g] then team_leave(k, g, uid, points) end
+  end
+  for g in pairs(now) do
+    if not was[g] then team_join(k, g, uid, points) end
+  end
+  if csv == '' then
+    redis.call('HDEL', k.base .. ':m', uid)
+    redis.call('HDEL', k.base .. ':p', uid)
+  else
+    redis.call('HSET', k.base .. ':m', uid, csv)
+    redis.call('HSET', k.base .. ':p', uid, points)
+  end
+end

@@ -159,6 +159,7 @@ do
       chunk_ids_at = chunk_at, chunk_index = {}, has_parts = {}, users_empty = {},
       k0 = entry_at, k1 = entry_at + HEADS[a + SEASON.entries] - 1,
       changed = 0, shown = 0, routes = {}, n_routes = 0, routed = {}, routable = true,
+      touched = {},  -- learners whose score an entry moved (their team boards follow)
     }
     for c = 0, C - 1 do ctx.chunk_index[tonumber(HEADS[chunk_at + 1 + c])] = c end
     -- Seasons of one start and width share their tie times (an item's, by its place).
@@ -584,6 +585,7 @@ local function apply_entry(ctx, k)
     redis.call('HINCRBY', ctx.ties, uid, 1)  -- a void in flight for them must read again
   end
   out[answer] = deferred and -1 or applied
+  if applied > 0 then ctx.touched[uid] = true end
   note_change(ctx, uid, current_vis)
 end
 
@@ -626,6 +628,7 @@ for _, ctx in ipairs(seasons) do
                              seq - chunk * shift) then
           redis.call('ZINCRBY', public, -ENTRIES[e + E_POINTS], uid)
           out[ANSWERS_AT + 1 + k] = 1
+          ctx.touched[uid] = true
           note_change(ctx, uid, 'public')
         end  -- (else a duplicate: its answer stays 0)
       else
@@ -635,6 +638,21 @@ for _, ctx in ipairs(seasons) do
   end
 end
 write_bits()
+-- The team boards of each version (see Teams in _common.lua): each learner
+-- whose score moved here brings their teams along, in this same call.
+for _, ctx in ipairs(seasons) do
+  if not ctx.refused and next(ctx.touched) then
+    for t = 0, ctx.T - 1 do
+      local base = ctx.versions_at + 6 * t + 1
+      local kinds = team_kinds(KEYS[base])
+      if #kinds > 0 then
+        for uid in pairs(ctx.touched) do
+          team_sync(kinds, KEYS[base], KEYS[base + 1], KEYS[base + 2], policy, uid)
+        end
+      end
+    end
+  end
+end
 for s, ctx in ipairs(seasons) do
   if not ctx.refused then
     -- (the ties hash has an expiry of its own)

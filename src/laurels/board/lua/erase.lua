@@ -6,7 +6,8 @@
 -- and the rank-event stream (an event of theirs goes; an event of another
 -- learner who passed them is written again without them). The notifier
 -- deletes each event once handled, so the stream holds only what is not
--- handled yet (at most its MAXLEN, read here a page at a time).
+-- handled yet (at most its MAXLEN, read here a page at a time). They leave
+-- every team board of each version too (_common.lua, Teams).
 --
 -- KEYS[1]  current marker, KEYS[2] building marker, KEYS[3] the season's erased set
 -- KEYS[4]  the season's ties hash, KEYS[5] the season's rank-event stream
@@ -64,7 +65,12 @@ redis.call('SADD', erased_key, uid)
 forget_elsewhere()
 local changed = 0
 for i = 0, (#KEYS - 5) / 3 - 1 do
-  if remove_learner(KEYS[6 + 3 * i], KEYS[7 + 3 * i], KEYS[8 + 3 * i], policy, uid) then
+  local public, hidden, users = KEYS[6 + 3 * i], KEYS[7 + 3 * i], KEYS[8 + 3 * i]
+  -- (out of every team first, with the points the teams hold for them)
+  for _, k in ipairs(team_kinds(public)) do
+    team_move(k, public, hidden, users, policy, uid, '')
+  end
+  if remove_learner(public, hidden, users, policy, uid) then
     changed = changed + 1
   end
 end

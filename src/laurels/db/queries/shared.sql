@@ -70,7 +70,7 @@ WHERE user_id = ANY(%(user_ids)s) ORDER BY user_id FOR SHARE;
 
 -- name: insert_audit
 -- An audit entry (void, restore, suspend, unsuspend, erase, rebuild,
--- group_delete, kind_define, kind_delete). An insert fires no trigger; the
+-- group_delete, kind_define, kind_delete, challenge_*, team_*). An insert fires no trigger; the
 -- audit's `audit_append_only` and `audit_no_truncate` refuse any UPDATE,
 -- DELETE or TRUNCATE of it (no query runs one).
 INSERT INTO audit (action, target, reason, details)
@@ -176,3 +176,8 @@ FROM challenges WHERE challenge_id = %(challenge_id)s FOR UPDATE;
 SELECT challenge_id, title, board, metric, starts_at, ends_at, join_rule, max_size,
        joined, rewards, notify, grace_seconds, created_at, decided_at, participants
 FROM challenges WHERE challenge_id = %(challenge_id)s;
+
+-- name: team_kind
+-- One team kind (lifecycle/teams.py; a group's PUT checks the one it names).
+SELECT team, title, aggregate, top, members_version, created_at FROM team_kinds
+WHERE team = %(team)s;

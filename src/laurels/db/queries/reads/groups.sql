@@ -10,18 +10,32 @@ RETURNING group_id, name, access;
 
 -- name: get_group
 -- A group and its member count.
-SELECT g.group_id, g.name, g.access,
+SELECT g.group_id, g.name, g.access, g.team,
        (SELECT count(*) FROM group_members m WHERE m.group_id = g.group_id) AS members
 FROM groups g WHERE g.group_id = %(group_id)s;
 
 -- name: lock_group
 -- locks: group
--- A group's row, locked for a membership change (after its learners' rows).
-SELECT group_id FROM groups WHERE group_id = %(group_id)s FOR UPDATE;
+-- A group's row, locked for a membership change (after its learners' rows),
+-- with its team kind (whose boards the change moves).
+SELECT group_id, team FROM groups WHERE group_id = %(group_id)s FOR UPDATE;
+
+-- name: set_group_team
+-- A group's team kind (or none), and the one it had (its row locked by
+-- put_group, in the same transaction).
+UPDATE groups g SET team = %(team)s
+FROM (SELECT team FROM groups WHERE group_id = %(group_id)s) AS was
+WHERE g.group_id = %(group_id)s
+RETURNING was.team AS was;
 
 -- name: delete_group
--- Deletes a group (its memberships go with it: ON DELETE CASCADE).
-DELETE FROM groups WHERE group_id = %(group_id)s RETURNING group_id;
+-- Deletes a group (its memberships go with it: ON DELETE CASCADE), with its
+-- team kind.
+DELETE FROM groups WHERE group_id = %(group_id)s RETURNING group_id, team;
+
+-- name: group_members_of
+-- Every member of a group.
+SELECT user_id FROM group_members WHERE group_id = %(group_id)s ORDER BY user_id;
 
 -- name: add_members
 -- Adds members to a group (adding one twice changes nothing).
