@@ -60,6 +60,9 @@ async def test_sum_mean_and_top_rank_teams_by_their_members(rt: Runtime, policy:
     await group(svc, "red", [1, 2, 3, 6], team="houses")  # 6 has no points: counts 0
     await group(svc, "blue", [4, 5], team="houses")
     assert await teams(svc, "houses") == [("red", 5.25, 4, 1), ("blue", 5, 2, 2)]
+    await svc.groups.change_members("red", MembersIn(remove=[6]))  # (leaves with 0 points)
+    assert await teams(svc, "houses") == [("red", 7, 3, 1), ("blue", 5, 2, 2)]
+    await svc.groups.change_members("red", MembersIn(add=[6]))
     await group(svc, "s1", [1, 2, 3], team="squads")
     await group(svc, "s2", [4, 5, 6], team="squads")
     assert await teams(svc, "squads") == [("s1", 16, 3, 1), ("s2", 10, 3, 2)]

@@ -15,6 +15,7 @@ import pytest
 
 from laurels.core import failpoints
 from laurels.core.seasons import Season, parse_season
+from laurels.lifecycle.windows import Windows
 from laurels.process.settings import Settings
 from laurels.runtime import Runtime, Services
 from tests.conftest import opened_runtime
@@ -90,11 +91,9 @@ async def test_a_window_holds_its_last_days_and_sheds_one_each_midnight(
     assert await standings(svc, month) == [(1, 62), (2, 10), (3, 4)]  # 30 days: all still in
     await consistent(svc)
     await consistent(svc, month)
-    # A late completion of a day gone changes nothing (its week still takes
-    # it, within the grace); one of today counts.
+    # A completion of today counts.
     clock.now = datetime(2026, 12, 10, 0, 0, 2, tzinfo=UTC)
-    await svc.ingestor.record([done("late", 2, 100, day + timedelta(days=4)),
-                               done("now", 3, 1, clock.now)])
+    await svc.ingestor.record([done("now", 3, 1, clock.now)])
     assert await standings(svc) == [(2, 10), (1, 7), (3, 1)]
     # Voiding a completion that left changes nothing; one still in moves it.
     await svc.corrections.void("a1", "copied")
@@ -192,4 +191,57 @@ async def test_reads_answer_while_a_window_moves(rt: Runtime) -> None:
         assert await standings(svc) == [(9, 3)]
     await moving
     assert await standings(svc) == [(9, 3)]
+    await consistent(svc)
+
+
+async def test_a_late_completion_of_a_day_gone_counts_on_its_week_not_on_the_window(
+        rt: Runtime) -> None:
+    """Monday 14 December 00:00:02: Monday the 7th has left the 7 days; its
+    week (W50, the 7th to the 13th) still takes a late completion within the
+    grace, which counts on the week and on the 30 days, never on the 7."""
+    clock = Clock(datetime(2026, 12, 13, 20, tzinfo=UTC))  # Sunday the 13th
+    svc = rt.derive(clock=clock, periods=("week", "7d", "30d"), late_grace_seconds=86_400)
+    monday = datetime(2026, 12, 7, 10, tzinfo=UTC)
+    await record(svc, clock, done("in", 1, 3, monday))
+    assert await standings(svc) == [(1, 3)]
+    clock.now = datetime(2026, 12, 14, 0, 0, 2, tzinfo=UTC)  # the 7th leaves
+    await svc.windows.tick()
+    assert await standings(svc) == []
+    late = await svc.ingestor.record([done("late", 2, 100, monday),
+                                      done("late2", 2, 50, monday + timedelta(days=1))])
+    assert [o.status for o in late] == ["recorded", "recorded"], late
+    assert await standings(svc) == [(2, 50)]  # the 8th is in; the 7th is not
+    assert await standings(svc, parse_season("last-30d", zone="UTC")) == [(2, 150), (1, 3)]
+    await consistent(svc)
+
+
+async def test_why_my_score_on_a_window_lists_what_it_holds(rt: Runtime) -> None:
+    clock = Clock(NOW)
+    svc = windowed(rt, clock)
+    await record(svc, clock, done("old", 1, 50, NOW - timedelta(days=8)),
+                 done("new", 1, 5, NOW - timedelta(hours=1)))
+    body, _ = await svc.reads.completions(WEEK, 1, 50, None)
+    assert (body["score"], [c["completion_id"] for c in body["completions"]]) == (5, ["new"])
+
+
+async def test_two_moves_at_once_take_a_day_out_once(rt: Runtime) -> None:
+    """One mover stands between two calls of a day's completions while
+    another takes the whole day out, records it and drops its marks; the
+    first's next calls change nothing (the day is done)."""
+    clock = Clock(NOW)
+    svc = windowed(rt, clock)
+    day = datetime(2026, 12, 3, 10, tzinfo=UTC)
+    await record(svc, clock, *[done(f"c{i}", 1 + i % 3, 1, day + timedelta(seconds=i))
+                               for i in range(150)],
+                 *[done(f"s{u}", u, 20 + u, NOW - timedelta(hours=1)) for u in (1, 2, 3)])
+    assert await standings(svc) == [(3, 73), (2, 72), (1, 71)]
+    clock.now = datetime(2026, 12, 10, 0, 0, 1, tzinfo=UTC)
+    with failpoints.hold("window_batch_left") as held:
+        first = asyncio.ensure_future(svc.windows.move(WEEK, clock.now))
+        await held.reached()
+        second = Windows(svc.db, svc.board, svc.settings.periods,
+                                          svc.board_kinds, clock)
+        assert await second.move(WEEK, clock.now)
+    assert await first
+    assert await standings(svc) == [(3, 23), (2, 22), (1, 21)]
     await consistent(svc)

@@ -31,6 +31,11 @@ from laurels.db import Database, Tx
 
 PATTERNS = {"week": "____-W__", "day": "____-__-__"}
 
+# A month is kept this long after its end whatever the retention: a 30-day
+# window holds its last day until 30 local days after (then reads it to take
+# it out), and a zone or a late move may add a day.
+WINDOW_KEEP_DAYS = 32
+
 
 @dataclass(frozen=True)
 class History:
@@ -213,11 +218,14 @@ class Partitions:
         whose seasons (every week, day and month they touch) are closed and
         archived, and whose league weeks are decided (while the deployment's
         leagues are on: its stored switch, not this process's settings):
-        every board, archive and result stays as it was (docs/operations.md).
+        every board, archive and result stays as it was (docs/operations.md);
+        never one that ended less than WINDOW_KEEP_DAYS ago.
         The months dropped."""
         if retain_days is None:
             return []
-        limit = now - timedelta(days=retain_days)
+        # (never a month a rolling window may still hold: lifecycle/windows.py
+        # takes a day out by reading its completions)
+        limit = now - timedelta(days=max(retain_days, WINDOW_KEEP_DAYS))
         done = []
         for row in await self.db.fetch("completion_months"):
             month: date = row["month"]

@@ -84,7 +84,8 @@ class CatchUp:
                 async for seqs in self.db.stream_column(source.seqs, tx, SEQ_BATCH,
                                                         **source.params):
                     missing += await self.board.missing(season, state.version, seqs)
-                corrections = await self.db.fetch("season_corrections", tx, season=season)
+                corrections = await self.db.fetch("season_corrections", tx, season=season,
+                                                  **source.window)
         except BoardChanged:
             return None  # a rebuild switched meanwhile: it has them all
         held, replayed = await self.board.corrections_of(season, state.version), set(missing)

@@ -73,6 +73,11 @@ class Source:
     params: dict[str, Any]
 
     @property
+    def window(self) -> dict[str, Any]:
+        """A rolling window's start, for its other statements (db/variants.py)."""
+        return {k: v for k, v in self.params.items() if k == "window_starts"}
+
+    @property
     def alone(self) -> bool:
         """Built from archives too (lifecycle/history.py), or a rolling window
         from its first day: never with other boards."""
@@ -211,7 +216,8 @@ class Filler:
                                                          **source.params):
                 await loader.add(standings)
             await loader.finish()
-            rows = await self.db.fetch("season_corrections", tx, season=built.season)
+            rows = await self.db.fetch("season_corrections", tx, season=built.season,
+                                       **source.window)
             await self._load_corrections(built, rows)
 
     async def fill_many(self, tx: Tx, builds: list[Building]) -> None:

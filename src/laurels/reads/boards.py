@@ -283,17 +283,19 @@ class Reads:
         Returns the body and the position of the page's last entry when more follow.
         A season some of whose completions were retired answers `"retired":
         true` with its archived score and no completions."""
-        retired = await self.db.fetch_one(
-            "retired_between", starts=season.starts_at if season.bounded else EPOCH_OF_BOARDS,
-            ends=season.ends_at)
+        starts = season.starts_at if season.bounded else EPOCH_OF_BOARDS
+        since: dict[str, Any] = {}
+        if season.window:  # what it holds by the clock (lifecycle/windows.py)
+            starts = since["window_starts"] = window_bounds(season, self.clock())[0]
+        retired = await self.db.fetch_one("retired_between", starts=starts, ends=season.ends_at)
         if retired and retired["retired"]:
             return await self._retired(season, user_id), None
         after_at = UNIX_EPOCH + timedelta(microseconds=after[0]) if after else None
         rows = await self.db.fetch("user_completions", season=season, user_id=user_id,
                                    limit=limit + 1, after_at=after_at,
-                                   after_seq=after[1] if after else None)
+                                   after_seq=after[1] if after else None, **since)
         total = await self.db.fetch_one("user_season_score", season=season,
-                                        user_id=user_id)
+                                        user_id=user_id, **since)
         page = rows[:limit]
         body: shapes.Completions = {"season": season.label, "board": season.board,
                                     "metric": season.metric, "user_id": user_id,

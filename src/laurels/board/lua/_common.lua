@@ -66,7 +66,8 @@ end
 -- correction number and whether it counts ("3:1"; "2:0" voided). The one
 -- place the form is written and read (apply.lua, load_corrections.lua).
 local function format_correction(n, counts)
-  return n .. ':' .. (counts and '1' or '0')
+  -- ('%.0f': WINDOW_LEFT, 2^50, would be written 1.1258999068426e+15 by `..`)
+  return string.format('%.0f', n) .. ':' .. (counts and '1' or '0')
 end
 
 local function parse_correction(stored)
@@ -201,7 +202,7 @@ local function learner_points(public, hidden, users, policy, uid)
   local p = load_profile(users, public, policy, uid)
   if not p or p.ts == '' then return 0 end
   local _, _, score = score_of(p, public, hidden, policy, uid)
-  return score and -tonumber(score) or 0
+  return score and 0 - tonumber(score) or 0  -- (0 - x: never -0, which HINCRBY refuses)
 end
 
 -- A team's score set again from its members (it leaves the board with its
@@ -236,7 +237,7 @@ end
 
 local function team_leave(k, group, uid, points)
   redis.call('HINCRBY', k.base .. ':c', group, -1)
-  redis.call('HINCRBY', k.base .. ':s', group, -points)
+  redis.call('HINCRBY', k.base .. ':s', group, 0 - points)
   if k.agg == 'top' then redis.call('ZREM', k.base .. ':t:' .. group, uid) end
   team_rescore(k, group)
 end

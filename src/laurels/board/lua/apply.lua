@@ -109,8 +109,11 @@
 -- the marker moves first, then each completion of the days left is taken
 -- out as a correction numbered WINDOW_LEFT (lifecycle/windows.py): above
 -- every real correction, so it converges like one, and no later void or
--- restore of that completion moves the window again. (A window whose marker
--- is lost filters nothing until its rebuild sets it again.)
+-- restore of that completion moves the window again. Once a day is taken
+-- out whole (the marker's `done` past it) even its WINDOW_LEFT entries change
+-- nothing: a second mover's late batch, after the first dropped the marks,
+-- would take it out twice. (A window whose marker is lost filters nothing
+-- until its rebuild sets it again.)
 -- Returns {'OK', then for each season: its status ('OK'; 'STALE' when the
 -- caller's versions are out of date; 'MISSING' when it has no board: never
 -- write a partial one), current, building (as they are, when STALE) and the
@@ -270,7 +273,10 @@ for _, ctx in ipairs(seasons) do
     for t = 0, ctx.T - 1 do
       ctx.has_parts[t] = redis.call('EXISTS', KEYS[ctx.versions_at + 6 * t + 6]) == 1
     end
-    if ctx.window then ctx.from = redis.call('HGET', ctx.window_key, 'from') end
+    if ctx.window then
+      local marker = redis.call('HMGET', ctx.window_key, 'from', 'done')
+      ctx.from, ctx.done = marker[1] or nil, marker[2] or nil
+    end
   end
 end
 
@@ -561,8 +567,9 @@ local function apply_entry(ctx, k)
   local profile_version = ITEMS[i + ITEM.profile_version]
   local visibility, name = ITEMS[i + ITEM.visibility], ITEMS[i + ITEM.name]
   local erased = ctx.gone[uid] == true
-  if ctx.from and correction < WINDOW_LEFT and part < ctx.from then
-    return  -- a day the window no longer holds (see Windows): its answer stays 0
+  if ctx.from and ((correction < WINDOW_LEFT and part < ctx.from)
+                   or (correction >= WINDOW_LEFT and ctx.done and part < ctx.done)) then
+    return  -- a day the window no longer holds, or has taken out: its answer stays 0
   end
   local applied, current_vis, deferred = 0, '', false
   for t = 0, ctx.T - 1 do
