@@ -31,7 +31,7 @@ import redis
 
 from bench.support import ROOT, BenchError, dump_json, log, loopback_only
 from laurels.core.errors import StoreUnavailable
-from laurels.core.seasons import PERIODS, Season, parse_season
+from laurels.core.seasons import Season, parse_season
 from laurels.core.spans import seasons_of
 from laurels.db import migrate
 from laurels.process.settings import Secrets, Settings
@@ -43,13 +43,16 @@ NOW = datetime(2026, 12, 3, 12, tzinfo=UTC)
 LEARNERS = 200_000
 SPAN_SECONDS = 500_000  # the completions' spread from the week's start (5.8 days)
 
+# The calendar periods (its ten boards, as documented; windows are bench/windows.py's).
+CALENDAR = ("week", "day", "month", "all")
+
 
 def boards() -> list[Season]:
     """Every board the week's completions count on, the week first."""
     start = parse_season(SEASON, zone="UTC").starts_at
     found: list[Season] = []
     for hours in range(0, SPAN_SECONDS // 3600 + 1):
-        for season in seasons_of(start + timedelta(hours=hours), PERIODS, zone="UTC"):
+        for season in seasons_of(start + timedelta(hours=hours), CALENDAR, zone="UTC"):
             if season not in found:
                 found.append(season)
     return found
@@ -125,7 +128,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         log(f"writing {args.completions:,} completions of {LEARNERS:,} learners")
         await fill(url, args.completions)
         settings = Settings(database_url=url, redis_url=redis_url, data_dir=folder / "data",
-                            key_prefix="bench", close_seasons=False, periods=PERIODS)
+                            key_prefix="bench", close_seasons=False, periods=CALENDAR)
         rt = Runtime(settings, Secrets("i" * 32, "a" * 32, "s" * 32), url, redis_url)
         await rt.open(run_migrations=False)
         svc = rt.derive(clock=lambda: NOW)
