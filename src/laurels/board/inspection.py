@@ -97,6 +97,11 @@ class Inspecting(BoardBase):
             out[int(seq)] = (int(n), counts == "1")
         return out
 
+    async def parts_of(self, season: Season, version: str) -> set[str]:
+        """The closed seasons a version was built from (their archives)."""
+        return {str(p) for p in await self.redis.smembers(
+            self.season_keys(season).version(version).parts)}
+
     async def learners(self, season: Season, version: str, most: int) -> list[int] | None:
         """The learners on a version of the season's board (public and
         hidden), or None when more than `most` are."""

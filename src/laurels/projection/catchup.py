@@ -72,6 +72,12 @@ class CatchUp:
         done = CaughtUp(season)
         erased = await self._tombstones(season)
         history = await history_of(self.db, self.periods, season)
+        if history is not None and not set(history.parts) <= await self.board.parts_of(
+                season, state.version):
+            # Its reads and rebuilds stand on archives this version was not
+            # built from (a season finalized since the snapshot Redis came
+            # back from): what it lacks cannot be told from them. Rebuilt.
+            return None
         # A rolling window: the days its marker (as restored) still holds
         # (without one it cannot tell them: rebuilt).
         held_from = await self.windows.held_from(season) if self.windows else None
