@@ -23,7 +23,8 @@ READS = re.compile(
     r"/v1/leaderboards/[^/]+(/events|/ranks|/users/[^/]+(/completions)?)?"
     r"|/v1/groups/[^/]+/leaderboards/[^/]+(/events|/users/[^/]+)?"
     r"|/v1/users/[^/]+/(groups|notifications|notifications/events|league|league/history"
-    r"|challenges)"
+    r"|challenges|teams)"
+    r"|/v1/teams/[^/]+/leaderboards/[^/]+"
     r"|/v1/leagues/[^/]+/cohorts/[^/]+(/events)?"
     r"|/v1/challenges(/[^/]+(/leaderboard|/events|/users/[^/]+)?)?")
 

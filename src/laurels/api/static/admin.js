@@ -8,7 +8,7 @@
 const KEY = "laurels-admin-token";
 const $ = (id) => document.getElementById(id);
 const state = { section: "boards", user: null, season: "current", board: "global",
-                week: "current", kindBoards: [] };
+                week: "current", kindBoards: [], teamKinds: new Map() };
 const token = () => sessionStorage.getItem(KEY);
 const seg = encodeURIComponent;  // every value put in a path
 // `?board=` for a board of a kind; nothing for the whole board.
@@ -119,13 +119,14 @@ function show(section) {
     $(b.dataset.section).hidden = b.dataset.section !== section;
   }
   ({ boards: () => { loadKindChoices(); loadBoards(); }, learner: () => state.user && loadLearner(), leagues: loadLeagues,
-     kinds: loadKinds, challenges: loadChallenges, webhooks: loadDeliveries, audit: loadAudit,
+     kinds: loadKinds, "team-kinds": loadTeamKinds, challenges: loadChallenges, webhooks: loadDeliveries, audit: loadAudit,
      health: loadHealth })[section]();
 }
 
 // -- boards: seasons, rebuild (with its progress), verify ------------------------------------------
 
-const ALIASES = { week: "current", day: "current-day", month: "current-month", all: "all" };
+const ALIASES = { week: "current", day: "current-day", month: "current-month", all: "all",
+                  "7d": "last-7d", "30d": "last-30d" };
 
 async function loadBoards() {
   const meta = document.querySelector('meta[name="laurels-periods"]');
@@ -398,6 +399,84 @@ async function defineKind(event) {
   }
 }
 
+// -- team kinds --------------------------------------------------------------------------------
+
+// Every team kind, with how its teams score and how many are ranked this
+// week (its board's total).
+async function loadTeamKinds() {
+  const r = await api("GET", "/v1/admin/team-kinds");
+  if (!r.ok) return;
+  const kinds = r.body.team_kinds;
+  const boards = await Promise.all(kinds.map((k) => api(
+    "GET", `/v1/teams/${seg(k.team)}/leaderboards/current?limit=1`, undefined, true)));
+  state.teamKinds = new Map(kinds.map((k) => [k.team, k]));
+  rows("team-kind-list", kinds, (tr, k) => {
+    tr.dataset.id = k.team;
+    const board = boards[kinds.indexOf(k)];
+    for (const v of [k.team, k.title, teamAggregate(k), board.ok ? board.body.total : "",
+                     local(k.created_at)]) cell(tr, v);
+    const td = tr.insertCell();
+    for (const [label, act] of [["Edit", () => editTeamKind(k)],
+                                ["Delete…", () => deleteTeamKind(k)]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.addEventListener("click", act);
+      td.appendChild(b);
+    }
+  });
+}
+
+const teamAggregate = (k) => (k.aggregate === "top" ? `top ${k.top}` : k.aggregate);
+
+// The number of best members is asked for with `top` only.
+function topInput() {
+  const top = $("team-kind-top");
+  top.disabled = $("team-kind-aggregate").value !== "top";
+  top.required = !top.disabled;
+  if (top.disabled) top.value = "";
+}
+
+function editTeamKind(k) {
+  $("team-kind-name").value = k.team;
+  $("team-kind-title").value = k.title;
+  $("team-kind-aggregate").value = k.aggregate;
+  topInput();
+  if (k.top !== null) $("team-kind-top").value = String(k.top);
+  $("team-kind-title").focus();
+}
+
+async function defineTeamKind(event) {
+  event.preventDefault();
+  problem("");
+  const team = $("team-kind-name").value.trim();
+  const body = { aggregate: $("team-kind-aggregate").value };
+  if ($("team-kind-title").value.trim()) body.title = $("team-kind-title").value.trim();
+  if (body.aggregate === "top") body.top = Number($("team-kind-top").value);
+  const before = state.teamKinds.get(team);
+  const r = await api("PUT", `/v1/admin/team-kinds/${seg(team)}`, body);
+  if (r.ok) {
+    $("status").textContent = `team kind ${r.body.team} ` + (r.status === 201 ? "defined"
+      : before && before.title === r.body.title ? "unchanged" : "retitled");
+    loadTeamKinds();
+  }
+}
+
+async function deleteTeamKind(k) {
+  const typed = window.prompt(`Deleting the team kind ${k.team} removes its team boards; its ` +
+    `groups stay, in no team kind. Type "delete ${k.team}" to confirm.`, "");
+  if (typed === null) return;
+  if (typed.trim() !== `delete ${k.team}`) {
+    problem("Not deleted: the confirmation did not match.");
+    return;
+  }
+  const r = await api("DELETE", `/v1/admin/team-kinds/${seg(k.team)}`);
+  if (r.ok) {
+    $("status").textContent = `team kind ${k.team} deleted`;
+    loadTeamKinds();
+  }
+}
+
 // -- challenges -------------------------------------------------------------------------------------
 
 // Every challenge (of one status), page after page.
@@ -609,6 +688,9 @@ $("unsuspend").addEventListener("click", () => suspend(false));
 $("erase").addEventListener("click", erase);
 $("week-form").addEventListener("submit", loadLeagues);
 $("define-kind").addEventListener("submit", defineKind);
+$("define-team-kind").addEventListener("submit", defineTeamKind);
+$("define-team-kind").addEventListener("reset", () => setTimeout(topInput));
+$("team-kind-aggregate").addEventListener("change", topInput);
 $("challenge-filter").addEventListener("submit", loadChallenges);
 $("define-challenge").addEventListener("submit", defineChallenge);
 $("any-board").addEventListener("submit", (event) => {

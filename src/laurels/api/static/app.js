@@ -10,13 +10,19 @@ const state = { season: null, alias: null, token: null, me: null, source: null, 
                 timer: null, board: { kind: "all" }, friends: [], period: "week",
                 listening: null, league: null, lastWeeks: new Map(), countdown: null };
 // Each period's board of "now" (docs/contract.md, Domain), and its label.
+// The rolling windows (`7d`, `30d`) are one season each, moving at each
+// local midnight: no season before or after them.
 const PERIODS = { week: ["current", "This week"], day: ["current-day", "Today"],
-                  month: ["current-month", "This month"], all: ["all", "All time"] };
+                  month: ["current-month", "This month"], all: ["all", "All time"],
+                  "7d": ["last-7d", "Last 7 days"], "30d": ["last-30d", "Last 30 days"] };
 const ALIASES = { current: "week", "current-day": "day", "current-month": "month" };
-const SEASON_NAME = /^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{2}|all)$/;
+const SEASON_NAME = /^([0-9]{4}-W[0-9]{2}|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{2}|all|last-7d|last-30d)$/;
+// A season with none before or after it: all time, a rolling window.
+const single = (season) => season === "all" || /^last-/.test(season);
 
 function periodOf(season) {
   if (season === "all") return "all";
+  if (season.startsWith("last-")) return season.slice(5);  // `7d`, `30d`
   if (season.includes("-W")) return "week";
   return season.length === 10 ? "day" : "month";
 }
@@ -38,7 +44,7 @@ function isoWeek(date) {
 // A season's bounds in the learner's own time zone (the browser's): the
 // deployment's zone decides when a season starts and ends, the learner's how
 // that instant reads; the instants themselves stay in data attributes.
-function showRange(startsAt, endsAt) {
+function showRange(startsAt, endsAt, window) {
   const out = $("range");
   out.dataset.startsAt = startsAt || "";
   out.dataset.endsAt = endsAt || "";
@@ -53,7 +59,8 @@ function showRange(startsAt, endsAt) {
   const ends = new Date(Date.parse(endsAt));
   const span = startsAt ? `${fmt.format(new Date(Date.parse(startsAt)))} to ${fmt.format(ends)}`
     : `until ${fmt.format(ends)}`;
-  const when = ends > Date.now() ? `resets ${fmt.format(ends)}` : "ended";
+  const when = window ? "moves at each midnight"
+    : ends > Date.now() ? `resets ${fmt.format(ends)}` : "ended";
   out.textContent = `${span} · ${when} · your time (${zone})`;
 }
 
@@ -105,8 +112,8 @@ function renderBoard(body) {
     : b.kind === "friends" ? "Friends" : "Top 100";
   $("total").textContent = body.total === undefined ? `(${body.entries.length} learners)`
     : `(${body.total} learners, ${body.status}, ties: ${body.tie_policy})`;
-  showRange(body.starts_at, body.ends_at);
-  $("prev").hidden = $("next").hidden = body.period === "all";
+  showRange(body.starts_at, body.ends_at, single(body.season) && body.period !== "all");
+  $("prev").hidden = $("next").hidden = single(body.season);
   $("empty").hidden = body.entries.length > 0;
   const tbody = $("board").querySelector("tbody");
   const before = new Map([...tbody.rows].map((r) => [r.dataset.key, r.dataset.rank]));
@@ -285,6 +292,7 @@ async function refresh() {
     renderMe(me);
   }
   renderBoard(body);
+  refreshTeams(state.season, board.kind === "board" ? board.board : "global", body.metric);
   setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
 }
@@ -467,7 +475,7 @@ function periods() {
   const select = $("period");
   const meta = document.querySelector('meta[name="laurels-periods"]');
   const configured = (meta ? meta.content : "week").split(",");
-  for (const p of ["day", "month", "all"]) {
+  for (const p of ["day", "month", "all", "7d", "30d"]) {
     if (!configured.includes(p)) continue;
     const option = document.createElement("option");
     option.value = p;
@@ -577,6 +585,7 @@ async function refreshLeague() {
   state.season = body.season;
   state.league = body;
   renderLeague(body, last);
+  refreshTeams(state.season, "global", "points");
   if (wantedStream() !== state.listening) listen();
   setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
@@ -1021,6 +1030,106 @@ function renderChallengeBoard(c, body, me) {
     String(Number(document.body.dataset.challengeRefreshed || 0) + 1);
 }
 
+// -- "your team" (docs/contract.md, "Team boards") ------------------------------------------
+
+// The learner's teams (each group of a team kind they are in) on the board
+// shown (the whole board, or the board of a kind whose tab is pressed) in
+// the season shown, refreshed with it: each team's rank among its kind's
+// teams, its score, what the learner adds to it, and the kind's first teams
+// (a members-only team the learner is not in is a "Private team").
+const TEAMS = { seq: 0 };
+const TEAMS_SHOWN = 5;
+
+// A team's score: a mean is not a whole number.
+const teamScore = (x) => (Number.isInteger(x) ? String(x) : String(Math.round(x * 10) / 10));
+
+function amount(metric, x) {
+  const one = x === 1 ? "" : "s";
+  if (metric === "completions") return `${teamScore(x)} completion${one}`;
+  if (metric === "best") return `${teamScore(x)} in best scores`;
+  return `${teamScore(x)} point${one}`;
+}
+
+function aggregateWords(kind) {
+  if (kind.aggregate === "mean") return "the average of its members' scores";
+  if (kind.aggregate === "top") return `the sum of its ${kind.top} best members' scores`;
+  return "the sum of its members' scores";
+}
+
+async function refreshTeams(season, board, metric) {
+  if (!state.userId) return;
+  const seq = ++TEAMS.seq;
+  const on = board === "global" ? "" : `&board=${enc(board)}`;
+  const mine = await getJSON(`/v1/users/${state.userId}/teams?season=${enc(season)}${on}`, true);
+  if (seq !== TEAMS.seq || !mine) return;
+  const teams = mine.problem ? [] : mine.teams;
+  const kinds = [...new Set(teams.map((t) => t.team))];
+  const boards = await Promise.all(kinds.map((k) => getJSON(
+    `/v1/teams/${enc(k)}/leaderboards/${enc(season)}?limit=${TEAMS_SHOWN}${on}`, true)));
+  if (seq !== TEAMS.seq) return;
+  const byKind = new Map(kinds.map((k, i) => [k, boards[i] && !boards[i].problem ? boards[i]
+    : { title: k, aggregate: "sum", top: null, entries: [], season }]));
+  const kindTitle = (t) => byKind.get(t.team).title;
+  const sorted = [...teams].sort((a, b) => kindTitle(a).localeCompare(kindTitle(b))
+    || a.name.localeCompare(b.name));
+  $("team-list").replaceChildren(...sorted.map((t) => teamCard(t, byKind.get(t.team),
+                                                               metric || "points")));
+  $("teams-title-text").textContent = sorted.length > 1 ? "Your teams" : "Your team";
+  const shown = byKind.size ? [...byKind.values()][0].season : season;
+  $("teams-season").textContent = board === "global" ? shown : `${boardWords(board)}, ${shown}`;
+  $("your-teams").hidden = sorted.length === 0;
+  document.body.dataset.teamsRefreshed =
+    String(Number(document.body.dataset.teamsRefreshed || 0) + 1);
+}
+
+function teamCard(t, kind, metric) {
+  const li = document.createElement("li");
+  li.className = "team";
+  li.dataset.team = t.team;
+  li.dataset.groupId = t.group_id;
+  const head = document.createElement("h3");
+  head.append(span(t.name, "name"), " ", span(kind.title, "kind"));
+  const standing = document.createElement("p");
+  standing.className = "standing";
+  standing.append(span(ordinal(t.rank), "rank"), ` of ${t.total} · ${amount(metric, t.score)}`);
+  const adds = document.createElement("p");
+  adds.className = "contribution";
+  const c = t.contribution;
+  if (kind.aggregate === "top" && c === 0) {
+    adds.textContent = `Only its ${kind.top} best members count: ` +
+      "you are not among them yet.";
+  } else if (c === 0) {
+    adds.textContent = "You add nothing yet: complete a tutorial to add to it.";
+  } else if (kind.aggregate === "mean") {
+    adds.textContent = `You add ${teamScore(c)} to its average.`;
+  } else {
+    adds.textContent = `You add ${amount(metric, c)}` +
+      (kind.aggregate === "top" ? ` (you are among its ${kind.top} best).` : ".");
+  }
+  const how = document.createElement("p");
+  how.className = "how";
+  how.textContent = `A team's score: ${aggregateWords(kind)}.`;
+  const top = document.createElement("ol");
+  top.className = "board team-top";
+  top.setAttribute("aria-label", `${kind.title}: the first teams`);
+  const row = (e, mine) => {
+    const item = document.createElement("li");
+    const named = e.name === null ? span("Private team", "private") : span(e.name);
+    item.append(span(String(e.rank)), named, span(teamScore(e.score)));
+    if (mine) item.classList.add("me");
+    top.appendChild(item);
+  };
+  let listed = false;
+  for (const e of kind.entries) {
+    const mine = e.group_id === t.group_id;
+    listed = listed || mine;
+    row(e, mine);
+  }
+  if (!listed && kind.entries.length) row(t, true);
+  li.append(head, standing, adds, how, top);
+  return li;
+}
+
 function go(season) {
   state.season = season;
   state.alias = Object.hasOwn(ALIASES, season) ? season : null;
@@ -1038,7 +1147,7 @@ function start() {
   state.token = hash.get("token");
   state.userId = state.token ? learnerFromToken(state.token) : null;
   const wanted = new URLSearchParams(location.search).get("season");
-  const step = (dir) => SEASON_NAME.test(state.season || "") && state.season !== "all"
+  const step = (dir) => SEASON_NAME.test(state.season || "") && !single(state.season)
     && go(shiftSeason(state.season, dir));
   $("prev").addEventListener("click", () => step(-1));
   $("next").addEventListener("click", () => step(1));

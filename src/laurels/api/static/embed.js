@@ -8,6 +8,7 @@
 //   <laurels-board board="course:python-101"></laurels-board>
 //   <laurels-board view="league" token="LEARNER_JWT"></laurels-board>
 //   <laurels-board view="challenge" challenge="december-sql-sprint"></laurels-board>
+//   <laurels-board view="teams" team="classes" limit="10"></laurels-board>
 //
 // Attributes: season (default "current"; any period's name or alias), board
 // (default "global"; a board of a course, a track or a skill), group
@@ -19,9 +20,14 @@
 // their own row, or why they play none; "challenge": the board of the
 // challenge named by `challenge`, its title, countdown and status, each
 // entry with its reward once decided, what its rank would earn before, and
-// the token's learner's row). It listens to the board's hints (a league:
-// its week's; a challenge: its own while it runs, then it looks again until
-// the challenge is decided) and refetches on each.
+// the token's learner's row; "teams": the teams of the team kind named by
+// `team`, ranked on the board and season by their members' scores, a
+// members-only group the token may not read shown as "Private team", the
+// token's learner's teams marked (and listed under the board when not in
+// it)). It listens to the board's hints (a league: its week's; a
+// challenge: its own while it runs, then it looks again until the
+// challenge is decided; teams: the season's of the board, as their
+// members score) and refetches on each.
 "use strict";
 
 (() => {
@@ -42,6 +48,7 @@
     caption .when { font-weight: normal; color: #5b6470; white-space: nowrap; }
     td.reward { white-space: nowrap; }
     td.reward.would { color: #5b6470; font-style: italic; }
+    td.private { color: #5b6470; font-style: italic; }
   `;
   const ZONES = { promotion: "▲ promotion", demotion: "▼ demotion" };
   const OUTCOMES = { promoted: "▲ promoted to", demoted: "▼ demoted to", stayed: "= stayed in" };
@@ -63,6 +70,14 @@
 
   const METRIC_HEADS = { points: "Points", completions: "Completions", best: "Best" };
   const CHALLENGE_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+  const TEAM_KIND = /^[a-z][a-z0-9_-]{0,31}$/;
+  // A team's score: a mean is not a whole number.
+  const teamScore = (x) => (Number.isInteger(x) ? String(x) : String(Math.round(x * 10) / 10));
+  const AGGREGATE_WORDS = {
+    sum: () => "the sum of its members' scores",
+    mean: () => "the average of its members' scores",
+    top: (n) => `the sum of its ${n} best members' scores`,
+  };
   // "00:04:59", or "2d 03:04:05".
   const duration = (ms) => {
     const s = Math.max(0, Math.floor(ms / 1000));
@@ -94,7 +109,7 @@
   class LaurelsBoard extends HTMLElement {
     static get observedAttributes() {
       return ["season", "board", "group", "limit", "token", "src", "view", "heading",
-              "challenge"];
+              "challenge", "team"];
     }
 
     constructor() {
@@ -136,6 +151,8 @@
     get league() { return this.getAttribute("view") === "league"; }
     get challengeView() { return this.getAttribute("view") === "challenge"; }
     get challenge() { return this.getAttribute("challenge") || ""; }
+    get teamsView() { return this.getAttribute("view") === "teams"; }
+    get team() { return this.getAttribute("team") || ""; }
 
     boardPath() {
       const g = this.group;
@@ -156,8 +173,9 @@
       }
       // EventSource sends no headers: a members group's hints come from its season's stream.
       // A league is played on the week's whole board: its hints, refetched on each.
+      // Teams: their members score on the season's board of `board`.
       const events = this.league ? `/v1/leaderboards/${this.season}/events`
-        : (this.group && !this.token ? `${this.boardPath()}/events`
+        : (this.group && !this.token && !this.teamsView ? `${this.boardPath()}/events`
           : `/v1/leaderboards/${this.season}/events`) + this.on("?");
       this.source = new EventSource(this.base + events);
       this.source.addEventListener("ready", () => this.schedule());
@@ -202,6 +220,7 @@
 
     async refresh() {
       if (this.challengeView) return this.refreshChallenge();
+      if (this.teamsView) return this.refreshTeams();
       if (this.league) return this.refreshLeague();
       const body = await this.get(`${this.boardPath()}?limit=${this.limit}${this.on("&")}`);
       if (!body) {
@@ -351,6 +370,80 @@
         this.source = null;
       }
       if (body.decided) this.stopClock(); else this.startClock();
+    }
+
+    // The teams view: a team kind's teams on the board and season.
+    async refreshTeams() {
+      const team = this.team;
+      if (!TEAM_KIND.test(team)) {
+        this.note.textContent = "The teams view needs a team kind (team=\"...\").";
+        this.dataset.problem = "422";
+        if (this.source) this.source.close();
+        this.source = null;
+        return;
+      }
+      const uid = this.token ? subject(this.token) : null;
+      const [body, mine] = await Promise.all([
+        this.get(`/v1/teams/${encodeURIComponent(team)}/leaderboards/${this.season}` +
+                 `?limit=${this.limit}${this.on("&")}`),
+        uid ? this.get(`/v1/users/${uid}/teams?season=${this.season}${this.on("&")}`) : null]);
+      if (!body) {
+        this.note.textContent = "The teams are not available right now; retrying.";
+        return;
+      }
+      if (body.problem) {  // asking again will not help: say what is wrong, and stop
+        this.note.textContent = body.problem.status === 404 && /team kind/.test(body.problem.detail)
+          ? `There is no such team kind (${body.problem.detail}).`
+          : LaurelsBoard.explain(body.problem);
+        this.dataset.problem = String(body.problem.status);
+        if (this.source) this.source.close();
+        this.source = null;
+        return;
+      }
+      const own = mine && mine.teams ? mine.teams.filter((t) => t.team === body.team) : [];
+      this.renderTeams(body, own);
+    }
+
+    renderTeams(body, own) {
+      const table = document.createElement("table");
+      const caption = table.createCaption();
+      const named = this.getAttribute("heading") || (body.board && body.board !== "global"
+        ? `${body.title}, ${boardName(body.board)}` : body.title);
+      caption.textContent = `${named}, ${body.season}`;
+      const head = table.createTHead().insertRow();
+      for (const [text, cls] of [["#", ""], ["Team", ""], ["Members", "score"], ["Score", "score"]]) {
+        const th = document.createElement("th");
+        th.textContent = text;
+        if (cls) th.className = cls;
+        head.appendChild(th);
+      }
+      const rows = table.createTBody();
+      const mine = new Set(own.map((t) => t.group_id));
+      const row = (rank, name, members, score, me) => {
+        const tr = rows.insertRow();
+        if (me) tr.className = "me";
+        const cells = [[rank, ""], [name === null ? "Private team" : name,
+                                    name === null ? "private" : ""],
+                       [members, "score"], [teamScore(score), "score"]];
+        for (const [text, cls] of cells) {
+          const td = tr.insertCell();
+          td.textContent = String(text);
+          if (cls) td.className = cls;
+        }
+      };
+      const shown = new Set();
+      for (const e of body.entries) {
+        const me = e.group_id !== null && mine.has(e.group_id);
+        if (me) shown.add(e.group_id);
+        row(e.rank, e.name, e.members, e.score, me);
+      }
+      for (const t of own) if (!shown.has(t.group_id)) row(t.rank, t.name, "", t.score, true);
+      const how = (AGGREGATE_WORDS[body.aggregate] || AGGREGATE_WORDS.sum)(body.top);
+      this.note.textContent = body.entries.length ? `A team's score: ${how}.` : "No teams yet.";
+      this.dataset.total = String(body.total);
+      this.table.replaceWith(table);
+      this.table = table;
+      this.dataset.refreshed = String(Number(this.dataset.refreshed || 0) + 1);
     }
 
     startClock() {
