@@ -11,6 +11,8 @@ a closed week finalized) with the faults a deployment meets, each a move:
 - one key lost (a season's marker: a board that must heal, never be served
   half; or a rolling window's marker: a board rebuilt);
 - a rolling window's midnight (its clock moved on, the days leaving it out);
+- learners joining and leaving a team, and its board read (filled when
+  Redis has it not, or holds another count of membership changes);
 - a process silent past the heartbeat (forgotten; another records other
   settings; it must not rejoin beside them);
 - the epoch watch's tick (the repair that proves a restarted Redis).
@@ -45,7 +47,7 @@ from hypothesis.stateful import (
 from laurels.board.trust import Unproven
 from laurels.core.errors import DomainError, StoreUnavailable
 from laurels.core.seasons import Season, parse_season
-from laurels.core.validation import ProfileIn
+from laurels.core.validation import GroupIn, MembersIn, ProfileIn
 from laurels.process.deployment import Membership
 from laurels.process.settings import Secrets, Settings
 from laurels.projection.filling import RebuildFailed
@@ -117,6 +119,9 @@ class FaultMachine(RuleBasedStateMachine):
             async with self.svc.db.connection() as conn:  # this test's database: empty
                 await reset_tables(conn)
             await self.svc.board_kinds.define("course", {"periods": ["week", "all", "7d"]})
+            await self.svc.teams.define("classes", {"aggregate": "top", "top": 2})
+            for gid in ("7a", "7b"):
+                await self.svc.groups.put(gid, GroupIn(access="public", team="classes"))
             await self.svc.epoch.check()  # the run id proven
             self.member = Membership(self.svc.db, "serve", refused=self.refused.append)
             await self.member.join(self.svc.settings, self.rt.secrets)
@@ -174,6 +179,22 @@ class FaultMachine(RuleBasedStateMachine):
             return await self.svc.lifecycle.finalize_due(NOW + timedelta(days=14))
 
         self.run(self._do("finalize W47", work()))
+
+    @rule(group=st.sampled_from(["7a", "7b"]), add=st.sets(st.sampled_from(USERS), max_size=2),
+          remove=st.sets(st.sampled_from(USERS), max_size=2))
+    def team_members(self, group: str, add: set[int], remove: set[int]) -> None:
+        """Learners join and leave a team (its boards move before it commits)."""
+        body = MembersIn(add=sorted(add), remove=sorted(remove - add))
+        self.run(self._do(f"members of {group}: +{sorted(add)} -{sorted(remove - add)}",
+                          self.svc.groups.change_members(group, body)))
+
+    @rule(season=st.sampled_from([W47, W48, "all", "last-7d"]))
+    def team_read(self, season: str) -> None:
+        """A team board read: filled from PostgreSQL when Redis has it not,
+        or not at PostgreSQL's count of membership changes (a restart from
+        an older snapshot)."""
+        self.run(self._do(f"teams of {season}", self.svc.team_reads.page(
+            "classes", parse_season(season, zone="UTC"), 0, 100, None)))
 
     @rule(days=st.integers(1, 3))
     def window(self, days: int) -> None:
@@ -296,6 +317,9 @@ class FaultMachine(RuleBasedStateMachine):
         for season in seasons:
             result = await self.svc.verifier.verify(season)
             assert result.consistent, (season, result.body())
+        for team, season in await self.svc.team_checker.every():
+            check = await self.svc.team_checker.verify(team, season)
+            assert check.consistent, (team, season, check.mismatches)
 
     @invariant()
     def holds(self) -> None:
