@@ -186,3 +186,40 @@ async def test_a_board_that_missed_a_change_is_filled_again(rt: Runtime) -> None
         await conn.execute("UPDATE team_kinds SET members_version ="
                            " nextval('team_members_version')")
     assert await teams(svc) == [("7a", 16, 2, 1)]
+
+
+async def test_a_finalized_season_s_teams_come_from_its_archive(rt: Runtime) -> None:
+    """Once a season's keys are gone, its team board is computed from its
+    archive and the memberships now, as the board kept live had it."""
+    svc = rt.derive(clock=lambda: NOW)
+    await svc.teams.define("squads", {"aggregate": "top", "top": 2})
+    await svc.ingestor.record([done("a", 1, 10), done("b", 2, 6), done("c", 3, 5),
+                               done("d", 4, 9)])
+    await group(svc, "s1", [1, 2, 3], team="squads")
+    await group(svc, "s2", [4, 5], team="squads")
+    live = await teams(svc, "squads")
+    mine = await svc.team_reads.of_learner(2, WEEK)
+    assert live == [("s1", 16, 3, 1), ("s2", 9, 2, 2)]
+    await svc.lifecycle.finalize(WEEK)
+    await svc.board.drop_season(WEEK)
+    assert await teams(svc, "squads") == live
+    assert await svc.team_reads.of_learner(2, WEEK) == mine
+
+
+async def test_a_window_s_teams_lose_the_day_that_leaves(rt: Runtime) -> None:
+    """A team board on a rolling window moves with it at midnight."""
+    now = [NOW]
+    svc = rt.derive(clock=lambda: now[0], periods=("week", "7d"))
+    window = parse_season("last-7d", zone="UTC")
+    await svc.teams.define("classes", {})
+    await svc.ingestor.record([done("a", 1, 10), done("b", 2, 6)])
+    await group(svc, "7a", [1, 2])
+    await svc.projector.drain(min_age_seconds=0)
+    body, _ = await svc.team_reads.page("classes", window, 0, 10, "platform")
+    assert [(e["group_id"], e["score"]) for e in body["entries"]] == [("7a", 16)]
+    now[0] = NOW + timedelta(days=7)  # the day of both completions leaves
+    await svc.windows.tick()
+    body, _ = await svc.team_reads.page("classes", window, 0, 10, "platform")
+    assert [(e["group_id"], e["score"]) for e in body["entries"]] == [("7a", 0)]
+    check = await svc.team_checker.verify("classes", window)
+    assert check.consistent, check.mismatches

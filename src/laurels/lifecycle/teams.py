@@ -126,6 +126,8 @@ class Teams:
                     await self.board.team_members(
                         season, state.current, key_of(kind), "move", groups,
                         expected=kind.members_version, applied=int(bumped["members_version"]))
+                else:  # gone (expired, rebuilt): a read fills it again, and lists it
+                    await self.board.forget_team_board(kind.team, season)
 
     async def moved_everywhere(self, tx: Tx, user_id: int) -> None:
         """`moved` for every kind of the groups a learner is in (their
