@@ -29,6 +29,7 @@ from laurels.challenges.erasure import ChallengeErasure
 from laurels.challenges.standings import Standings
 from laurels.challenges.verify import Checker
 from laurels.core.errors import StoreUnavailable
+from laurels.core.seasons import WINDOW_DAYS
 from laurels.db import Database, migrate
 from laurels.ingest.corrections import Corrections
 from laurels.ingest.record import Clock, Ingestor
@@ -204,6 +205,7 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     partitions = Partitions(db, lifecycle.archive_boards_of,
                             grace_seconds=settings.late_grace_seconds,
                             close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
+    partitions.windows = any(p in WINDOW_DAYS for p in settings.periods)
     teams = Teams(db, board)
     groups = Groups(db, board, reads, privacy, teams)
     notifications = Notifications(db, board_kinds)

@@ -43,10 +43,10 @@ async def test_groups_and_members(serve: ApiFactory) -> None:
     resp = await c.put("/v1/groups/class-7b", json={})
     assert resp.status_code == 200
     assert resp.json() == {"group_id": "class-7b", "name": "class-7b", "access": "members",
-                           "members": 0}
+                           "members": 0, "team": None}  # (no team kind: Team boards)
     resp = await c.put("/v1/groups/class-7b", json={"name": "Class 7B", "access": "public"})
     assert resp.json() == {"group_id": "class-7b", "name": "Class 7B", "access": "public",
-                           "members": 0}
+                           "members": 0, "team": None}
     resp = await c.post("/v1/groups/class-7b/members", json={"add": [1, 2, 3, 3]})
     assert resp.json() == {"group_id": "class-7b", "members": 3, "refused": []}
     again = await c.post("/v1/groups/class-7b/members", json={"add": [1], "remove": [3, 99]})

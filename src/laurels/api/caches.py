@@ -56,6 +56,7 @@ TOP_BYTES = 64 << 20
 # (every ISO week of 9,999 years), so past this the oldest followed season
 # is unfollowed and its bodies dropped (GroupCache still starts afresh).
 MAX_SEASONS = 16_384
+TEAM_BYTES = 16 << 20  # team boards' pages kept, in all (api/team_routes.py)
 AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
 
 

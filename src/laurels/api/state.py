@@ -18,7 +18,7 @@ from fastapi import Request
 from starlette.datastructures import State
 
 from laurels.api.auth import Auth
-from laurels.api.caches import AROUND_BYTES, BoardCache, Cached, GroupCache, KnownPages
+from laurels.api.caches import AROUND_BYTES, TEAM_BYTES, BoardCache, Cached, GroupCache, KnownPages
 from laurels.api.cursors import Cursors
 from laurels.api.ratelimit import InFlight, RateLimiter
 from laurels.board.signals import Signals
@@ -106,7 +106,8 @@ class ApiState(State):
             "around_cache": BoardCache(services.subscription, cursors,
                                        max_entries=100_000, max_bytes=AROUND_BYTES),
             "group_cache": GroupCache(services.subscription, services.hub.index),
-            "team_cache": BoardCache(services.subscription, cursors),
+            "team_cache": BoardCache(services.subscription, cursors, max_entries=10_000,
+                                     max_bytes=TEAM_BYTES),
             "group_pages": InFlight(GROUP_PAGES_PER_CLIENT, "uncached group pages"),
             "group_fills": {},
             "group_commit": GroupCommit(services.ingestor),

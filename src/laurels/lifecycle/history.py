@@ -164,6 +164,7 @@ class Partitions:
         # close_seasons), and the policy an empty week is closed with.
         self.grace_seconds, self.close_seasons = grace_seconds, close_seasons
         self.tie_policy = tie_policy
+        self.windows = False  # the deployment's periods hold a rolling window (wire())
         # Called before a month is retired (lifecycle.archive_boards_of):
         # False keeps it for now.
         self.before_retiring = before_retiring
@@ -219,13 +220,16 @@ class Partitions:
         archived, and whose league weeks are decided (while the deployment's
         leagues are on: its stored switch, not this process's settings):
         every board, archive and result stays as it was (docs/operations.md);
+        while a rolling window is configured (the deployment's or a kind's),
         never one that ended less than WINDOW_KEEP_DAYS ago.
         The months dropped."""
         if retain_days is None:
             return []
         # (never a month a rolling window may still hold: lifecycle/windows.py
         # takes a day out by reading its completions)
-        limit = now - timedelta(days=max(retain_days, WINDOW_KEEP_DAYS))
+        if self.windows or await self.db.fetch_one("kinds_with_windows") is not None:
+            retain_days = max(retain_days, WINDOW_KEEP_DAYS)
+        limit = now - timedelta(days=retain_days)
         done = []
         for row in await self.db.fetch("completion_months"):
             month: date = row["month"]

@@ -229,6 +229,7 @@ local function team_rescore(k, group)
 end
 
 local function team_join(k, group, uid, points)
+  if k.joined then k.joined[group] = true end
   redis.call('HINCRBY', k.base .. ':c', group, 1)
   redis.call('HINCRBY', k.base .. ':s', group, points)
   if k.agg == 'top' then redis.call('ZADD', k.base .. ':t:' .. group, points, uid) end
@@ -288,5 +289,21 @@ local function team_move(k, public, hidden, users, policy, uid, csv)
   else
     redis.call('HSET', k.base .. ':m', uid, csv)
     redis.call('HSET', k.base .. ':p', uid, points)
+  end
+end
+
+-- A finalized season's keys expire together (inherit_expiry): the keys of
+-- kind k a script may have made (its own; a `top` kind's sets of the groups
+-- joined in it: k.joined), and the version's teams hash, take the marker's.
+local function team_expiry(current_key, teams_key, k)
+  local ttl = redis.call('PTTL', current_key)
+  if ttl <= 0 then return end
+  local keys = {teams_key}
+  if k then
+    for _, x in ipairs({':m', ':p', ':z', ':s', ':c'}) do keys[#keys + 1] = k.base .. x end
+    for g in pairs(k.joined or {}) do keys[#keys + 1] = k.base .. ':t:' .. g end
+  end
+  for _, key in ipairs(keys) do
+    if redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ttl) end
   end
 end

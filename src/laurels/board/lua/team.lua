@@ -34,6 +34,7 @@ local head = ARGV[ARG.aggregate] .. ':' .. ARGV[ARG.top] .. ':' .. ARGV[ARG.appl
 if op == 'begin' then
   drop()
   redis.call('HSET', KEYS[2], kind, head .. ':0')
+  team_expiry(KEYS[1], KEYS[2], nil)  -- (a finalized season's: it expires with it)
 elseif op == 'finish' and state == head .. ':0' then
   redis.call('HSET', KEYS[2], kind, head .. ':1')
 end

@@ -24,7 +24,7 @@ local state = redis.call('HGET', teams, kind)
 if not state then return {'ABSENT'} end
 local agg, top, applied, ready = string.match(state, '^(%a+):(%d+):(%d+):(%d)$')
 local k = {kind = kind, base = version_base(public) .. ':team:' .. kind, agg = agg,
-           top = tonumber(top)}
+           top = tonumber(top), joined = {}}
 local policy = ARGV[ARG.policy]
 if op == 'move' and applied ~= ARGV[ARG.expected] then
   for _, g in ipairs(redis.call('HKEYS', k.base .. ':c')) do
@@ -45,4 +45,5 @@ end
 if op == 'move' then
   redis.call('HSET', teams, kind, agg .. ':' .. top .. ':' .. ARGV[ARG.applied] .. ':' .. ready)
 end
+team_expiry(KEYS[1], teams, k)  -- (a finalized season's: they expire with it)
 return {'OK'}

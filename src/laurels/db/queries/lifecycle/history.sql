@@ -76,3 +76,8 @@ SELECT laurels_retire_month_v1(%(month)s::date) AS retired;
 -- a month of completions they read stays.
 SELECT challenge_id FROM challenges
 WHERE decided_at IS NULL AND starts_at < %(end)s AND ends_at > %(start)s LIMIT 1;
+
+-- name: kinds_with_windows
+-- A board kind with a rolling window among its periods, if any (retention
+-- keeps what a window may hold).
+SELECT kind FROM board_kinds WHERE periods && ARRAY['7d', '30d'] LIMIT 1;
