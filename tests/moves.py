@@ -66,6 +66,9 @@ WRITERS: dict[str, tuple[str, str]] = {
     "cli challenges delete": (CHALLENGES, "delete"),
     "cli challenges join": (CHALLENGES, "join"),
     "cli challenges decide": (CHALLENGES, "decide"),
+    "cli teams define": (INTERLEAVED, "team_define"),
+    "cli teams delete": (INTERLEAVED, "team_delete"),
+    "cli teams board": (INTERLEAVED, "team_read"),  # a read that fills the board (Teams.ready)
     # background loops (runtime.background_loops, every option on)
     "loop projector": (INTERLEAVED, "project"),
     "loop outbox-flush": (INTERLEAVED, "ingest"),  # the fast path's rows, deleted in bulk
@@ -128,6 +131,7 @@ READERS: dict[str, str] = {
     "cli audit": "reads the audit log",
     "cli leagues": "reads a week's leagues",
     "cli challenges show": "reads a challenge and its board",
+    "cli teams list": "reads the team kinds",
     "Checker.every": "reads the challenges' ids",
     "Checker.verify": "reads a challenge and its completions (laurels verify --all)",
     "loop hints": "the process's own Pub/Sub subscription and caches",

@@ -204,13 +204,12 @@ def wire(settings: Settings, secrets: Secrets, db: Database, redis: Redis,
     reads = Reads(settings, db, board, healer, lifecycle, privacy, board_kinds, clock or _now)
     partitions = Partitions(db, lifecycle.archive_boards_of,
                             grace_seconds=settings.late_grace_seconds,
-                            close_seasons=settings.close_seasons, tie_policy=settings.tie_policy)
-    partitions.windows = any(p in WINDOW_DAYS for p in settings.periods)
+                            close_seasons=settings.close_seasons, tie_policy=settings.tie_policy,
+                            windows=any(p in WINDOW_DAYS for p in settings.periods))
     teams = Teams(db, board)
     groups = Groups(db, board, reads, privacy, teams)
     notifications = Notifications(db, board_kinds)
-    windows = Windows(db, board, settings.periods, board_kinds, clock or _now)
-    windows.rebuild = rebuilder.run  # a window whose marker is lost
+    windows = Windows(db, board, settings.periods, board_kinds, clock or _now, rebuilder.run)
     epoch = EpochWatch(db, board, rebuilder,
                        CatchUp(db, board, projector, lifecycle, settings.periods, windows),
                        board_kinds)

@@ -52,12 +52,11 @@ BOARD_SECONDS_LEAST = 0.75
 # boards read at random, the top-100 ran at 0.14 of /healthz).
 MAX_ENTRIES = 16_384
 TOP_BYTES = 64 << 20
-# Seasons a cache follows at once: any valid season name may be asked for
-# (every ISO week of 9,999 years), so past this the oldest followed season
-# is unfollowed and its bodies dropped (GroupCache still starts afresh).
+# Seasons a cache follows at once: any valid season name may be asked for (every
+# ISO week of 9,999 years): past this the oldest is unfollowed, its bodies dropped.
 MAX_SEASONS = 16_384
-TEAM_BYTES = 16 << 20  # team boards' pages kept, in all (api/team_routes.py)
 AROUND_BYTES = 32 << 20  # neighbourhoods' bodies kept, in all (1 KB at radius 5, up to 33 KB)
+TEAM_BYTES = 16 << 20  # team boards' pages kept, in all (api/team_routes.py)
 
 
 GROUP_MAX_SEASONS = 512  # a group cache's seasons followed (past them it starts afresh)

@@ -6,8 +6,9 @@ process_commands (serve, projector, demo, migrate), season_commands
 (rebuild, rebuild-status, verify), correction_commands (void, restore,
 audit), learner_commands (token, erase, suspend, unsuspend),
 league_commands (leagues), webhook_commands (webhooks), kind_commands
-(kinds), challenge_commands (challenges). How a command reaches the stores
-is stores.py; what a one-shot command may use, one_shot.py."""
+(kinds), challenge_commands (challenges), team_commands (teams). How a
+command reaches the stores is stores.py; what a one-shot command may use,
+one_shot.py."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from laurels.cli import (  # noqa: F401 (each adds its commands to `app` as it i
     learner_commands,
     process_commands,
     season_commands,
+    team_commands,
     webhook_commands,
 )
 from laurels.cli.common import app
@@ -35,7 +37,7 @@ __all__ = ["app", "main"]
 # A command not named here comes last, in the order it was registered.
 ORDER = ("serve", "projector", "migrate", "token", "rebuild", "verify", "void", "restore",
          "rebuild-status", "erase", "suspend", "unsuspend", "audit", "leagues", "demo",
-         "webhooks", "kinds", "challenges")
+         "webhooks", "kinds", "challenges", "teams")
 
 
 def _place(name: str | None) -> int:

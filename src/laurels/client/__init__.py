@@ -27,12 +27,15 @@ The package, one concern a module; every public name is here:
 - `types`: the contract's values (`Literal`s) and bodies (`TypedDict`s);
 - `league_types`: those of the league calls;
 - `challenge_types`: those of the challenge calls;
+- `team_types`: those of the team boards' calls;
 - `errors`: `LaurelsError` and its subclasses, one per problem code, and the
   mapping of an error answer to its exception;
 - `transport`: the request, sending it, retries, backoff, `Retry-After`;
 - `calls`: `Call`, one call written once for both clients;
 - `endpoints`: every call of the API, and `Completion`;
 - `challenge_endpoints`: the challenges' calls, which `endpoints` takes in;
+- `team_endpoints`: the team boards' calls, which `endpoints` takes in too;
+- `wire`: how arguments go on the wire (`UNCHANGED`: a field left out);
 - `clients`: `Client` and `AsyncClient`, batching and paging.
 """
 
@@ -96,6 +99,16 @@ from laurels.client.league_types import (
     LeagueTier,
     LeagueZone,
 )
+from laurels.client.team_types import (
+    Aggregate,
+    LearnerTeam,
+    LearnerTeams,
+    TeamBoard,
+    TeamEntry,
+    TeamKind,
+    TeamKindDefinition,
+    TeamKinds,
+)
 from laurels.client.transport import MAX_RETRY_AFTER_SECONDS as MAX_RETRY_AFTER_SECONDS
 from laurels.client.transport import RETRY_STATUSES as RETRY_STATUSES
 from laurels.client.types import (
@@ -153,11 +166,14 @@ from laurels.client.types import (
     Visibility,
 )
 from laurels.client.types import AttemptError as AttemptError
+from laurels.client.wire import UNCHANGED, Unchanged
 
 # Importable from here too, beyond `__all__` (`X as X` above): AttemptError,
 # BATCH_MAX, ERRORS, GATEWAY_STATUSES, MAX_RETRY_AFTER_SECONDS, RETRY_STATUSES.
 __all__ = [
+    "UNCHANGED",
     "Access",
+    "Aggregate",
     "AsyncClient",
     "AuditAction",
     "AuditEntry",
@@ -223,6 +239,8 @@ __all__ = [
     "LearnerChallenges",
     "LearnerCorrection",
     "LearnerRestored",
+    "LearnerTeam",
+    "LearnerTeams",
     "LearnerVoided",
     "MarkedRead",
     "Membership",
@@ -248,9 +266,15 @@ __all__ = [
     "SeasonClosed",
     "Standing",
     "Suspension",
+    "TeamBoard",
+    "TeamEntry",
+    "TeamKind",
+    "TeamKindDefinition",
+    "TeamKinds",
     "TiePolicy",
     "Unauthorized",
     "Unavailable",
+    "Unchanged",
     "UnsupportedMediaType",
     "User",
     "UserCompletions",

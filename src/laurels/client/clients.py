@@ -15,6 +15,7 @@ from laurels.client.calls import P
 from laurels.client.challenge_types import Challenge, ChallengeEntry
 from laurels.client.endpoints import Completion, Endpoints
 from laurels.client.league_types import LeagueRecord
+from laurels.client.team_types import TeamEntry
 from laurels.client.transport import R, Request, Retry, headers, send, send_async
 from laurels.client.types import (
     AuditEntry,
@@ -44,7 +45,8 @@ def batches(items: Iterable[Completion | Mapping[str, Any]]) -> Iterator[list[di
 ITEMS: dict[str, str] = {"board": "entries", "group_board": "entries",
                          "completions": "completions", "audit": "entries",
                          "deliveries": "deliveries", "league_history": "results",
-                         "challenges": "challenges", "challenge_board": "entries"}
+                         "challenges": "challenges", "challenge_board": "entries",
+                         "team_board": "entries"}
 
 
 def paged(method: str) -> str:
@@ -120,11 +122,15 @@ class Client(Endpoints):
     def pages(self, method: Literal["challenge_board"], *args: Any, **kwargs: Any
               ) -> Iterator[ChallengeEntry]: ...
 
+    @overload
+    def pages(self, method: Literal["team_board"], *args: Any, **kwargs: Any
+              ) -> Iterator[TeamEntry]: ...
+
     def pages(self, method: Paged, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Every item of a paged read (`board`, `group_board`,
         `completions`, `audit`, `deliveries`, `league_history`, `challenges`,
-        `challenge_board`, called with `args` and `kwargs`), following the
-        `next` cursors from `after` (default: the first page):
+        `challenge_board`, `team_board`, called with `args` and `kwargs`),
+        following the `next` cursors from `after` (default: the first page):
         `for e in c.pages("board", "all", limit=1000)`. Raises
         `ValueError` for another method, and what the method raises."""
         items, after = paged(method), kwargs.pop("after", None)
@@ -207,6 +213,10 @@ class AsyncClient(Endpoints):
     @overload
     def pages(self, method: Literal["challenge_board"], *args: Any, **kwargs: Any
               ) -> AsyncIterator[ChallengeEntry]: ...
+
+    @overload
+    def pages(self, method: Literal["team_board"], *args: Any, **kwargs: Any
+              ) -> AsyncIterator[TeamEntry]: ...
 
     async def pages(self, method: Paged, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """As `Client.pages`, asynchronously:

@@ -17,6 +17,7 @@ from laurels.client.league_types import (
     League,
     LeagueHistory,
 )
+from laurels.client.team_endpoints import TeamEndpoints
 from laurels.client.transport import Request
 from laurels.client.types import (
     Access,
@@ -36,7 +37,7 @@ from laurels.client.types import (
     UserGroups,
     Visibility,
 )
-from laurels.client.wire import on, page, seg
+from laurels.client.wire import UNCHANGED, Unchanged, on, page, seg
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Completion:
         return out
 
 
-class Endpoints(ChallengeEndpoints, AdminEndpoints):
+class Endpoints(ChallengeEndpoints, TeamEndpoints, AdminEndpoints):
     """Every call of the API, written once. Each builds its request;
     `Client._run` and `AsyncClient._run` send it. Besides what each lists,
     every call raises `Unauthorized`/`Forbidden` (token), `RateLimited`,
@@ -99,12 +100,17 @@ class Endpoints(ChallengeEndpoints, AdminEndpoints):
     # -- groups (writes: the ingest token) ---------------------------------------------------
 
     @Call
-    def put_group(group_id: str, name: str | None = None, access: Access | None = None
-                  ) -> Request[Group]:
+    def put_group(group_id: str, name: str | None = None, access: Access | None = None,
+                  team: str | Unchanged | None = UNCHANGED) -> Request[Group]:
         """Create a group, or change its name or access (None: unchanged, or
-        the defaults of a new group: its id, "members"):
-        `PUT /v1/groups/{group_id}` (ingest token). Returns the `Group`."""
-        body = {k: v for k, v in (("name", name), ("access", access)) if v is not None}
+        the defaults of a new group: its id, "members"), or its team kind
+        (`team`: a defined team kind, None for none; left out: unchanged):
+        `PUT /v1/groups/{group_id}` (ingest token). Returns the `Group`.
+        Raises `ValidationError` (a team kind not defined)."""
+        body: dict[str, Any] = {k: v for k, v in (("name", name), ("access", access))
+                                if v is not None}
+        if team is not UNCHANGED:
+            body["team"] = team
         return Request("PUT", f"/v1/groups/{seg(group_id)}", json=body)
 
     @Call

@@ -19,7 +19,7 @@ AuditAction: TypeAlias = Literal["void", "restore", "suspend", "unsuspend", "era
                                  "challenge_delete", "team_define", "team_delete"]
 DeliveryStatus: TypeAlias = Literal["pending", "delivered", "failed"]
 Paged: TypeAlias = Literal["board", "group_board", "completions", "audit", "deliveries",
-                           "league_history", "challenges", "challenge_board"]
+                           "league_history", "challenges", "challenge_board", "team_board"]
 
 
 # -- the contract's bodies (docs/contract.md); instants are RFC 3339 strings ----------------

@@ -1,9 +1,25 @@
-"""How a call's arguments go on the wire: a path segment, a page, a board."""
+"""How a call's arguments go on the wire: a path segment, a page, a board, a
+field left out."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, Final
 from urllib.parse import quote
+
+
+class Unchanged(Enum):
+    """The default of an argument whose None means something (`put_group`'s
+    `team`: None takes the group out of its team kind): left out of the
+    body, so the field stays as it is."""
+
+    UNCHANGED = "UNCHANGED"
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED: Final = Unchanged.UNCHANGED
 
 
 def seg(value: object) -> str:

@@ -158,13 +158,13 @@ class Partitions:
     def __init__(self, db: Database,
                  before_retiring: Callable[[datetime, datetime, datetime], Awaitable[bool]]
                  | None = None, *, grace_seconds: int = 0, close_seasons: bool = True,
-                 tie_policy: str = "shared") -> None:
+                 tie_policy: str = "shared", windows: bool = False) -> None:
         self.db = db
         # When a week closes by the clock (settings: late_grace_seconds,
         # close_seasons), and the policy an empty week is closed with.
         self.grace_seconds, self.close_seasons = grace_seconds, close_seasons
         self.tie_policy = tie_policy
-        self.windows = False  # the deployment's periods hold a rolling window (wire())
+        self.windows = windows  # the deployment's periods hold a rolling window
         # Called before a month is retired (lifecycle.archive_boards_of):
         # False keeps it for now.
         self.before_retiring = before_retiring

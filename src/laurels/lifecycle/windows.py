@@ -58,8 +58,8 @@ DEFAULT = Profile(0, "public", "")  # a stored newer profile wins (apply.lua)
 
 class Windows:
     def __init__(self, db: Database, board: WindowMover, periods: tuple[Period, ...],
-                 kinds: BoardKinds, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-                 ) -> None:
+                 kinds: BoardKinds, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 rebuild: Callable[[Season], Awaitable[Any]] | None = None) -> None:
         self.db = db
         self.board = board
         self.periods = periods
@@ -68,7 +68,7 @@ class Windows:
         self._moved: dict[str, str] = {}  # window -> the first day it was last moved to
         # A board whose marker was lost (a lost key) cannot tell the days it
         # holds: rebuilt (wire() hands the rebuilder's `run` here).
-        self.rebuild: Callable[[Season], Awaitable[Any]] | None = None
+        self.rebuild = rebuild
 
     async def seasons(self) -> list[Season]:
         """Every window with a board to keep: the whole board's configured
