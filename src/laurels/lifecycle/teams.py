@@ -92,7 +92,8 @@ class Teams:
     async def delete(self, team: str) -> None:
         """The kind gone (its groups are in none), and its boards in Redis."""
         async with self.db.transaction() as tx:
-            if await self.db.fetch_one("delete_team_kind", tx, team=check_team(team)) is None:
+            await self.db.fetch("lock_team_groups", tx, team=check_team(team))
+            if await self.db.fetch_one("delete_team_kind", tx, team=team) is None:
                 raise DomainError("not_found", f"no team kind {team} is defined")
             await self.db.run("insert_audit", tx, action="team_delete", target=team,
                               reason=None, details=None)

@@ -26,7 +26,7 @@ from laurels.lifecycle.team_rules import TeamKind, ranked
 from laurels.lifecycle.teams import Teams
 from laurels.reads.boards import Reads
 
-Caller = int | str | None  # a learner's id, "ingest" or "admin", or None (no token)
+Caller = int | str | None  # a learner's id, "platform" (ingest or admin token), or None
 
 
 class TeamReads:

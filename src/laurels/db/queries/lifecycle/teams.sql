@@ -30,9 +30,17 @@ VALUES (%(team)s, %(title)s, %(aggregate)s, %(top)s, nextval('team_members_versi
 ON CONFLICT (team) DO UPDATE SET title = EXCLUDED.title
 RETURNING team, title, aggregate, top, members_version, created_at, (xmax = 0) AS created;
 
+-- name: lock_team_groups
+-- locks: group
+-- A team kind's groups, locked before the kind's row is deleted: the
+-- deletion sets their `team` to NULL (the foreign key), and a membership
+-- change takes a group's row before its kind's (lock order).
+SELECT group_id FROM groups WHERE team = %(team)s ORDER BY group_id FOR UPDATE;
+
 -- name: delete_team_kind
 -- locks: team_kind
--- A team kind gone; its groups are in none (ON DELETE SET NULL).
+-- A team kind gone; its groups (locked already: lock_team_groups) are in
+-- none (ON DELETE SET NULL).
 DELETE FROM team_kinds WHERE team = %(team)s RETURNING team;
 
 -- name: bump_team_members
