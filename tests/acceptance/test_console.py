@@ -44,13 +44,18 @@ def given_up_delivery(database_url: str) -> str:
 
 def waiting_delivery(database_url: str, other: str) -> str:
     """Another delivery as one still waiting for its first attempt (as a
-    notification's does for its coalescing window): its id."""
-    with psycopg.connect(database_url) as conn:
-        row = conn.execute("UPDATE webhook_deliveries SET status = 'pending', attempts = 0,"
-                           " last_error = NULL, next_attempt_at = now() + interval '1 hour'"
-                           " WHERE id = (SELECT id FROM webhook_deliveries WHERE id <> %s"
-                           " ORDER BY id LIMIT 1) RETURNING id::text", (other,)).fetchone()
-    assert row is not None
+    notification's does for its coalescing window): its id, once a second
+    delivery exists (the notifier writes some a moment after the first)."""
+
+    def one() -> Any:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                "UPDATE webhook_deliveries SET status = 'pending', attempts = 0,"
+                " last_error = NULL, next_attempt_at = now() + interval '1 hour'"
+                " WHERE id = (SELECT id FROM webhook_deliveries WHERE id <> %s"
+                " ORDER BY id LIMIT 1) RETURNING id::text", (other,)).fetchone()
+
+    row = wait_until(one, 20, "a second webhook delivery")
     return str(row[0])
 
 
