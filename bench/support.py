@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -305,3 +305,56 @@ def dump_json(path: Path, data: Any) -> None:
     import orjson
 
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+
+def scratch_run(kind: str, work: Callable[[str, str, str], Awaitable[None]]) -> bool:
+    """Run `work(database_url, redis_url, key_prefix)` on a database and a
+    key prefix of its own, on the stores LAURELS_BENCH_DATABASE_URL and
+    LAURELS_BENCH_REDIS_URL name (loopback only), both made for it and
+    dropped after, also after an error, SIGTERM or Ctrl-C; True when it
+    finished (bench/teams.py, bench/windows.py)."""
+    import asyncio
+    import signal
+
+    import redis
+    from psycopg import sql
+
+    from tests.helpers import with_database
+
+    admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    redis_url = os.environ.get("LAURELS_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    run_id = secrets.token_hex(4)
+    name, prefix = f"laurels_bench_{kind}_{run_id}", f"bench{run_id}"
+
+    def on_term(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    created = ok = False
+    try:
+        loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
+        loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
+        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            created = True
+        log(f"database {name}; Redis keys under {prefix}")
+        asyncio.run(work(with_database(admin_url, name), redis_url, prefix))
+        ok = True
+    except BenchError as exc:
+        log(f"ERROR: {exc}")
+    except (psycopg.Error, redis.RedisError, OSError, ValueError) as exc:
+        log(f"ERROR: {type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:
+        log("interrupted")
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if created:
+            with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                             .format(sql.Identifier(name)))
+        client = redis.Redis.from_url(redis_url)
+        for key in client.scan_iter(match=f"{prefix}*", count=10_000):
+            client.unlink(key)
+        client.close()
+        log(f"dropped {name}; unlinked the keys under {prefix}")
+    return ok

@@ -64,7 +64,6 @@ import asyncio
 import math
 import os
 import secrets
-import signal
 import statistics
 import sys
 import tempfile
@@ -81,18 +80,14 @@ if str(ROOT) not in sys.path:  # run as a script: bench/ and tests/ from the roo
 
 import httpx  # noqa: E402
 import psycopg  # noqa: E402
-import redis  # noqa: E402
 import redis.asyncio as aioredis  # noqa: E402
-from psycopg import sql  # noqa: E402
 
 from bench.phases import Figure, print_table  # noqa: E402
 from bench.support import (  # noqa: E402
-    DEFAULT_DATABASE_URL,
-    DEFAULT_REDIS_URL,
     BenchError,
     dump_json,
     log,
-    loopback_only,
+    scratch_run,
 )
 from laurels.api import create_app, serving_app  # noqa: E402
 from laurels.api.auth import mint  # noqa: E402
@@ -103,7 +98,6 @@ from laurels.db import migrate  # noqa: E402
 from laurels.lifecycle.teams import FILL_BATCH  # noqa: E402
 from laurels.process.settings import Secrets, Settings  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from tests.helpers import with_database  # noqa: E402
 
 STEP = 7919  # prime: g * STEP % n deals a batch's learners apart
 TOP = 100
@@ -619,46 +613,14 @@ def parse(argv: list[str] | None) -> Plan:
 
 def main(argv: list[str] | None = None) -> int:
     plan = parse(argv)
-    admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
-    redis_url = os.environ.get("LAURELS_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
-    run_id = secrets.token_hex(4)
-    name, prefix = f"laurels_bench_teams_{run_id}", f"bench{run_id}"
-
-    def on_term(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     started = time.perf_counter()
     figures: list[Figure] = []
     out: dict[str, Any] = {}
-    created = ok = False
-    try:
-        loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
-        loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            created = True
-        log(f"database {name}; Redis keys under {prefix}")
-        asyncio.run(measure(plan, with_database(admin_url, name), redis_url, prefix, figures,
-                            out))
-        ok = True
-    except BenchError as exc:
-        log(f"ERROR: {exc}")
-    except (psycopg.Error, redis.RedisError, OSError, ValueError) as exc:
-        log(f"ERROR: {type(exc).__name__}: {exc}")
-    except KeyboardInterrupt:
-        log("interrupted")
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if created:
-            with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                             .format(sql.Identifier(name)))
-        client = redis.Redis.from_url(redis_url)
-        for key in client.scan_iter(match=f"{prefix}*", count=10_000):
-            client.unlink(key)
-        client.close()
-        log(f"dropped {name}; unlinked the keys under {prefix}")
+
+    async def work(url: str, redis_url: str, prefix: str) -> None:
+        await measure(plan, url, redis_url, prefix, figures, out)
+
+    ok = scratch_run("teams", work)
     if not ok:
         return 1
     seconds = time.perf_counter() - started

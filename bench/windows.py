@@ -61,8 +61,6 @@ import asyncio
 import math
 import multiprocessing
 import os
-import secrets
-import signal
 import sys
 import tempfile
 import time
@@ -79,25 +77,20 @@ if str(ROOT) not in sys.path:  # run as a script: bench/ and tests/ from the roo
     sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
-import redis  # noqa: E402
 import redis.asyncio as aioredis  # noqa: E402
-from psycopg import sql  # noqa: E402
 
 from bench.phases import Figure, print_table  # noqa: E402
 from bench.support import (  # noqa: E402
-    DEFAULT_DATABASE_URL,
-    DEFAULT_REDIS_URL,
     BenchError,
     dump_json,
     log,
-    loopback_only,
     percentile,
+    scratch_run,
 )
 from laurels.core.seasons import parse_season  # noqa: E402
 from laurels.db import migrate  # noqa: E402
 from laurels.process.settings import Secrets, Settings  # noqa: E402
 from laurels.runtime import Runtime, Services  # noqa: E402
-from tests.helpers import with_database  # noqa: E402
 
 NOW = datetime(2026, 12, 9, 12, tzinfo=UTC)  # the clock: a Wednesday, noon (UTC)
 WINDOW = parse_season("last-30d", zone="UTC")
@@ -676,54 +669,19 @@ def parse(argv: list[str] | None) -> Plan:
 
 def main(argv: list[str] | None = None) -> int:
     plan = parse(argv)
-    admin_url = os.environ.get("LAURELS_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
-    redis_url = os.environ.get("LAURELS_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
-    run_id = secrets.token_hex(4)
-    name, prefix = f"laurels_bench_windows_{run_id}", f"bench{run_id}"
-
-    def on_term(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     started = time.perf_counter()
     figures: list[Figure] = []
     out: dict[str, Any] = {}
-    created = ok = False
-    try:
-        loopback_only(admin_url, "LAURELS_BENCH_DATABASE_URL")
-        loopback_only(redis_url, "LAURELS_BENCH_REDIS_URL")
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            created = True
-        log(f"database {name}; Redis keys under {prefix}; clock {NOW.isoformat()}")
+    log(f"clock {NOW.isoformat()}")
 
-        async def run() -> None:
-            r = aioredis.from_url(redis_url)
-            try:
-                await measure(plan, Context(with_database(admin_url, name), redis_url,
-                                            prefix, r), figures, out)
-            finally:
-                await r.aclose()
+    async def work(url: str, redis_url: str, prefix: str) -> None:
+        r = aioredis.from_url(redis_url)
+        try:
+            await measure(plan, Context(url, redis_url, prefix, r), figures, out)
+        finally:
+            await r.aclose()
 
-        asyncio.run(run())
-        ok = True
-    except BenchError as exc:
-        log(f"ERROR: {exc}")
-    except (psycopg.Error, redis.RedisError, OSError, ValueError) as exc:
-        log(f"ERROR: {type(exc).__name__}: {exc}")
-    except KeyboardInterrupt:
-        log("interrupted")
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if created:
-            with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                             .format(sql.Identifier(name)))
-        client = redis.Redis.from_url(redis_url)
-        for key in client.scan_iter(match=f"{prefix}*", count=10_000):
-            client.unlink(key)
-        client.close()
-        log(f"dropped {name}; unlinked the keys under {prefix}")
+    ok = scratch_run("windows", work)
     if not ok:
         return 1
     seconds = time.perf_counter() - started
