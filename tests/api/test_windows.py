@@ -13,7 +13,7 @@ import httpx
 
 from laurels.core import failpoints
 from tests.api.conftest import Api, ApiFactory
-from tests.helpers import ADMIN, INGEST, assert_problem, completion
+from tests.helpers import ADMIN, INGEST, assert_problem, completion, eventually
 
 WINDOWS = ("week", "day", "7d", "30d")
 
@@ -42,13 +42,15 @@ async def post(c: httpx.AsyncClient, *items: tuple[str, int, int, str], **extra:
 
 async def board(api: Api, season: str, **params: Any) -> dict[str, Any]:
     await api.runtime.projector.drain(min_age_seconds=0)
-    for _ in range(200):  # a board built on first use answers 503 meanwhile
+
+    async def built() -> httpx.Response | None:  # a board built on first use answers 503
         resp = await api.get(f"/v1/leaderboards/{season}", params=params)
-        if resp.status_code != 503:
-            break
-        await asyncio.sleep(0.05)
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
+        if resp.status_code == 503:
+            return None
+        assert resp.status_code == 200, resp.text
+        return resp
+
+    body: dict[str, Any] = (await eventually(built, 20, f"the board of {season}")).json()
     return body
 
 
